@@ -1,0 +1,68 @@
+"""Memory budgets: estimate before allocating, refuse with an actionable message."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["MemoryBudgetError", "available_memory", "check_memory", "format_bytes"]
+
+
+class MemoryBudgetError(MemoryError, ValueError):
+    """An allocation would exceed the memory budget."""
+
+
+def available_memory() -> int:
+    """Bytes of physical memory currently available (MemAvailable), or total RAM as a fallback."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
+def format_bytes(n: float) -> str:
+    """Human-readable size (binary units)."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def check_memory(nbytes: int, what: str, *, budget: int | None = None, advice: str = "") -> None:
+    """Refuse an allocation of ``nbytes`` over the budget.
+
+    Parameters
+    ----------
+    nbytes : int
+        Estimated size of the allocation in bytes.
+    what : str
+        What is being allocated, e.g. ``"precomputed feature matrix (50000 x 20000 uint8)"``.
+    budget : int, optional
+        Bytes allowed. Default: 75% of currently available memory, or the ``VJBOOST_MEMORY_BUDGET``
+        environment variable (bytes) when set.
+    advice : str
+        What the user can change (fewer features, sampling, a lower ``num_neg``...).
+
+    Raises
+    ------
+    MemoryBudgetError
+        If ``nbytes > budget``.
+    """
+    if budget is None:
+        env = os.environ.get("VJBOOST_MEMORY_BUDGET")
+        budget = int(float(env)) if env else int(0.75 * available_memory())
+    if nbytes > budget:
+        msg = (
+            f"{what} needs {format_bytes(nbytes)}, over the memory budget of "
+            f"{format_bytes(budget)}."
+        )
+        if advice:
+            msg += f" {advice}"
+        raise MemoryBudgetError(msg)
