@@ -111,3 +111,26 @@ def test_bad_input():
         iou_matrix([[0, 0, 0, 1]], [[0, 0, 1, 1]])
     with pytest.raises(ValueError, match="annotated image"):
         evaluate_detections({}, {"a": np.array([[0, 0, 1, 1]])})
+
+
+def test_sweep_min_neighbors_matches_grouping_by_hand():
+    from vjboost.cascade.grouping import group_rectangles
+    from vjboost.eval.sweep import sweep_min_neighbors
+
+    # a face covered by 4 raw windows, a spurious cluster of 2 and a lone false window
+    face = [[10, 10, 20, 20], [11, 10, 20, 20], [10, 11, 20, 20], [11, 11, 21, 21]]
+    spurious = [[60, 60, 20, 20], [61, 60, 20, 20]]
+    lone = [[100, 5, 20, 20]]
+    boxes = np.array(face + spurious + lone)
+    raw = {"img": (boxes, np.linspace(1, 2, len(boxes))), "empty": (np.zeros((0, 4)), np.zeros(0))}
+    gt = {"img": np.array([[10, 10, 20, 20]])}
+    curve = sweep_min_neighbors(raw, gt, thresholds=[0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(curve.min_neighbors, [0, 1, 2, 3, 4])
+    # t=0: raw windows (4 TP candidates, 1 matches), t=1: clusters with > 1 member
+    np.testing.assert_array_equal(curve.false_positives, [6, 1, 0, 0, 0])
+    np.testing.assert_allclose(curve.detection_rate, [1, 1, 1, 1, 0])
+    grouped, counts, _ = group_rectangles(boxes, 1)
+    assert curve.at(1).n_detections == len(grouped) and sorted(counts) == [2, 4]
+    assert curve.detection_rate_at(0) == 1.0
+    with pytest.raises(ValueError, match="not on the curve"):
+        curve.at(7)
