@@ -1,0 +1,191 @@
+"""``vjeval``: evaluate one or more cascades on an annotated image set.
+
+For every model the raw windows of every image are computed once; grouping them with each
+``min_neighbors`` value gives the detection-rate / false-positive curve. Prints a table, writes
+``eval.json`` and ``curve.png`` (all models on one plot) to the output folder.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+import cv2
+import numpy as np
+
+from .._io import atomic_write
+from ..io import AnnotationError, ImageReadError, read_annotations, read_bg_list, read_image
+
+__all__ = ["main", "resolve_model_path"]
+
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
+
+
+def resolve_model_path(spec: str) -> str:
+    """A model path, or ``opencv:NAME`` for a cascade shipped in ``cv2.data.haarcascades``."""
+    if spec.startswith("opencv:"):
+        base = getattr(getattr(cv2, "data", None), "haarcascades", None)
+        name = spec.split(":", 1)[1]
+        name = name if name.endswith(".xml") else name + ".xml"
+        path = Path(base or "") / name
+        if not base or not path.is_file():
+            raise click.BadParameter(
+                f"{spec}: this OpenCV build ships no {name}", param_hint="--model"
+            )
+        return str(path)
+    return spec
+
+
+def _image_list(images: str | None, annotations: dict) -> list[str]:
+    if images is None:
+        return list(annotations)
+    p = Path(images)
+    if p.is_dir():
+        files = sorted(
+            str(f.resolve()) for f in p.rglob("*") if f.suffix.lower() in _IMAGE_SUFFIXES
+        )
+        if not files:
+            raise click.BadParameter(f"{p}: no image files in this folder", param_hint="--images")
+        return files
+    try:
+        return read_bg_list(p)
+    except AnnotationError as exc:
+        raise click.BadParameter(str(exc), param_hint="--images") from None
+
+
+def _plot(results: list[dict], path: Path, iou: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    for r in results:
+        fp, dr = np.asarray(r["curve"]["false_positives"]), np.asarray(r["curve"]["detection_rate"])
+        keep = np.asarray(r["curve"]["min_neighbors"]) >= 1
+        (line,) = ax.plot(fp[keep], dr[keep], marker=".", label=r["label"])
+        p = r["at_min_neighbors"]
+        ax.plot([p["false_positives"]], [p["detection_rate"]], "o", color=line.get_color(), ms=8,
+                mfc="none")
+    ax.set_xscale("symlog", linthresh=10)
+    ax.set_xlabel("false positives (whole set)")
+    ax.set_ylabel(f"detection rate (IoU ≥ {iou:g})")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title("min_neighbors sweep (circle: the chosen min_neighbors)")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("annotations", type=click.Path(dir_okay=False))
+@click.option("--model", "-m", "models", multiple=True, required=True,
+              help="Cascade: vjboost JSON or OpenCV XML, or opencv:NAME for a cascade shipped "
+                   "with OpenCV (e.g. opencv:haarcascade_frontalface_default). Repeatable.")
+@click.option("--label", "labels", multiple=True, help="Legend name per --model (in order).")
+@click.option("--images", help="Image list file (one path per line, relative to the list) or a "
+                               "folder; default: the annotated images. Images without boxes "
+                               "count: every detection there is a false positive.")
+@click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True)
+@click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Smallest object side in pixels (0: the cascade's window).")
+@click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
+              help="The operating point reported in the table.")
+@click.option("--max-neighbors", type=click.IntRange(min=1), default=10, show_default=True,
+              help="Sweep min_neighbors from 0 to this value for the curve.")
+@click.option("--iou", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
+              help="IoU for a detection to match a ground-truth box.")
+@click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Detector threads (0: all).")
+@click.option("--output-dir", "-o", type=click.Path(file_okay=False), default="vjeval-out",
+              show_default=True, help="Where eval.json and curve.png go (created).")
+def main(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
+         max_neighbors, iou, threads, output_dir) -> None:
+    """Evaluate cascades on ANNOTATIONS (info.dat, CSV with image,x,y,w,h, or JSON)."""
+    from ..cascade.detector import CascadeDetector, to_gray
+    from ..cascade.model_io import load_model
+    from ..cascade.opencv_xml import CascadeFormatError
+    from ..eval.sweep import sweep_min_neighbors
+
+    if labels and len(labels) != len(models):
+        raise click.BadParameter(f"{len(labels)} labels for {len(models)} models",
+                                 param_hint="--label")
+    try:
+        gt = read_annotations(annotations)
+    except AnnotationError as exc:
+        raise click.BadParameter(str(exc), param_hint="ANNOTATIONS") from None
+    paths = _image_list(images, gt)
+    loaded = []
+    for k, spec in enumerate(models):
+        try:
+            model = load_model(resolve_model_path(spec))
+            det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0,
+                                  grouping="none", min_size=min_size or None,
+                                  threads=threads or None)
+        except (CascadeFormatError, ValueError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--model") from None
+        loaded.append((labels[k] if labels else Path(spec.split(":")[-1]).stem, spec, det))
+
+    grays, sizes, failed = {}, {}, []
+    for p in paths:
+        try:
+            img = read_image(p)
+        except ImageReadError as exc:
+            failed.append(str(exc))
+            continue
+        grays[p] = to_gray(img)
+        sizes[p] = (img.shape[1], img.shape[0])
+    for msg in failed[:5]:
+        click.echo(f"vjeval: skipped {msg}", err=True)
+    if not grays:
+        click.echo("vjeval: no image could be read", err=True)
+        sys.exit(1)
+    gt = {k: v for k, v in gt.items() if k in grays}
+    n_gt = sum(len(v) for v in gt.values())
+    click.echo(f"vjeval: {len(grays)} image(s), {n_gt} annotated object(s), "
+               f"{len(failed)} unreadable", err=True)
+
+    results = []
+    for label, spec, det in loaded:
+        t0 = time.perf_counter()
+        raw = {p: det.raw_windows(g) for p, g in grays.items()}
+        seconds = time.perf_counter() - t0
+        curve = sweep_min_neighbors(raw, gt, thresholds=range(0, max_neighbors + 1),
+                                    image_sizes=sizes, iou_threshold=iou)
+        at = curve.at(min_neighbors) if min_neighbors <= max_neighbors else None
+        if at is None:
+            at = sweep_min_neighbors(raw, gt, thresholds=[min_neighbors], image_sizes=sizes,
+                                     iou_threshold=iou).evaluations[0]
+        results.append({
+            "label": label, "model": spec, "detect_seconds": round(seconds, 3),
+            "at_min_neighbors": {"min_neighbors": min_neighbors, **at.as_dict()},
+            "curve": {"min_neighbors": curve.min_neighbors.tolist(),
+                      "false_positives": curve.false_positives.tolist(),
+                      "detection_rate": curve.detection_rate.tolist()},
+        })
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"annotations": str(annotations), "n_images": len(grays), "n_objects": n_gt,
+               "iou_threshold": iou, "scale_factor": scale_factor, "models": results}
+    atomic_write(out / "eval.json", json.dumps(summary, indent=2))
+    _plot(results, out / "curve.png", iou)
+
+    click.echo(f"{'model':<34} {'det.rate':>8} {'FP':>5} {'precision':>9} {'AP':>6} {'sec':>7}")
+    for r in results:
+        a = r["at_min_neighbors"]
+        click.echo(f"{r['label'][:34]:<34} {a['detection_rate']:>8.3f} {a['false_positives']:>5d} "
+                   f"{a['precision']:>9.3f} {a['average_precision']:>6.3f} "
+                   f"{r['detect_seconds']:>7.2f}")
+    click.echo(f"(min_neighbors {min_neighbors}, IoU >= {iou:g}); wrote {out / 'eval.json'} "
+               f"and {out / 'curve.png'}")
+
+
+if __name__ == "__main__":
+    main()
