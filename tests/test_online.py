@@ -148,3 +148,27 @@ def test_bad_input():
         OzaBoostWeights(n_hypotheses=3, smoothing=0)
     with pytest.raises(ValueError, match="labels must be -1 or \\+1"):
         margins_from_hypotheses([lambda X: X[:, 0]], np.zeros((2, 1)), [0, 1])
+
+
+def test_long_stages_stay_finite(rng):
+    # 300 accurate hypotheses: exp(sum of alphas) overflows float64 without rescaling
+    J = 300
+    M = np.where(rng.random((400, J)) < 0.9, 1, -1).astype(np.int8)
+    M[:50] = -1  # hard examples everyone gets wrong
+    target = batch_coordinate_alpha(M, 0.5)
+    assert np.isfinite(target).all()
+    ocb = OnlineCoordinateBoost(n_hypotheses=J, order=10).init_from_margins(M[:100])
+    np.testing.assert_allclose(ocb.alpha_, batch_coordinate_alpha(M[:100], 0.5), rtol=1e-9)
+    ocb.learn_margins(M[100:])
+    assert np.isfinite(ocb.alpha_).all()
+    assert np.isfinite(ocb.w_pos_).all() and np.isfinite(ocb.w_neg_).all()
+
+
+def test_sample_weight_is_duplication_in_batch_init(rng):
+    M = _correlated_margins(rng, 60, 5)
+    w = rng.integers(1, 4, 60)
+    a = OnlineCoordinateBoost(n_hypotheses=5).init_from_margins(M, sample_weight=w.astype(float))
+    b = OnlineCoordinateBoost(n_hypotheses=5).init_from_margins(np.repeat(M, w, axis=0))
+    np.testing.assert_allclose(a.alpha_, b.alpha_)
+    with pytest.raises(ValueError, match="sample_weight: weights must be positive"):
+        a.learn_margins(M[:2], sample_weight=[1.0, 0.0])

@@ -47,37 +47,61 @@ __all__ = [
 
 
 @njit(cache=True, nogil=True)
-def _ocb_learn(margins, alpha, alpha_inc, w_pos, w_neg, order):
+def _log_mix(f, a, b):
+    """log(f·e^a + (1 − f)·e^b) without overflow."""
+    if f <= 0.0:
+        return b
+    if f >= 1.0:
+        return a
+    u = np.log(f) + a
+    v = np.log(1.0 - f) + b
+    m = max(u, v)
+    return m + np.log(np.exp(u - m) + np.exp(v - m))
+
+
+@njit(cache=True, nogil=True)
+def _ocb_learn(margins, log_w0, alpha, alpha_inc, w_pos, w_neg, log_scale, order):
+    # Row j of the sums is stored divided by exp(log_scale[j]); the example weight and the
+    # corrections are kept as logarithms. Long stages (hundreds of hypotheses) overflow float64
+    # otherwise; a common factor on a row changes neither alpha_j nor the correction fractions.
     n, J = margins.shape
     for t in range(n):
-        d = 1.0
+        log_d = log_w0[t]
         for j in range(J):
             j0 = max(0, j - order)
-            pi_pos = 1.0
-            pi_neg = 1.0
+            lp = 0.0
+            ln = 0.0
             for k in range(j0, j):
-                fp = w_pos[j, k] / w_pos[j, j]
-                fn = w_neg[j, k] / w_neg[j, j]
-                e_minus = np.exp(-alpha_inc[k])
-                e_plus = np.exp(alpha_inc[k])
-                pi_pos *= fp * e_minus + (1.0 - fp) * e_plus
-                pi_neg *= fn * e_plus + (1.0 - fn) * e_minus
+                fp = w_pos[j, k] / w_pos[j, j] if w_pos[j, j] > 0.0 else 0.5
+                fn = w_neg[j, k] / w_neg[j, j] if w_neg[j, j] > 0.0 else 0.5
+                lp += _log_mix(fp, -alpha_inc[k], alpha_inc[k])
+                ln += _log_mix(fn, alpha_inc[k], -alpha_inc[k])
+            ldp = np.log(w_pos[j, j]) + lp if w_pos[j, j] > 0.0 else -np.inf
+            ldn = np.log(w_neg[j, j]) + ln if w_neg[j, j] > 0.0 else -np.inf
+            shift = max(max(ldp, ldn), log_d - log_scale[j])
+            if shift > 300.0 or shift < -300.0:
+                log_scale[j] += shift
+                lp -= shift
+                ln -= shift
+            pi_pos = np.exp(lp)
+            pi_neg = np.exp(ln)
+            d = np.exp(log_d - log_scale[j])
             mj = margins[t, j]
             for k in range(j + 1):
                 mk = margins[t, k]
                 w_pos[j, k] = w_pos[j, k] * pi_pos + (d if (mk > 0 and mj > 0) else 0.0)
                 w_neg[j, k] = w_neg[j, k] * pi_neg + (d if (mk < 0 and mj < 0) else 0.0)
-            new_alpha = 0.5 * np.log(w_pos[j, j] / w_neg[j, j])
+            new_alpha = 0.5 * (np.log(max(w_pos[j, j], 1e-300)) - np.log(max(w_neg[j, j], 1e-300)))
             alpha_inc[j] = new_alpha - alpha[j]
             alpha[j] = new_alpha
-            d *= np.exp(-new_alpha * mj)
+            log_d -= new_alpha * mj
 
 
 @njit(cache=True, nogil=True)
-def _oza_learn(margins, lam_correct, lam_wrong):
+def _oza_learn(margins, w0, lam_correct, lam_wrong):
     n, J = margins.shape
     for t in range(n):
-        lam = 1.0
+        lam = w0[t]
         for j in range(J):
             if margins[t, j] > 0:
                 lam_correct[j] += lam
@@ -105,6 +129,17 @@ def _check_margins(margins: Any, n_hypotheses: int | None, name: str = "margins"
     if not np.isin(m, (-1.0, 1.0)).all():
         raise ValueError(f"{name}: margins y*h(x) must be -1 or +1")
     return np.ascontiguousarray(m, dtype=np.int8)
+
+
+def _check_weights(sample_weight: Any, n: int) -> np.ndarray:
+    if sample_weight is None:
+        return np.ones(n)
+    w = check_array(sample_weight, "sample_weight", ndim=1, dtype=np.float64)
+    if w.shape[0] != n:
+        raise ValueError(f"sample_weight: {w.shape[0]} weights for {n} examples")
+    if (w <= 0).any():
+        raise ValueError("sample_weight: weights must be positive")
+    return w
 
 
 def _check_pm_labels(y: Any, name: str = "y") -> np.ndarray:
@@ -156,17 +191,20 @@ def batch_coordinate_alpha(margins: Any, smoothing: float = 0.0) -> np.ndarray:
         ``ε`` added to both sums (needed when a hypothesis is never wrong).
     """
     m = _check_margins(margins, None).astype(np.float64)
-    d = np.ones(m.shape[0])
+    log_d = np.zeros(m.shape[0])
     alpha = np.empty(m.shape[1])
-    for j in range(m.shape[1]):  # J coordinates, vectorised over examples
-        wp = smoothing + d[m[:, j] > 0].sum()
-        wn = smoothing + d[m[:, j] < 0].sum()
+    for j in range(m.shape[1]):  # J coordinates, vectorised over examples; log domain
+        shift = float(log_d.max())
+        d = np.exp(log_d - shift)
+        eps = smoothing * np.exp(-shift)
+        wp = eps + d[m[:, j] > 0].sum()
+        wn = eps + d[m[:, j] < 0].sum()
         if wp <= 0 or wn <= 0:
             raise ValueError(
                 f"hypothesis {j} is always {'right' if wn <= 0 else 'wrong'}; use smoothing > 0"
             )
         alpha[j] = 0.5 * np.log(wp / wn)
-        d *= np.exp(-alpha[j] * m[:, j])
+        log_d -= alpha[j] * m[:, j]
     return alpha
 
 
@@ -212,10 +250,14 @@ class _OnlineWeights:
             raise ValueError("this learner has no hypotheses: use learn_margins")
         return self.hypotheses
 
-    def learn_margins(self, margins: Any) -> None:
-        """Update from margins ``y·h_j(x)``, shape (n_samples, n_hypotheses) or (n_hypotheses,)."""
+    def learn_margins(self, margins: Any, sample_weight: Any = None) -> None:
+        """Update from margins ``y·h_j(x)``, shape (n_samples, n_hypotheses) or (n_hypotheses,).
+
+        ``sample_weight`` (n_samples,), positive, gives each example its starting weight
+        (default 1), e.g. to balance positives and negatives as cascade training does.
+        """
         m = _check_margins(margins, self.n_hypotheses)
-        self._learn(m)
+        self._learn(m, _check_weights(sample_weight, m.shape[0]))
         self.n_seen_ += m.shape[0]
 
     def learn_many(self, X: Any, y: Any) -> None:
@@ -298,6 +340,7 @@ class OnlineCoordinateBoost(_OnlineWeights):
         self._alpha_inc = np.zeros(J)
         self.w_pos_ = np.full((J, J), self.smoothing)
         self.w_neg_ = np.full((J, J), self.smoothing)
+        self._log_scale = np.zeros(J)
 
     @property
     def _k(self) -> int:
@@ -305,24 +348,37 @@ class OnlineCoordinateBoost(_OnlineWeights):
             self.n_hypotheses - 1 if self.order is None else min(self.order, self.n_hypotheses - 1)
         )
 
-    def _learn(self, m: np.ndarray) -> None:
-        _ocb_learn(m, self.alpha_, self._alpha_inc, self.w_pos_, self.w_neg_, self._k)
+    def _learn(self, m: np.ndarray, w0: np.ndarray) -> None:
+        _ocb_learn(
+            m,
+            np.log(w0),
+            self.alpha_,
+            self._alpha_inc,
+            self.w_pos_,
+            self.w_neg_,
+            self._log_scale,
+            self._k,
+        )
 
-    def init_from_margins(self, margins: Any) -> OnlineCoordinateBoost:
+    def init_from_margins(self, margins: Any, sample_weight: Any = None) -> OnlineCoordinateBoost:
         """Start from batch AdaBoost on an initial set (exact sums, no approximation).
 
         The cumulative sums are those of the batch coordinate pass over ``margins`` (plus the
-        smoothing), and ``α`` the batch coefficients.
+        smoothing), and ``α`` the batch coefficients. ``sample_weight`` as :meth:`learn_margins`.
         """
         m = _check_margins(margins, self.n_hypotheses).astype(np.float64)
         J = self.n_hypotheses
-        d = np.ones(m.shape[0])
+        log_d = np.log(_check_weights(sample_weight, m.shape[0]))
         pos, neg = (m > 0).astype(np.float64), (m < 0).astype(np.float64)
         for j in range(J):  # exact pairwise sums with the weights coordinate j sees
-            self.w_pos_[j, : j + 1] = self.smoothing + (d * pos[:, j]) @ pos[:, : j + 1]
-            self.w_neg_[j, : j + 1] = self.smoothing + (d * neg[:, j]) @ neg[:, : j + 1]
+            shift = max(float(log_d.max()), np.log(self.smoothing))
+            d = np.exp(log_d - shift)
+            eps = self.smoothing * np.exp(-shift)
+            self._log_scale[j] = shift
+            self.w_pos_[j, : j + 1] = eps + (d * pos[:, j]) @ pos[:, : j + 1]
+            self.w_neg_[j, : j + 1] = eps + (d * neg[:, j]) @ neg[:, : j + 1]
             self.alpha_[j] = 0.5 * np.log(self.w_pos_[j, j] / self.w_neg_[j, j])
-            d *= np.exp(-self.alpha_[j] * m[:, j])
+            log_d -= self.alpha_[j] * m[:, j]
         self._alpha_inc[:] = 0.0
         self.n_seen_ = int(m.shape[0])
         return self
@@ -338,6 +394,7 @@ class OnlineCoordinateBoost(_OnlineWeights):
             if (np.diag(w) <= 0).any():
                 raise ValueError(f"{name}: diagonal sums must be positive")
         self.w_pos_, self.w_neg_ = wp.copy(), wn.copy()
+        self._log_scale[:] = 0.0
         self.alpha_ = 0.5 * np.log(np.diag(wp) / np.diag(wn))
         self._alpha_inc[:] = 0.0
         return self
@@ -371,8 +428,8 @@ class OzaBoostWeights(_OnlineWeights):
         self.lambda_correct_ = np.full(self.n_hypotheses, self.smoothing)
         self.lambda_wrong_ = np.full(self.n_hypotheses, self.smoothing)
 
-    def _learn(self, m: np.ndarray) -> None:
-        _oza_learn(m, self.lambda_correct_, self.lambda_wrong_)
+    def _learn(self, m: np.ndarray, w0: np.ndarray) -> None:
+        _oza_learn(m, w0, self.lambda_correct_, self.lambda_wrong_)
 
     @property
     def alpha_(self) -> np.ndarray:
