@@ -1,0 +1,30 @@
+"""The LFW face / non-face demo runs end to end and learns something real."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from vjboost.cli import demo
+
+
+def test_pixel_features_reference():
+    rng = np.random.default_rng(0)
+    w = rng.random((3, 5, 4))
+    X, names = demo.pixel_features(w, n_pairs=7, seed=1)
+    assert X.shape == (3, 20 + 5 * 3 + 4 * 4 + 7) == (3, len(names))
+    x = w.reshape(3, -1)
+    x = (x - x.mean(1, keepdims=True)) / (x.std(1, keepdims=True) + 1e-6)
+    np.testing.assert_allclose(X[:, :20], x, rtol=1e-5)
+    img = x.reshape(3, 5, 4)
+    np.testing.assert_allclose(X[:, 20 + 5 * 3 - 1], img[:, 4, 3] - img[:, 4, 2], rtol=1e-5)
+
+
+def test_demo_runs_and_beats_chance(capsys):
+    assert demo.main(["--n-estimators", "40"]) == 0
+    out = capsys.readouterr().out
+    m = re.search(r"held-out accuracy (\d\.\d+)\n", out)
+    assert m, out
+    assert float(m.group(1)) >= 0.85
+    assert "time: features" in out

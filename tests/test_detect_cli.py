@@ -1,0 +1,147 @@
+"""The vjdetect command line (click's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from vjboost.cascade import CascadeDetector, read_opencv_xml, save_model, write_opencv_xml
+from vjboost.cascade.synthetic import random_cascade
+from vjboost.cli.detect import default_model_path, main
+
+
+@pytest.fixture(scope="module")
+def face_png(tmp_path_factory):
+    skd = pytest.importorskip("skimage.data")
+    d = tmp_path_factory.mktemp("imgs")
+    bgr = cv2.cvtColor(skd.astronaut(), cv2.COLOR_RGB2BGR)
+    cv2.imwrite(str(d / "astronaut.png"), bgr)
+    cv2.imwrite(str(d / "small.jpg"), cv2.resize(bgr, (256, 256)))
+    return d
+
+
+def _lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+@pytest.fixture(scope="module")
+def model_xml(tmp_path_factory):
+    p = default_model_path()
+    if p is not None:
+        return p
+    out = tmp_path_factory.mktemp("m") / "m.xml"
+    write_opencv_xml(random_cascade(seed=0), out)
+    return str(out)
+
+
+def test_image_json_and_annotation(face_png, model_xml, tmp_path):
+    out = tmp_path / "ann"
+    r = CliRunner().invoke(main, [str(face_png / "astronaut.png"), "--model", model_xml,
+                                  "-o", str(out), "--no-progress"])
+    assert r.exit_code == 0, r.output
+    recs = _lines(r.stdout)
+    img = cv2.imread(str(face_png / "astronaut.png"))
+    ref = CascadeDetector(read_opencv_xml(model_xml)).detect(img)
+    assert [(d["x"], d["y"], d["w"], d["h"]) for d in recs] == [tuple(b) for b in
+                                                                ref.boxes.tolist()]
+    assert all(set(d) >= {"source", "frame", "x", "y", "w", "h", "score"} for d in recs)
+    assert (out / "astronaut_det.png").is_file()
+    assert "1 input(s) read" in r.stderr
+
+
+def test_folder_glob_missing_and_json_file(face_png, model_xml, tmp_path):
+    (face_png / "notes.txt").write_text("not an image")
+    bad = face_png / "broken.png"
+    bad.write_bytes(b"\x89PNG garbage")
+    js = tmp_path / "d.jsonl"
+    r = CliRunner().invoke(main, [str(face_png), str(face_png / "*.jpg"), "missing.png",
+                                  "--model", model_xml, "--json", str(js), "--progress"])
+    assert r.exit_code == 0, r.output
+    recs = _lines(js.read_text())
+    assert {Path(d["source"]).name for d in recs} <= {"astronaut.png", "small.jpg"}
+    assert "skipped missing.png" in r.stderr and "broken.png" in r.stderr
+    assert "3 input(s) read" in r.stderr  # astronaut, small (folder) and small (glob)
+    bad.unlink()
+
+
+def test_nothing_readable_exits_nonzero(tmp_path, model_xml):
+    (tmp_path / "x.png").write_bytes(b"nope")
+    r = CliRunner().invoke(main, [str(tmp_path / "x.png"), "nothing*.png", "--model", model_xml])
+    assert r.exit_code == 1
+    assert "0 input(s) read" in r.stderr and "2 skipped" in r.stderr
+
+
+def test_bad_model_and_options(tmp_path, face_png):
+    (tmp_path / "m.xml").write_text("<?xml version='1.0'?><opencv_storage><c>")
+    r = CliRunner().invoke(main, [str(face_png / "small.jpg"), "--model", str(tmp_path / "m.xml")])
+    assert r.exit_code == 2 and "m.xml: malformed or truncated XML" in r.output
+    r = CliRunner().invoke(main, [str(face_png / "small.jpg"), "--scale-factor", "0.9",
+                                  "--model", str(tmp_path / "m.xml")])
+    assert r.exit_code == 2
+    m = tmp_path / "ok.json"
+    save_model(random_cascade(seed=1), m)
+    r = CliRunner().invoke(main, [str(face_png / "small.jpg"), "--model", str(m),
+                                  "--min-size", "axb"])
+    assert r.exit_code == 2 and "--min-size" in r.output
+
+
+def test_own_model_format_and_params(face_png, tmp_path):
+    m = random_cascade("LBP", seed=3)
+    p = tmp_path / "m.json"
+    save_model(m, p)
+    r = CliRunner().invoke(main, [str(face_png / "small.jpg"), "--model", str(p), "-n", "0",
+                                  "--min-size", "30x30", "--scale-factor", "1.3"])
+    assert r.exit_code == 0, r.output
+    img = cv2.imread(str(face_png / "small.jpg"))
+    ref = CascadeDetector(m, min_neighbors=0, min_size=(30, 30), scale_factor=1.3).detect(img)
+    assert len(_lines(r.stdout)) == len(ref) > 0
+
+
+def test_video_file(tmp_path, model_xml):
+    skd = pytest.importorskip("skimage.data")
+    frame = cv2.resize(cv2.cvtColor(skd.astronaut(), cv2.COLOR_RGB2BGR), (160, 160))
+    vid = tmp_path / "clip.avi"
+    w = cv2.VideoWriter(str(vid), cv2.VideoWriter_fourcc(*"MJPG"), 10, (160, 160))
+    if not w.isOpened():
+        pytest.skip("no MJPG video writer in this OpenCV build")
+    for k in range(6):
+        w.write(np.roll(frame, 3 * k, axis=1))
+    w.release()
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, [str(vid), "--model", model_xml, "-o", str(out),
+                                  "--every", "2", "--min-neighbors", "0"])
+    assert r.exit_code == 0, r.output
+    frames = {d["frame"] for d in _lines(r.stdout)}
+    assert frames <= {0, 2, 4}
+    assert "6 frame(s)" in r.stderr
+    cap = cv2.VideoCapture(str(out / "clip_det.avi"))
+    assert cap.isOpened() and int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 6
+    cap.release()
+
+
+def test_unopenable_camera_is_counted(model_xml, tmp_path):
+    r = CliRunner().invoke(main, ["97", "--model", model_xml, "--max-frames", "1"])
+    assert r.exit_code == 1
+    assert "skipped 97: cannot open camera" in r.stderr
+
+
+@pytest.mark.shared_data
+def test_shared_video(shared_dir, model_xml):
+    vid = sorted((shared_dir / "data" / "video").glob("*.avi"))[0]
+    r = CliRunner().invoke(main, [str(vid), "--model", model_xml, "--max-frames", "10"])
+    assert r.exit_code == 0, r.output
+    assert "10 frame(s)" in r.stderr
+
+
+def test_module_entry_point():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "vjboost.cli.detect", "--help"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "camera" in r.stdout

@@ -1,0 +1,472 @@
+"""The detector against cv2.CascadeClassifier.detectMultiScale and brute-force references."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vjboost.cascade import (
+    CascadeDetector,
+    CascadeModel,
+    Stage,
+    Tree,
+    detect_multiscale,
+    opencv_scales,
+    read_opencv_xml,
+    write_opencv_xml,
+)
+from vjboost.cascade.synthetic import random_cascade
+
+cv2 = pytest.importorskip("cv2")
+HAS_CC = hasattr(cv2, "CascadeClassifier")
+needs_cc = pytest.mark.skipif(not HAS_CC, reason="cv2 lacks CascadeClassifier (OpenCV 5 main)")
+
+
+def _shipped(name: str) -> Path:
+    base = getattr(getattr(cv2, "data", None), "haarcascades", None)
+    p = Path(base) / name if base else None
+    if not HAS_CC or p is None or not p.is_file():
+        pytest.skip(f"cv2 lacks CascadeClassifier or {name}")
+    return p
+
+
+def _ms(boxes) -> Counter:
+    return Counter(map(tuple, np.asarray(boxes).reshape(-1, 4).tolist()))
+
+
+def _iou(a, b):
+    ix = max(0, min(a[0] + a[2], b[0] + b[2]) - max(a[0], b[0]))
+    iy = max(0, min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    return inter / (a[2] * a[3] + b[2] * b[3] - inter)
+
+
+def _matched_fraction(a, b, thr=0.9):
+    """Share of boxes of ``a`` with a box of ``b`` at IoU >= thr (1.0 if ``a`` is empty)."""
+    a = np.asarray(a).reshape(-1, 4).tolist()
+    b = np.asarray(b).reshape(-1, 4).tolist()
+    if not a:
+        return 1.0
+    return sum(any(_iou(x, y) >= thr for y in b) for x in a) / len(a)
+
+
+def _compare(model, cc, img, **kw):
+    sf = kw.get("scale_factor", 1.1)
+    mn = kw.get("min_neighbors", 3)
+    mins = kw.get("min_size") or (0, 0)
+    maxs = kw.get("max_size") or (0, 0)
+    ours = CascadeDetector(model, **kw).detect(img)
+    ref = cc.detectMultiScale(img, scaleFactor=sf, minNeighbors=mn, minSize=mins, maxSize=maxs)
+    return ours, np.asarray(ref).reshape(-1, 4)
+
+
+@pytest.fixture(scope="module")
+def astronaut_gray():
+    skd = pytest.importorskip("skimage.data")
+    return cv2.cvtColor(skd.astronaut(), cv2.COLOR_RGB2GRAY)
+
+
+@pytest.fixture(scope="module")
+def lbp_face(tmp_path_factory):
+    """scikit-image's LBP face cascade, with its misspelled tag fixed for cv2."""
+    skd = pytest.importorskip("skimage.data")
+    src = Path(skd.lbp_frontal_face_cascade_filename()).read_text()
+    p = tmp_path_factory.mktemp("lbp") / "lbpcascade_frontalface.xml"
+    p.write_text(src.replace("featuhreParams", "featureParams"))
+    return p
+
+
+# ------------------------------------------------------------------------------------------------
+# Shipped cascades on astronaut (always available)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["haarcascade_frontalface_default.xml",
+                                  "haarcascade_frontalface_alt.xml",
+                                  "haarcascade_frontalface_alt2.xml"])
+@pytest.mark.parametrize(("sf", "mn", "mins"), [(1.1, 3, None), (1.2, 0, None),
+                                                (1.25, 1, (40, 40))])
+def test_shipped_haar_identical_on_astronaut(astronaut_gray, name, sf, mn, mins):
+    p = _shipped(name)
+    model = read_opencv_xml(p)
+    ours, ref = _compare(model, cv2.CascadeClassifier(str(p)), astronaut_gray,
+                         scale_factor=sf, min_neighbors=mn, min_size=mins)
+    assert len(ref) > 0
+    assert _ms(ours.boxes) == _ms(ref)
+
+
+@needs_cc
+@pytest.mark.parametrize(("sf", "mn"), [(1.1, 3), (1.1, 0), (1.2, 2)])
+def test_skimage_lbp_cascade_identical_on_astronaut(astronaut_gray, lbp_face, sf, mn):
+    model = read_opencv_xml(lbp_face)
+    ours, ref = _compare(model, cv2.CascadeClassifier(str(lbp_face)), astronaut_gray,
+                         scale_factor=sf, min_neighbors=mn)
+    assert len(ref) > 0
+    assert _ms(ours.boxes) == _ms(ref)
+
+
+def test_colour_input_threads_and_scores(astronaut_gray):
+    p = _shipped("haarcascade_frontalface_alt2.xml")
+    skd = pytest.importorskip("skimage.data")
+    model = read_opencv_xml(p)
+    rgb = skd.astronaut()
+    bgr = np.ascontiguousarray(rgb[:, :, ::-1])
+    cc = cv2.CascadeClassifier(str(p))
+    ref = cc.detectMultiScale(bgr, 1.15, 2)
+    d1 = CascadeDetector(model, scale_factor=1.15, min_neighbors=2, threads=1).detect(bgr)
+    d2 = CascadeDetector(model, scale_factor=1.15, min_neighbors=2, threads=2).detect(bgr)
+    d3 = CascadeDetector(model, scale_factor=1.15, min_neighbors=2,
+                         channel_order="rgb").detect(rgb)
+    assert _ms(d1.boxes) == _ms(ref) == _ms(d2.boxes) == _ms(d3.boxes)
+    # detectMultiScale3: per group the best last-stage score; detectMultiScale2: group sizes
+    boxes3, levels, weights = cc.detectMultiScale3(bgr, 1.15, 2, outputRejectLevels=True)
+    ref3 = {tuple(b): w for b, w in zip(np.asarray(boxes3).tolist(), np.ravel(weights),
+                                        strict=True)}
+    for b, s in zip(d1.boxes.tolist(), d1.scores, strict=True):
+        assert s == pytest.approx(ref3[tuple(b)], rel=1e-6, abs=1e-6)
+    assert (d1.stages == model.n_stages).all()
+    boxes2, nums = cc.detectMultiScale2(bgr, 1.15, 2)
+    ref2 = {tuple(b): n for b, n in zip(np.asarray(boxes2).tolist(), np.ravel(nums),
+                                        strict=True)}
+    assert {tuple(b): n for b, n in zip(d1.boxes.tolist(), d1.neighbors, strict=True)} == ref2
+
+
+def test_roi_equals_crop(astronaut_gray):
+    p = _shipped("haarcascade_frontalface_default.xml")
+    model = read_opencv_xml(p)
+    det = CascadeDetector(model, scale_factor=1.1, min_neighbors=1)
+    roi = (100, 20, 300, 260)
+    a = det.detect(astronaut_gray, roi=roi)
+    crop = astronaut_gray[20:280, 100:400]
+    b = det.detect(crop)
+    assert len(b) > 0
+    np.testing.assert_array_equal(a.boxes, b.boxes + np.array([100, 20, 0, 0]))
+    with pytest.raises(ValueError, match="roi"):
+        det.detect(astronaut_gray, roi=(1000, 1000, 5, 5))
+
+
+# ------------------------------------------------------------------------------------------------
+# Stripe cut-off, scale list, max/min size
+# ------------------------------------------------------------------------------------------------
+
+
+def _always_firing(window=(24, 24)):
+    f = [random_cascade("HAAR", window=window, seed=0).features[0]]
+    st = Stage([Tree.stump(0, 0.0, 1.0, 1.0)], 0.5)
+    return CascadeModel((window[1], window[0]), [st], f, "HAAR")
+
+
+def test_stripe_cutoff_like_opencv():
+    # 160x160 image, 24x24 window, scaleFactor 1.25, minSize 30: OpenCV never scans row y=104
+    # of the first scale (rects at y=130), see the spec's example.
+    img = (np.random.default_rng(3).random((160, 160)) * 255).astype(np.uint8)
+    model = _always_firing()
+    opencv = CascadeDetector(model, scale_factor=1.25, min_neighbors=0, min_size=30).detect(img)
+    clean = CascadeDetector(model, scale_factor=1.25, min_neighbors=0, min_size=30,
+                            mode="clean").detect(img)
+    ys_o = set(opencv.boxes[opencv.boxes[:, 2] == 30][:, 1].tolist())
+    ys_c = set(clean.boxes[clean.boxes[:, 2] == 30][:, 1].tolist())
+    assert 130 in ys_c and 130 not in ys_o
+    if HAS_CC:
+        p = Path(pytest.importorskip("tempfile").mkdtemp()) / "always.xml"
+        write_opencv_xml(model, p)
+        ref = cv2.CascadeClassifier(str(p)).detectMultiScale(img, 1.25, 0, minSize=(30, 30))
+        assert _ms(ref) == _ms(opencv.boxes)
+
+
+def test_opencv_scales_rules():
+    s = opencv_scales((24, 24), (100, 80), 1.25)
+    assert s[0] == np.float32(1.0) and all(int(np.rint(24 * x)) <= 80 for x in s)
+    # minSize == maxSize between two scales: nearest scale is used
+    one = opencv_scales((24, 24), (200, 200), 1.25, (33, 33), (33, 33))
+    assert len(one) == 1 and int(np.rint(np.float32(24) * one[0])) == 30
+    assert opencv_scales((24, 24), (20, 100), 1.1) == []
+
+
+@needs_cc
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_sizes_and_factors_raw_identical(seed, tmp_path):
+    rng = np.random.default_rng(seed)
+    model = random_cascade("HAAR", window=(18, 22), max_nodes=2, tilted_fraction=0.3,
+                           pass_rate=0.6, seed=seed)
+    p = tmp_path / "r.xml"
+    write_opencv_xml(model, p)
+    cc = cv2.CascadeClassifier(str(p))
+    for _ in range(4):
+        h, w = rng.integers(30, 150, size=2)
+        img = cv2.GaussianBlur((rng.random((h, w)) * 255).astype(np.uint8), (3, 3), 1)
+        sf = float(rng.uniform(1.03, 1.5))
+        mins = tuple(int(v) for v in rng.integers(0, 40, size=2))
+        maxs = tuple(int(v) for v in rng.integers(0, 120, size=2))
+        mn = int(rng.integers(0, 3))
+        ours, ref = _compare(model, cc, img, scale_factor=sf, min_neighbors=mn, min_size=mins,
+                             max_size=maxs)
+        assert _ms(ours.boxes) == _ms(ref)
+
+
+# ------------------------------------------------------------------------------------------------
+# Export round trip: our cascade -> XML -> cv2 gives our detections
+# ------------------------------------------------------------------------------------------------
+
+
+@needs_cc
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"feature_type": "HAAR"},
+        {"feature_type": "HAAR", "max_nodes": 3, "tilted_fraction": 0.5},
+        {"feature_type": "LBP"},
+        {"feature_type": "LBP", "max_nodes": 3, "window": (24, 18)},
+    ],
+    ids=["haar-stumps", "haar-trees-tilted", "lbp-stumps", "lbp-trees"],
+)
+def test_export_roundtrip_cv2_detections_equal(kw, tmp_path, astronaut_gray):
+    img = cv2.resize(astronaut_gray, (220, 200), interpolation=cv2.INTER_AREA)
+    for seed in (0, 1):
+        model = random_cascade(seed=seed, **kw)
+        p = tmp_path / f"m{seed}.xml"
+        write_opencv_xml(model, p)
+        cc = cv2.CascadeClassifier(str(p))
+        assert not cc.empty()
+        for sf, mn in ((1.1, 0), (1.2, 2)):
+            ours, ref = _compare(model, cc, img, scale_factor=sf, min_neighbors=mn)
+            if mn == 0:
+                assert len(ref) > 50  # the cascade really fires: a meaningful comparison
+            assert _ms(ours.boxes) == _ms(ref)
+
+
+# ------------------------------------------------------------------------------------------------
+# Brute-force reference (no OpenCV involved): one scale, every window
+# ------------------------------------------------------------------------------------------------
+
+
+def _tilted_integral(img):
+    """T[y][x] = sum of I(x', y') over y' < y and |x' - x + 1| <= y - y' - 1 (by definition)."""
+    h, w = img.shape
+    T = np.zeros((h + 1, w + 1), dtype=np.int64)
+    xs = np.arange(w)
+    for y in range(h + 1):
+        for x in range(w + 1):
+            tot = 0
+            for yp in range(y):
+                m = np.abs(xs - x + 1) <= y - yp - 1
+                tot += int(img[yp, m].sum())
+            T[y, x] = tot
+    return T
+
+
+def _brute_force(model, img):
+    H, W = model.window_shape
+    h, w = img.shape
+    I = img.astype(np.int64)
+    T = _tilted_integral(img) if model.has_tilted else None
+    accepted = []
+    for y in range(h - H + 1):
+        for x in range(w - W + 1):
+            win = I[y:y + H, x:x + W]
+            vals = np.zeros((len(model.features), 1), dtype=np.float32)
+            inv = np.float32(1.0)
+            if model.feature_type == "HAAR":
+                inner = win[1:-1, 1:-1]
+                area = inner.size
+                nf = area * float((inner ** 2).sum()) - float(inner.sum()) ** 2
+                if nf <= 0:
+                    continue
+                inv = np.float32(1.0 / np.sqrt(nf))
+                if not area * float(inv) < 0.1:
+                    continue
+            for k, f in enumerate(model.features):
+                if model.feature_type == "HAAR":
+                    v = np.float32(0.0)
+                    for (rx, ry, rw, rh, wt) in f.rects:
+                        if f.tilted:
+                            X, Y = x + rx, y + ry
+                            r = (T[Y, X] - T[Y + rh, X - rh] - T[Y + rw, X + rw]
+                                 + T[Y + rw + rh, X + rw - rh])
+                        else:
+                            r = win[ry:ry + rh, rx:rx + rw].sum()
+                        v = np.float32(v + np.float32(wt) * np.float32(r))
+                    vals[k, 0] = np.float32(v * inv)
+                else:
+                    rx, ry, bw, bh = f.rect
+                    b = [win[ry + j * bh:ry + (j + 1) * bh, rx + i * bw:rx + (i + 1) * bw].sum()
+                         for j in range(3) for i in range(3)]
+                    order = [0, 1, 2, 5, 8, 7, 6, 3]
+                    vals[k, 0] = sum((b[o] >= b[4]) << (7 - n) for n, o in enumerate(order))
+            n_passed, _ = model.predict_values(vals)
+            if n_passed[0] == model.n_stages:
+                accepted.append((x, y, W, H))
+    return Counter(accepted)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [{"feature_type": "HAAR", "max_nodes": 2, "tilted_fraction": 0.5},
+     {"feature_type": "LBP", "max_nodes": 2}],
+    ids=["haar", "lbp"],
+)
+def test_kernel_matches_brute_force(kw, astronaut_gray):
+    model = random_cascade(window=(12, 10), n_stages=2, seed=4, **kw)
+    img = np.ascontiguousarray(astronaut_gray[180:214, 200:240])
+    det = CascadeDetector(model, mode="clean", step=1, skip_after_stage0=False,
+                          min_neighbors=0, max_size=(12, 10))
+    ours = det.detect(img)
+    ref = _brute_force(model, img)
+    assert sum(ref.values()) > 5
+    assert _ms(ours.boxes) == ref
+
+
+def test_generic_family_path_matches_window_evaluation():
+    from vjboost.features import get_family_class
+
+    fam = get_family_class("hog")(window_shape=(16, 16), pixels_per_cell=(8, 8))
+    rng = np.random.default_rng(0)
+    stages = []
+    for _ in range(2):
+        trees = [Tree.stump(int(k), float(rng.uniform(0.0, 0.3)), float(rng.uniform(-1, 0)),
+                            float(rng.uniform(0, 1))) for k in rng.integers(0, 6, size=3)]
+        stages.append(Stage(trees, -0.3))
+    ids = [int(i) for i in rng.choice(fam.n_features, size=6, replace=False)]
+    model = CascadeModel((16, 16), stages, ids, "family", fam)
+    img = cv2.GaussianBlur((rng.random((40, 44)) * 255).astype(np.uint8), (3, 3), 1)
+    det = CascadeDetector(model, mode="clean", step=2, min_neighbors=0, max_size=(16, 16))
+    ours = det.detect(img)
+    # reference: cut every window and use the training-path evaluate()
+    pos = [(y, x) for y in range(0, 40 - 16 + 1, 2) for x in range(0, 44 - 16 + 1, 2)]
+    wins = np.stack([img[y:y + 16, x:x + 16] for y, x in pos])
+    vals = fam.evaluate(fam.prepare(wins), ids)
+    n_passed, last = model.predict_values(vals)
+    ref = Counter((x, y, 16, 16) for (y, x), n in zip(pos, n_passed, strict=True)
+                  if n == model.n_stages)
+    assert sum(ref.values()) > 0
+    assert _ms(ours.boxes) == ref
+
+
+def test_parameter_errors():
+    model = random_cascade(seed=0)
+    with pytest.raises(ValueError, match="scale_factor"):
+        CascadeDetector(model, scale_factor=1.0)
+    with pytest.raises(ValueError, match="min_neighbors"):
+        CascadeDetector(model, min_neighbors=-1)
+    with pytest.raises(ValueError, match="step: only configurable"):
+        CascadeDetector(model, step=3)
+    with pytest.raises(ValueError, match="grouping"):
+        CascadeDetector(model, grouping="mean")
+    with pytest.raises(TypeError, match="8-bit"):
+        CascadeDetector(model).detect(np.zeros((50, 50), dtype=np.float32))
+    det = CascadeDetector(model).detect(np.zeros((10, 10), dtype=np.uint8))
+    assert len(det) == 0
+
+
+def test_nms_grouping_and_functional_api(astronaut_gray, tmp_path):
+    p = _shipped("haarcascade_frontalface_default.xml")
+    d = detect_multiscale(astronaut_gray, p, scale_factor=1.2, min_neighbors=3,
+                          grouping="nms", nms_iou=0.3)
+    ref = cv2.CascadeClassifier(str(p)).detectMultiScale(astronaut_gray, 1.2, 3)
+    assert len(d) >= 1
+    assert _matched_fraction(np.asarray(ref), d.boxes, 0.5) == 1.0
+
+
+# ------------------------------------------------------------------------------------------------
+# Real data from ../shared
+# ------------------------------------------------------------------------------------------------
+
+
+CMU_IMAGES = ["newtest/addams-family.png", "test/baseball.png", "test/kaari1.png",
+              "test/mom-baby.png", "test/ds9.png", "newtest/audrey1.png"]
+
+
+def _cmu(shared_dir):
+    out = []
+    for rel in CMU_IMAGES:
+        f = shared_dir / "data" / "cmu-mit" / rel
+        if f.is_file():
+            out.append(cv2.imread(str(f), cv2.IMREAD_GRAYSCALE))
+    if not out:
+        files = sorted((shared_dir / "data" / "cmu-mit" / "test").glob("*.png"))[:4]
+        out = [cv2.imread(str(f), cv2.IMREAD_GRAYSCALE) for f in files]
+    return [im for im in out if im is not None]
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("name", ["haarcascade_frontalface_default.xml",
+                                  "haarcascade_frontalface_alt.xml",
+                                  "haarcascade_frontalface_alt2.xml", "lbp"])
+def test_cmu_mit_agreement(shared_dir, name, lbp_face):
+    p = lbp_face if name == "lbp" else _shipped(name)
+    if not HAS_CC:
+        pytest.skip("cv2 lacks CascadeClassifier")
+    model = read_opencv_xml(p)
+    cc = cv2.CascadeClassifier(str(p))
+    n_ref = 0
+    for img in _cmu(shared_dir):
+        for sf, mn in ((1.1, 3), (1.2, 0)):
+            ours, ref = _compare(model, cc, img, scale_factor=sf, min_neighbors=mn,
+                                 min_size=(model.width, model.height))
+            n_ref += len(ref)
+            assert _matched_fraction(ref, ours.boxes) >= 0.99
+            assert _matched_fraction(ours.boxes, ref) >= 0.99
+            assert _ms(ours.boxes) == _ms(ref)
+    assert n_ref > 0
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("name", ["cbcl_haar.xml", "cbcl_lbp.xml"])
+def test_traincascade_outputs_load_and_match(shared_dir, name):
+    if not HAS_CC:
+        pytest.skip("cv2 lacks CascadeClassifier")
+    p = shared_dir / "data" / "traincascade-anchor" / name
+    model = read_opencv_xml(p)
+    assert model.window_shape == (19, 19)
+    assert model.n_stages == (13 if "haar" in name else 12)
+    cc = cv2.CascadeClassifier(str(p))
+    for img in _cmu(shared_dir)[:3]:
+        for mn in (0, 3):
+            ours, ref = _compare(model, cc, img, scale_factor=1.1, min_neighbors=mn)
+            assert _ms(ours.boxes) == _ms(ref)
+
+
+def test_detect_images_batch(tmp_path, astronaut_gray):
+    import pickle
+
+    from vjboost.cascade import detect_images
+
+    model = random_cascade("LBP", seed=2)
+    cv2.imwrite(str(tmp_path / "a.png"), astronaut_gray[:200, :200])
+    (tmp_path / "b.png").write_bytes(b"broken")
+    paths = [tmp_path / "a.png", tmp_path / "b.png"]
+    res = detect_images(pickle.loads(pickle.dumps(model)), paths, scale_factor=1.2,
+                        min_neighbors=1)
+    assert res[0][1] is not None and res[0][2] == ""
+    det = CascadeDetector(model, scale_factor=1.2, min_neighbors=1)
+    ref = det.detect(astronaut_gray[:200, :200])
+    np.testing.assert_array_equal(res[0][1].boxes, ref.boxes)
+    assert res[1][1] is None and "b.png" in res[1][2]
+
+
+def test_scale_batches_give_same_windows(astronaut_gray, monkeypatch):
+    import vjboost.cascade.detector as D
+
+    model = random_cascade("HAAR", max_nodes=2, tilted_fraction=0.5, seed=6)
+    det = CascadeDetector(model, scale_factor=1.1, min_neighbors=0)
+    whole = det.detect(astronaut_gray)
+    monkeypatch.setattr(D, "_BATCH_BYTES", 400_000)  # several kernel calls per image
+    parts = det.detect(astronaut_gray)
+    assert len(whole) > 100
+    assert _ms(whole.boxes) == _ms(parts.boxes)
+
+
+def test_raw_window_positions(astronaut_gray):
+    model = random_cascade("LBP", seed=1)
+    det = CascadeDetector(model, scale_factor=1.15, min_neighbors=0)
+    img = astronaut_gray[:150, :170]
+    boxes, scores, pos = det.raw_windows(img, return_positions=True)
+    scales = opencv_scales((model.width, model.height), (170, 150), 1.15)
+    assert len(boxes) > 20 and len(pos) == len(boxes) == len(scores)
+    s = np.array(scales, dtype=np.float32)[pos[:, 0]]
+    np.testing.assert_array_equal(boxes[:, 0], np.rint(pos[:, 1].astype(np.float32) * s))
+    np.testing.assert_array_equal(boxes[:, 1], np.rint(pos[:, 2].astype(np.float32) * s))
+    np.testing.assert_array_equal(boxes[:, 2], np.rint(np.float32(model.width) * s))

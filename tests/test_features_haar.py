@@ -1,0 +1,293 @@
+"""Haar family: OpenCV pool order and sizes, values against NumPy, scikit-image and cv2."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vjboost.features.haar import HAAR_TYPES, HaarFamily, haar_feature_table, haar_pool_size
+from vjboost.features.integral import rect_sum_reference
+
+
+def numpy_haar(fam: HaarFamily, win: np.ndarray, i: int) -> float:
+    """Feature value straight from the description and the pixels (float64)."""
+    d = fam.describe(i)
+    v = sum(wt * rect_sum_reference(win, x, y, w, h, d["tilted"]) for x, y, w, h, wt in d["rects"])
+    if not fam.normalize:
+        return v
+    hh, ww = win.shape
+    inner = win[1 : hh - 1, 1 : ww - 1].astype(np.float64)
+    nf = np.sqrt(inner.size * (inner**2).sum() - inner.sum() ** 2)
+    return 0.0 if nf == 0 else v / nf
+
+
+# ------------------------------------------------------------------------------------------
+# pool
+
+
+def test_pool_sizes():
+    assert haar_pool_size((24, 24), "BASIC") == 162_336  # Viola-Jones' five types
+    assert haar_pool_size((19, 19), "BASIC") == 63_960  # traincascade anchor, 19x19 BASIC
+    assert HaarFamily((24, 24), mode="viola-jones").n_features == 162_336
+    # five VJ types, closed form: sum over unit sizes of the number of positions
+    def count(h, w, bw, bh):
+        return sum((w - bw * i + 1) for i in range(1, w // bw + 1)) * sum(
+            (h - bh * j + 1) for j in range(1, h // bh + 1)
+        )
+
+    for h, w in [(24, 24), (19, 19), (20, 31)]:
+        expect = (count(h, w, 2, 1) + count(h, w, 1, 2) + count(h, w, 3, 1) + count(h, w, 1, 3)
+                  + count(h, w, 2, 2))
+        assert haar_pool_size((h, w), "BASIC") == expect
+    basic, core, alls = (HaarFamily((19, 19), m, normalize=False) for m in ("BASIC", "CORE", "ALL"))
+    assert basic.n_features < core.n_features < alls.n_features
+
+
+def test_opencv_order_and_weights():
+    fam = HaarFamily((24, 24), "ALL")
+    # the generator's first anchor (x=0, y=0, dx=1, dy=1) emits every upright type that fits
+    first = [fam.describe(i) for i in range(6)]
+    assert [d["type"] for d in first] == ["x2", "y2", "x3", "y3", "x4", "y4"]
+    assert first[0]["rects"] == [(0, 0, 2, 1, -1.0), (1, 0, 1, 1, 2.0)]
+    assert first[2]["rects"] == [(0, 0, 3, 1, -1.0), (1, 0, 1, 1, 2.0)]
+    assert fam.describe(6)["rects"] == [(0, 0, 2, 2, -1.0), (0, 0, 1, 1, 2.0), (1, 1, 1, 1, 2.0)]
+    assert fam.describe(7)["rects"] == [(0, 0, 3, 3, -1.0), (1, 1, 1, 1, 9.0)]
+    assert not any(d["tilted"] for d in first)  # tilted need x - dy >= 0: not at x = 0
+    table = haar_feature_table((24, 24), "ALL")
+    anchors = table["anchor"]
+    # anchors are non-decreasing in (x, y, dx, dy) lexicographic order
+    key = ((anchors[:, 0] * 24 + anchors[:, 1]) * 25 + anchors[:, 2]) * 25 + anchors[:, 3]
+    assert (np.diff(key) >= 0).all()
+    same = np.diff(key) == 0
+    assert (np.diff(table["type"].astype(int))[same] > 0).all()  # type order within an anchor
+    tilted = fam.rects[:, 0, 5] == 1
+    assert tilted.any()
+    assert set(HAAR_TYPES[t] for t in table["type"][tilted]) == set(HAAR_TYPES[8:])
+    fam.check_table()  # every rectangle (incl. the 45-degree footprints) inside the window
+    # OpenCV XML load checks on rects as written
+    for i in np.flatnonzero(tilted)[::997]:
+        for x, y, w, h, _ in fam.describe(int(i))["rects"]:
+            assert 0 <= x < 24 and 0 <= y < 24 and x + w <= 24 and y + h <= 24
+    # the older traincascade weight for 3-rect types
+    fam3 = HaarFamily((24, 24), "ALL", x3_weight=3.0, normalize=False)
+    assert fam3.describe(2)["rects"][1][4] == 3.0
+    t3 = [i for i in np.flatnonzero(tilted)[:400] if fam3.feature_type(int(i)) in ("tx3", "ty3")]
+    assert t3 and all(fam3.describe(int(i))["rects"][1][4] == 3.0 for i in t3)
+
+
+def test_types_subset_keeps_order():
+    full = HaarFamily((12, 12), "CORE", normalize=False)
+    sub = HaarFamily((12, 12), "CORE", normalize=False, types=["y4", "x2"])
+    names = [full.feature_type(i) for i in range(full.n_features)]
+    keep = [i for i, t in enumerate(names) if t in ("x2", "y4")]
+    assert sub.n_features == len(keep)
+    for j in (0, 5, sub.n_features - 1):
+        assert sub.describe(j)["rects"] == full.describe(keep[j])["rects"]
+    assert sub.get_config()["types"] == ["x2", "y4"]
+    assert HaarFamily.from_config(sub.get_config()) == sub
+
+
+# ------------------------------------------------------------------------------------------
+# values
+
+
+@pytest.mark.parametrize("mode", ["BASIC", "ALL"])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_values_against_numpy(rng, mode, normalize):
+    fam = HaarFamily((11, 13), mode, normalize=normalize)
+    wins = rng.integers(0, 256, (6, 11, 13), dtype=np.uint8)
+    wins[5] = 77  # flat window: divisor 0 -> value 0 when normalised
+    ids = rng.choice(fam.n_features, 150, replace=False)
+    if mode == "ALL":
+        ids = np.concatenate([ids, np.flatnonzero(fam.rects[:, 0, 5] == 1)[:50]])
+    vals = fam.evaluate(fam.prepare(wins), ids)
+    assert vals.dtype == np.float32 and vals.shape == (ids.size, 6)
+    ref = np.array([[numpy_haar(fam, w, int(i)) for w in wins] for i in ids])
+    np.testing.assert_allclose(vals, ref, rtol=2e-6, atol=1e-6)
+    if normalize:
+        assert not vals[:, 5].any()
+
+
+def test_training_value_matches_opencv_float32_formula(rng):
+    # OpenCV's training value: float32(v) / float32(sqrt(A q - s^2)) (float32 division)
+    fam = HaarFamily((24, 24), "BASIC")
+    wins = rng.integers(0, 256, (4, 24, 24), dtype=np.uint8)
+    ids = np.arange(0, fam.n_features, 4099)
+    vals = fam.evaluate(fam.prepare(wins), ids)
+    raw = HaarFamily((24, 24), "BASIC", normalize=False).compute(wins, ids)
+    inner = wins[:, 1:23, 1:23].astype(np.int64)
+    nf = 484 * (inner**2).sum(axis=(1, 2)) - inner.sum(axis=(1, 2)) ** 2
+    expect = raw / np.sqrt(nf).astype(np.float32)[None, :]
+    np.testing.assert_array_equal(vals, expect.astype(np.float32))
+
+
+def test_values_against_skimage(rng):
+    skf = pytest.importorskip("skimage.feature")
+    from skimage.transform import integral_image
+
+    h, w = 8, 9
+    win = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    ii = integral_image(win.astype(np.float64))
+    fam = HaarFamily((h, w), "BASIC", x3_weight=2.0, normalize=False)
+    ours = fam.compute(win)[:, 0]
+    index = {}
+    for i in range(fam.n_features):
+        d = fam.describe(i)
+        x, y, rw, rh, _ = d["rects"][1 if d["type"] != "x2y2" else 1]
+        x0, y0, w0, h0, _ = d["rects"][0]
+        unit = {"x2": (w0 // 2, h0), "y2": (w0, h0 // 2), "x3": (w0 // 3, h0),
+                "y3": (w0, h0 // 3), "x2y2": (w0 // 2, h0 // 2)}[d["type"]]
+        index[(d["type"], x0, y0) + unit] = i
+    sk_type = {"type-2-x": "x2", "type-2-y": "y2", "type-3-x": "x3", "type-3-y": "y3",
+               "type-4": "x2y2"}
+    n_checked = 0
+    for sk_name, ours_name in sk_type.items():
+        coords, _ = skf.haar_like_feature_coord(w, h, sk_name)
+        vals = skf.haar_like_feature(ii, 0, 0, w, h, feature_type=sk_name)
+        for c, v in zip(coords, vals, strict=True):
+            (r0, c0), (r1, c1) = c[0]
+            key = (ours_name, c0, r0, c1 - c0 + 1, r1 - r0 + 1)
+            sign = -1.0 if ours_name == "x2y2" else 1.0  # scikit-image's type-4 is TR+BL-TL-BR
+            assert ours[index.pop(key)] == sign * v
+            n_checked += 1
+    assert not index  # one-to-one
+    assert n_checked == fam.n_features
+    # with OpenCV 3.4's +3 weight, the three-rect value is scikit-image's plus the middle sum
+    fam3 = HaarFamily((h, w), "BASIC", x3_weight=3.0, normalize=False)
+    i = next(i for i in range(fam3.n_features) if fam3.feature_type(i) == "x3")
+    mx, my, mw, mh, _ = fam3.describe(i)["rects"][1]
+    assert fam3.compute(win, [i])[0, 0] == ours[i] + win[my : my + mh, mx : mx + mw].sum()
+
+
+def test_evaluate_at_equals_cut_windows(rng):
+    fam = HaarFamily((10, 12), "ALL")
+    img = rng.integers(0, 256, (31, 40), dtype=np.uint8)
+    pos = np.array([[0, 0], [21, 28], [13, 5], [3, 27]])
+    ids = np.concatenate([np.arange(0, fam.n_features, 37), [fam.n_features - 1]])
+    at = fam.evaluate_at(fam.prepare_image(img), ids, pos)
+    wins = np.stack([img[y : y + 10, x : x + 12] for y, x in pos])
+    np.testing.assert_array_equal(at, fam.evaluate(fam.prepare(wins), ids))
+
+
+def test_sample_subsets_and_dtypes(rng):
+    fam = HaarFamily((40, 8), "BASIC", types=["y2"])
+    wins = rng.integers(0, 256, (3, 40, 8), dtype=np.uint8)
+    ch = fam.prepare(wins)
+    assert ch["ii"].dtype == np.int32  # exact for windows up to ~181x181
+    assert fam.prepare_image(wins[0])["ii"].dtype == np.int64  # images: no overflow
+    full = fam.evaluate(ch)
+    np.testing.assert_array_equal(fam.evaluate(ch, [5, 1], [2, 0]), full[[5, 1]][:, [2, 0]])
+    i = fam.n_features - 1
+    np.testing.assert_allclose(full[i], [numpy_haar(fam, w, i) for w in wins], rtol=1e-5)
+
+
+@pytest.mark.shared_data
+def test_pool_order_matches_traincascade_anchor(shared_dir):
+    # opencv_traincascade 3.4.18 writes the features it used renumbered in increasing order of
+    # their index in its generated pool: all of them must be in our pool, in the same order.
+    import defusedxml.ElementTree as ET
+
+    root = ET.parse(shared_dir / "data" / "traincascade-anchor" / "cbcl_haar.xml").getroot()
+    fam = HaarFamily((19, 19), "BASIC")
+    index = {}
+    for i in range(fam.n_features):
+        d = fam.describe(i)
+        index[(tuple(d["rects"]), d["tilted"])] = i
+    ids = []
+    for f in root.find(".//features"):
+        rects = tuple(
+            tuple(int(v) for v in r.text.split()[:4]) + (float(r.text.split()[4]),)
+            for r in f.find("rects")
+        )
+        ids.append(index[(rects, bool(int(f.find("tilted").text)))])
+    assert len(ids) == 84
+    assert (np.diff(ids) > 0).all()
+    assert {fam.feature_type(i) for i in ids} >= {"x2", "y2", "x3", "x2y2"}
+
+
+# ------------------------------------------------------------------------------------------
+# against OpenCV's own detector
+
+
+def _one_stump_cascade(path, h, w, d, threshold):
+    rects = "".join(f"<_>{x} {y} {rw} {rh} {wt:.1f}</_>" for x, y, rw, rh, wt in d["rects"])
+    path.write_text(
+        f"""<?xml version="1.0"?>
+<opencv_storage><cascade>
+<stageType>BOOST</stageType><featureType>HAAR</featureType><height>{h}</height><width>{w}</width>
+<stageParams><maxWeakCount>1</maxWeakCount></stageParams>
+<featureParams><maxCatCount>0</maxCatCount><featSize>1</featSize><mode>ALL</mode></featureParams>
+<stageNum>1</stageNum>
+<stages><_><maxWeakCount>1</maxWeakCount><stageThreshold>0.</stageThreshold><weakClassifiers>
+<_><internalNodes>0 -1 0 {threshold:.9e}</internalNodes><leafValues>-1. 1.</leafValues></_>
+</weakClassifiers></_></stages>
+<features><_><rects>{rects}</rects><tilted>{int(d["tilted"])}</tilted></_></features>
+</cascade></opencv_storage>
+"""
+    )
+
+
+def test_describe_semantics_match_cv2_detector(tmp_path, rng):
+    cv2 = pytest.importorskip("cv2")
+    if not hasattr(cv2, "CascadeClassifier"):
+        pytest.skip("cv2 has no CascadeClassifier (OpenCV 5 without contrib)")
+    h = w = 16
+    fam = HaarFamily((h, w), "ALL")
+    img = rng.integers(0, 256, (h, w), dtype=np.uint8)  # sigma >> 10: passes OpenCV's gate
+    tilted = np.flatnonzero(fam.rects[:, 0, 5] == 1)
+    ids = np.concatenate([rng.choice(fam.n_features, 6, replace=False), rng.choice(tilted, 6)])
+    vals = fam.evaluate(fam.prepare(img), ids)[:, 0]
+    path = tmp_path / "c.xml"
+    for i, v in zip(ids, vals, strict=True):
+        margin = 1e-4 * max(1.0, abs(float(v)))
+        for thr, expect in ((v - margin, 1), (v + margin, 0)):
+            _one_stump_cascade(path, h, w, fam.describe(int(i)), thr)
+            cc = cv2.CascadeClassifier(str(path))
+            assert not cc.empty()
+            found = cc.detectMultiScale(img, scaleFactor=1.5, minNeighbors=0)
+            assert len(found) == expect, (fam.describe(int(i)), float(v), thr)
+
+
+# ------------------------------------------------------------------------------------------
+# bad input
+
+
+def test_bad_input(rng):
+    fam = HaarFamily((8, 8), "BASIC")
+    ch = fam.prepare(rng.integers(0, 256, (3, 8, 8), dtype=np.uint8))
+    with pytest.raises(ValueError, match="windows are 8x9"):
+        fam.prepare(np.zeros((2, 8, 9), np.uint8))
+    with pytest.raises(TypeError, match="uint8"):
+        fam.prepare(np.zeros((2, 8, 8), np.float64))
+    with pytest.raises(ValueError, match="empty"):
+        fam.prepare(np.zeros((0, 8, 8), np.uint8))
+    with pytest.raises(ValueError, match=f"feature id {fam.n_features} out of range"):
+        fam.evaluate(ch, [0, fam.n_features])
+    with pytest.raises(ValueError, match="empty set of feature ids"):
+        fam.evaluate(ch, [])
+    with pytest.raises(ValueError, match="sample id 3 out of range"):
+        fam.evaluate(ch, [0], [3])
+    with pytest.raises(ValueError, match="image"):
+        fam.evaluate_at(ch, [0], [[0, 0]])
+    with pytest.raises(ValueError, match="does not fit"):
+        fam.evaluate_at(fam.prepare_image(np.zeros((9, 9), np.uint8)), [0], [[2, 0]])
+    with pytest.raises(ValueError, match="prepared by family 'mblbp'"):
+        from vjboost.features.mblbp import MBLBPFamily
+
+        fam.evaluate(MBLBPFamily((8, 8)).prepare(np.zeros((1, 8, 8), np.uint8)))
+    with pytest.raises(ValueError, match="mode"):
+        HaarFamily((8, 8), "FULL")
+    with pytest.raises(ValueError, match="normalize=True needs"):
+        HaarFamily((2, 8))
+    with pytest.raises(ValueError, match="types"):
+        HaarFamily((8, 8), "BASIC", types=["tx2"])
+    with pytest.raises(ValueError, match="out of range"):
+        fam.describe(fam.n_features)
+
+
+def test_config_round_trip():
+    fam = HaarFamily((19, 19), "core", x3_weight=2.0, normalize=False)
+    cfg = fam.get_config()
+    assert cfg == {"window_shape": [19, 19], "mode": "CORE", "x3_weight": 2.0,
+                   "normalize": False, "types": None}
+    assert HaarFamily.from_config(cfg) == fam

@@ -1,0 +1,144 @@
+"""FeaturePool: numbering, partition, lazy evaluation, precomputation, memory checks, saving."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vjboost._memory import MemoryBudgetError
+from vjboost.features import FeaturePool, HaarFamily, MBLBPFamily
+from vjboost.features.pool import PoolChannels
+
+
+@pytest.fixture
+def pool():
+    return FeaturePool([HaarFamily((10, 10), "BASIC"), MBLBPFamily((10, 10)),
+                        HaarFamily((10, 10), "ALL", types=["tx2"], normalize=False)])
+
+
+@pytest.fixture
+def windows(rng):
+    return rng.integers(0, 256, (40, 10, 10), dtype=np.uint8)
+
+
+def test_numbering_and_partition(pool):
+    sizes = [f.n_features for f in pool.families]
+    assert pool.n_features == sum(sizes) == len(pool)
+    np.testing.assert_array_equal(pool.offsets, np.concatenate([[0], np.cumsum(sizes)]))
+    parts = pool.partition()
+    assert [p.stop - p.start for p in parts] == sizes and parts[-1].stop == pool.n_features
+    fam, loc = pool.locate([0, sizes[0] - 1, sizes[0], pool.n_features - 1])
+    np.testing.assert_array_equal(fam, [0, 0, 1, 2])
+    np.testing.assert_array_equal(loc, [0, sizes[0] - 1, 0, sizes[2] - 1])
+    np.testing.assert_array_equal(pool.global_ids("mblbp", [0, 3]), [sizes[0], sizes[0] + 3])
+    start2 = sizes[0] + sizes[1]
+    np.testing.assert_array_equal(pool.global_ids(2)[:2], [start2, start2 + 1])
+    d = pool.describe(sizes[0] + 2)
+    assert d["family"] == "mblbp" and d["local_index"] == 2 and d["global_index"] == sizes[0] + 2
+    assert d["rect"] == pool.families[1].describe(2)["rect"]
+    kinds = pool.kinds()
+    assert kinds[parts[1]].all() and not kinds[parts[0]].any() and not kinds[parts[2]].any()
+    with pytest.raises(ValueError, match="names 2 families"):
+        pool.global_ids("haar")
+    with pytest.raises(ValueError, match="out of range"):
+        pool.locate([pool.n_features])
+
+
+def test_lazy_evaluation_matches_families(pool, windows, rng):
+    prep = pool.prepare(windows)
+    assert isinstance(prep, PoolChannels) and prep.n_samples == 40
+    gids = rng.choice(pool.n_features, 300, replace=False)  # mixed families, any order
+    sids = np.array([39, 0, 7, 7])
+    vals = pool.evaluate(prep, gids, sids)
+    assert vals.shape == (300, 4) and vals.dtype == np.float32
+    fam, loc = pool.locate(gids)
+    for k, f in enumerate(pool.families):
+        rows = np.flatnonzero(fam == k)
+        np.testing.assert_array_equal(vals[rows], f.compute(windows[sids], loc[rows]))
+    # raw windows are prepared on the fly (only the families and windows asked for)
+    np.testing.assert_array_equal(pool.evaluate(windows, gids[:5]), pool.evaluate(prep, gids[:5]))
+    np.testing.assert_array_equal(pool.evaluate(windows, gids, sids), vals)
+    other = FeaturePool([MBLBPFamily((10, 10))])
+    with pytest.raises(ValueError, match="different pool"):
+        other.evaluate(prep, [0])
+
+
+def test_evaluate_at(pool, rng):
+    img = rng.integers(0, 256, (25, 31), dtype=np.uint8)
+    pos = np.array([[0, 0], [15, 21], [8, 3]])
+    gids = np.arange(0, pool.n_features, 7)
+    at = pool.evaluate_at(pool.prepare_image(img), gids, pos)
+    wins = np.stack([img[y : y + 10, x : x + 10] for y, x in pos])
+    np.testing.assert_array_equal(at, pool.evaluate(wins, gids))
+
+
+def test_precompute_float32_and_uint8(pool, windows):
+    raw = pool.precompute(windows)
+    assert raw.values.shape == (pool.n_features, 40) and raw.values.dtype == np.float32
+    assert raw.edges is None and not raw.binned and raw.values.flags.c_contiguous
+    np.testing.assert_array_equal(raw.values, pool.evaluate(windows))
+    binned = pool.precompute(windows, "uint8", n_bins=16, block_features=500)
+    assert binned.binned and binned.values.shape == raw.values.shape
+    e = binned.edges
+    # bin = number of edges <= value, for every feature
+    expect = (e[:, None, :] <= raw.values[:, :, None]).sum(axis=2)
+    np.testing.assert_array_equal(binned.values, expect)
+    cat = pool.kinds()
+    assert cat.sum() == pool.families[1].n_features
+    np.testing.assert_array_equal(binned.values[cat], raw.values[cat])  # codes kept as codes
+    assert (binned.values[~cat] < 16).all()
+    # reuse of edges on another set
+    again = pool.precompute(windows[:10], "uint8", edges=e)
+    np.testing.assert_array_equal(again.values, binned.values[:, :10])
+    # a subset of features, edges from a subsample
+    sub = pool.precompute(windows, "uint8", feature_ids=[3, 1], edge_sample_size=20, seed=1)
+    assert sub.values.shape == (2, 40) and list(sub.feature_ids) == [3, 1]
+
+
+def test_precompute_refuses_over_budget(pool, windows):
+    with pytest.raises(MemoryBudgetError, match=r"needs .*(KiB|MiB).*over the memory budget.*"
+                       r"dtype='uint8'"):
+        pool.precompute(windows, budget=1000)
+    with pytest.raises(MemoryBudgetError, match="fewer windows"):
+        pool.precompute(windows, "uint8", budget=1000)
+    need = pool.estimate_precompute_nbytes(40)
+    assert need >= pool.n_features * 40 * 4
+
+
+def test_config_save_load(pool, tmp_path):
+    cfg = pool.get_config()
+    assert [d["family"] for d in cfg["families"]] == ["haar", "mblbp", "haar"]
+    assert FeaturePool.from_config(cfg) == pool
+    pool.save(tmp_path / "pool.json")
+    assert FeaturePool.load(tmp_path / "pool.json") == pool
+    (tmp_path / "bad.json").write_text("{nope")
+    with pytest.raises(ValueError, match="not a valid pool JSON"):
+        FeaturePool.load(tmp_path / "bad.json")
+    with pytest.raises(ValueError, match="unknown feature family"):
+        FeaturePool.from_config({"families": [{"family": "zzz", "config": {}}]})
+
+
+def test_bad_pools_and_inputs(pool, windows):
+    with pytest.raises(ValueError, match="same window_shape"):
+        FeaturePool([HaarFamily((10, 10)), MBLBPFamily((12, 12))])
+    with pytest.raises(ValueError, match="at least one family"):
+        FeaturePool([])
+    with pytest.raises(TypeError, match="FeatureFamily"):
+        FeaturePool([HaarFamily((10, 10)), "mblbp"])
+    with pytest.raises(ValueError, match="windows are 10x11"):
+        pool.evaluate(np.zeros((3, 10, 11), np.uint8), [0])
+    with pytest.raises(ValueError, match="empty set of feature ids"):
+        pool.evaluate(windows, [])
+    with pytest.raises(ValueError, match="dtype"):
+        pool.precompute(windows, "float16")
+    with pytest.raises(TypeError, match="prepare_image"):
+        pool.evaluate_at(pool.prepare(windows[:2]), [0], [[0, 0]])
+
+
+def test_rgb_windows_feed_gray_families(rng):
+    import cv2
+
+    pool = FeaturePool([HaarFamily((8, 8)), MBLBPFamily((8, 8))])
+    rgb = rng.integers(0, 256, (5, 8, 8, 3), dtype=np.uint8)
+    gray = np.stack([cv2.cvtColor(w, cv2.COLOR_RGB2GRAY) for w in rgb])
+    np.testing.assert_array_equal(pool.evaluate(rgb), pool.evaluate(gray))

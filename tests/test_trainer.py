@@ -1,0 +1,268 @@
+"""Cascade trainer: stage threshold logic, stage boosting, negative mining, model conversion."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from vjboost.cascade.model import CascadeModel, Stage, Tree
+from vjboost.cascade.negatives import (
+    ImageCache,
+    MiningParams,
+    _geometry,
+    mine_negatives,
+)
+from vjboost.cascade.trainer import (
+    CascadeTrainer,
+    StageResult,
+    TrainingError,
+    _Precomputed,
+    build_cascade_model,
+    make_pool,
+    stage_false_alarm,
+    stage_threshold,
+    stages_digest,
+    train_stage,
+)
+
+WIN = (12, 12)
+
+
+# ------------------------------------------------------------------------------------------------
+# data: lfw faces shipped with scikit-image, background images written as PNG files
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def faces() -> np.ndarray:
+    from skimage.data import lfw_subset
+
+    imgs = (lfw_subset()[:100] * 255).round().astype(np.uint8)
+    out = np.stack([cv2.resize(im, WIN[::-1], interpolation=cv2.INTER_AREA) for im in imgs])
+    return np.concatenate([out, out[:, :, ::-1]])
+
+
+@pytest.fixture(scope="module")
+def backgrounds(tmp_path_factory) -> list[str]:
+    import skimage.data as d
+
+    folder = tmp_path_factory.mktemp("bg")
+    paths = []
+    for name in ("camera", "coins", "moon", "page", "text", "brick", "grass", "clock"):
+        im = getattr(d, name)()
+        im = cv2.resize(im, (im.shape[1] // 3, im.shape[0] // 3), interpolation=cv2.INTER_AREA)
+        p = folder / f"{name}.png"
+        cv2.imwrite(str(p), im)
+        paths.append(str(p))
+    return paths
+
+
+# ------------------------------------------------------------------------------------------------
+# stage threshold / false alarm vs plain NumPy
+# ------------------------------------------------------------------------------------------------
+
+
+def _ref_threshold(scores, h):
+    """Plain NumPy: OpenCV's index rule, hit rate by counting scores at or above it."""
+    s = np.sort(np.asarray(scores, np.float32))
+    n = s.size
+    # OpenCV computes (1 - h) in float32 and truncates (1 - h) * n
+    k = int(np.float32(np.float32(1.0) - np.float32(h)) * np.float32(n))
+    thr = s[k]
+    kept = np.count_nonzero(s >= thr) + np.count_nonzero((s < thr) & (np.abs(s - thr) <
+                                                                         np.finfo(np.float32).eps))
+    return float(thr), kept / n
+
+
+@pytest.mark.parametrize("h", [0.995, 0.99, 0.9, 0.5, 1.0])
+@pytest.mark.parametrize("n", [1, 7, 200, 2000])
+def test_stage_threshold_matches_reference(rng, h, n):
+    scores = rng.normal(size=n)
+    thr, hit = stage_threshold(scores, h)
+    ref_thr, ref_hit = _ref_threshold(scores, h)
+    assert thr == ref_thr
+    assert hit == pytest.approx(ref_hit)
+    # the threshold keeps at least the asked share of positives under the detector's rule
+    kept = np.count_nonzero(scores >= np.float32(np.float32(thr) - np.float32(1e-5)))
+    assert kept / n >= min(h, 1.0) - 1.0 / n
+
+
+def test_stage_threshold_float32_index_quirk():
+    # float32(1 - 0.995) * 2000 = 9.99999 -> index 9, as OpenCV (not round(10))
+    scores = np.arange(2000, dtype=np.float64)
+    thr, hit = stage_threshold(scores, 0.995)
+    assert thr == 9.0
+    assert hit == pytest.approx(1991 / 2000)
+
+
+def test_stage_threshold_counts_ties():
+    scores = np.array([1.0, 1.0, 1.0, 2.0, 3.0])
+    thr, hit = stage_threshold(scores, 0.7)  # index int(0.3 * 5) = 1 -> ties at 1.0 count
+    assert thr == 1.0 and hit == 1.0
+
+
+def test_stage_false_alarm_matches_model(rng):
+    # the trainer's acceptance rule is the model's (float32 threshold minus 1e-5)
+    vals = rng.normal(size=(1, 500)).astype(np.float32)
+    tree = Tree.stump(0, 0.1, -0.7, 0.9)
+    scores = tree.predict(vals).astype(np.float64)
+    for thr in (-0.7, 0.9, 0.9 + 5e-6, 0.9 + 2e-5, 0.0):
+        model = CascadeModel(WIN, [Stage([tree], thr)], [0], "family",
+                             family=make_pool("haar", WIN).families[0])
+        passed, _ = model.predict_values(vals)
+        assert stage_false_alarm(scores, thr) == pytest.approx(np.mean(passed == 1))
+
+
+# ------------------------------------------------------------------------------------------------
+# one stage
+# ------------------------------------------------------------------------------------------------
+
+
+def test_train_stage_reaches_goals(rng):
+    n_pos, n_neg, q = 300, 600, 40
+    x = rng.normal(size=(q, n_pos + n_neg)).astype(np.float32)
+    x[3, :n_pos] += 1.5
+    x[17, :n_pos] -= 1.0
+    y = np.r_[np.ones(n_pos), -np.ones(n_neg)]
+    search = _Precomputed(x, None, np.zeros(q, bool), "stump", 1, None)
+    res = train_stage(search, y, min_hit_rate=0.99, max_false_alarm=0.4, max_weak_count=50)
+    assert res.false_alarm <= 0.4 and res.hit_rate >= 0.99
+    assert len(res.learners) == len(res.losses) < 50
+    assert {3, 17} & {int(lr.node_features[0]) for lr in res.learners}
+    # statistics agree with a brute-force evaluation of the learners
+    scores = np.zeros(n_pos + n_neg)
+    for lr in res.learners:
+        scores += lr.predict_matrix(x)
+        assert np.array_equal(lr.leaf_values, lr.leaf_values.astype(np.float32))
+    thr, hit = stage_threshold(scores[:n_pos], 0.99)
+    assert thr == res.threshold and hit == res.hit_rate
+    assert stage_false_alarm(scores[n_pos:], thr) == res.false_alarm
+    # losses decrease (Gentle AdaBoost's exponential loss)
+    assert all(b <= a + 1e-12 for a, b in zip(res.losses, res.losses[1:], strict=False))
+
+
+def test_train_stage_stops_at_max_weak_count(rng):
+    x = rng.normal(size=(5, 400)).astype(np.float32)  # no signal: the goal is never met
+    y = np.r_[np.ones(200), -np.ones(200)]
+    res = train_stage(_Precomputed(x, None, np.zeros(5, bool), "stump", 1, None), y,
+                      min_hit_rate=0.999, max_false_alarm=0.05, max_weak_count=4)
+    assert len(res.learners) == 4 and res.false_alarm > 0.05
+
+
+def test_stage_result_round_trip(rng):
+    x = rng.normal(size=(6, 200)).astype(np.float32)
+    x[0, :100] += 2
+    y = np.r_[np.ones(100), -np.ones(100)]
+    res = train_stage(_Precomputed(x, None, np.zeros(6, bool), "tree", 2, None), y,
+                      max_weak_count=3)
+    back = StageResult.from_dict(res.to_dict())
+    assert stages_digest([back]) == stages_digest([res])
+    for a, b in zip(res.learners, back.learners, strict=True):
+        assert np.array_equal(a.predict_matrix(x), b.predict_matrix(x))
+
+
+# ------------------------------------------------------------------------------------------------
+# negative mining
+# ------------------------------------------------------------------------------------------------
+
+
+def _grid_windows(path, params, offset=(0, 0)):
+    """Brute force: every grid window of the detector's scales (crop, resize, slide)."""
+    img = cv2.imread(path, cv2.IMREAD_GRAYSCALE)[offset[1]:, offset[0]:]
+    h, w = params.window
+    out = []
+    for s, sw, sh, _, _ in _geometry(img.shape, (h, w), params.scale_factor, params.grid_step):
+        sc = img if (sw, sh) == img.shape[::-1] else cv2.resize(
+            img, (sw, sh), interpolation=cv2.INTER_LINEAR_EXACT)
+        v = np.lib.stride_tricks.sliding_window_view(sc, (h, w))
+        out.append(v[::params.grid_step, ::params.grid_step].reshape(-1, h, w))
+    return np.concatenate(out)
+
+
+def test_mining_deterministic_and_counts(backgrounds):
+    params = MiningParams(WIN, scale_factor=1.5, step=4)
+    a = mine_negatives(None, backgrounds, 300, params=params, seed=3)
+    b = mine_negatives(None, backgrounds, 300, params=params, seed=3, cache=ImageCache(0))
+    c = mine_negatives(None, backgrounds, 300, params=params, seed=4)
+    assert a.windows.shape == (300, *WIN)
+    assert np.array_equal(a.windows, b.windows)
+    assert not np.array_equal(a.windows, c.windows)
+    assert a.n_scanned == b.n_scanned and a.acceptance_ratio == 1.0
+    # every window comes from the grid of some visited image
+    grids = {w.tobytes() for p in backgrounds for w in _grid_windows(p, params)}
+    assert all(w.tobytes() in grids for w in a.windows)
+
+
+def test_mining_acceptance_matches_brute_force(faces, backgrounds):
+    pool = make_pool("haar", WIN)
+    x = np.concatenate([faces[:100], _grid_windows(backgrounds[0], MiningParams(WIN))[:300]])
+    y = np.r_[np.ones(100), -np.ones(300)]
+    values = pool.evaluate(x).astype(np.float32)
+    st = train_stage(_Precomputed(values, None, pool.kinds(), "stump", 1, None), y,
+                     max_false_alarm=0.3, max_weak_count=5)
+    model = build_cascade_model(pool, [st])
+    assert model.feature_type == "HAAR"
+    family_model = build_cascade_model(pool, [st], opencv=False)
+    params = MiningParams(WIN, scale_factor=1.5, step=3, max_per_image=10**6, max_passes=1)
+    res = mine_negatives(model, backgrounds[:3], 10**7, params=params, seed=0)
+    assert res.exhausted and res.passes == 1
+    brute = np.concatenate([_grid_windows(p, params) for p in backgrounds[:3]])
+    assert res.n_scanned == len(brute)
+    # reference acceptance: the family model on the cut-out windows, without the detector's
+    # flat-window gate (sigma <= 10 grey levels), which rejects them at detection time
+    passed = family_model.predict_values(pool.evaluate(brute, family_model.features))[0] == 1
+    inner = brute[:, 1:-1, 1:-1].reshape(len(brute), -1).astype(np.float64)
+    passed &= inner.std(axis=1) > 10.0
+    assert abs(res.n_accepted - int(passed.sum())) <= max(2, 0.002 * len(brute))
+    # the mined windows are accepted by the cascade
+    got = family_model.predict_values(pool.evaluate(res.windows, family_model.features))[0]
+    assert np.mean(got == 1) > 0.99
+    assert res.acceptance_ratio == pytest.approx(res.n_accepted / res.n_scanned)
+
+
+def test_mining_exhaustion_and_unreadable(tmp_path, backgrounds):
+    bad = tmp_path / "broken.jpg"
+    bad.write_bytes(b"not an image")
+    params = MiningParams(WIN, scale_factor=2.0, step=6, max_passes=2)
+    res = mine_negatives(None, [backgrounds[0], str(bad)], 10**7, params=params)
+    assert res.exhausted and res.passes == 2
+    assert res.unreadable == [str(bad)]
+    assert len(res.windows) < 10**7 and res.n_images_visited == 2
+
+
+def test_mining_params_validation():
+    with pytest.raises(ValueError, match="scale_factor"):
+        MiningParams(WIN, scale_factor=1.01)
+    with pytest.raises(ValueError, match="step"):
+        MiningParams(WIN, step=0)
+
+
+# ------------------------------------------------------------------------------------------------
+# the trainer
+# ------------------------------------------------------------------------------------------------
+
+
+def test_trainer_lbp_cascade_and_positive_replacement(faces, backgrounds):
+    tr = CascadeTrainer(window_shape=WIN, features="lbp", num_stages=3, num_pos=150,
+                        num_neg=300, min_hit_rate=0.98, max_false_alarm=0.5, seed=1,
+                        max_weak_count=20)
+    tr.fit(faces, backgrounds)
+    model = tr.model_
+    assert model.feature_type == "LBP" and model.n_stages == len(tr.stages_) >= 1
+    # positives used by stage k: the first num_pos of the pool accepted by stages < k
+    for k, st in enumerate(tr.stages_):
+        assert st.info["positives_consumed"] >= 150
+        if k == 0:
+            assert st.info["positives_consumed"] == 150
+    assert tr.report_["n_stages"] == model.n_stages
+    assert tr.stop_["reason"] in ("num_stages", "false_alarm_target", "negatives_exhausted")
+
+
+def test_trainer_rejects_bad_settings(faces, backgrounds):
+    with pytest.raises(TrainingError, match="max_false_alarm"):
+        CascadeTrainer(window_shape=WIN, max_false_alarm=1.0).fit(faces, backgrounds)
+    with pytest.raises(TrainingError, match="num_pos"):
+        CascadeTrainer(window_shape=WIN, num_pos=5000).fit(faces, backgrounds)
+    with pytest.raises(TrainingError, match="unknown feature family"):
+        CascadeTrainer(window_shape=WIN, features="nope", num_pos=10).fit(faces, backgrounds)

@@ -1,0 +1,138 @@
+"""One cascade stage trained with a bounded reservoir of windows (``vjtrain --reservoir R``).
+
+The stage sees positives and negatives only through streams of windows (a :class:`VecStream` of
+positives, a stream of mined negatives...), evaluates the feature pool on each batch of ``q``
+fresh windows only, and keeps ``r`` windows' feature values: memory stays
+``O((r + q) * n_features)`` however many positives and negatives lie behind the streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from vjboost._validation import check_in_range
+from vjboost.boost.learners import learner_from_dict
+from vjboost.boost.reservoir.learner import ReservoirBooster
+from vjboost.boost.streams import MixedStream, SampleStream
+
+__all__ = ["pool_featurizer", "train_reservoir_stage"]
+
+
+def pool_featurizer(
+    pool: Any, feature_ids: Any = None, *, threads: int | None = None
+) -> Callable[[np.ndarray], np.ndarray]:
+    """A featurizer evaluating ``feature_ids`` of a :class:`~vjboost.features.FeaturePool`.
+
+    Returns ``f(windows (n, H, W) uint8) -> (len(feature_ids), n) float32``; row ``k`` is the
+    global feature ``feature_ids[k]`` (all features of the pool when ``None``).
+    """
+    ids = None if feature_ids is None else np.asarray(feature_ids, dtype=np.int64)
+
+    def featurize(windows: np.ndarray) -> np.ndarray:
+        return pool.evaluate(windows, ids, threads=threads)
+
+    return featurize
+
+
+def _to_global(learner: Any, gids: np.ndarray) -> Any:
+    d = learner.to_dict()
+    if "feature" in d:
+        d["feature"] = int(gids[d["feature"]])
+    else:
+        d["features"] = [int(gids[f]) for f in d["features"]]
+    return learner_from_dict(d)
+
+
+def train_reservoir_stage(
+    pool: Any,
+    positives: SampleStream,
+    negatives: SampleStream,
+    *,
+    n_weak: int,
+    reservoir_size: int,
+    n_fresh: int | None = None,
+    strategy: str = "geem",
+    pos_fraction: float = 0.5,
+    feature_ids: Any = None,
+    weak_learner: str = "stump",
+    max_depth: int = 2,
+    cov_features: int | None = 512,
+    stop: Callable[[ReservoirBooster, int], bool] | None = None,
+    memory_budget: int | None = None,
+    seed: Any = None,
+    threads: int | None = None,
+) -> tuple[list[Any], ReservoirBooster]:
+    """Train the weak learners of one stage from streams of positive and negative windows.
+
+    Parameters
+    ----------
+    pool : FeaturePool
+        Features evaluated on the windows.
+    positives, negatives : SampleStream
+        Windows (n, H, W) uint8 of the pool's window shape. Their labels are ignored: every
+        positive is labelled 1 and every negative 0.
+    n_weak : int
+        Maximum number of weak learners.
+    reservoir_size : int
+        ``r`` windows kept between rounds (``R`` of ``vjtrain --reservoir R``).
+    n_fresh : int, optional
+        ``q`` fresh windows per round (default ``r``).
+    strategy : {"geem", "max", "wsam", "rand"}, default="geem"
+    pos_fraction : float, default=0.5
+        Share of positives among the drawn windows.
+    feature_ids : array-like of int, optional
+        Global ids of the pool features to use (default all).
+    weak_learner, max_depth
+        See :class:`ReservoirBooster`.
+    cov_features : int, optional, default=512
+        GEEM's covariance over this many random features per round.
+    stop : callable, optional
+        ``stop(booster, t) -> bool`` after each weak learner, e.g. the stage's hit-rate and
+        false-alarm check on held-out windows with ``booster.decision_function(windows)``.
+    memory_budget : int, optional
+    seed : int or None
+    threads : int, optional
+
+    Returns
+    -------
+    learners : list of Stump or Tree
+        The stage's weak learners with *global* pool feature ids (leaf values include the
+        coefficients; the stage score is their sum).
+    booster : ReservoirBooster
+        The fitted booster (its ``decision_function(windows)`` gives stage scores).
+    """
+    pos_fraction = check_in_range(pos_fraction, "pos_fraction", low=0.0, high=1.0,
+                                  low_inclusive=False, high_inclusive=False)
+    q = reservoir_size if n_fresh is None else n_fresh
+    gids = (np.arange(pool.n_features, dtype=np.int64) if feature_ids is None
+            else np.asarray(feature_ids, dtype=np.int64))
+    pos = _Relabel(positives, 1)
+    neg = _Relabel(negatives, 0)
+    stream = MixedStream([pos, neg], [pos_fraction, 1.0 - pos_fraction], seed=seed)
+    booster = ReservoirBooster(
+        n_estimators=n_weak, reservoir_size=reservoir_size, n_fresh=q, strategy=strategy,
+        loss="logit", weak_learner=weak_learner, max_depth=max_depth,
+        featurizer=pool_featurizer(pool, feature_ids, threads=threads), cov_features=cov_features,
+        memory_budget=memory_budget, seed=seed, threads=threads,
+    )
+    booster.fit(stream, callback=stop)
+    return [_to_global(h, gids) for h in booster.learners_], booster
+
+
+class _Relabel(SampleStream):
+    """A stream whose labels are replaced by a constant."""
+
+    def __init__(self, stream: SampleStream, label: int) -> None:
+        if not isinstance(stream, SampleStream):
+            raise TypeError(f"expected a SampleStream, got {type(stream).__name__}")
+        self.stream = stream
+        self.label = label
+        self.n_samples = stream.n_samples
+        self.sample_shape = stream.sample_shape
+
+    def take(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        X, _ = self.stream.take(n)
+        return X, np.full(len(X), self.label)

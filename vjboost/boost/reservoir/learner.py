@@ -1,0 +1,488 @@
+"""Reservoir boosting: a booster that sees the data only through a stream and a bounded reservoir.
+
+:class:`ReservoirBooster` follows Lefakis & Fleuret (NIPS 2013). The reservoir ``R`` holds ``r``
+samples (their feature values, labels and current scores ``F``). Each round::
+
+    Q      <- stream.take(q)                      # q fresh samples (the Filter())
+    F_Q    <- current strong classifier on Q
+    R      <- select r of the r + q samples of R u Q (the strategy)
+    h_t    <- weak learner fitted on R alone      # LogitBoost by default
+    F_R    += h_t(R)
+
+so memory is ``O((r + q) D)`` whatever the size of the data behind the stream. Strategies:
+
+``"max"``
+    Keep the ``r`` heaviest samples.
+``"wsam"``
+    Weighted sampling without replacement, probability proportional to the weights
+    (Efraimidis–Spirakis keys, ``O(r + q)``).
+``"rand"``
+    Uniform sampling without replacement.
+``"geem"``
+    Greedy Edge Expectation Maximization (:mod:`vjboost.boost.reservoir.geem`): remove ``q``
+    samples greedily, maximizing the expected edge on ``R u Q`` of a weak learner that fits the
+    kept set, and fit the weak learner with the corrected weights ``w~``.
+
+Weights: LogitBoost fits its weak learner by weighted least squares on the working response
+``z`` with weights ``w = p (1 - p)``; the *edge* weights used to rank samples are ``w |z|`` (the
+magnitude of the gradient of the logistic loss), normalised over ``R u Q``. GEEM's correction
+rescales each kept sample's least-squares weight by ``max(w~_i, 0) / (w_i |z_i|)``, so the
+weighted sum of the response moves exactly as the corrected edge does (negative corrected weights
+are clipped: a least-squares fit cannot use them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from vjboost._memory import check_memory, format_bytes
+from vjboost._threads import n_threads
+from vjboost._validation import check_array, check_in_range, check_random_state
+from vjboost.boost.learners import Stump
+from vjboost.boost.losses import LOSSES, BoostingLoss
+from vjboost.boost.reservoir.geem import geem_select, stump_covariance
+from vjboost.boost.streams import SampleStream
+from vjboost.boost.weak import fit_weak_learner
+
+__all__ = [
+    "STRATEGIES",
+    "ReservoirBooster",
+    "flatten_samples",
+    "select_reservoir",
+]
+
+STRATEGIES = ("geem", "max", "wsam", "rand")
+#: losses whose weak learner is a weighted least-squares fit (the leaf scale folds the coefficient)
+_LEAF_SCALE = {"logit": 0.5, "gentle": 1.0}
+
+
+def flatten_samples(samples: np.ndarray) -> np.ndarray:
+    """Default featurizer: samples (n, ...) -> feature-major float32 (prod(...), n)."""
+    s = np.asarray(samples)
+    if s.ndim < 2:
+        raise ValueError(f"samples: expected (n, ...) with at least one feature, got {s.shape}")
+    return np.ascontiguousarray(s.reshape(s.shape[0], -1).T, dtype=np.float32)
+
+
+def _labels_pm(y: Any, name: str = "labels") -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array, got shape {y.shape}")
+    ok = np.isin(y, (-1, 0, 1))
+    if not ok.all():
+        bad = np.unique(y[~ok])[:5].tolist()
+        raise ValueError(f"{name}: labels must be 1 (positive) and 0 or -1 (negative), got {bad}")
+    return np.where(y > 0, 1.0, -1.0)
+
+
+def loss_terms(loss: str, y: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares weights ``w`` and response ``z`` of a loss at scores ``F``, via its step.
+
+    A set holding a single class gets them through an extra zero-weight sample of the other
+    class (the step objects refuse single-class sets).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    single = np.all(y == y[0])
+    yy = np.append(y, -y[0]) if single else y
+    w0 = np.ones(yy.size)
+    if single:
+        w0[-1] = 0.0
+    step: BoostingLoss = LOSSES[loss](yy, w0)
+    step.update(np.append(scores, 0.0) if single else scores)
+    w, z = step.weights, step.response
+    if single:
+        w, z = w[:-1], z[:-1]
+    return np.asarray(w, dtype=np.float64), np.asarray(z, dtype=np.float64)
+
+
+def select_reservoir(
+    strategy: str,
+    r: int,
+    edge_weights: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    values: np.ndarray | None = None,
+    y: np.ndarray | None = None,
+    ridge: float = 1.0,
+    cov_features: np.ndarray | None = None,
+    threads: int | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Indices of the ``r`` samples kept by a strategy (and GEEM's corrected edge weights).
+
+    Parameters
+    ----------
+    strategy : {"geem", "max", "wsam", "rand"}
+    r : int
+        Number kept.
+    edge_weights : ndarray of shape (n,)
+        Non-negative edge weights of the candidates.
+    rng : numpy Generator
+    values, y : feature-major values (D, n) and ±1 labels (n,), needed by ``"geem"``.
+    ridge : float
+        GEEM's ridge.
+    cov_features : ndarray of int, optional
+        Rows of ``values`` used for GEEM's covariance (default all).
+
+    Returns
+    -------
+    keep : ndarray of shape (r,), int64, increasing
+    corrected : ndarray of shape (r,) or None
+        GEEM's corrected weights of the kept samples.
+    """
+    n = edge_weights.shape[0]
+    if r >= n:
+        return np.arange(n, dtype=np.int64), (edge_weights.copy() if strategy == "geem" else None)
+    if strategy == "max":
+        keep = np.argsort(-edge_weights, kind="stable")[:r]
+        return np.sort(keep).astype(np.int64), None
+    if strategy == "rand":
+        return np.sort(rng.choice(n, size=r, replace=False)).astype(np.int64), None
+    if strategy == "wsam":
+        # Efraimidis–Spirakis: the r largest u^(1/w) are a weighted sample without replacement
+        u = rng.random(n)
+        w = np.maximum(edge_weights, 1e-300)
+        keys = np.log(u) / w
+        keep = np.argpartition(-keys, r - 1)[:r]
+        return np.sort(keep).astype(np.int64), None
+    if strategy == "geem":
+        if values is None or y is None:
+            raise ValueError("values, y: GEEM needs the feature values and labels")
+        cov = stump_covariance(values, y, feature_ids=cov_features, threads=threads)
+        keep, corrected, _ = geem_select(cov, edge_weights, r, ridge=ridge, threads=threads)
+        return keep, corrected
+    raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _stump_scores(values, feat, thr, left, right, out):
+    n = values.shape[1]
+    for i in prange(n):
+        acc = 0.0
+        for t in range(feat.shape[0]):
+            if values[feat[t], i] < thr[t]:
+                acc += left[t]
+            else:
+                acc += right[t]
+        out[i] = acc
+
+
+class _FitStep:
+    """The weights/response view ``fit_weak_learner`` reads, with reservoir weights."""
+
+    def __init__(self, weights: np.ndarray, response: np.ndarray, criterion: str) -> None:
+        self.weights = weights
+        self.response = response
+        self.criterion = criterion
+        self.n_samples = int(weights.size)
+
+
+class ReservoirBooster:
+    """Boosting from a stream with a bounded reservoir of samples.
+
+    Parameters
+    ----------
+    n_estimators : int, default=250
+        Rounds ``T`` (one weak learner each).
+    reservoir_size : int, default=100
+        ``r``, samples kept between rounds.
+    n_fresh : int, default=100
+        ``q``, fresh samples drawn from the stream each round.
+    strategy : {"geem", "max", "wsam", "rand"}, default="geem"
+        How the ``r`` kept samples are chosen among the ``r + q`` (see the module docstring).
+    loss : {"logit", "gentle"}, default="logit"
+        LogitBoost (as in the paper) or Gentle AdaBoost.
+    weak_learner : {"stump", "tree"}, default="stump"
+    max_depth : int, default=2
+        Depth of trees.
+    featurizer : callable, optional
+        ``featurizer(samples) -> (D, n) float32`` feature-major values of a batch of stream
+        samples (e.g. a feature pool on windows, :func:`pool_featurizer`). Default
+        :func:`flatten_samples` (the samples' pixels / entries are the features).
+    ridge : float, default=1.0
+        GEEM: ridge on the covariance's diagonal (which is 1); see
+        :func:`~vjboost.boost.reservoir.geem.geem_select`.
+    cov_features : int, optional
+        GEEM: number of features, drawn at random each round, over whose stumps the covariance
+        is computed (``O((r + q)^2 cov_features)``); default all features.
+    memory_budget : int, optional
+        Bytes allowed for the reservoir and GEEM's matrices (default: see
+        :func:`vjboost._memory.check_memory`).
+    seed : int, Generator or None
+    threads : int, optional
+
+    Attributes
+    ----------
+    learners_ : list of Stump or Tree
+        Weak learners (leaf values include the coefficient; the score is their sum).
+    n_features_ : int
+    classes_ : ndarray, ``[negative label, 1]``
+    history_ : dict of lists
+        Per round: ``"loss"`` (mean loss on the reservoir), ``"n_pos"`` (positives kept),
+        ``"expected_edge"`` (GEEM).
+    reservoir_ : tuple (values (D, r), labels (r,) ±1, scores (r,))
+    n_seen_ : int
+        Samples drawn from the stream.
+    """
+
+    def __init__(
+        self,
+        n_estimators: int = 250,
+        reservoir_size: int = 100,
+        n_fresh: int = 100,
+        *,
+        strategy: str = "geem",
+        loss: str = "logit",
+        weak_learner: str = "stump",
+        max_depth: int = 2,
+        featurizer: Callable[[np.ndarray], np.ndarray] | None = None,
+        ridge: float = 1.0,
+        cov_features: int | None = None,
+        memory_budget: int | None = None,
+        seed: Any = None,
+        threads: int | None = None,
+    ) -> None:
+        self.n_estimators = n_estimators
+        self.reservoir_size = reservoir_size
+        self.n_fresh = n_fresh
+        self.strategy = strategy
+        self.loss = loss
+        self.weak_learner = weak_learner
+        self.max_depth = max_depth
+        self.featurizer = featurizer
+        self.ridge = ridge
+        self.cov_features = cov_features
+        self.memory_budget = memory_budget
+        self.seed = seed
+        self.threads = threads
+
+    # ---- parameters ---------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        check_in_range(self.n_estimators, "n_estimators", low=1, integer=True)
+        check_in_range(self.reservoir_size, "reservoir_size", low=1, integer=True)
+        check_in_range(self.n_fresh, "n_fresh", low=1, integer=True)
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy: expected one of {STRATEGIES}, got {self.strategy!r}")
+        if self.loss not in _LEAF_SCALE:
+            raise ValueError(f"loss: expected one of {sorted(_LEAF_SCALE)}, got {self.loss!r}")
+        if self.weak_learner not in ("stump", "tree"):
+            raise ValueError(f"weak_learner: expected 'stump' or 'tree', got {self.weak_learner!r}")
+        check_in_range(self.max_depth, "max_depth", low=1, high=8, integer=True)
+        if self.featurizer is not None and not callable(self.featurizer):
+            raise TypeError("featurizer: expected a callable samples -> (D, n) float32")
+        check_in_range(self.ridge, "ridge", low=0.0)
+        if self.cov_features is not None:
+            check_in_range(self.cov_features, "cov_features", low=1, integer=True)
+
+    def _featurize(self, samples: np.ndarray) -> np.ndarray:
+        f = self.featurizer or flatten_samples
+        vals = f(samples)
+        vals = check_array(vals, "featurizer output", ndim=2, dtype=np.float32)
+        if vals.shape[1] != len(samples):
+            raise ValueError(
+                f"featurizer: returned {vals.shape[1]} columns for {len(samples)} samples "
+                "(expected feature-major (D, n))"
+            )
+        return np.ascontiguousarray(vals)
+
+    def _estimate_nbytes(self, n_features: int) -> int:
+        n = self.reservoir_size + self.n_fresh
+        total = 3 * n_features * n * 4  # reservoir + fresh batch + their concatenation
+        if self.strategy == "geem":
+            dc = n_features if self.cov_features is None else min(self.cov_features, n_features)
+            total += 4 * n * n * 8 + n * dc * 4
+        return total
+
+    # ---- training -----------------------------------------------------------------------
+    def _reset(self) -> None:
+        self._validate_params()
+        self.learners_: list[Any] = []
+        self.history_: dict[str, list] = {"loss": [], "n_pos": [], "expected_edge": []}
+        self.n_seen_ = 0
+        self.n_features_ = None
+        self.classes_ = np.array([0, 1])
+        self._rng = check_random_state(self.seed)
+        self._res_values = None
+        self._res_y = np.zeros(0)
+        self._res_f = np.zeros(0)
+        self._stumps = (np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0), np.zeros(0))
+
+    def _ingest(self, samples: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+        samples = np.asarray(samples)
+        y = _labels_pm(labels)
+        if samples.shape[0] != y.shape[0]:
+            raise ValueError(
+                f"labels: has {y.shape[0]} entries but there are {samples.shape[0]} samples"
+            )
+        if (np.asarray(labels) < 0).any():
+            self.classes_ = np.array([-1, 1])
+        vals = self._featurize(samples)
+        if self.n_features_ is None:
+            self.n_features_ = int(vals.shape[0])
+            check_memory(
+                self._estimate_nbytes(self.n_features_),
+                f"reservoir of {self.reservoir_size} + {self.n_fresh} samples x "
+                f"{self.n_features_} features",
+                budget=self.memory_budget,
+                advice="Use a smaller reservoir_size / n_fresh, fewer features, or "
+                "cov_features for GEEM.",
+            )
+        elif vals.shape[0] != self.n_features_:
+            raise ValueError(
+                f"featurizer: returned {vals.shape[0]} features, earlier batches had "
+                f"{self.n_features_}"
+            )
+        self.n_seen_ += int(y.size)
+        return vals, y
+
+    def fit(
+        self,
+        stream: SampleStream,
+        *,
+        callback: Callable[[ReservoirBooster, int], bool] | None = None,
+    ) -> ReservoirBooster:
+        """Train ``n_estimators`` rounds from a stream.
+
+        The reservoir is first filled with ``r`` samples, then each round draws ``q``.
+
+        Parameters
+        ----------
+        stream : SampleStream
+            Gives ``take(n) -> (samples, labels)``; labels 1 (positive) and 0 or -1.
+        callback : callable, optional
+            ``callback(self, t)`` after round ``t`` (0-based); returning ``True`` stops training
+            (a cascade stage stops when its targets are met).
+        """
+        if not isinstance(stream, SampleStream):
+            raise TypeError(f"stream: expected a SampleStream, got {type(stream).__name__}")
+        self._reset()
+        r, q = self.reservoir_size, self.n_fresh
+        n = stream.n_samples
+        if n is not None and q > n:
+            raise ValueError(f"n_fresh: q = {q} is larger than the stream ({n} samples)")
+        if n is not None and r + q > n:
+            raise ValueError(
+                f"reservoir_size + n_fresh: r + q = {r + q} is larger than the stream "
+                f"({n} samples); the reservoir would hold the same sample twice"
+            )
+        vals, y = self._ingest(*stream.take(r))
+        self._res_values, self._res_y, self._res_f = vals, y, np.zeros(y.size)
+        for t in range(self.n_estimators):
+            self._round(*self._ingest(*stream.take(q)))
+            if callback is not None and callback(self, t):
+                break
+        return self
+
+    def partial_fit(self, samples: Any, labels: Any) -> ReservoirBooster:
+        """One round with a batch of fresh samples (the caller is the stream).
+
+        The batch joins the reservoir, ``reservoir_size`` samples are kept, and one weak learner
+        is fitted on them.
+        """
+        if not hasattr(self, "learners_"):
+            self._reset()
+        self._round(*self._ingest(samples, labels))
+        return self
+
+    def _round(self, vals: np.ndarray, y: np.ndarray) -> None:
+        f_new = self._scores_fm(vals)
+        if self._res_values is None:
+            pool_v, pool_y, pool_f = vals, y, f_new
+        else:
+            pool_v = np.concatenate([self._res_values, vals], axis=1)
+            pool_y = np.concatenate([self._res_y, y])
+            pool_f = np.concatenate([self._res_f, f_new])
+        w, z = loss_terms(self.loss, pool_y, pool_f)
+        omega = w * np.abs(z)
+        omega = omega / omega.sum() if omega.sum() > 0 else np.full(omega.size, 1.0 / omega.size)
+        cov_rows = None
+        if (self.strategy == "geem" and self.cov_features is not None
+                and self.cov_features < pool_v.shape[0]):
+            cov_rows = np.sort(self._rng.choice(pool_v.shape[0], self.cov_features,
+                                                replace=False))
+        keep, corrected = select_reservoir(
+            self.strategy, self.reservoir_size, omega, self._rng, values=pool_v, y=pool_y,
+            ridge=self.ridge, cov_features=cov_rows, threads=self.threads,
+        )
+        kv = np.ascontiguousarray(pool_v[:, keep])
+        ky, kf = pool_y[keep], pool_f[keep]
+        fw = w[keep]
+        if corrected is not None:
+            scale = np.maximum(corrected, 0.0) / np.maximum(omega[keep], 1e-300)
+            fw = fw * scale
+            self.history_["expected_edge"].append(float(corrected.sum()))
+        if not fw.sum() > 0:
+            fw = w[keep]
+        fw = fw / fw.sum()
+        step = _FitStep(fw, z[keep], LOSSES[self.loss].criterion)
+        learner, _ = fit_weak_learner(
+            step, kv, kind=self.weak_learner, max_depth=self.max_depth, threads=self.threads
+        )
+        if learner is not None:
+            learner.leaf_values = learner.leaf_values * _LEAF_SCALE[self.loss]
+            self._add(learner)
+            kf = kf + learner.predict_matrix(kv)
+        self._res_values, self._res_y, self._res_f = kv, ky, kf
+        self.history_["loss"].append(float(np.mean(np.logaddexp(0.0, -2.0 * ky * kf))))
+        self.history_["n_pos"].append(int((ky > 0).sum()))
+
+    def _add(self, learner: Any) -> None:
+        self.learners_.append(learner)
+        if isinstance(learner, Stump):
+            feat, thr, left, right = self._stumps
+            self._stumps = (
+                np.append(feat, learner.feature),
+                np.append(thr, np.float32(learner.threshold)).astype(np.float32),
+                np.append(left, learner.left_value),
+                np.append(right, learner.right_value),
+            )
+
+    # ---- prediction ---------------------------------------------------------------------
+    def _scores_fm(self, values: np.ndarray) -> np.ndarray:
+        out = np.zeros(values.shape[1])
+        feat, thr, left, right = self._stumps
+        if feat.size:
+            with n_threads(self.threads):
+                _stump_scores(values, feat, thr, left, right, out)
+        for h in self.learners_:
+            if not isinstance(h, Stump):
+                out += h.predict_matrix(values)
+        return out
+
+    def _check_fitted(self) -> None:
+        if not getattr(self, "learners_", None):
+            raise ValueError("this ReservoirBooster is not fitted yet (no weak learner)")
+
+    def decision_function_features(self, values: Any) -> np.ndarray:
+        """Scores (n,) of feature-major values (D, n) (already featurized)."""
+        self._check_fitted()
+        v = check_array(values, "values", ndim=2, dtype=np.float32)
+        if v.shape[0] != self.n_features_:
+            raise ValueError(f"values: expected {self.n_features_} feature rows, got {v.shape[0]}")
+        return self._scores_fm(np.ascontiguousarray(v))
+
+    def decision_function(self, samples: Any, *, batch_size: int = 4096) -> np.ndarray:
+        """Scores (n,) of samples in the stream's form (featurized in batches)."""
+        self._check_fitted()
+        samples = np.asarray(samples)
+        out = np.empty(samples.shape[0])
+        for a in range(0, samples.shape[0], batch_size):
+            out[a : a + batch_size] = self._scores_fm(self._featurize(samples[a : a + batch_size]))
+        return out
+
+    def predict(self, samples: Any) -> np.ndarray:
+        """Labels (``classes_[1]`` where the score is >= 0)."""
+        return np.where(self.decision_function(samples) >= 0, self.classes_[1], self.classes_[0])
+
+    def score(self, samples: Any, labels: Any) -> float:
+        """Accuracy."""
+        y = _labels_pm(labels)
+        return float(np.mean(np.where(self.decision_function(samples) >= 0, 1.0, -1.0) == y))
+
+    def memory_estimate(self, n_features: int) -> str:
+        """Human-readable estimate of the training memory for ``n_features`` features."""
+        self._validate_params()
+        return format_bytes(self._estimate_nbytes(int(n_features)))

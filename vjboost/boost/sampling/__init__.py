@@ -1,0 +1,134 @@
+"""Adaptive sampling of features and examples for boosting (Dubout & Fleuret, JMLR 2014).
+
+Each boosting round a :class:`Sampler` chooses the weak learner given the loss's weights (through
+an :class:`EdgeEvaluator` that computes edges of any block of features x examples lazily), the
+partition of the pool into families, and a budget of feature evaluations; it returns the learner
+and the exact cost it spent. :class:`SampledBoostedClassifier` runs the boosting loop.
+
+Strategies (``SAMPLERS`` names):
+
+========================= ================================================================
+``full``                  all features, all examples (reference)
+``uniform_naive``         Q features uniformly from the pool, S examples from the weights
+``uniform_1q``            one random family, Q features of it
+``uniform_q1``            Q draws of (random family, one feature)
+``best_family``           Q features of one fixed family
+``ucb``, ``ucb3``         UCB / UCB(k) over families (reward 1 - sqrt(1 - gamma^2))
+``exp3p``                 Exp3.P over families
+``epsilon_greedy``        epsilon-greedy over families
+``tasting_1q``            family of best order-statistics estimate from tasted features
+``tasting_q1``            per-family counts from tasted features
+``mas_naive``             Gaussian-mixture model of edges, best (Q, S)
+``mas_1q``, ``mas_q1``    per-family mixtures (10% of the budget), best family / counts
+``laminating``            halve features, double examples
+``tasting_laminating``    Laminating started from Tasting's per-family counts
+========================= ================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vjboost.boost.sampling.bandits import UCB, EpsilonGreedy, Exp3P
+from vjboost.boost.sampling.base import Sampler, Selection, reward
+from vjboost.boost.sampling.booster import SampledBoostedClassifier, problem_from_loss
+from vjboost.boost.sampling.evaluator import (
+    BlockEdges,
+    CallableSource,
+    EdgeEvaluator,
+    FeatureSource,
+    MatrixSource,
+    Partition,
+    PoolSource,
+    RoundProblem,
+    WeakLearner,
+)
+from vjboost.boost.sampling.examples import uniform_subset, weighted_sample
+from vjboost.boost.sampling.laminating import Laminating, TastingLaminating, laminating_schedule
+from vjboost.boost.sampling.mas import (
+    MAS1Q,
+    MASQ1,
+    GaussianMixture1D,
+    MASNaive,
+    allocate_mas,
+    expected_selected_edge,
+    fit_mixture,
+)
+from vjboost.boost.sampling.tasting import (
+    Tasting1Q,
+    TastingQ1,
+    allocate_tasting,
+    expected_max_order_statistics,
+)
+from vjboost.boost.sampling.uniform import BestFamily, Full, Uniform1Q, UniformNaive, UniformQ1
+
+__all__ = [
+    "MAS1Q",
+    "MASQ1",
+    "SAMPLERS",
+    "UCB",
+    "BestFamily",
+    "BlockEdges",
+    "CallableSource",
+    "EdgeEvaluator",
+    "EpsilonGreedy",
+    "Exp3P",
+    "FeatureSource",
+    "Full",
+    "GaussianMixture1D",
+    "Laminating",
+    "MASNaive",
+    "MatrixSource",
+    "Partition",
+    "PoolSource",
+    "RoundProblem",
+    "SampledBoostedClassifier",
+    "Sampler",
+    "Selection",
+    "Tasting1Q",
+    "TastingLaminating",
+    "TastingQ1",
+    "Uniform1Q",
+    "UniformNaive",
+    "UniformQ1",
+    "WeakLearner",
+    "allocate_mas",
+    "allocate_tasting",
+    "expected_max_order_statistics",
+    "expected_selected_edge",
+    "fit_mixture",
+    "laminating_schedule",
+    "make_sampler",
+    "problem_from_loss",
+    "reward",
+    "uniform_subset",
+    "weighted_sample",
+]
+
+#: name -> (class, default parameters)
+SAMPLERS: dict[str, tuple[type[Sampler], dict[str, Any]]] = {
+    "full": (Full, {}),
+    "uniform_naive": (UniformNaive, {}),
+    "uniform_1q": (Uniform1Q, {}),
+    "uniform_q1": (UniformQ1, {}),
+    "best_family": (BestFamily, {}),
+    "ucb": (UCB, {}),
+    "ucb3": (UCB, {"k": 3}),
+    "exp3p": (Exp3P, {}),
+    "epsilon_greedy": (EpsilonGreedy, {}),
+    "tasting_1q": (Tasting1Q, {}),
+    "tasting_q1": (TastingQ1, {}),
+    "mas_naive": (MASNaive, {}),
+    "mas_1q": (MAS1Q, {}),
+    "mas_q1": (MASQ1, {}),
+    "laminating": (Laminating, {}),
+    "tasting_laminating": (TastingLaminating, {}),
+}
+
+
+def make_sampler(name: str, **params: Any) -> Sampler:
+    """Build a sampler by name (see :data:`SAMPLERS`) with extra constructor parameters."""
+    if name not in SAMPLERS:
+        raise ValueError(f"sampler: expected one of {sorted(SAMPLERS)}, got {name!r}")
+    cls, defaults = SAMPLERS[name]
+    return cls(**{**defaults, **params})

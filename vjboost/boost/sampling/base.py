@@ -1,0 +1,145 @@
+"""The sampler interface.
+
+At every boosting round the booster installs the loss's weights in an
+:class:`~vjboost.boost.sampling.evaluator.EdgeEvaluator` and calls
+``sampler.select(evaluator, budget)``. The sampler decides which blocks ``(feature ids x example
+ids)`` to evaluate, within ``budget`` feature evaluations, and returns a :class:`Selection`: the
+chosen weak learner (whose leaves the booster then refits on all examples) and the cost it spent,
+read from the evaluator's counter, so it is exact by construction.
+
+Samplers are stateful across rounds (bandit statistics, tasted features, mixture models): the
+booster calls ``sampler.start(evaluator, budget)`` once before the first round, which also seeds
+the sampler's generator from ``random_state`` -- the whole run is a deterministic function of
+the seed.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from vjboost._validation import check_random_state
+from vjboost.boost.sampling.evaluator import BlockEdges, EdgeEvaluator, WeakLearner
+
+__all__ = ["Sampler", "Selection", "check_count", "draw_features", "reward"]
+
+
+@dataclass
+class Selection:
+    """What a sampler returns for one round.
+
+    Attributes
+    ----------
+    learner : WeakLearner
+        The chosen stump (leaves/votes estimated on the sample; refitted by the booster).
+    cost : int
+        Feature evaluations spent this round (including one-off set-up costs paid this round).
+    info : dict
+        Strategy-specific details (``Q``, ``S``, chosen family, ...).
+    """
+
+    learner: WeakLearner
+    cost: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
+    """A positive integer parameter (``Q``, ``S``, ``R``...) or a clear error."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_budget(budget: Any) -> int:
+    return check_count(budget, "budget")
+
+
+def reward(edge: float) -> float:
+    """Bandit reward ``1 - sqrt(1 - gamma^2)`` of an edge (the exponential-loss reduction)."""
+    g = min(max(float(edge), 0.0), 1.0)
+    return 1.0 - float(np.sqrt(1.0 - g * g))
+
+
+def draw_features(members: np.ndarray, q: int, rng: np.random.Generator) -> np.ndarray:
+    """``min(q, len(members))`` distinct features drawn uniformly from ``members``."""
+    q = min(int(q), members.size)
+    if q == members.size:
+        return members.copy()
+    return members[rng.choice(members.size, size=q, replace=False)]
+
+
+class Sampler(abc.ABC):
+    """Base class of the strategies choosing one weak learner per round under a cost budget.
+
+    Parameters
+    ----------
+    random_state : None, int or Generator
+        Seed of every random choice of the sampler.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, random_state: Any = None) -> None:
+        self.random_state = random_state
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self, evaluator: EdgeEvaluator, budget: int) -> None:
+        """Prepare for a new training run (seeds the generator, resets statistics)."""
+        check_budget(budget)
+        self.rng_ = check_random_state(self.random_state)
+        if isinstance(self.random_state, np.random.Generator):
+            # a shared Generator would make two samplers depend on each other's draws
+            self.rng_ = np.random.default_rng(self.random_state.integers(2**63))
+        self.round_ = 0
+        self._setup(evaluator, budget)
+
+    def _setup(self, evaluator: EdgeEvaluator, budget: int) -> None:  # noqa: B027
+        """Strategy-specific initialisation (override)."""
+
+    def select(self, evaluator: EdgeEvaluator, budget: int) -> Selection:
+        """Choose the weak learner of this round spending at most about ``budget`` evaluations."""
+        budget = check_budget(budget)
+        if not hasattr(self, "rng_"):
+            self.start(evaluator, budget)
+        before = evaluator.cost
+        learner, info = self._select(evaluator, budget)
+        self.round_ += 1
+        return Selection(learner, evaluator.cost - before, info)
+
+    @abc.abstractmethod
+    def _select(self, evaluator: EdgeEvaluator, budget: int) -> tuple[WeakLearner, dict]:
+        """Evaluate blocks through ``evaluator`` and return the chosen learner and details."""
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _default_s(self, evaluator: EdgeEvaluator, budget: int, s: int | None) -> int:
+        """``S`` of the fixed-size strategies: given, else ``sqrt(budget)`` within ``[1, N]``."""
+        if s is not None:
+            return s
+        return int(max(1, min(evaluator.n_samples, int(np.sqrt(budget)))))
+
+    def _best_of(self, blocks: list[BlockEdges]) -> tuple[WeakLearner, BlockEdges, int]:
+        best_block, best_pos, best_edge = None, -1, -np.inf
+        for b in blocks:
+            pos = b.best()
+            if pos >= 0 and b.edges[pos] > best_edge:
+                best_block, best_pos, best_edge = b, pos, b.edges[pos]
+        if best_block is None:
+            # every sampled feature is constant on the sample: fall back to the first feature
+            b = blocks[0]
+            return b.learner(0), b, 0
+        return best_block.learner(best_pos), best_block, best_pos
+
+    def get_params(self) -> dict[str, Any]:
+        return {k: v for k, v in vars(self).items()
+                if not k.endswith("_") and not k.startswith("_")}
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"

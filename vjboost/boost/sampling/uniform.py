@@ -1,0 +1,157 @@
+"""Full search and the uniform baselines.
+
+``Q.S <= budget`` with ``S`` fixed (``n_examples``, default ``sqrt(budget)``) and
+``Q = budget // S``; examples are drawn from the weights (weighting-by-sampling).
+
+* :class:`Full` -- every feature on every example with the exact weights (ignores the budget;
+  costs ``F * N`` per round).
+* :class:`UniformNaive` -- ``Q`` features uniformly from the whole pool (partition ignored).
+* :class:`Uniform1Q` -- one family uniformly at random, then ``Q`` features of it.
+* :class:`UniformQ1` -- ``Q`` draws, each of a family uniformly at random then a feature of it.
+* :class:`BestFamily` -- ``Q`` features of one fixed family (given, or chosen once at the first
+  round as the family whose probe of ``n_probe`` features has the best edge).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from vjboost.boost.sampling.base import Sampler, check_count, draw_features
+from vjboost.boost.sampling.evaluator import EdgeEvaluator, WeakLearner
+
+__all__ = ["BestFamily", "Full", "Uniform1Q", "UniformNaive", "UniformQ1"]
+
+
+class Full(Sampler):
+    """All features, all examples, exact weights: the reference (cost ``F * N`` per round)."""
+
+    name = "full"
+
+    def _select(self, evaluator: EdgeEvaluator, budget: int) -> tuple[WeakLearner, dict]:
+        b = evaluator.block(np.arange(evaluator.n_features), np.arange(evaluator.n_samples),
+                            weighted=True)
+        learner, _, _ = self._best_of([b])
+        return learner, {"Q": evaluator.n_features, "S": evaluator.n_samples}
+
+
+class _FixedSize(Sampler):
+    def __init__(self, n_examples: int | None = None, random_state: Any = None) -> None:
+        super().__init__(random_state)
+        if n_examples is not None:
+            check_count(n_examples, "n_examples")
+        self.n_examples = n_examples
+
+    def _qs(self, evaluator: EdgeEvaluator, budget: int) -> tuple[int, int]:
+        s = self._default_s(evaluator, budget, self.n_examples)
+        q = budget // s
+        if q < 1:
+            raise ValueError(f"budget: {budget} evaluations cannot cover S={s} examples")
+        return q, s
+
+
+class UniformNaive(_FixedSize):
+    """``Q`` features uniformly from the whole pool, ``S`` examples from the weights."""
+
+    name = "uniform_naive"
+
+    def _select(self, evaluator, budget):
+        q, s = self._qs(evaluator, budget)
+        fids = draw_features(np.arange(evaluator.n_features), q, self.rng_)
+        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
+        learner, _, _ = self._best_of([b])
+        return learner, {"Q": int(fids.size), "S": s}
+
+
+class Uniform1Q(_FixedSize):
+    """One family uniformly at random, then ``Q`` of its features."""
+
+    name = "uniform_1q"
+
+    def _select(self, evaluator, budget):
+        q, s = self._qs(evaluator, budget)
+        part = evaluator.partition
+        k = int(self.rng_.integers(part.n_families))
+        fids = draw_features(part.members[k], q, self.rng_)
+        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
+        learner, _, _ = self._best_of([b])
+        return learner, {"Q": int(fids.size), "S": s, "family": k}
+
+
+def _allocate_features(
+    part, counts: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
+    """Draw ``counts[k]`` distinct features of each family ``k`` (capped by its size)."""
+    ids = [draw_features(part.members[k], c, rng) for k, c in enumerate(counts) if c > 0]
+    return np.concatenate(ids)
+
+
+class UniformQ1(_FixedSize):
+    """``Q`` draws, each of a uniformly chosen family and then one of its features."""
+
+    name = "uniform_q1"
+
+    def _select(self, evaluator, budget):
+        q, s = self._qs(evaluator, budget)
+        part = evaluator.partition
+        counts = self.rng_.multinomial(q, np.full(part.n_families, 1.0 / part.n_families))
+        fids = _allocate_features(part, counts, self.rng_)
+        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
+        learner, _, _ = self._best_of([b])
+        return learner, {"Q": int(fids.size), "S": s}
+
+
+class BestFamily(_FixedSize):
+    """Uniform sampling restricted to one fixed family.
+
+    Parameters
+    ----------
+    family : int or str, optional
+        The family (index or name). ``None``: at the first round, ``n_probe`` features of every
+        family are evaluated on ``S`` examples (cost counted in that round) and the family with
+        the best edge is kept for the whole run.
+    n_probe : int, default=32
+    n_examples : int, optional
+        ``S`` (default ``sqrt(budget)``).
+    """
+
+    name = "best_family"
+
+    def __init__(
+        self, family: int | str | None = None, n_probe: int = 32,
+        n_examples: int | None = None, random_state: Any = None,
+    ) -> None:
+        super().__init__(n_examples, random_state)
+        self.family = family
+        self.n_probe = check_count(n_probe, "n_probe")
+
+    def _setup(self, evaluator, budget):
+        part = evaluator.partition
+        if self.family is None:
+            self.family_ = None
+        elif isinstance(self.family, str):
+            if self.family not in part.names:
+                raise ValueError(f"family: {self.family!r} is not one of {part.names}")
+            self.family_ = part.names.index(self.family)
+        else:
+            k = check_count(self.family, "family", minimum=0)
+            if k >= part.n_families:
+                raise ValueError(f"family: index {k} but the pool has {part.n_families} families")
+            self.family_ = k
+
+    def _select(self, evaluator, budget):
+        q, s = self._qs(evaluator, budget)
+        part = evaluator.partition
+        if self.family_ is None:
+            draws = evaluator.sample_examples(s, self.rng_)
+            best = []
+            for k in range(part.n_families):
+                b = evaluator.block(draw_features(part.members[k], self.n_probe, self.rng_), draws)
+                pos = b.best()
+                best.append(b.edges[pos] if pos >= 0 else -np.inf)
+            self.family_ = int(np.argmax(best))
+        fids = draw_features(part.members[self.family_], q, self.rng_)
+        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
+        learner, _, _ = self._best_of([b])
+        return learner, {"Q": int(fids.size), "S": s, "family": self.family_}

@@ -1,0 +1,938 @@
+"""Weighted stump searches over any block of (features x examples).
+
+Every search takes a feature-major matrix ``values`` of shape ``(Q_all, N_all)``, a response
+``r`` and weights ``w`` of length ``N_all`` (indexed like the columns of ``values``), and optional
+``feature_ids`` (rows to search) and ``sample_ids`` (columns to use). A sampler that has evaluated
+a block of ``Q`` features on ``S`` examples passes the block with ``response[sample_ids]`` and
+``weights[sample_ids]``; a booster holding the whole matrix passes row and column ids instead, so
+nothing is copied. Results are per searched feature, so features can be ranked.
+
+Split convention (OpenCV): an example goes LEFT iff ``value < threshold``; a categorical split
+sends code ``c`` LEFT iff bit ``c`` of a 256-bit subset (8 uint32 words) is set.
+
+Criteria (``r`` is the response, ``w`` the weights, sums over one side of the split):
+
+``"discrete"``
+    ``r`` in {-1, +1}; ``h`` = -p on the left, +p on the right (polarity ``p``); score = the edge
+    ``|sum w r h|``.
+``"regression"``
+    Weighted least squares (Gentle AdaBoost, LogitBoost): leaf value = ``sum w r / sum w``; score =
+    ``sum_sides (sum w r)^2 / sum w``, the decrease of ``sum w (r - h)^2`` relative to ``h = 0``.
+``"real"``
+    ``r`` in {-1, +1}; Real AdaBoost's domain partitioning with ``W+``/``W-`` the weights of
+    positives/negatives on a side: leaf value = ``1/2 ln((W+ + eps)/(W- + eps))``; score =
+    ``W - Z`` with ``Z = 2 sum_sides sqrt(W+ W-)``, the decrease of the exponential loss relative
+    to ``h = 0``.
+
+Searches
+--------
+:func:`search_stumps`
+    float32 values: exact, sort-based, every threshold between two distinct values (equal values
+    are never separated). uint8 values: binned, one histogram per feature (O(S) per feature), a
+    split between every pair of consecutive non-empty bins; with ``edges`` the thresholds are
+    mapped back to raw values.
+:func:`search_categorical`
+    256-way categorical split of uint8 codes (MB-LBP).
+:func:`search_histograms`
+    Real AdaBoost's n-bin domain-partitioning learner.
+:func:`search_multiclass_stumps`
+    AdaBoost.MH stumps with a vote vector.
+
+Features with no possible split (constant over the used examples) get ``score = -inf``.
+All kernels run in parallel over features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+
+from vjboost._threads import n_threads
+from vjboost._validation import check_array
+
+__all__ = [
+    "CRITERIA",
+    "HistogramSearch",
+    "MulticlassStumpSearch",
+    "StumpSearch",
+    "search_categorical",
+    "search_histograms",
+    "search_multiclass_stumps",
+    "search_stumps",
+]
+
+CRITERIA = {"discrete": 0, "regression": 1, "real": 2}
+_NEG_INF = -np.inf
+
+
+# --------------------------------------------------------------------------------------------
+# scalar helpers (inlined into the kernels)
+#
+# Kernels accumulate two sums per side, (u, v): (sum w, sum w r) for the discrete and regression
+# criteria, (W+, W-) for the real one, so that the square roots of the real criterion never see
+# the rounding residue of a cancellation. Right-side sums are accumulated separately (suffix sums)
+# rather than obtained as total - left, for the same reason.
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _score(crit: int, ul: float, vl: float, ur: float, vr: float) -> float:
+    if crit == 0:
+        return abs(vr - vl)
+    if crit == 1:
+        s = 0.0
+        if ul > 0.0:
+            s += vl * vl / ul
+        if ur > 0.0:
+            s += vr * vr / ur
+        return s
+    return (ul + vl + ur + vr) - 2.0 * (np.sqrt(ul * vl) + np.sqrt(ur * vr))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _leaf(crit: int, u: float, v: float, eps: float) -> float:
+    """Leaf value of one side for the regression and real criteria."""
+    if crit == 1:
+        return v / u if u > 0.0 else 0.0
+    return 0.5 * np.log((u + eps) / (v + eps))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _leaves(crit: int, ul: float, vl: float, ur: float, vr: float, eps: float, out, q: int) -> None:
+    if crit == 0:
+        p = 1.0 if vr - vl >= 0.0 else -1.0
+        out[q, 0] = -p
+        out[q, 1] = p
+    else:
+        out[q, 0] = _leaf(crit, ul, vl, eps)
+        out[q, 1] = _leaf(crit, ur, vr, eps)
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
+    n_s = cols.shape[0]
+    for qi in prange(rows.shape[0]):
+        q = rows[qi]
+        x = np.empty(n_s, dtype=np.float32)
+        for i in range(n_s):
+            x[i] = values[q, cols[i]]
+        order = np.argsort(x, kind="mergesort")
+        # suffix sums: su[k] = sum over sorted positions > k
+        su = np.empty(n_s)
+        sv = np.empty(n_s)
+        acc_u = 0.0
+        acc_v = 0.0
+        for k in range(n_s - 1, -1, -1):
+            su[k] = acc_u
+            sv[k] = acc_v
+            c = cols[order[k]]
+            acc_u += u[c]
+            acc_v += v[c]
+        ul = 0.0
+        vl = 0.0
+        best = _NEG_INF
+        best_t = np.float32(np.inf)
+        b_ul = acc_u
+        b_vl = acc_v
+        b_ur = 0.0
+        b_vr = 0.0
+        for k in range(n_s - 1):
+            i = order[k]
+            c = cols[i]
+            ul += u[c]
+            vl += v[c]
+            xi = x[i]
+            xn = x[order[k + 1]]
+            if xn > xi:
+                s = _score(crit, ul, vl, su[k], sv[k])
+                if s > best:
+                    best = s
+                    t = np.float32(0.5 * (np.float64(xi) + np.float64(xn)))
+                    if not (t > xi and t <= xn):
+                        t = xn
+                    best_t = t
+                    b_ul = ul
+                    b_vl = vl
+                    b_ur = su[k]
+                    b_vr = sv[k]
+        # a constant feature keeps everything on the left (no split, score -inf)
+        score[qi] = best
+        thr[qi] = best_t
+        _leaves(crit, b_ul, b_vl, b_ur, b_vr, eps, leaves, qi)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _scan_bins(crit, hu, hv, eps, leaves, qi):
+    """Best split over consecutive non-empty bins; returns (score, split bin)."""
+    su = np.empty(257)
+    sv = np.empty(257)
+    su[256] = 0.0
+    sv[256] = 0.0
+    for b in range(255, -1, -1):
+        su[b] = su[b + 1] + hu[b]
+        sv[b] = sv[b + 1] + hv[b]
+    ul = 0.0
+    vl = 0.0
+    best = _NEG_INF
+    best_b = 256
+    b_ul = su[0]
+    b_vl = sv[0]
+    b_ur = 0.0
+    b_vr = 0.0
+    seen = False
+    for b in range(256):
+        mass = hu[b] + hv[b] if crit == 2 else hu[b]
+        if mass > 0.0:
+            if seen:
+                s = _score(crit, ul, vl, su[b], sv[b])
+                if s > best:
+                    best = s
+                    best_b = b
+                    b_ul = ul
+                    b_vl = vl
+                    b_ur = su[b]
+                    b_vr = sv[b]
+            seen = True
+            ul += hu[b]
+            vl += hv[b]
+    _leaves(crit, b_ul, b_vl, b_ur, b_vr, eps, leaves, qi)
+    return best, best_b
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pm_to_uv(crit, h2, hu, hv):
+    for b in range(256):
+        if crit == 2:
+            hu[b] = h2[2 * b]
+            hv[b] = h2[2 * b + 1]
+        else:
+            hu[b] = h2[2 * b] + h2[2 * b + 1]
+            hv[b] = h2[2 * b] - h2[2 * b + 1]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _binned_kernel(bins, rows, cols, u, v, w, neg, pm, crit, eps, score, split, leaves):
+    """Histogram search over the columns ``cols``.
+
+    ``pm``: the response is +-1, so one add per example into an interleaved (W+, W-) histogram
+    (``w`` the weights, ``neg`` the class index 1 of negatives) replaces two adds.
+    """
+    n_s = cols.shape[0]
+    for qi in prange(rows.shape[0]):
+        row = bins[rows[qi]]
+        hu = np.zeros(256)
+        hv = np.zeros(256)
+        if pm:
+            h2 = np.zeros(512)
+            for i in range(n_s):
+                c = cols[i]
+                h2[2 * np.intp(row[c]) + neg[c]] += w[c]
+            _pm_to_uv(crit, h2, hu, hv)
+        else:
+            for i in range(n_s):
+                c = cols[i]
+                b = np.intp(row[c])
+                hu[b] += u[c]
+                hv[b] += v[c]
+        best, best_b = _scan_bins(crit, hu, hv, eps, leaves, qi)
+        score[qi] = best
+        split[qi] = best_b
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _binned_full_kernel(bins, rows, u, v, w, neg, pm, crit, eps, score, split, leaves):
+    """Same as ``_binned_kernel`` on all columns: contiguous reads, no index indirection.
+
+    Four features are accumulated per pass over the examples, so each example's weight and class
+    are loaded once for four histograms (and the four independent updates overlap).
+    """
+    n_s = bins.shape[1]
+    n_q = rows.shape[0]
+    n_blocks = (n_q + 3) // 4
+    for blk in prange(n_blocks):
+        q0 = blk * 4
+        # a short last block repeats its last row; the duplicates' results are not written
+        i0 = rows[q0]
+        i1 = rows[min(q0 + 1, n_q - 1)]
+        i2 = rows[min(q0 + 2, n_q - 1)]
+        i3 = rows[min(q0 + 3, n_q - 1)]
+        r0 = bins[i0]
+        r1 = bins[i1]
+        r2 = bins[i2]
+        r3 = bins[i3]
+        hu = np.zeros((4, 256))
+        hv = np.zeros((4, 256))
+        if pm:
+            h0 = np.zeros(512)
+            h1 = np.zeros(512)
+            h2 = np.zeros(512)
+            h3 = np.zeros(512)
+            for i in range(n_s):
+                wi = w[i]
+                c = neg[i]
+                h0[(np.intp(r0[i]) << 1) | c] += wi
+                h1[(np.intp(r1[i]) << 1) | c] += wi
+                h2[(np.intp(r2[i]) << 1) | c] += wi
+                h3[(np.intp(r3[i]) << 1) | c] += wi
+            _pm_to_uv(crit, h0, hu[0], hv[0])
+            _pm_to_uv(crit, h1, hu[1], hv[1])
+            _pm_to_uv(crit, h2, hu[2], hv[2])
+            _pm_to_uv(crit, h3, hu[3], hv[3])
+        else:
+            for i in range(n_s):
+                ui = u[i]
+                vi = v[i]
+                b = np.intp(r0[i])
+                hu[0, b] += ui
+                hv[0, b] += vi
+                b = np.intp(r1[i])
+                hu[1, b] += ui
+                hv[1, b] += vi
+                b = np.intp(r2[i])
+                hu[2, b] += ui
+                hv[2, b] += vi
+                b = np.intp(r3[i])
+                hu[3, b] += ui
+                hv[3, b] += vi
+        for j in range(min(4, n_q - q0)):
+            best, best_b = _scan_bins(crit, hu[j], hv[j], eps, leaves, q0 + j)
+            score[q0 + j] = best
+            split[q0 + j] = best_b
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _categorical_kernel(codes, rows, cols, u, v, crit, eps, score, subset, leaves):
+    n_s = cols.shape[0]
+    for qi in prange(rows.shape[0]):
+        q = rows[qi]
+        hu = np.zeros(256)
+        hv = np.zeros(256)
+        for i in range(n_s):
+            c = cols[i]
+            k = np.intp(codes[q, c])
+            hu[k] += u[c]
+            hv[k] += v[c]
+        left = np.zeros(256, dtype=np.bool_)
+        best = _NEG_INF
+        if crit == 0:
+            # each category on the side of its sign: left predicts -1, right +1
+            ul = 0.0
+            vl = 0.0
+            ur = 0.0
+            vr = 0.0
+            for k in range(256):
+                if hu[k] > 0.0 and hv[k] < 0.0:
+                    left[k] = True
+                    ul += hu[k]
+                    vl += hv[k]
+                else:
+                    ur += hu[k]
+                    vr += hv[k]
+            if ul > 0.0 and ur > 0.0:
+                best = _score(0, ul, vl, ur, vr)
+            leaves[qi, 0] = -1.0
+            leaves[qi, 1] = 1.0
+        else:
+            # the optimal two-way partition is a prefix of the categories sorted by mean response
+            m = 0
+            for k in range(256):
+                if hu[k] + (hv[k] if crit == 2 else 0.0) > 0.0:
+                    m += 1
+            keys = np.empty(m)
+            cats = np.empty(m, dtype=np.intp)
+            j = 0
+            for k in range(256):
+                tot = hu[k] + (hv[k] if crit == 2 else 0.0)
+                if tot > 0.0:
+                    keys[j] = hv[k] / hu[k] if crit == 1 else -hu[k] / tot
+                    cats[j] = k
+                    j += 1
+            order = np.argsort(keys, kind="mergesort")
+            su = np.empty(m + 1)
+            sv = np.empty(m + 1)
+            su[m] = 0.0
+            sv[m] = 0.0
+            for j in range(m - 1, -1, -1):
+                su[j] = su[j + 1] + hu[cats[order[j]]]
+                sv[j] = sv[j + 1] + hv[cats[order[j]]]
+            best_k = 0
+            ul = 0.0
+            vl = 0.0
+            b_ul = su[0]
+            b_vl = sv[0]
+            b_ur = 0.0
+            b_vr = 0.0
+            for j in range(m - 1):
+                k = cats[order[j]]
+                ul += hu[k]
+                vl += hv[k]
+                s = _score(crit, ul, vl, su[j + 1], sv[j + 1])
+                if s > best:
+                    best = s
+                    best_k = j + 1
+                    b_ul = ul
+                    b_vl = vl
+                    b_ur = su[j + 1]
+                    b_vr = sv[j + 1]
+            for j in range(best_k):
+                left[cats[order[j]]] = True
+            leaves[qi, 0] = _leaf(crit, b_ul, b_vl, eps)
+            leaves[qi, 1] = _leaf(crit, b_ur, b_vr, eps)
+        score[qi] = best
+        for k in range(256):
+            if left[k]:
+                subset[qi, k >> 5] |= np.uint32(1) << np.uint32(k & 31)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _histogram_kernel(bins, rows, cols, wp, wn, nb, n_groups, eps, score, bounds, hvals):
+    """Real AdaBoost domain partition: ``n_groups`` groups of consecutive bins per feature."""
+    n_s = cols.shape[0]
+    for qi in prange(rows.shape[0]):
+        q = rows[qi]
+        hp = np.zeros(256)
+        hn = np.zeros(256)
+        for i in range(n_s):
+            c = cols[i]
+            b = np.intp(bins[q, c])
+            hp[b] += wp[c]
+            hn[b] += wn[c]
+        n_b = nb[q]
+        # group boundaries: ceil(g * n_b / n_groups), deduplicated, strictly inside (0, n_b)
+        n_bounds = 0
+        last = 0
+        for g in range(1, n_groups):
+            bnd = (g * n_b + n_groups - 1) // n_groups
+            if bnd > last and bnd < n_b:
+                bounds[qi, n_bounds] = bnd
+                n_bounds += 1
+                last = bnd
+        gp = np.zeros(n_groups)
+        gn = np.zeros(n_groups)
+        j = 0
+        a_tot = 0.0
+        for b in range(256):
+            while j < n_bounds and b >= bounds[qi, j]:
+                j += 1
+            gp[j] += hp[b]
+            gn[j] += hn[b]
+            a_tot += hp[b] + hn[b]
+        z = 0.0
+        for g in range(n_bounds + 1):
+            z += 2.0 * np.sqrt(gp[g] * gn[g])
+            hvals[qi, g] = 0.5 * np.log((gp[g] + eps) / (gn[g] + eps))
+        score[qi] = a_tot - z if n_bounds > 0 else _NEG_INF
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _multiclass_binned_kernel(bins, rows, cols, wy, score, split, votes):
+    """AdaBoost.MH stump: wy[i, k] = w_ik * Y_ik; score = sum_k |R_k - L_k|."""
+    n_s = cols.shape[0]
+    n_k = wy.shape[1]
+    tot = np.zeros(n_k)
+    for i in range(n_s):
+        for k in range(n_k):
+            tot[k] += wy[cols[i], k]
+    for qi in prange(rows.shape[0]):
+        q = rows[qi]
+        h = np.zeros((256, n_k))
+        present = np.zeros(256, dtype=np.bool_)
+        for i in range(n_s):
+            c = cols[i]
+            b = np.intp(bins[q, c])
+            present[b] = True
+            for k in range(n_k):
+                h[b, k] += wy[c, k]
+        left = np.zeros(n_k)
+        best = _NEG_INF
+        best_b = 256
+        best_left = np.zeros(n_k)
+        seen = False
+        for b in range(256):
+            if present[b]:
+                if seen:
+                    s = 0.0
+                    for k in range(n_k):
+                        s += abs(tot[k] - 2.0 * left[k])
+                    if s > best:
+                        best = s
+                        best_b = b
+                        best_left[:] = left
+                seen = True
+                for k in range(n_k):
+                    left[k] += h[b, k]
+        score[qi] = best
+        split[qi] = best_b
+        for k in range(n_k):
+            votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes):
+    n_s = cols.shape[0]
+    n_k = wy.shape[1]
+    tot = np.zeros(n_k)
+    for i in range(n_s):
+        for k in range(n_k):
+            tot[k] += wy[cols[i], k]
+    for qi in prange(rows.shape[0]):
+        q = rows[qi]
+        x = np.empty(n_s, dtype=np.float32)
+        for i in range(n_s):
+            x[i] = values[q, cols[i]]
+        order = np.argsort(x, kind="mergesort")
+        left = np.zeros(n_k)
+        best = _NEG_INF
+        best_t = np.float32(np.inf)
+        best_left = np.zeros(n_k)
+        for j in range(n_s - 1):
+            i = order[j]
+            c = cols[i]
+            for k in range(n_k):
+                left[k] += wy[c, k]
+            xi = x[i]
+            xn = x[order[j + 1]]
+            if xn > xi:
+                s = 0.0
+                for k in range(n_k):
+                    s += abs(tot[k] - 2.0 * left[k])
+                if s > best:
+                    best = s
+                    t = np.float32(0.5 * (np.float64(xi) + np.float64(xn)))
+                    if not (t > xi and t <= xn):
+                        t = xn
+                    best_t = t
+                    best_left[:] = left
+        score[qi] = best
+        thr[qi] = best_t
+        for k in range(n_k):
+            votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+
+
+# --------------------------------------------------------------------------------------------
+# results
+
+
+@dataclass
+class StumpSearch:
+    """Per-feature result of a stump search.
+
+    Attributes
+    ----------
+    feature_ids : ndarray of shape (Q,), int64
+        Rows of ``values`` that were searched, in order.
+    score : ndarray of shape (Q,), float64
+        Criterion score (larger is better); ``-inf`` when the feature has no split.
+    threshold : ndarray of shape (Q,), float32
+        Real threshold: go left iff ``value < threshold`` (``+inf`` when there is no split; for a
+        binned search without edges, the split bin itself). Unused for categorical splits.
+    split_bin : ndarray of shape (Q,), int32 or None
+        Binned searches: go left iff ``bin < split_bin`` (256 when there is no split).
+    left_value, right_value : ndarray of shape (Q,), float64
+        Leaf values of the weak hypothesis (discrete: -polarity and +polarity).
+    subset : ndarray of shape (Q, 8), uint32 or None
+        Categorical searches: code ``c`` goes left iff bit ``c`` is set.
+    criterion : str
+    """
+
+    feature_ids: np.ndarray
+    score: np.ndarray
+    threshold: np.ndarray
+    left_value: np.ndarray
+    right_value: np.ndarray
+    criterion: str
+    split_bin: np.ndarray | None = None
+    subset: np.ndarray | None = None
+
+    @property
+    def polarity(self) -> np.ndarray:
+        """Sign of the right leaf (discrete criterion: +1 means 'value >= threshold -> +1')."""
+        return np.where(self.right_value >= self.left_value, 1, -1).astype(np.int8)
+
+    @property
+    def valid(self) -> np.ndarray:
+        """Features that have a split."""
+        return np.isfinite(self.score)
+
+    def best(self) -> int:
+        """Position (into ``feature_ids``) of the best feature; ``-1`` if no feature can split."""
+        if self.score.size == 0 or not np.isfinite(self.score).any():
+            return -1
+        return int(np.argmax(self.score))
+
+
+@dataclass
+class HistogramSearch:
+    """Per-feature result of :func:`search_histograms` (Real AdaBoost domain partitioning).
+
+    ``thresholds[q, :n_bounds[q]]`` are the strictly increasing real thresholds of feature ``q``
+    (value ``v`` falls in part ``j`` = number of thresholds ``<= v``); ``values[q, :n_bounds[q]+1]``
+    are the part values ``1/2 ln((W+ + eps)/(W- + eps))``; ``split_bins`` the same boundaries in
+    bin units (bin < boundary). ``score = W - Z``.
+    """
+
+    feature_ids: np.ndarray
+    score: np.ndarray
+    thresholds: np.ndarray
+    split_bins: np.ndarray
+    n_bounds: np.ndarray
+    values: np.ndarray
+
+    def best(self) -> int:
+        if self.score.size == 0 or not np.isfinite(self.score).any():
+            return -1
+        return int(np.argmax(self.score))
+
+
+@dataclass
+class MulticlassStumpSearch:
+    """Per-feature result of :func:`search_multiclass_stumps`.
+
+    ``score`` is the multi-class edge ``sum_k |sum_i w_ik Y_ik v_k phi(x_i)|`` with
+    ``phi = -1`` left, ``+1`` right; ``votes[q]`` the vote vector ``v`` (K,) in {-1, +1}.
+    """
+
+    feature_ids: np.ndarray
+    score: np.ndarray
+    threshold: np.ndarray
+    votes: np.ndarray
+    split_bin: np.ndarray | None = None
+
+    def best(self) -> int:
+        if self.score.size == 0 or not np.isfinite(self.score).any():
+            return -1
+        return int(np.argmax(self.score))
+
+
+# --------------------------------------------------------------------------------------------
+# validation helpers
+
+
+def _check_ids(ids, n: int, name: str) -> tuple[np.ndarray, bool]:
+    """Validated int64 ids and whether they are exactly ``arange(n)``."""
+    if ids is None:
+        return np.arange(n, dtype=np.int64), True
+    arr = check_array(ids, name, ndim=1, allow_empty=False)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected integer ids, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.min() < 0 or arr.max() >= n:
+        raise ValueError(f"{name}: ids must be in [0, {n}), got range [{arr.min()}, {arr.max()}]")
+    # all columns in order: the kernels can then read rows contiguously
+    full = arr.size == n and arr[0] == 0 and arr[-1] == n - 1 and bool((np.diff(arr) == 1).all())
+    return arr, full
+
+
+def _check_block(values, response, weights, feature_ids, sample_ids, *, allowed_dtypes):
+    if not isinstance(values, np.ndarray):
+        values = np.asarray(values)
+    if values.dtype not in allowed_dtypes:
+        values = check_array(values, "values", ndim=2, dtype=np.float32)
+    else:
+        values = check_array(values, "values", ndim=2)
+    if not values.flags.c_contiguous:
+        values = np.ascontiguousarray(values)
+    n_all = values.shape[1]
+    r = check_array(response, "response", ndim=1, dtype=np.float64)
+    w = check_array(weights, "weights", ndim=1, dtype=np.float64)
+    if r.shape[0] != n_all:
+        raise ValueError(f"response: has {r.shape[0]} entries but values has {n_all} columns")
+    if w.shape[0] != n_all:
+        raise ValueError(f"weights: has {w.shape[0]} entries but values has {n_all} columns")
+    if (w < 0).any():
+        raise ValueError("weights: negative weights are not allowed")
+    rows, _ = _check_ids(feature_ids, values.shape[0], "feature_ids")
+    cols, full = _check_ids(sample_ids, n_all, "sample_ids")
+    return values, r, w, rows, cols, full
+
+
+def _check_criterion(criterion: str, r: np.ndarray) -> int:
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion: expected one of {sorted(CRITERIA)}, got {criterion!r}")
+    if criterion in ("discrete", "real") and not np.all(np.abs(r) == 1.0):
+        raise ValueError(f"response: the {criterion!r} criterion needs labels in {{-1, +1}}")
+    return CRITERIA[criterion]
+
+
+_SMALL_WORK = 1 << 20
+
+
+def _threads_for(threads: int | None, work: int) -> int | None:
+    """All threads for large searches; one for small ones (``threads=None`` only), where waking
+    a second thread costs more than it saves."""
+    if threads is None and work < _SMALL_WORK:
+        return 1
+    return threads
+
+
+def _uv(crit: int, r: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-example sums accumulated by the kernels (see the scalar helpers)."""
+    if crit == 2:
+        return np.where(r > 0, w, 0.0), np.where(r < 0, w, 0.0)
+    return w, w * r
+
+
+def default_smoothing(weights: np.ndarray, n_used: int) -> float:
+    """Real AdaBoost's smoothing ``eps = W / (2 S)`` (W: total weight, S: examples used)."""
+    return float(weights.sum()) / (2.0 * max(n_used, 1))
+
+
+# --------------------------------------------------------------------------------------------
+# public searches
+
+
+def search_stumps(
+    values: np.ndarray,
+    response: np.ndarray,
+    weights: np.ndarray,
+    *,
+    criterion: str = "regression",
+    edges: np.ndarray | None = None,
+    feature_ids: np.ndarray | None = None,
+    sample_ids: np.ndarray | None = None,
+    smoothing: float | None = None,
+    threads: int | None = None,
+) -> StumpSearch:
+    """Best weighted stump of every feature (row) of ``values``.
+
+    Parameters
+    ----------
+    values : ndarray of shape (Q_all, N_all)
+        float32 raw values (exact search) or uint8 bins (binned search).
+    response : ndarray of shape (N_all,)
+        Labels in {-1, +1} (``"discrete"``, ``"real"``) or a real working response.
+    weights : ndarray of shape (N_all,)
+        Non-negative example weights.
+    criterion : {"discrete", "regression", "real"}
+        See the module docstring.
+    edges : ndarray of shape (Q_all, E), float32, optional
+        Binned search only: the bin edges of the rows of ``values`` (from
+        :func:`vjboost.boost.binning.compute_bin_edges`), used to express thresholds as raw values.
+    feature_ids : ndarray of shape (Q,), optional
+        Rows to search (default: all).
+    sample_ids : ndarray of shape (S,), optional
+        Columns (examples) to use (default: all).
+    smoothing : float, optional
+        ``eps`` of the real criterion (default ``W / (2 S)``).
+    threads : int, optional
+        Number of threads (``None``: all).
+
+    Returns
+    -------
+    StumpSearch
+    """
+    values, r, w, rows, cols, full = _check_block(
+        values, response, weights, feature_ids, sample_ids,
+        allowed_dtypes=(np.dtype(np.uint8), np.dtype(np.float32)),
+    )
+    crit = _check_criterion(criterion, r)
+    eps = default_smoothing(w[cols], cols.size) if smoothing is None else float(smoothing)
+    q = rows.size
+    score = np.empty(q)
+    leaves = np.empty((q, 2))
+    u, v = _uv(crit, r, w)
+    with n_threads(_threads_for(threads, rows.size * cols.size)):
+        if values.dtype == np.uint8:
+            split = np.empty(q, dtype=np.int32)
+            pm = bool(crit != 1 or np.all(np.abs(r) == 1.0))
+            neg = (r < 0).astype(np.int32)
+            if full:
+                _binned_full_kernel(values, rows, u, v, w, neg, pm, crit, eps, score, split,
+                                    leaves)
+            else:
+                _binned_kernel(values, rows, cols, u, v, w, neg, pm, crit, eps, score, split,
+                               leaves)
+            if edges is not None:
+                e = np.asarray(edges, dtype=np.float32)
+                if e.ndim != 2 or e.shape[0] != values.shape[0]:
+                    raise ValueError(
+                        f"edges: expected shape ({values.shape[0]}, E), got {e.shape}"
+                    )
+                ok = split < 256
+                thr = np.full(q, np.inf, dtype=np.float32)
+                thr[ok] = e[rows[ok], split[ok] - 1]
+            else:
+                thr = np.where(split < 256, split, np.inf).astype(np.float32)
+            return StumpSearch(rows, score, thr, leaves[:, 0], leaves[:, 1], criterion, split)
+        if edges is not None:
+            raise ValueError("edges: only used with uint8 (binned) values")
+        thr = np.empty(q, dtype=np.float32)
+        _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves)
+    return StumpSearch(rows, score, thr, leaves[:, 0], leaves[:, 1], criterion)
+
+
+def search_categorical(
+    codes: np.ndarray,
+    response: np.ndarray,
+    weights: np.ndarray,
+    *,
+    criterion: str = "regression",
+    feature_ids: np.ndarray | None = None,
+    sample_ids: np.ndarray | None = None,
+    smoothing: float | None = None,
+    threads: int | None = None,
+) -> StumpSearch:
+    """Best 256-way categorical split of every feature of ``codes``.
+
+    The left side is a subset of the codes (bit ``c`` of ``subset`` set); codes never seen with
+    positive weight go right.
+
+    * ``"discrete"``: each code goes to the side of the sign of its ``sum w r`` (negative: left,
+      hypothesis -1; otherwise right, +1); score = ``sum_c |sum w r|``.
+    * ``"regression"`` / ``"real"``: codes are sorted by their weighted mean response and the best
+      prefix is taken, which is optimal for both criteria (concave impurities).
+
+    Parameters
+    ----------
+    codes : ndarray of shape (Q_all, N_all), uint8 (or integral floats in 0..255)
+    response, weights, criterion, feature_ids, sample_ids, smoothing, threads
+        As in :func:`search_stumps`.
+
+    Returns
+    -------
+    StumpSearch
+        With ``subset`` set (``threshold`` is unused: ``+inf``). A split with an empty side has
+        ``score = -inf``.
+    """
+    codes = np.asarray(codes)
+    if codes.dtype != np.uint8:
+        codes = check_array(codes, "codes", ndim=2, dtype=np.float64)
+        if ((codes < 0) | (codes > 255) | (codes != np.round(codes))).any():
+            raise ValueError("codes: categorical codes must be integers in 0..255")
+        codes = codes.astype(np.uint8)
+    codes, r, w, rows, cols, _ = _check_block(
+        codes, response, weights, feature_ids, sample_ids, allowed_dtypes=(np.dtype(np.uint8),)
+    )
+    crit = _check_criterion(criterion, r)
+    eps = default_smoothing(w[cols], cols.size) if smoothing is None else float(smoothing)
+    q = rows.size
+    score = np.empty(q)
+    leaves = np.empty((q, 2))
+    subset = np.zeros((q, 8), dtype=np.uint32)
+    with n_threads(_threads_for(threads, rows.size * cols.size)):
+        u, v = _uv(crit, r, w)
+        _categorical_kernel(codes, rows, cols, u, v, crit, eps, score, subset, leaves)
+    thr = np.full(q, np.inf, dtype=np.float32)
+    return StumpSearch(rows, score, thr, leaves[:, 0], leaves[:, 1], criterion, None, subset)
+
+
+def search_histograms(
+    bins: np.ndarray,
+    labels: np.ndarray,
+    weights: np.ndarray,
+    *,
+    n_parts: int = 8,
+    edges: np.ndarray | None = None,
+    feature_ids: np.ndarray | None = None,
+    sample_ids: np.ndarray | None = None,
+    smoothing: float | None = None,
+    threads: int | None = None,
+) -> HistogramSearch:
+    """Real AdaBoost's domain-partitioning learner on each feature of a binned matrix.
+
+    Each feature's bins are grouped into ``n_parts`` runs of consecutive bins of (nearly) equal
+    bin count, so with quantile bins the parts hold similar numbers of examples; part ``j`` gets
+    ``h_j = 1/2 ln((W+_j + eps)/(W-_j + eps))``, and the score is ``W - Z`` with
+    ``Z = 2 sum_j sqrt(W+_j W-_j)``.
+
+    Parameters
+    ----------
+    bins : ndarray of shape (Q_all, N_all), uint8
+        Binned values.
+    labels : ndarray of shape (N_all,)
+        Labels in {-1, +1}.
+    weights : ndarray of shape (N_all,)
+    n_parts : int, default=8
+        Number of parts (2 to 256).
+    edges : ndarray of shape (Q_all, E), float32, optional
+        Bin edges, to express part boundaries as raw thresholds (else thresholds are in bin units).
+    feature_ids, sample_ids, smoothing, threads
+        As in :func:`search_stumps`.
+    """
+    bins, r, w, rows, cols, _ = _check_block(
+        bins, labels, weights, feature_ids, sample_ids, allowed_dtypes=(np.dtype(np.uint8),)
+    )
+    if bins.dtype != np.uint8:
+        raise TypeError("bins: expected uint8 binned values")
+    _check_criterion("real", r)
+    if isinstance(n_parts, bool) or not isinstance(n_parts, (int, np.integer)) or not (
+        2 <= n_parts <= 256
+    ):
+        raise ValueError(f"n_parts: expected an integer in [2, 256], got {n_parts!r}")
+    eps = default_smoothing(w[cols], cols.size) if smoothing is None else float(smoothing)
+    if edges is not None:
+        e = np.asarray(edges, dtype=np.float32)
+        if e.ndim != 2 or e.shape[0] != bins.shape[0]:
+            raise ValueError(f"edges: expected shape ({bins.shape[0]}, E), got {e.shape}")
+        nb = np.isfinite(e).sum(axis=1).astype(np.int64) + 1
+    else:
+        e = None
+        nb = np.full(bins.shape[0], 256, dtype=np.int64)
+    q = rows.size
+    score = np.empty(q)
+    bounds = np.full((q, n_parts - 1), 256, dtype=np.int64)
+    hvals = np.zeros((q, n_parts))
+    with n_threads(_threads_for(threads, rows.size * cols.size)):
+        wp, wn = _uv(2, r, w)
+        _histogram_kernel(bins, rows, cols, wp, wn, nb, int(n_parts), eps, score, bounds, hvals)
+    n_bounds = (bounds < 256).sum(axis=1)
+    thr = np.full(bounds.shape, np.inf, dtype=np.float32)
+    ok = bounds < 256
+    if e is not None:
+        rr = np.broadcast_to(rows[:, None], bounds.shape)
+        thr[ok] = e[rr[ok], bounds[ok] - 1]
+    else:
+        thr[ok] = bounds[ok]
+    return HistogramSearch(rows, score, thr, bounds.astype(np.int32), n_bounds, hvals)
+
+
+def search_multiclass_stumps(
+    values: np.ndarray,
+    weighted_labels: np.ndarray,
+    *,
+    edges: np.ndarray | None = None,
+    feature_ids: np.ndarray | None = None,
+    sample_ids: np.ndarray | None = None,
+    threads: int | None = None,
+) -> MulticlassStumpSearch:
+    """AdaBoost.MH stumps: best threshold and vote vector of every feature.
+
+    Parameters
+    ----------
+    values : ndarray of shape (Q_all, N_all)
+        float32 (exact) or uint8 (binned).
+    weighted_labels : ndarray of shape (N_all, K)
+        ``w_ik * Y_ik`` with ``Y_ik`` = +1 if example ``i`` is of class ``k``, else -1.
+    edges, feature_ids, sample_ids, threads
+        As in :func:`search_stumps`.
+    """
+    wy = check_array(weighted_labels, "weighted_labels", ndim=2, dtype=np.float64)
+    dummy = np.ones(wy.shape[0])
+    values, _, _, rows, cols, _ = _check_block(
+        values, dummy, dummy, feature_ids, sample_ids,
+        allowed_dtypes=(np.dtype(np.uint8), np.dtype(np.float32)),
+    )
+    wy = np.ascontiguousarray(wy)
+    q, k = rows.size, wy.shape[1]
+    score = np.empty(q)
+    votes = np.empty((q, k))
+    with n_threads(_threads_for(threads, rows.size * cols.size)):
+        if values.dtype == np.uint8:
+            split = np.empty(q, dtype=np.int32)
+            _multiclass_binned_kernel(values, rows, cols, wy, score, split, votes)
+            ok = split < 256
+            thr = np.full(q, np.inf, dtype=np.float32)
+            if edges is not None:
+                e = np.asarray(edges, dtype=np.float32)
+                thr[ok] = e[rows[ok], split[ok] - 1]
+            else:
+                thr[ok] = split[ok]
+            return MulticlassStumpSearch(rows, score, thr, votes, split)
+        thr = np.empty(q, dtype=np.float32)
+        _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes)
+    return MulticlassStumpSearch(rows, score, thr, votes)

@@ -1,0 +1,560 @@
+"""Read and write OpenCV cascade XML files.
+
+Reading accepts both layouts that ``cv2.CascadeClassifier`` loads:
+
+* the traincascade ("new") layout — ``stageType``/``featureType``/``stages``/``features``; HAAR
+  (stumps or trees, upright and tilted features) and LBP (256-category subsets);
+* the old haartraining layout (``<size>``, ``trees`` of nodes with ``left_val``/``left_node``...),
+  converted the way OpenCV converts it at load time (every node gets its own feature, leaves are
+  numbered in file order, ``parent``/``next`` are ignored).
+
+Parsing goes through :mod:`defusedxml` (no entity expansion, no external entities or DTDs). Any
+problem raises :class:`CascadeFormatError` (a ``ValueError``) naming the file and the element.
+
+Writing produces the traincascade layout for cascades of HAAR or LBP features (stumps or trees):
+float32 values with 9 significant digits (exact round trip), full ``stageParams`` and
+``featureParams``, stumps as ``0 -1``. Cascades over other vjboost feature families cannot be run
+by OpenCV and are refused with an explanation; save them with :func:`vjboost.cascade.save_model`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import defusedxml
+import defusedxml.ElementTree as DET
+import numpy as np
+
+from .._io import atomic_write
+from .model import CascadeModel, HaarFeature, LBPFeature, ModelError, Stage, Tree
+
+__all__ = [
+    "CascadeFormatError",
+    "ExportError",
+    "read_opencv_xml",
+    "to_opencv_xml",
+    "write_opencv_xml",
+]
+
+_FLT_EPSILON = float(np.finfo(np.float32).eps)
+
+
+class CascadeFormatError(ValueError):
+    """An OpenCV cascade file is malformed, truncated or uses an unsupported feature type."""
+
+
+class ExportError(ValueError):
+    """A cascade cannot be written as OpenCV XML (e.g. it uses a feature family OpenCV lacks)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Reading
+# ------------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Helpers that remember the file name and element path for error messages."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, where: str, what: str) -> CascadeFormatError:
+        return CascadeFormatError(f"{self.source}: element <{where}>: {what}")
+
+    def child(self, node: ET.Element, tag: str, where: str, required: bool = True):
+        c = node.find(tag)
+        if c is None and required:
+            raise self.fail(where, f"missing child <{tag}>")
+        return c
+
+    def seq(self, node: ET.Element, where: str) -> list[ET.Element]:
+        items = list(node)
+        for it in items:
+            if it.tag != "_":
+                raise self.fail(where, f"expected a sequence of <_> items, found <{it.tag}>")
+        return items
+
+    def text(self, node: ET.Element, where: str) -> str:
+        t = (node.text or "").strip()
+        if not t:
+            raise self.fail(where, "empty value")
+        return t
+
+    def numbers(self, node: ET.Element, where: str) -> list[float]:
+        parts = self.text(node, where).split()
+        try:
+            return [float(p) for p in parts]
+        except ValueError:
+            bad = next(p for p in parts if not _is_float(p))
+            raise self.fail(where, f"not a number: {bad!r}") from None
+
+    def integer(self, node: ET.Element, where: str) -> int:
+        vals = self.numbers(node, where)
+        if len(vals) != 1 or vals[0] != int(vals[0]):
+            raise self.fail(where, f"expected one integer, got {self.text(node, where)!r}")
+        return int(vals[0])
+
+    def real(self, node: ET.Element, where: str) -> float:
+        vals = self.numbers(node, where)
+        if len(vals) != 1:
+            raise self.fail(where, f"expected one number, got {len(vals)}")
+        if not np.isfinite(vals[0]):
+            raise self.fail(where, f"non-finite value {vals[0]}")
+        return vals[0]
+
+    def ints(self, node: ET.Element, where: str) -> list[int]:
+        vals = self.numbers(node, where)
+        if any(v != int(v) for v in vals):
+            raise self.fail(where, "expected integers")
+        return [int(v) for v in vals]
+
+
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse(data: bytes, source: str) -> ET.Element:
+    try:
+        root = DET.fromstring(data, forbid_dtd=True)
+    except defusedxml.DefusedXmlException as exc:
+        raise CascadeFormatError(
+            f"{source}: refused unsafe XML ({type(exc).__name__}: {exc})"
+        ) from None
+    except ET.ParseError as exc:
+        line, col = getattr(exc, "position", (None, None))
+        raise CascadeFormatError(
+            f"{source}: malformed or truncated XML at line {line}, column {col} ({exc})"
+        ) from None
+    return root
+
+
+def read_opencv_xml(
+    source: str | os.PathLike[str] | bytes, *, strict: bool = False
+) -> CascadeModel:
+    """Load an OpenCV cascade XML file (traincascade or old haartraining layout).
+
+    Parameters
+    ----------
+    source : path-like or bytes
+        File path, or the XML content itself.
+    strict : bool, default=False
+        OpenCV treats a file without ``featureParams`` as empty (scikit-image's copy of the LBP
+        face cascade misspells that tag). By default such a file is read with ``maxCatCount``
+        inferred from ``featureType`` and a warning; ``strict=True`` raises instead.
+
+    Returns
+    -------
+    CascadeModel
+        ``params`` holds ``"format"`` (``"opencv-traincascade"`` or ``"opencv-haartraining"``),
+        ``"stageParams"`` and ``"featureParams"`` as read.
+
+    Raises
+    ------
+    CascadeFormatError
+        Missing/unreadable file, malformed or truncated XML, a missing or invalid element (the
+        message names the file and the element path), a HOG cascade (unsupported, as in OpenCV).
+    """
+    if isinstance(source, bytes | bytearray):
+        name, data = "<bytes>", bytes(source)
+    else:
+        name = str(source)
+        try:
+            data = Path(source).read_bytes()
+        except FileNotFoundError:
+            raise CascadeFormatError(f"{name}: no such file") from None
+        except IsADirectoryError:
+            raise CascadeFormatError(f"{name}: is a folder, not a cascade file") from None
+        except OSError as exc:
+            raise CascadeFormatError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    if not data.strip():
+        raise CascadeFormatError(f"{name}: empty file")
+    root = _parse(data, name)
+    r = _Reader(name)
+    if root.tag != "opencv_storage":
+        raise r.fail(root.tag, "root element must be <opencv_storage> (not an OpenCV file)")
+    tops = list(root)
+    if not tops:
+        raise r.fail("opencv_storage", "no cascade inside")
+    top = tops[0]
+    try:
+        if top.find("stageType") is not None:
+            return _read_new(top, r, strict)
+        if top.find("size") is not None:
+            return _read_old(top, r)
+    except ModelError as exc:
+        raise CascadeFormatError(f"{name}: {exc}") from None
+    raise r.fail(top.tag, "neither a traincascade cascade (no <stageType>) nor an old-layout "
+                 "cascade (no <size>)")
+
+
+def _read_new(top: ET.Element, r: _Reader, strict: bool) -> CascadeModel:
+    base = top.tag
+    stage_type = r.text(r.child(top, "stageType", base), f"{base}/stageType")
+    if stage_type != "BOOST":
+        raise r.fail(f"{base}/stageType", f"only BOOST cascades exist, got {stage_type!r}")
+    ftype = r.text(r.child(top, "featureType", base), f"{base}/featureType")
+    if ftype == "HOG":
+        raise r.fail(f"{base}/featureType", "HOG cascades from opencv_traincascade are not "
+                     "supported (OpenCV >= 3.0 refuses them too); train a vjboost HOG cascade")
+    if ftype not in ("HAAR", "LBP"):
+        raise r.fail(f"{base}/featureType", f"unknown feature type {ftype!r} (HAAR or LBP)")
+    h = r.integer(r.child(top, "height", base), f"{base}/height")
+    w = r.integer(r.child(top, "width", base), f"{base}/width")
+    for v, tag in ((h, "height"), (w, "width")):
+        if not 0 < v <= 1_000_000:
+            raise r.fail(f"{base}/{tag}", f"invalid window size {w}x{h}")
+
+    def mapping(tag: str) -> dict[str, Any]:
+        node = top.find(tag)
+        if node is None:
+            return {}
+        out = {}
+        for c in node:
+            t = (c.text or "").strip()
+            try:
+                out[c.tag] = int(t) if t.lstrip("-").isdigit() else float(t)
+            except ValueError:
+                out[c.tag] = t
+        return out
+
+    stage_params = mapping("stageParams")
+    fp_node = top.find("featureParams")
+    if fp_node is None:
+        if strict:
+            raise r.fail(f"{base}/featureParams", "missing (OpenCV loads such a file as an empty "
+                         "classifier)")
+        warnings.warn(
+            f"{r.source}: no <featureParams> element (OpenCV would load this file as an empty "
+            f"classifier); assuming maxCatCount = {256 if ftype == 'LBP' else 0} for {ftype}",
+            UserWarning, stacklevel=3,
+        )
+        feature_params: dict[str, Any] = {"maxCatCount": 256 if ftype == "LBP" else 0}
+    else:
+        feature_params = mapping("featureParams")
+    ncat = feature_params.get("maxCatCount", 0)
+    if not isinstance(ncat, int) or ncat < 0:
+        raise r.fail(f"{base}/featureParams/maxCatCount", f"invalid value {ncat!r}")
+    if (ftype == "LBP") != (ncat > 0):
+        raise r.fail(f"{base}/featureParams/maxCatCount", f"{ncat} does not fit featureType "
+                     f"{ftype} (LBP needs 256 categories, HAAR 0)")
+    if ncat > 256:
+        raise r.fail(f"{base}/featureParams/maxCatCount", f"{ncat} > 256 categories")
+    subset_size = (ncat + 31) // 32
+    node_step = 3 + (subset_size if ncat > 0 else 1)
+
+    stages_node = r.child(top, "stages", base)
+    stage_items = r.seq(stages_node, f"{base}/stages")
+    if not stage_items:
+        raise r.fail(f"{base}/stages", "no stages")
+    stages = []
+    for si, st in enumerate(stage_items):
+        sw = f"{base}/stages/_[{si}]"
+        thr = r.real(r.child(st, "stageThreshold", sw), f"{sw}/stageThreshold")
+        wc = r.child(st, "weakClassifiers", sw)
+        weak_items = r.seq(wc, f"{sw}/weakClassifiers")
+        if not weak_items:
+            raise r.fail(f"{sw}/weakClassifiers", "empty")
+        trees = []
+        for ti, wk in enumerate(weak_items):
+            ww = f"{sw}/weakClassifiers/_[{ti}]"
+            nodes = r.numbers(r.child(wk, "internalNodes", ww), f"{ww}/internalNodes")
+            leaves = r.numbers(r.child(wk, "leafValues", ww), f"{ww}/leafValues")
+            if len(nodes) % node_step:
+                raise r.fail(f"{ww}/internalNodes", f"{len(nodes)} numbers is not a multiple of "
+                             f"{node_step} (left right feature {'subset x8' if ncat else 'thr'})")
+            rec = np.asarray(nodes, dtype=np.float64).reshape(-1, node_step)
+            ints = rec[:, :3]
+            if ncat:
+                ints = rec
+            if (ints != np.round(ints)).any():
+                raise r.fail(f"{ww}/internalNodes", "child codes, feature indices and subset "
+                             "words must be integers")
+            try:
+                tree = Tree(
+                    left=rec[:, 0].astype(np.int64),
+                    right=rec[:, 1].astype(np.int64),
+                    feature=rec[:, 2].astype(np.int64),
+                    threshold=np.zeros(len(rec)) if ncat else rec[:, 3],
+                    leaves=leaves,
+                    subsets=rec[:, 3:].astype(np.int64) if ncat else None,
+                )
+            except ModelError as exc:
+                raise r.fail(ww, str(exc)) from None
+            trees.append(tree)
+        stages.append(Stage(trees, thr))
+
+    feats_node = r.child(top, "features", base)
+    feat_items = r.seq(feats_node, f"{base}/features")
+    if not feat_items:
+        raise r.fail(f"{base}/features", "no features")
+    features: list[Any] = []
+    for fi, fn in enumerate(feat_items):
+        fw = f"{base}/features/_[{fi}]"
+        if ftype == "HAAR":
+            features.append(_read_haar_feature(fn, fw, r, (h, w)))
+        else:
+            vals = r.ints(r.child(fn, "rect", fw), f"{fw}/rect")
+            if len(vals) != 4:
+                raise r.fail(f"{fw}/rect", f"expected 'x y w h', got {len(vals)} numbers")
+            f = LBPFeature(tuple(vals))
+            try:
+                f.check((h, w), fw)
+            except ModelError as exc:
+                raise r.fail(f"{fw}/rect", str(exc)) from None
+            features.append(f)
+    for si, st in enumerate(stages):
+        for ti, t in enumerate(st.trees):
+            if t.feature.max() >= len(features):
+                raise r.fail(f"{base}/stages/_[{si}]/weakClassifiers/_[{ti}]/internalNodes",
+                             f"feature index {int(t.feature.max())} but only {len(features)} "
+                             "features")
+    params = {"format": "opencv-traincascade", "stageParams": stage_params,
+              "featureParams": feature_params}
+    return CascadeModel((h, w), stages, features, ftype, None, params)
+
+
+def _read_haar_feature(fn: ET.Element, fw: str, r: _Reader, window: tuple[int, int],
+                       drop_tiny_third: bool = False) -> HaarFeature:
+    rects_node = r.child(fn, "rects", fw)
+    items = r.seq(rects_node, f"{fw}/rects")
+    if not 1 <= len(items) <= 3:
+        raise r.fail(f"{fw}/rects", f"expected 2 or 3 rectangles, got {len(items)}")
+    rects = []
+    for k, it in enumerate(items):
+        vals = r.numbers(it, f"{fw}/rects/_[{k}]")
+        if len(vals) != 5 or any(v != int(v) for v in vals[:4]):
+            raise r.fail(f"{fw}/rects/_[{k}]", "expected 'x y w h weight' (4 integers, 1 number)")
+        x, y, ww, hh = (int(v) for v in vals[:4])
+        if drop_tiny_third and k == 2 and abs(vals[4]) < _FLT_EPSILON:
+            continue
+        hw, wwin = window
+        if x < 0 or y < 0 or x >= wwin or y >= hw or x + ww > wwin or y + hh > hw:
+            raise r.fail(f"{fw}/rects/_[{k}]", f"rectangle {(x, y, ww, hh)} outside the "
+                         f"{wwin}x{hw} window")
+        rects.append((x, y, ww, hh, vals[4]))
+    tilted_node = fn.find("tilted")
+    tilted = bool(r.integer(tilted_node, f"{fw}/tilted")) if tilted_node is not None else False
+    f = HaarFeature(tuple(rects), tilted)
+    try:
+        f.check(window, fw)
+    except ModelError as exc:
+        raise r.fail(f"{fw}/rects", str(exc)) from None
+    return f
+
+
+def _read_old(top: ET.Element, r: _Reader) -> CascadeModel:
+    base = top.tag
+    size = r.ints(r.child(top, "size", base), f"{base}/size")
+    if len(size) != 2 or min(size) <= 0:
+        raise r.fail(f"{base}/size", f"expected 'width height', got {size}")
+    w, h = size
+    stage_items = r.seq(r.child(top, "stages", base), f"{base}/stages")
+    if not stage_items:
+        raise r.fail(f"{base}/stages", "no stages")
+    features: list[HaarFeature] = []
+    stages = []
+    max_weak = 0
+    for si, st in enumerate(stage_items):
+        sw = f"{base}/stages/_[{si}]"
+        thr = r.real(r.child(st, "stage_threshold", sw), f"{sw}/stage_threshold")
+        tree_items = r.seq(r.child(st, "trees", sw), f"{sw}/trees")
+        if not tree_items:
+            raise r.fail(f"{sw}/trees", "empty")
+        max_weak = max(max_weak, len(tree_items))
+        trees = []
+        for ti, tr in enumerate(tree_items):
+            tw = f"{sw}/trees/_[{ti}]"
+            node_items = r.seq(tr, tw)
+            if not node_items:
+                raise r.fail(tw, "a tree needs at least one node")
+            left, right, feat, thr_n, leaves = [], [], [], [], []
+            for ni, nd in enumerate(node_items):
+                nw = f"{tw}/_[{ni}]"
+                features.append(_read_haar_feature(r.child(nd, "feature", nw), f"{nw}/feature",
+                                                   r, (h, w), drop_tiny_third=True))
+                feat.append(len(features) - 1)
+                thr_n.append(r.real(r.child(nd, "threshold", nw), f"{nw}/threshold"))
+                for side, codes in (("left", left), ("right", right)):
+                    val = nd.find(f"{side}_val")
+                    if val is not None:
+                        leaves.append(r.real(val, f"{nw}/{side}_val"))
+                        codes.append(-(len(leaves) - 1))
+                        continue
+                    nxt = nd.find(f"{side}_node")
+                    if nxt is None:
+                        raise r.fail(nw, f"missing <{side}_val> or <{side}_node>")
+                    k = r.integer(nxt, f"{nw}/{side}_node")
+                    if not 0 < k < len(node_items):
+                        raise r.fail(f"{nw}/{side}_node", f"node {k} does not exist in this tree")
+                    codes.append(k)
+            try:
+                trees.append(Tree(left, right, feat, thr_n, leaves))
+            except ModelError as exc:
+                raise r.fail(tw, str(exc)) from None
+        stages.append(Stage(trees, thr))
+    params = {"format": "opencv-haartraining", "stageParams": {"maxWeakCount": max_weak},
+              "featureParams": {"maxCatCount": 0}}
+    return CascadeModel((h, w), stages, features, "HAAR", None, params)
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing
+# ------------------------------------------------------------------------------------------------
+
+
+def _f(v: float) -> str:
+    """float32 value with enough digits (9 significant) to round-trip exactly."""
+    s = format(float(np.float32(v)), ".9g")
+    return s if any(c in s for c in ".eEn") else s + "."
+
+
+def _opencv_view(model: CascadeModel) -> CascadeModel:
+    """The model in HAAR/LBP terms, or :class:`ExportError` explaining why it cannot be."""
+    conv = model.opencv_equivalent()
+    if conv is not None:
+        return conv
+    fam = model.family
+    fname = getattr(fam, "name", type(fam).__name__)
+    why = ("OpenCV refuses HOG cascades since 3.0" if fname == "hog" else
+           "OpenCV has no such feature type")
+    if fname == "haar":
+        why = ("its Haar features are not normalised by the window's standard deviation "
+               "(normalize=False), unlike OpenCV's")
+    raise ExportError(
+        f"this cascade uses the vjboost feature family {fname!r}: {why}. OpenCV's "
+        "CascadeClassifier only evaluates HAAR features (normalised as in traincascade) and "
+        "LBP features, so the cascade cannot be written as OpenCV XML. Save it in vjboost's "
+        "own format instead (vjboost.cascade.save_model(model, 'model.json')); vjboost's "
+        "detector runs it"
+    )
+
+
+def to_opencv_xml(model: CascadeModel, *, name: str = "cascade") -> str:
+    """The OpenCV traincascade XML text of a HAAR or LBP cascade.
+
+    Raises
+    ------
+    ExportError
+        If the cascade uses another feature family (OpenCV cannot run it).
+    """
+    model = _opencv_view(model)
+    model.validate()
+    lbp = model.feature_type == "LBP"
+    p = model.params
+    sp = dict(p.get("stageParams", {}))
+    fp = dict(p.get("featureParams", {}))
+    depth = max(_depth(t) for s in model.stages for t in s.trees)
+    max_weak = max(len(s.trees) for s in model.stages)
+    boost = sp.get("boostType", "GAB")
+    if boost not in ("DAB", "RAB", "LB", "GAB"):
+        boost = "GAB"
+    out = ['<?xml version="1.0"?>', "<opencv_storage>", f"<{name}>",
+           "  <stageType>BOOST</stageType>",
+           f"  <featureType>{model.feature_type}</featureType>",
+           f"  <height>{model.height}</height>", f"  <width>{model.width}</width>",
+           "  <stageParams>",
+           f"    <boostType>{boost}</boostType>",
+           f"    <minHitRate>{_num(sp.get('minHitRate'), 0.995)}</minHitRate>",
+           f"    <maxFalseAlarm>{_num(sp.get('maxFalseAlarm'), 0.5)}</maxFalseAlarm>",
+           f"    <weightTrimRate>{_num(sp.get('weightTrimRate'), 0.95)}</weightTrimRate>",
+           f"    <maxDepth>{depth}</maxDepth>",
+           f"    <maxWeakCount>{max(max_weak, int(sp.get('maxWeakCount', 0) or 0))}"
+           "</maxWeakCount></stageParams>",
+           "  <featureParams>",
+           f"    <maxCatCount>{256 if lbp else 0}</maxCatCount>",
+           "    <featSize>1</featSize>"]
+    if not lbp:
+        mode = fp.get("mode")
+        if mode not in ("BASIC", "CORE", "ALL"):
+            mode = "ALL" if model.has_tilted else "BASIC"
+        if model.has_tilted:
+            mode = "ALL"
+        out.append(f"    <mode>{mode}</mode>")
+    out[-1] += "</featureParams>"
+    out += [f"  <stageNum>{model.n_stages}</stageNum>", "  <stages>"]
+    for si, st in enumerate(model.stages):
+        out += [f"    <!-- stage {si} -->", "    <_>",
+                f"      <maxWeakCount>{len(st.trees)}</maxWeakCount>",
+                f"      <stageThreshold>{_f(st.threshold)}</stageThreshold>",
+                "      <weakClassifiers>"]
+        for t in st.trees:
+            left, right, leaves = t.left, t.right, t.leaves
+            if t.is_stump and left[0] != 0:
+                # OpenCV's stump fast path ignores child codes: leaf 0 must be the left one.
+                left, right, leaves = np.array([0]), np.array([-1]), leaves[::-1]
+            recs = []
+            for k in range(t.n_nodes):
+                head = f"{int(left[k])} {int(right[k])} {int(t.feature[k])}"
+                if lbp:
+                    words = t.subsets[k].astype(np.uint32).view(np.int32)
+                    recs.append(head + " " + " ".join(str(int(v)) for v in words))
+                else:
+                    recs.append(f"{head} {_f(t.threshold[k])}")
+            out += ["        <_>",
+                    f"          <internalNodes>\n            {'  '.join(recs)}</internalNodes>",
+                    "          <leafValues>\n            "
+                    + " ".join(_f(v) for v in leaves) + "</leafValues></_>"]
+        out += ["      </weakClassifiers></_>"]
+    out += ["  </stages>", "  <features>"]
+    for f in model.features:
+        if lbp:
+            out.append("    <_>\n      <rect>" + " ".join(str(v) for v in f.rect) + "</rect></_>")
+        else:
+            rects = "".join(
+                f"\n        <_>{x} {y} {w} {h} {_f(wt)}</_>" for x, y, w, h, wt in f.rects
+            )
+            out.append(f"    <_>\n      <rects>{rects}</rects>\n"
+                       f"      <tilted>{int(f.tilted)}</tilted></_>")
+    out += ["  </features>", f"</{name}>", "</opencv_storage>", ""]
+    return "\n".join(out)
+
+
+def _num(v: Any, default: float) -> str:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        x = default
+    return repr(x) if np.isfinite(x) else repr(default)
+
+
+def _depth(t: Tree) -> int:
+    """Depth of a tree (1 for a stump)."""
+    depth = np.zeros(t.n_nodes, dtype=np.int64)
+    depth[0] = 1
+    order = [0]
+    for k in order:
+        for c in (t.left[k], t.right[k]):
+            if c > 0:
+                depth[c] = depth[k] + 1
+                order.append(int(c))
+    return int(depth.max())
+
+
+def write_opencv_xml(
+    model: CascadeModel, path: str | os.PathLike[str], *, name: str | None = None
+) -> None:
+    """Write a HAAR or LBP cascade as OpenCV traincascade XML (atomically).
+
+    Parameters
+    ----------
+    model : CascadeModel
+        A cascade with ``feature_type`` ``"HAAR"`` or ``"LBP"``.
+    path : path-like
+        Destination file (``.xml``).
+    name : str, optional
+        Tag of the top-level element (default ``"cascade"``, as traincascade writes it).
+
+    Raises
+    ------
+    ExportError
+        If the cascade uses another feature family (OpenCV cannot run it).
+    """
+    atomic_write(path, to_opencv_xml(model, name=name or "cascade"))

@@ -1,0 +1,941 @@
+"""Viola–Jones cascade training: boosted stages, hard-negative mining, checkpoints.
+
+:class:`CascadeTrainer` trains a cascade stage by stage, as ``opencv_traincascade`` does:
+
+1. **Positives.** The first ``num_pos`` positives of the pool that every stage trained so far
+   accepts (positives rejected by earlier stages are replaced by the next ones of the pool).
+2. **Negatives.** ``num_neg`` background windows the cascade still accepts
+   (:func:`vjboost.cascade.negatives.mine_negatives`). Training stops when the acceptance ratio
+   is at most ``max_false_alarm ** num_stages / max_depth`` (the cascade's false-alarm target,
+   traincascade's "required leaf false alarm rate") or when the backgrounds run dry.
+3. **Stage.** Boosting (Gentle AdaBoost with stumps by default; any loss of
+   :mod:`vjboost.boost.losses`, small trees, or a feature sampler of
+   :mod:`vjboost.boost.sampling`) adds one weak learner per round; after each round the stage
+   threshold is set from the positives' scores (:func:`stage_threshold`, OpenCV's
+   ``isErrDesired``) and the stage ends once its false-alarm rate on the negatives is at most
+   ``max_false_alarm`` or it has ``max_weak_count`` learners.
+4. **Checkpoint** (atomic) after every stage; ``resume=True`` continues from it.
+
+Every random choice of stage ``k`` is drawn from ``(seed, k)``, so a resumed run yields the same
+cascade as an uninterrupted one. Feature values of a stage are precomputed as uint8 bins when the
+matrix fits the memory budget (75 % of the available memory, or ``memory_budget``), else streamed
+in blocks every round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._memory import available_memory, format_bytes
+from .._threads import n_threads
+from .._validation import check_in_range
+from ..boost.learners import CategoricalStump, Stump, learner_from_dict
+from ..boost.losses import LOSSES, make_loss
+from ..boost.weak import fit_weak_learner
+from ..features.base import FeatureFamily, get_family_class
+from ..features.pool import FeaturePool
+from ._binning import precompute_binned
+from .checkpoint import config_differences, load_checkpoint, save_checkpoint
+from .model import THRESHOLD_EPS, CascadeModel, HaarFeature, LBPFeature, Stage, Tree
+from .negatives import ImageCache, MiningParams, mine_negatives, mining_summary
+
+__all__ = [
+    "BOOST_TYPES",
+    "CascadeTrainer",
+    "StageResult",
+    "TrainingError",
+    "build_cascade_model",
+    "make_pool",
+    "stage_false_alarm",
+    "stage_threshold",
+    "train_stage",
+]
+
+#: OpenCV names of the losses (``stageParams/boostType``)
+BOOST_TYPES = {"gentle": "GAB", "discrete": "DAB", "real": "RAB", "logit": "LB"}
+#: family aliases accepted by ``features=``
+FAMILY_ALIASES = {"lbp": "mblbp", "mb-lbp": "mblbp", "mb_lbp": "mblbp"}
+#: settings that may change when resuming (the stop rule is re-evaluated with the new ones)
+RESUMABLE_CHANGES = ("num_stages", "backgrounds")
+
+
+class TrainingError(ValueError):
+    """Training cannot start or continue (bad settings or data); the message says why."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Stage threshold and false alarm (OpenCV's isErrDesired)
+# ------------------------------------------------------------------------------------------------
+
+
+def stage_threshold(pos_scores: Any, min_hit_rate: float) -> tuple[float, float]:
+    """Stage threshold keeping ``min_hit_rate`` of the positives, as OpenCV's ``isErrDesired``.
+
+    The positives' scores are rounded to float32 and sorted ascending; the threshold is the score
+    at index ``int(float32(1 - min_hit_rate) * n)`` (float32 arithmetic, as OpenCV). The hit rate
+    counts the positives from that index up plus those below it within ``FLT_EPSILON`` of it.
+
+    Parameters
+    ----------
+    pos_scores : array-like of shape (n,)
+        Stage scores (sums of leaf values) of the positives.
+    min_hit_rate : float
+        In (0, 1].
+
+    Returns
+    -------
+    threshold : float
+        A float32 value.
+    hit_rate : float
+    """
+    s = np.sort(np.asarray(pos_scores, dtype=np.float64).astype(np.float32))
+    n = s.size
+    if n == 0:
+        raise ValueError("pos_scores: no positive")
+    idx = int(np.float32(np.float32(1.0) - np.float32(min_hit_rate)) * np.float32(n))
+    idx = min(max(idx, 0), n - 1)
+    thr = s[idx]
+    eps = np.finfo(np.float32).eps
+    n_true = n - idx + int(np.count_nonzero(np.abs(s[:idx] - thr) < eps))
+    return float(thr), n_true / n
+
+
+def stage_false_alarm(neg_scores: Any, threshold: float) -> float:
+    """Fraction of ``neg_scores`` the stage accepts: ``score >= float32(threshold) - 1e-5``."""
+    s = np.asarray(neg_scores, dtype=np.float64)
+    if s.size == 0:
+        return 0.0
+    reject = np.float32(np.float32(threshold) - THRESHOLD_EPS)
+    return float(np.count_nonzero(s >= reject)) / s.size
+
+
+# ------------------------------------------------------------------------------------------------
+# One stage
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class StageResult:
+    """A trained stage.
+
+    Attributes
+    ----------
+    learners : list of Stump / CategoricalStump / Tree
+        Weak learners with global feature ids of the pool; leaf values (float32-representable)
+        include the boosting coefficient.
+    threshold : float
+        float32 stage threshold.
+    hit_rate, false_alarm : float
+        On the stage's training positives and negatives.
+    losses, hit_rates, false_alarms : list of float
+        After every round.
+    seconds : dict
+        Time spent in ``positives``, ``negatives``, ``features`` and ``boosting``.
+    """
+
+    learners: list[Any]
+    threshold: float
+    hit_rate: float
+    false_alarm: float
+    losses: list[float] = field(default_factory=list)
+    hit_rates: list[float] = field(default_factory=list)
+    false_alarms: list[float] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "learners": [lr.to_dict() for lr in self.learners],
+            "threshold": float(self.threshold),
+            "hit_rate": float(self.hit_rate),
+            "false_alarm": float(self.false_alarm),
+            "losses": [float(v) for v in self.losses],
+            "hit_rates": [float(v) for v in self.hit_rates],
+            "false_alarms": [float(v) for v in self.false_alarms],
+            "seconds": {k: float(v) for k, v in self.seconds.items()},
+            "info": self.info,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> StageResult:
+        return cls([learner_from_dict(x) for x in d["learners"]], float(d["threshold"]),
+                   float(d["hit_rate"]), float(d["false_alarm"]), list(d.get("losses", [])),
+                   list(d.get("hit_rates", [])), list(d.get("false_alarms", [])),
+                   dict(d.get("seconds", {})), dict(d.get("info", {})))
+
+
+def _f32(v: np.ndarray) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64).astype(np.float32).astype(np.float64)
+
+
+class _Precomputed:
+    """Weak-learner search over a precomputed (uint8 binned or float32) matrix of all features."""
+
+    def __init__(self, values, edges, categorical, kind, max_depth, threads):
+        self.values, self.edges, self.categorical = values, edges, categorical
+        self.kind, self.max_depth, self.threads = kind, max_depth, threads
+        self.binned = values.dtype == np.uint8
+
+    def find(self, step, ids):
+        learner, _ = fit_weak_learner(
+            step, self.values, kind=self.kind, max_depth=self.max_depth, sample_ids=ids,
+            categorical=self.categorical, edges=self.edges if self.binned else None,
+            threads=self.threads)
+        return learner
+
+    def rows(self, learner):
+        return self.values[learner.features_], self.binned
+
+
+class _Streamed:
+    """Weak-learner search over features evaluated block by block every round (low memory)."""
+
+    def __init__(self, pool, channels, block, kind, max_depth, threads):
+        self.pool, self.channels, self.block = pool, channels, int(block)
+        self.kind, self.max_depth, self.threads = kind, max_depth, threads
+        self.kinds = pool.kinds()
+
+    def find(self, step, ids):
+        best, best_score = None, -np.inf
+        n = self.pool.n_features
+        for a in range(0, n, self.block):
+            gids = np.arange(a, min(a + self.block, n), dtype=np.int64)
+            vals = self.pool.evaluate(self.channels, gids, threads=self.threads)
+            learner, search = fit_weak_learner(
+                step, vals, kind=self.kind, max_depth=self.max_depth, sample_ids=ids,
+                feature_ids=gids, categorical=self.kinds[gids], threads=self.threads)
+            if learner is None:
+                continue
+            sc = float(learner.node_scores[0])
+            if sc > best_score:
+                best, best_score = learner, sc
+        return best
+
+    def rows(self, learner):
+        vals = self.pool.evaluate(self.channels, learner.features_, threads=self.threads)
+        return vals, False
+
+
+class _Sampled:
+    """Weak-learner choice by an adaptive sampler of :mod:`vjboost.boost.sampling`."""
+
+    def __init__(self, sampler, source, pool, budget, threads):
+        from ..boost.sampling import EdgeEvaluator, Partition
+
+        part = Partition.from_sizes(list(pool.family_sizes()), [f.name for f in pool.families])
+        self.evaluator = EdgeEvaluator(source, part, categorical=pool.kinds(), threads=threads)
+        self.sampler, self.budget = sampler, int(budget)
+        self.binned = getattr(getattr(source, "matrix", None), "dtype", None) == np.uint8
+        self.started = False
+
+    def find(self, step, ids):
+        from ..boost.sampling import problem_from_loss
+
+        self.evaluator.set_problem(problem_from_loss(step))
+        if not self.started:
+            self.sampler.start(self.evaluator, self.budget)
+            self.started = True
+        wl = self.sampler.select(self.evaluator, self.budget).learner
+        if wl.subset is not None and np.any(wl.subset):
+            return CategoricalStump(wl.feature, wl.subset, wl.left_value, wl.right_value,
+                                    score=wl.edge)
+        return Stump(wl.feature, wl.threshold, wl.left_value, wl.right_value,
+                     split_bin=wl.split_bin if self.binned else None, score=wl.edge)
+
+    def rows(self, learner):
+        col = self.evaluator.column(int(learner.features_[0]))[None, :]
+        if learner.node_categorical.any() and col.dtype != np.uint8:
+            col = col.astype(np.uint8)
+        return np.ascontiguousarray(col), self.binned
+
+
+def train_stage(
+    search: Any,
+    y: np.ndarray,
+    *,
+    loss: str = "gentle",
+    min_hit_rate: float = 0.995,
+    max_false_alarm: float = 0.5,
+    max_weak_count: int = 100,
+    weight_trim_rate: float = 0.95,
+    balanced_init: bool = False,
+    callback: Callable[[int, float, float, float], None] | None = None,
+) -> StageResult:
+    """Boost one stage until it reaches its hit-rate / false-alarm goal.
+
+    Parameters
+    ----------
+    search : object
+        ``find(step, sample_ids) -> learner`` (the best weak learner for the step's weights on
+        the examples ``sample_ids``) and ``rows(learner) -> (values, binned)`` (the values of
+        ``learner.features_`` on all examples). See ``_Precomputed``.
+    y : ndarray of shape (N,)
+        +1 for positives, -1 for negatives.
+    loss : {"gentle", "discrete", "real", "logit"}
+    min_hit_rate, max_false_alarm : float
+    max_weak_count : int
+    weight_trim_rate : float
+        OpenCV's weight trimming: learners are searched on the examples holding this share of
+        the weight (1 = all); leaves are refitted on all examples.
+    balanced_init : bool
+        Start with half of the weight on each class (OpenCV: uniform weights).
+    callback : callable, optional
+        ``callback(round, loss, hit_rate, false_alarm)`` after every round.
+
+    Returns
+    -------
+    StageResult
+    """
+    y = np.asarray(y, dtype=np.float64)
+    pos = y > 0
+    step = make_loss(loss, y, balanced_init=balanced_init)
+    res = StageResult([], 0.0, 1.0, 1.0)
+    for t in range(int(max_weak_count)):
+        ids = step.trim(weight_trim_rate) if weight_trim_rate < 1.0 else None
+        learner = search.find(step, ids)
+        if learner is None:
+            res.info["stopped"] = "no feature separates the examples any more"
+            break
+        rows, binned = search.rows(learner)
+        leaf = learner.apply(rows, binned=binned)
+        # leaves are stored as float32 in models: train with the values the detector will use
+        learner.leaf_values = _f32(step.fit_leaves(leaf, learner.leaf_values))
+        learner.split_bins = None
+        cur = step.update(learner.leaf_values[leaf])
+        res.learners.append(learner)
+        thr, hit = stage_threshold(step.scores[pos], min_hit_rate)
+        fa = stage_false_alarm(step.scores[~pos], thr)
+        res.threshold, res.hit_rate, res.false_alarm = thr, hit, fa
+        res.losses.append(float(cur))
+        res.hit_rates.append(hit)
+        res.false_alarms.append(fa)
+        if callback is not None:
+            callback(t, float(cur), hit, fa)
+        if fa <= max_false_alarm:
+            break
+    return res
+
+
+# ------------------------------------------------------------------------------------------------
+# Pools and models
+# ------------------------------------------------------------------------------------------------
+
+
+def make_pool(features: Any, window_shape: tuple[int, int], *, haar_mode: str = "BASIC"
+              ) -> FeaturePool:
+    """A :class:`FeaturePool` from family names (``"haar,lbp,hog"``), families or a pool.
+
+    ``"lbp"`` means multi-block LBP (``mblbp``, the family OpenCV's LBP cascades use).
+    """
+    if isinstance(features, FeaturePool):
+        if tuple(features.window_shape) != tuple(window_shape):
+            raise TrainingError(f"features: the pool's window {features.window_shape} differs "
+                                f"from the training window {tuple(window_shape)}")
+        return features
+    if isinstance(features, FeatureFamily):
+        features = [features]
+    if isinstance(features, str):
+        features = [s.strip() for s in features.split(",") if s.strip()]
+    fams = []
+    for f in features:
+        if isinstance(f, FeatureFamily):
+            fams.append(f)
+            continue
+        name = FAMILY_ALIASES.get(str(f).lower(), str(f).lower())
+        try:
+            cls = get_family_class(name)
+        except (KeyError, ValueError) as exc:
+            raise TrainingError(f"features: unknown feature family {f!r} ({exc})") from None
+        try:
+            fams.append(cls(tuple(window_shape), mode=haar_mode) if name == "haar"
+                        else cls(tuple(window_shape)))
+        except (TypeError, ValueError) as exc:
+            raise TrainingError(f"features: family {name!r} cannot be built for the "
+                                f"{window_shape[1]}x{window_shape[0]} window: {exc}") from None
+    if not fams:
+        raise TrainingError("features: no feature family given")
+    try:
+        return FeaturePool(fams)
+    except (TypeError, ValueError) as exc:
+        raise TrainingError(f"features: {exc}") from None
+
+
+def _to_model_tree(learner: Any, index: dict[int, int]) -> Tree:
+    feats = [index[int(g)] for g in learner.node_features]
+    cat = np.asarray(learner.node_categorical, dtype=bool)
+    subsets = np.asarray(learner.node_subsets, dtype=np.uint32) if cat.any() else None
+    thr = np.where(cat, 0.0, learner.node_thresholds).astype(np.float32)
+    return Tree(learner.left_children, learner.right_children, feats, thr,
+                _f32(learner.leaf_values), subsets)
+
+
+def build_cascade_model(
+    pool: FeaturePool,
+    stages: Sequence[StageResult],
+    *,
+    params: dict[str, Any] | None = None,
+    opencv: bool = True,
+) -> CascadeModel:
+    """The :class:`CascadeModel` of trained stages.
+
+    With ``opencv=True`` a pool of one normalised Haar family becomes a ``"HAAR"`` cascade and a
+    pool of one MB-LBP family an ``"LBP"`` cascade (both exportable to OpenCV XML); any other
+    pool gives a ``"family"`` cascade (the family, or the whole pool for several families).
+    """
+    used = sorted({int(g) for st in stages for lr in st.learners for g in lr.node_features})
+    index = {g: i for i, g in enumerate(used)}
+    model_stages = [Stage([_to_model_tree(lr, index) for lr in st.learners], st.threshold)
+                    for st in stages]
+    params = dict(params or {})
+    fam0 = pool.families[0]
+    if opencv and pool.n_families == 1 and fam0.name == "haar" and getattr(fam0, "normalize",
+                                                                            False):
+        feats = []
+        for g in used:
+            d = fam0.describe(g)
+            feats.append(HaarFeature(tuple(tuple(r) for r in d["rects"]), d["tilted"]))
+        params.setdefault("featureParams", {})["mode"] = getattr(fam0, "mode", "BASIC")
+        return CascadeModel(pool.window_shape, model_stages, feats, "HAAR", params=params)
+    if opencv and pool.n_families == 1 and fam0.name == "mblbp":
+        feats = [LBPFeature(tuple(fam0.describe(g)["rect"])) for g in used]
+        return CascadeModel(pool.window_shape, model_stages, feats, "LBP", params=params)
+    family = fam0 if pool.n_families == 1 else pool
+    return CascadeModel(pool.window_shape, model_stages, used, "family", family=family,
+                        params=params)
+
+
+# ------------------------------------------------------------------------------------------------
+# Progress display
+# ------------------------------------------------------------------------------------------------
+
+
+class _Progress:
+    """Rich progress bars (stage, round, hit rate, false alarm, ETA), or nothing."""
+
+    def __init__(self, enabled: bool, n_stages: int, max_weak: int) -> None:
+        self.bar = None
+        if not enabled:
+            return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
+            TimeRemainingColumn(), transient=False,
+        )
+        self.bar.start()
+        self.stages = self.bar.add_task("stages", total=n_stages, info="")
+        self.rounds = self.bar.add_task("round", total=max_weak, info="")
+
+    def log(self, msg: str, echo: Callable[[str], None]) -> None:
+        if self.bar is not None:
+            self.bar.console.print(msg, highlight=False, markup=False)
+        else:
+            echo(msg)
+
+    def stage(self, k: int, info: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.stages, completed=k, info=info)
+            self.bar.reset(self.rounds, info="")
+            self.bar.update(self.rounds, description=f"stage {k} round")
+
+    def round(self, t: int, loss: float, hit: float, fa: float) -> None:
+        if self.bar is not None:
+            self.bar.update(self.rounds, completed=t + 1,
+                            info=f"hit {hit:.4f}  false alarm {fa:.4f}  loss {loss:.4f}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# The trainer
+# ------------------------------------------------------------------------------------------------
+
+
+def _digest(arr: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
+
+
+def _peak_rss() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def positives_needed(num_pos: int, num_stages: int, min_hit_rate: float) -> int:
+    """Positives a run of ``num_stages`` stages may consume: each stage loses up to
+    ``1 - min_hit_rate`` of its ``num_pos`` positives, replaced from the pool."""
+    return int(math.ceil(num_pos * (1 + max(num_stages - 1, 0) * (1 - min_hit_rate))))
+
+
+class CascadeTrainer:
+    """Train a boosted cascade of stages (Viola–Jones, as ``opencv_traincascade``).
+
+    Parameters
+    ----------
+    window_shape : (height, width), default=(24, 24)
+    features : str, sequence or FeaturePool, default="haar"
+        Family names (``"haar,lbp,hog"``), FeatureFamily objects or a ready pool.
+    haar_mode : {"BASIC", "CORE", "ALL"}, default="BASIC"
+    num_stages : int, default=20
+    min_hit_rate : float, default=0.995
+        Per stage, share of its positives kept.
+    max_false_alarm : float, default=0.5
+        Per stage, largest share of its negatives accepted.
+    num_pos, num_neg : int, default=2000, 4000
+        Positives and negatives per stage.
+    max_weak_count : int, default=100
+        Weak learners per stage at most.
+    loss : {"gentle", "discrete", "real", "logit"}, default="gentle"
+    weak_learner : {"stump", "tree"}, default="stump"
+    max_depth : int, default=2
+        Depth of trees (``weak_learner="tree"``).
+    weight_trim_rate : float, default=0.95
+    balanced_init : bool, default=False
+    sampler : str, optional
+        A sampler of :data:`vjboost.boost.sampling.SAMPLERS` (e.g. ``"laminating"``): features
+        are evaluated lazily on sampled blocks instead of exhaustively (``None`` or ``"full"``:
+        exhaustive search over the precomputed matrix).
+    sampler_budget : int, optional
+        Feature evaluations per round of the sampler (default: 1 % of ``n_features * N``, at
+        least ``10 N``).
+    n_bins : int, default=256
+        Quantile bins of the precomputed features (thresholds stay raw values).
+    edge_sample_size : int, default=1024
+        Windows used to place the bin edges.
+    mining : dict, optional
+        :class:`~vjboost.cascade.negatives.MiningParams` fields (``scale_factor``, ``step``,
+        ``max_per_image``, ``max_passes``).
+    mirror : bool, default=False
+        Add the horizontally mirrored positives to the pool.
+    seed : int, default=0
+    threads : int, optional
+    memory_budget : int, optional
+        Bytes for the feature cache (default: 75 % of the available memory).
+    progress : bool, default=False
+        Show rich progress bars.
+
+    Attributes
+    ----------
+    model_ : CascadeModel
+    stages_ : list of StageResult
+    stop_reason_ : str
+    report_ : dict
+    """
+
+    def __init__(
+        self,
+        *,
+        window_shape: tuple[int, int] = (24, 24),
+        features: Any = "haar",
+        haar_mode: str = "BASIC",
+        num_stages: int = 20,
+        min_hit_rate: float = 0.995,
+        max_false_alarm: float = 0.5,
+        num_pos: int = 2000,
+        num_neg: int = 4000,
+        max_weak_count: int = 100,
+        loss: str = "gentle",
+        weak_learner: str = "stump",
+        max_depth: int = 2,
+        weight_trim_rate: float = 0.95,
+        balanced_init: bool = False,
+        sampler: str | None = None,
+        sampler_budget: int | None = None,
+        n_bins: int = 256,
+        edge_sample_size: int = 1024,
+        mining: dict[str, Any] | None = None,
+        mirror: bool = False,
+        seed: int = 0,
+        threads: int | None = None,
+        memory_budget: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        self.window_shape = window_shape
+        self.features = features
+        self.haar_mode = haar_mode
+        self.num_stages = num_stages
+        self.min_hit_rate = min_hit_rate
+        self.max_false_alarm = max_false_alarm
+        self.num_pos = num_pos
+        self.num_neg = num_neg
+        self.max_weak_count = max_weak_count
+        self.loss = loss
+        self.weak_learner = weak_learner
+        self.max_depth = max_depth
+        self.weight_trim_rate = weight_trim_rate
+        self.balanced_init = balanced_init
+        self.sampler = sampler
+        self.sampler_budget = sampler_budget
+        self.n_bins = n_bins
+        self.edge_sample_size = edge_sample_size
+        self.mining = mining
+        self.mirror = mirror
+        self.seed = seed
+        self.threads = threads
+        self.memory_budget = memory_budget
+        self.progress = progress
+
+    # -- validation -----------------------------------------------------------------------------
+
+    def _check_params(self) -> None:
+        try:
+            h, w = (int(v) for v in self.window_shape)
+        except (TypeError, ValueError):
+            raise TrainingError(f"window_shape: expected (height, width), got "
+                                f"{self.window_shape!r}") from None
+        if h < 3 or w < 3:
+            raise TrainingError(f"window_shape: at least 3x3 pixels, got {w}x{h}")
+        self.window_shape = (h, w)
+        try:
+            check_in_range(self.num_stages, "num_stages", low=1, high=1000, integer=True)
+            check_in_range(self.num_pos, "num_pos", low=1, integer=True)
+            check_in_range(self.num_neg, "num_neg", low=1, integer=True)
+            check_in_range(self.max_weak_count, "max_weak_count", low=1, integer=True)
+            check_in_range(self.max_depth, "max_depth", low=1, high=8, integer=True)
+            check_in_range(self.n_bins, "n_bins", low=2, high=256, integer=True)
+            check_in_range(self.edge_sample_size, "edge_sample_size", low=2, integer=True)
+            check_in_range(self.weight_trim_rate, "weight_trim_rate", low=0.0, high=1.0,
+                           low_inclusive=False)
+        except (TypeError, ValueError) as exc:
+            raise TrainingError(str(exc)) from None
+        if not 0.0 < float(self.min_hit_rate) <= 1.0:
+            raise TrainingError(f"min_hit_rate: must be in (0, 1], got {self.min_hit_rate}")
+        if not 0.0 < float(self.max_false_alarm) < 1.0:
+            raise TrainingError(
+                f"max_false_alarm: must be in (0, 1) (a stage accepting every negative never "
+                f"ends), got {self.max_false_alarm}")
+        if self.loss not in LOSSES:
+            raise TrainingError(f"loss: expected one of {sorted(LOSSES)}, got {self.loss!r}")
+        if self.weak_learner not in ("stump", "tree"):
+            raise TrainingError(f"weak_learner: expected 'stump' or 'tree', got "
+                                f"{self.weak_learner!r}")
+        if self.sampler not in (None, "full"):
+            from ..boost.sampling import SAMPLERS
+
+            if self.sampler not in SAMPLERS:
+                raise TrainingError(f"sampler: expected one of {sorted(SAMPLERS)}, got "
+                                    f"{self.sampler!r}")
+            if self.weak_learner != "stump":
+                raise TrainingError("sampler: samplers choose stumps; use weak_learner='stump'")
+        try:
+            MiningParams(self.window_shape, **(self.mining or {}))
+        except TypeError as exc:
+            raise TrainingError(f"mining: {exc}") from None
+
+    def config(self, pos_digest: str, bg_digest: str) -> dict[str, Any]:
+        """The settings that determine the trained cascade (checked on resume)."""
+        pool = self.pool_
+        return {
+            "window_shape": list(self.window_shape),
+            "pool": pool.get_config(),
+            "num_stages": int(self.num_stages),
+            "min_hit_rate": float(self.min_hit_rate),
+            "max_false_alarm": float(self.max_false_alarm),
+            "num_pos": int(self.num_pos),
+            "num_neg": int(self.num_neg),
+            "max_weak_count": int(self.max_weak_count),
+            "loss": self.loss,
+            "weak_learner": self.weak_learner,
+            "max_depth": int(self.max_depth),
+            "weight_trim_rate": float(self.weight_trim_rate),
+            "balanced_init": bool(self.balanced_init),
+            "sampler": self.sampler,
+            "sampler_budget": self.sampler_budget,
+            "n_bins": int(self.n_bins),
+            "edge_sample_size": int(self.edge_sample_size),
+            "mining": dict(self.mining or {}),
+            "mirror": bool(self.mirror),
+            "seed": int(self.seed),
+            "positives": pos_digest,
+            "backgrounds": bg_digest,
+        }
+
+    # -- helpers --------------------------------------------------------------------------------
+
+    def _family_model(self, stages: list[StageResult]) -> CascadeModel | None:
+        if not stages:
+            return None
+        return build_cascade_model(self.pool_, stages, opencv=False)
+
+    def _mining_model(self, stages: list[StageResult]) -> CascadeModel | None:
+        # HAAR/LBP conversions run on the detector's fast kernels
+        return build_cascade_model(self.pool_, stages, opencv=True) if stages else None
+
+    def _stage_seed(self, k: int) -> int:
+        return int(np.random.default_rng([int(self.seed) & 0xFFFFFFFF, k]).integers(2**31))
+
+    def _make_search(self, windows: np.ndarray, k: int, log) -> tuple[Any, dict[str, Any]]:
+        pool = self.pool_
+        n = windows.shape[0]
+        budget = (int(self.memory_budget) if self.memory_budget is not None
+                  else int(0.75 * available_memory()))
+        info: dict[str, Any] = {"memory_budget": budget}
+        kind = self.weak_learner
+        sampled = self.sampler not in (None, "full")
+        need = pool.estimate_precompute_nbytes(n, dtype="uint8")
+        info["matrix_bytes"] = int(pool.n_features) * n
+        if sampled:
+            from ..boost.sampling import PoolSource, make_sampler
+
+            channels = pool.prepare(windows, threads=self.threads)
+            sb = self.sampler_budget or max(10 * n, int(0.01 * pool.n_features * n))
+            sampler = make_sampler(self.sampler, random_state=self._stage_seed(k))
+            info.update(mode=f"sampler {self.sampler}", sampler_budget=int(sb),
+                        cache_bytes=int(channels.nbytes))
+            return _Sampled(sampler, PoolSource(pool, channels, n), pool, sb,
+                            self.threads), info
+        if need <= budget:
+            values, edges, cat = precompute_binned(
+                pool, windows, n_bins=int(self.n_bins),
+                edge_sample_size=min(int(self.edge_sample_size), n), seed=self._stage_seed(k),
+                threads=self.threads)
+            info.update(mode="precomputed uint8", cache_bytes=int(values.nbytes))
+            return _Precomputed(values, edges, cat, kind, self.max_depth, self.threads), info
+        channels = pool.prepare(windows, threads=self.threads)
+        block = max(1, min(pool.n_features, (budget - channels.nbytes) // max(1, 8 * n)))
+        info.update(mode=f"streamed in blocks of {block} features", cache_bytes=int(
+            channels.nbytes + 4 * block * n))
+        log(f"  feature matrix ({format_bytes(need)}) over the memory budget "
+            f"({format_bytes(budget)}): features are recomputed every round in blocks of {block}")
+        return _Streamed(pool, channels, block, kind, self.max_depth, self.threads), info
+
+    # -- training -------------------------------------------------------------------------------
+
+    def fit(
+        self,
+        positives: np.ndarray,
+        backgrounds: Sequence[str | os.PathLike[str]],
+        *,
+        output_dir: str | os.PathLike[str] | None = None,
+        resume: bool = False,
+        log: Callable[[str], None] | None = None,
+        max_new_stages: int | None = None,
+    ) -> CascadeTrainer:
+        """Train the cascade.
+
+        Parameters
+        ----------
+        positives : ndarray of uint8, shape (P, height, width)
+            The positive pool, in the order it is consumed (see
+            :func:`vjboost.cascade.positives.load_positives`).
+        backgrounds : sequence of path-like
+            Background images (no object), e.g. :func:`vjboost.io.read_bg_list` output.
+        output_dir : path-like, optional
+            Where the checkpoint is written after every stage (created if missing).
+        resume : bool, default=False
+            Continue from ``output_dir``'s checkpoint (same settings and data required).
+        log : callable, optional
+            Receives one line per event (default: silent).
+        max_new_stages : int, optional
+            Train at most this many stages in this call (the rest on a later ``resume``).
+
+        Returns
+        -------
+        self
+        """
+        log = log or (lambda msg: None)
+        self._check_params()
+        h, w = self.window_shape
+        pos = np.asarray(positives)
+        if pos.ndim != 3 or pos.shape[1:] != (h, w) or pos.dtype != np.uint8:
+            raise TrainingError(f"positives: expected uint8 windows (P, {h}, {w}), got "
+                                f"{pos.shape} {pos.dtype}")
+        if self.mirror:
+            pos = np.concatenate([pos, pos[:, :, ::-1]])
+        pos = np.ascontiguousarray(pos)
+        bgs = [os.fspath(p) for p in backgrounds]
+        if not bgs:
+            raise TrainingError("backgrounds: no background image given")
+        if len(pos) < self.num_pos:
+            raise TrainingError(f"positives: {len(pos)} given but num_pos is {self.num_pos}")
+        self.pool_ = make_pool(self.features, self.window_shape, haar_mode=self.haar_mode)
+        cfg = self.config(_digest(pos), hashlib.sha1("\n".join(bgs).encode()).hexdigest()[:16])
+        out = None if output_dir is None else Path(output_dir)
+        stages: list[StageResult] = []
+        mining_log: list[dict[str, Any]] = []
+        stop = None
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            ck = load_checkpoint(out)
+            if ck is not None and not resume:
+                raise TrainingError(
+                    f"{out}: holds a training checkpoint already; resume it (resume=True / "
+                    "--resume) or choose another output folder")
+            if ck is not None:
+                # more stages or more backgrounds may be asked for when resuming
+                diff = config_differences(
+                    {k: v for k, v in ck["config"].items() if k not in RESUMABLE_CHANGES},
+                    {k: v for k, v in cfg.items() if k not in RESUMABLE_CHANGES})
+                if diff:
+                    raise TrainingError(
+                        f"{out}: the checkpoint was made with other settings or data ("
+                        + "; ".join(diff[:4]) + "); use the same ones to resume, or another "
+                        "output folder")
+                stages = [StageResult.from_dict(d) for d in ck["stages"]]
+                mining_log = [m for m in ck.get("mining", []) if m["stage"] < len(stages)]
+                if len(stages) > self.num_stages:
+                    raise TrainingError(
+                        f"{out}: the checkpoint has {len(stages)} stages, more than num_stages "
+                        f"= {self.num_stages}")
+                log(f"resuming after stage {len(stages) - 1} ({len(stages)} stage(s) in the "
+                    "checkpoint)")
+        self.config_ = cfg
+        t_start = time.perf_counter()
+        required = self.max_false_alarm ** self.num_stages / (
+            self.max_depth if self.weak_learner == "tree" else 1)
+        mp = MiningParams(self.window_shape, **(self.mining or {}))
+        cache = ImageCache()
+        pos_ch = None
+        bar = _Progress(bool(self.progress), int(self.num_stages), int(self.max_weak_count))
+        new = 0
+        try:
+            with n_threads(self.threads):
+                while stop is None and len(stages) < self.num_stages:
+                    if max_new_stages is not None and new >= max_new_stages:
+                        break
+                    k = len(stages)
+                    bar.stage(k, f"false alarm {self._cascade_fa(stages):.3g}")
+                    t0 = time.perf_counter()
+                    # positives still accepted by the cascade, in pool order
+                    model = self._family_model(stages)
+                    if model is None:
+                        keep = np.arange(len(pos))
+                    else:
+                        if pos_ch is None:
+                            pos_ch = self.pool_.prepare(pos, threads=self.threads)
+                        vals = self.pool_.evaluate(pos_ch, model.features, threads=self.threads)
+                        keep = np.flatnonzero(model.predict_values(vals)[0] == model.n_stages)
+                    t1 = time.perf_counter()
+                    if len(keep) < self.num_pos:
+                        stop = {"reason": "positives_used_up", "message": (
+                            f"positives used up: only {len(keep)} of the {len(pos)} positives "
+                            f"pass the {k} stage(s) trained, {self.num_pos} are needed per stage")}
+                        break
+                    pos_used = int(keep[self.num_pos - 1]) + 1
+                    pw = pos[keep[: self.num_pos]]
+                    # negatives
+                    res = mine_negatives(self._mining_model(stages), bgs, int(self.num_neg),
+                                         params=mp, seed=int(self.seed), stage=k,
+                                         stop_ratio=required if k > 0 else None, cache=cache)
+                    t2 = time.perf_counter()
+                    ms = mining_summary(res)
+                    ms["stage"] = k
+                    ms["seconds"] = t2 - t1
+                    mining_log.append(ms)
+                    bar.log(f"stage {k}: positives {self.num_pos} (pool consumed {pos_used}/"
+                            f"{len(pos)}), negatives {len(res.windows)}/{self.num_neg}, "
+                            f"acceptance ratio {res.acceptance_ratio:.3g} ({res.n_scanned} "
+                            f"windows scanned, {t2 - t1:.1f} s)", log)
+                    if k > 0 and (res.target_reached or (
+                            len(res.windows) == self.num_neg
+                            and res.acceptance_ratio <= required)):
+                        stop = {"reason": "false_alarm_target", "message": (
+                            f"the cascade's false-alarm target is reached: acceptance ratio "
+                            f"{res.acceptance_ratio:.3g} <= {required:.3g} (max_false_alarm^"
+                            f"num_stages) after scanning {res.n_scanned} background windows")}
+                        break
+                    if len(res.windows) < self.num_neg:
+                        stop = {"reason": "negatives_exhausted", "message": (
+                            f"negatives exhausted: {len(res.windows)} of the {self.num_neg} "
+                            f"negatives found after scanning {res.n_scanned} windows of "
+                            f"{len(bgs)} background images ({res.passes} passes, "
+                            f"{len(res.unreadable)} unreadable)")}
+                        break
+                    # features and boosting
+                    windows = np.concatenate([pw, res.windows])
+                    y = np.r_[np.ones(len(pw)), -np.ones(len(res.windows))]
+                    search, finfo = self._make_search(windows, k, log)
+                    t3 = time.perf_counter()
+                    st = train_stage(
+                        search, y, loss=self.loss, min_hit_rate=float(self.min_hit_rate),
+                        max_false_alarm=float(self.max_false_alarm),
+                        max_weak_count=int(self.max_weak_count),
+                        weight_trim_rate=float(self.weight_trim_rate),
+                        balanced_init=bool(self.balanced_init), callback=bar.round)
+                    t4 = time.perf_counter()
+                    del search
+                    st.seconds = {"positives": t1 - t0, "negatives": t2 - t1,
+                                  "features": t3 - t2, "boosting": t4 - t3, "total": t4 - t0}
+                    finfo["peak_rss"] = _peak_rss()
+                    st.info.update(finfo, positives_consumed=pos_used,
+                                   acceptance_ratio=res.acceptance_ratio)
+                    stages.append(st)
+                    new += 1
+                    bar.log(f"stage {k}: {len(st.learners)} weak learner(s), hit rate "
+                            f"{st.hit_rate:.4f}, false alarm {st.false_alarm:.4f}, "
+                            f"{t4 - t0:.1f} s (features {t3 - t2:.1f} s [{finfo['mode']}, "
+                            f"{format_bytes(finfo['cache_bytes'])}], boosting {t4 - t3:.1f} s)",
+                            log)
+                    if out is not None:
+                        self._save(out, cfg, stages, mining_log, None)
+                if stop is None and len(stages) >= self.num_stages:
+                    stop = {"reason": "num_stages", "message": (
+                        f"all {self.num_stages} stages trained")}
+        finally:
+            bar.close()
+        if stop is None:
+            stop = {"reason": "paused", "message": (
+                f"{len(stages)} stage(s) trained so far; call again with resume to continue")}
+        elif out is not None:
+            self._save(out, cfg, stages, mining_log, stop)
+        self.stages_ = stages
+        self.mining_ = mining_log
+        self.stop_ = stop
+        self.stop_reason_ = stop["message"]
+        self.fit_time_ = time.perf_counter() - t_start
+        self.model_ = (build_cascade_model(self.pool_, stages, params=self._model_params())
+                       if stages else None)
+        from .report import training_report
+
+        self.report_ = training_report(self)
+        return self
+
+    def _cascade_fa(self, stages: list[StageResult]) -> float:
+        return float(np.prod([s.false_alarm for s in stages])) if stages else 1.0
+
+    def _model_params(self) -> dict[str, Any]:
+        return {
+            "stageParams": {
+                "boostType": BOOST_TYPES[self.loss],
+                "minHitRate": float(self.min_hit_rate),
+                "maxFalseAlarm": float(self.max_false_alarm),
+                "weightTrimRate": float(self.weight_trim_rate),
+                "maxDepth": int(self.max_depth if self.weak_learner == "tree" else 1),
+                "maxWeakCount": int(self.max_weak_count),
+            },
+            "trainer": {k: v for k, v in self.config_.items() if k != "pool"},
+        }
+
+    def _save(self, out: Path, cfg, stages, mining_log, stop) -> None:
+        save_checkpoint(out, {
+            "config": cfg,
+            "stages": [s.to_dict() for s in stages],
+            "mining": mining_log,
+            "stop": stop,
+        })
+
+
+def stages_digest(stages: Sequence[StageResult]) -> str:
+    """A digest of trained stages (equal digests = identical cascades)."""
+    data = json.dumps([{"learners": [lr.to_dict() for lr in s.learners],
+                        "threshold": s.threshold} for s in stages], sort_keys=True)
+    return hashlib.sha1(data.encode()).hexdigest()

@@ -1,0 +1,342 @@
+"""``vjtrain``: train a boosted cascade detector from positives and background images.
+
+Examples::
+
+    vjtrain faces/ backgrounds/ -o out --window 24x24 --stages 20
+    vjtrain --vec pos.vec --bg bg.txt -o out --window 19x19 --num-pos 2000 --num-neg 4000
+    vjtrain info.dat bg.txt -o out --features haar,lbp --sampler laminating --resume
+
+Everything is checked before training starts; bad input ends with a message and exit status 2,
+never a traceback. The output folder receives ``model.json`` (vjboost's format),
+``cascade.xml`` (OpenCV, for HAAR or LBP cascades), ``checkpoint.json`` (after every stage) and
+the training report (``report.json`` and PNG plots).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import numpy as np
+
+__all__ = ["main", "vjtrain"]
+
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
+
+
+class InputError(click.ClickException):
+    """Bad input: printed as ``Error: ...`` with exit status 2."""
+
+    exit_code = 2
+
+
+def _parse_window(value: str) -> tuple[int, int]:
+    """``"24x24"`` / ``"24"`` → (height, width)."""
+    try:
+        parts = [int(v) for v in value.lower().replace("*", "x").split("x")]
+    except ValueError:
+        raise InputError(f"--window: expected WIDTHxHEIGHT such as 24x24, got {value!r}") from None
+    if len(parts) == 1:
+        parts = parts * 2
+    if len(parts) != 2 or min(parts) < 3:
+        raise InputError(f"--window: expected WIDTHxHEIGHT with sides >= 3, got {value!r}")
+    w, h = parts
+    return h, w
+
+
+def _background_list(source: str) -> list[str]:
+    """Image paths of a folder, a ``bg.txt`` list (paths relative to its folder) or one image."""
+    from vjboost.io import read_bg_list
+
+    p = Path(source)
+    if not p.exists():
+        raise InputError(f"{p}: background source does not exist")
+    if p.is_dir():
+        files = sorted(str(f) for f in p.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
+        if not files:
+            raise InputError(f"{p}: the background folder holds no image "
+                             f"({', '.join(_IMAGE_SUFFIXES)})")
+        return files
+    if p.suffix.lower() in _IMAGE_SUFFIXES:
+        return [str(p)]
+    try:
+        return read_bg_list(p)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _check_backgrounds(paths: list[str], window: tuple[int, int], echo) -> tuple[list[str],
+                                                                                  int]:
+    """Keep the readable backgrounds at least as large as the window; count their windows."""
+    from PIL import Image, UnidentifiedImageError
+
+    h, w = window
+    ok, missing, bad, small = [], [], [], []
+    n_pixels = 0
+    for p in paths:
+        try:
+            with Image.open(p) as im:
+                iw, ih = im.size
+        except FileNotFoundError:
+            missing.append(p)
+            continue
+        except (UnidentifiedImageError, OSError, ValueError):
+            bad.append(p)
+            continue
+        if iw < w or ih < h:
+            small.append(p)
+            continue
+        ok.append(p)
+        n_pixels += iw * ih
+    for what, lst in (("missing", missing), ("unreadable", bad),
+                      (f"smaller than the {w}x{h} window", small)):
+        if lst:
+            first = ", ".join(lst[:3])
+            echo(f"warning: {len(lst)} background image(s) {what}, skipped: {first}"
+                 + (" ..." if len(lst) > 3 else ""))
+    if not ok:
+        raise InputError(
+            f"no usable background image among {len(paths)} ({len(missing)} missing, "
+            f"{len(bad)} unreadable, {len(small)} smaller than the {w}x{h} window)"
+            + (f"; e.g. {(missing or bad or small)[0]}" if paths else ""))
+    return ok, n_pixels
+
+
+def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo) -> np.ndarray:
+    from vjboost.cascade.positives import load_positives
+
+    try:
+        ps = load_positives(source, window, mirror=False)
+    except (ValueError, OSError) as exc:
+        raise InputError(str(exc)) from None
+    if ps.skipped:
+        echo(f"warning: {ps.summary()}")
+    samples = ps.samples
+    return np.concatenate([samples, samples[:, :, ::-1]]) if mirror else samples
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"],
+                                 "max_content_width": 100})
+@click.argument("pos", required=False)
+@click.argument("neg", required=False)
+@click.option("--vec", "vec", type=str, help="Positives as an OpenCV .vec file (instead of POS).")
+@click.option("--bg", "bg", type=str, help="Backgrounds as an OpenCV bg.txt list (instead of NEG).")
+@click.option("-o", "--output", "output", required=True, type=click.Path(file_okay=False),
+              help="Output folder (created if missing): model, XML, checkpoint, report.")
+@click.option("--window", default="24x24", show_default=True,
+              help="Training window WIDTHxHEIGHT in pixels.")
+@click.option("--features", default="haar", show_default=True,
+              help="Feature families, comma-separated (haar, lbp = MB-LBP, hog, ... any "
+                   "registered family).")
+@click.option("--haar-mode", type=click.Choice(["BASIC", "CORE", "ALL"]), default="BASIC",
+              show_default=True, help="OpenCV's Haar feature set.")
+@click.option("--sampler", default="full", show_default=True,
+              help="Feature/example sampler (full = exhaustive search; laminating, tasting_1q, "
+                   "mas_naive, ucb, ...).")
+@click.option("--sampler-budget", type=click.IntRange(min=1),
+              help="Feature evaluations per round of the sampler (default 1%% of all).")
+@click.option("--stages", type=click.IntRange(1, 1000), default=20, show_default=True,
+              help="Number of stages.")
+@click.option("--min-hit-rate", type=float, default=0.995, show_default=True,
+              help="Share of its positives each stage keeps.")
+@click.option("--max-false-alarm", type=float, default=0.5, show_default=True,
+              help="Largest share of its negatives a stage accepts.")
+@click.option("--num-pos", type=click.IntRange(min=1), default=2000, show_default=True,
+              help="Positives per stage.")
+@click.option("--num-neg", type=click.IntRange(min=1), default=4000, show_default=True,
+              help="Negatives per stage (mined from the backgrounds).")
+@click.option("--max-weak-count", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Weak learners per stage at most.")
+@click.option("--loss", type=click.Choice(["gentle", "discrete", "real", "logit"]),
+              default="gentle", show_default=True,
+              help="Boosting algorithm (gentle = OpenCV's GAB).")
+@click.option("--weak-learner", type=click.Choice(["stump", "tree"]), default="stump",
+              show_default=True)
+@click.option("--max-depth", type=click.IntRange(1, 8), default=2, show_default=True,
+              help="Depth of trees (--weak-learner tree).")
+@click.option("--weight-trim-rate", type=float, default=0.95, show_default=True,
+              help="Weight trimming (1 = off).")
+@click.option("--mirror", is_flag=True, help="Add horizontally mirrored positives.")
+@click.option("--mining-scale-factor", type=float, default=1.25, show_default=True,
+              help="Scale step of the background pyramids.")
+@click.option("--mining-step", type=click.IntRange(min=1),
+              help="Grid step in pixels when scanning backgrounds (default: window / 4).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
+@click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Threads (0 = all cores).")
+@click.option("--resume", is_flag=True,
+              help="Continue from the checkpoint in the output folder (same settings; more "
+                   "--stages or more backgrounds are allowed).")
+@click.option("--max-new-stages", type=click.IntRange(min=1), hidden=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
+def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, output: str,
+            window: str, features: str, haar_mode: str, sampler: str,
+            sampler_budget: int | None, stages: int, min_hit_rate: float,
+            max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
+            weak_learner: str, max_depth: int, weight_trim_rate: float, mirror: bool,
+            mining_scale_factor: float, mining_step: int | None, seed: int, threads: int,
+            resume: bool, max_new_stages: int | None, quiet: bool) -> None:
+    """Train a cascade detector from positives POS and backgrounds NEG.
+
+    POS: a folder of crops, an annotation file (info.dat, .csv, .json), a .vec or an .npz.
+    NEG: a folder of background images (no object) or a bg.txt list; relative paths in list
+    files are resolved against the list file's folder.
+    """
+    echo = click.echo
+    # ---- inputs ----------------------------------------------------------------------------
+    if vec and pos:
+        raise InputError("give the positives once: POS or --vec, not both")
+    if bg and neg:
+        raise InputError("give the backgrounds once: NEG or --bg, not both")
+    pos_src = vec or pos
+    neg_src = bg or neg
+    if pos_src is None or neg_src is None:
+        raise InputError("missing input: positives (POS or --vec) and backgrounds (NEG or --bg) "
+                         "are both required; see vjtrain --help")
+    win = _parse_window(window)
+    if not 0.0 < min_hit_rate <= 1.0:
+        raise InputError(f"--min-hit-rate: must be in (0, 1], got {min_hit_rate}")
+    if not 0.0 < max_false_alarm < 1.0:
+        raise InputError(f"--max-false-alarm: must be in (0, 1), got {max_false_alarm}")
+    if not 0.0 < weight_trim_rate <= 1.0:
+        raise InputError(f"--weight-trim-rate: must be in (0, 1], got {weight_trim_rate}")
+    mining: dict[str, Any] = {"scale_factor": mining_scale_factor}
+    if mining_step is not None:
+        mining["step"] = mining_step
+    from vjboost.cascade.negatives import MiningParams
+
+    try:
+        MiningParams(win, **mining)
+    except ValueError as exc:
+        raise InputError(f"--mining-{exc}") from None
+    from vjboost.cascade.trainer import CascadeTrainer, TrainingError, make_pool, positives_needed
+
+    try:
+        pool = make_pool(features, win, haar_mode=haar_mode)
+    except TrainingError as exc:
+        raise InputError(f"--{exc}") from None
+    if sampler not in ("full", None):
+        from vjboost.boost.sampling import SAMPLERS
+
+        if sampler not in SAMPLERS:
+            raise InputError(f"--sampler: expected full or one of {', '.join(sorted(SAMPLERS))}, "
+                             f"got {sampler!r}")
+        if weak_learner != "stump":
+            raise InputError("--sampler: samplers choose stumps; use --weak-learner stump")
+    positives = _load_positives(pos_src, win, mirror, echo)
+    need = positives_needed(num_pos, stages, min_hit_rate)
+    if len(positives) < need:
+        most = int(len(positives) / (1 + max(stages - 1, 0) * (1 - min_hit_rate)))
+        raise InputError(
+            f"too few positives: {len(positives)} available, but {stages} stages of --num-pos "
+            f"{num_pos} at --min-hit-rate {min_hit_rate} may consume up to {need} (each stage "
+            f"replaces the positives earlier stages reject); use --num-pos {most} or fewer, "
+            "fewer --stages, or more positives")
+    backgrounds = _background_list(neg_src)
+    backgrounds, n_pixels = _check_backgrounds(backgrounds, win, echo)
+    mp = MiningParams(win, **mining)
+    # grid windows of one pass at full scale only (a lower bound of what mining can scan)
+    approx = n_pixels / float(mp.grid_step ** 2)
+    if approx * mp.n_passes < num_neg:
+        raise InputError(
+            f"the {len(backgrounds)} background image(s) hold about {int(approx * mp.n_passes)} "
+            f"windows of {win[1]}x{win[0]}, fewer than --num-neg {num_neg}; add backgrounds or "
+            "lower --num-neg")
+    out = Path(output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot create the output folder ({exc.strerror or exc})"
+                         ) from None
+    if not os.access(out, os.W_OK):
+        raise InputError(f"{out}: the output folder is not writable")
+    from vjboost.cascade.checkpoint import CHECKPOINT_NAME
+
+    if (out / CHECKPOINT_NAME).exists() and not resume:
+        raise InputError(f"{out}: holds a training checkpoint already; add --resume to continue "
+                         "it, or choose another output folder")
+    echo(f"positives: {len(positives)} ({pos_src}), budget needed {need}; backgrounds: "
+         f"{len(backgrounds)} image(s); pool: {pool!r}")
+    trainer = CascadeTrainer(
+        window_shape=win, features=pool, num_stages=stages, min_hit_rate=min_hit_rate,
+        max_false_alarm=max_false_alarm, num_pos=num_pos, num_neg=num_neg,
+        max_weak_count=max_weak_count, loss=loss, weak_learner=weak_learner,
+        max_depth=max_depth, weight_trim_rate=weight_trim_rate,
+        sampler=None if sampler == "full" else sampler, sampler_budget=sampler_budget,
+        mining=mining, seed=seed, threads=threads or None,
+        progress=not quiet and sys.stderr.isatty(),
+    )
+    try:
+        trainer.fit(positives, backgrounds, output_dir=out, resume=resume, log=echo,
+                    max_new_stages=max_new_stages)
+    except TrainingError as exc:
+        raise InputError(str(exc)) from None
+    except KeyboardInterrupt:
+        echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run the "
+             "same command with --resume to continue")
+        sys.exit(130)
+    _write_outputs(trainer, out, positives, echo)
+    _explain_stop(trainer, out, echo)
+
+
+def _write_outputs(trainer, out: Path, positives: np.ndarray, echo) -> None:
+    from vjboost.cascade.report import write_report
+
+    model = trainer.model_
+    if model is not None:
+        from vjboost.cascade.model_io import save_model
+
+        try:
+            save_model(model, out / "model.json")
+            echo(f"model: {out / 'model.json'} ({model.summary()})")
+        except (TypeError, ValueError, AttributeError) as exc:
+            echo(f"warning: the model could not be saved in vjboost's format ({exc}); the "
+                 f"trained stages are in {out / 'checkpoint.json'}")
+        if model.feature_type in ("HAAR", "LBP"):
+            from vjboost.cascade.opencv_xml import write_opencv_xml
+
+            write_opencv_xml(model, out / "cascade.xml")
+            echo(f"OpenCV cascade: {out / 'cascade.xml'}")
+        else:
+            echo("no OpenCV XML: OpenCV runs only HAAR and LBP cascades (train with --features "
+                 "haar or --features lbp for one)")
+    files = write_report(trainer.report_, out, positives.mean(axis=0))
+    echo(f"report: {', '.join(str(f) for f in files)}")
+    peak = max((s.info.get("peak_rss", 0) for s in trainer.stages_), default=0)
+    from vjboost._memory import format_bytes
+
+    echo(f"time {trainer.fit_time_:.1f} s, peak memory {format_bytes(peak)}")
+
+
+def _explain_stop(trainer, out: Path, echo) -> None:
+    stop = trainer.stop_
+    reason = stop["reason"]
+    echo(f"training stopped: {stop['message']}")
+    n = len(trainer.stages_)
+    how = {
+        "num_stages": "to add stages, run the same command with a larger --stages and --resume",
+        "false_alarm_target": ("the cascade meets --max-false-alarm^--stages on the backgrounds; "
+                               "to go further, rerun with a larger --stages and --resume"),
+        "negatives_exhausted": ("add background images to the list/folder (or lower "
+                                "--num-neg, which restarts training) and rerun with --resume"),
+        "positives_used_up": ("give more positives or a lower --num-pos / --min-hit-rate (this "
+                              "restarts training in a new output folder)"),
+        "paused": "run the same command with --resume to continue",
+    }.get(reason, "")
+    if how:
+        echo(f"to continue: {how} ({n} stage(s) saved in {out})")
+    if n == 0:
+        raise click.ClickException("no stage could be trained")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``vjtrain`` console script."""
+    vjtrain.main(args=argv, prog_name="vjtrain")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+

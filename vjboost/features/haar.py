@@ -1,0 +1,526 @@
+"""Haar-like features on integral images, enumerated exactly as OpenCV's traincascade does.
+
+A Haar feature is a weighted sum of 2 or 3 rectangles (upright, or rotated by 45° on the tilted
+integral image). The pool is OpenCV's ``CvHaarEvaluator::generateFeatures`` (traincascade, OpenCV
+3.4.18): loops over the anchor ``x``, then ``y``, then the unit sizes ``dx``, ``dy`` (1 up to the
+window size), and for each ``(x, y, dx, dy)`` emits, in this order, every *type* of the chosen
+mode that fits:
+
+========  ====  =========================================================  =======
+type      mode  rectangles ``(x, y, w, h, weight)``                        tilted
+========  ====  =========================================================  =======
+x2        all   ``(x, y, 2dx, dy, -1)``, ``(x+dx, y, dx, dy, +2)``          no
+y2        all   ``(x, y, dx, 2dy, -1)``, ``(x, y+dy, dx, dy, +2)``          no
+x3        all   ``(x, y, 3dx, dy, -1)``, ``(x+dx, y, dx, dy, +k3)``         no
+y3        all   ``(x, y, dx, 3dy, -1)``, ``(x, y+dy, dx, dy, +k3)``         no
+x4        CORE  ``(x, y, 4dx, dy, -1)``, ``(x+dx, y, 2dx, dy, +2)``         no
+y4        CORE  ``(x, y, dx, 4dy, -1)``, ``(x, y+dy, dx, 2dy, +2)``         no
+x2y2      all   ``(x, y, 2dx, 2dy, -1)``, ``(x, y, dx, dy, +2)``,            no
+                ``(x+dx, y+dy, dx, dy, +2)``
+centre    CORE  ``(x, y, 3dx, 3dy, -1)``, ``(x+dx, y+dy, dx, dy, +9)``      no
+tx2       ALL   ``(x, y, 2dx, dy, -1)``, ``(x, y, dx, dy, +2)``             yes
+ty2       ALL   ``(x, y, dx, 2dy, -1)``, ``(x, y, dx, dy, +2)``             yes
+tx3       ALL   ``(x, y, 3dx, dy, -1)``, ``(x+dx, y+dx, dx, dy, +k3)``      yes
+ty3       ALL   ``(x, y, dx, 3dy, -1)``, ``(x-dy, y+dy, dx, dy, +k3)``      yes
+tx4       ALL   ``(x, y, 4dx, dy, -1)``, ``(x+dx, y+dx, 2dx, dy, +2)``      yes
+ty4       ALL   ``(x, y, dx, 4dy, -1)``, ``(x-dy, y+dy, dx, 2dy, +2)``      yes
+========  ====  =========================================================  =======
+
+("CORE" = modes CORE and ALL; "ALL" = mode ALL only.) Mode ``BASIC`` (x2, y2, x3, y3, x2y2) is
+exactly the five Viola–Jones feature types: 162,336 features in a 24×24 window, 63,960 in 19×19.
+
+**Weight of the three-rectangle types (``k3``).** OpenCV 3.4.18's traincascade (the build that
+produced the reference cascade ``traincascade-anchor/cbcl_haar.xml``) and the copy in
+opencv_contrib put **+2** on the middle third (value = middle − sides, Viola–Jones' definition
+and scikit-image's ``type-3-*``); older traincascade sources put +3 there (value = 2·middle −
+sides, zero on a flat patch — issue #14128 of opencv/opencv discusses the generator). vjboost
+defaults to ``x3_weight=2.0``, so that its pool and its XML are feature-for-feature those of
+``opencv_traincascade`` 3.4.18 (checked on the reference cascade: its 84 features are all in our
+19×19 BASIC pool, in increasing pool order); ``x3_weight=3.0`` gives the older convention. Both
+export exactly, since OpenCV's detector uses the weights as written.
+
+Sign conventions w.r.t. scikit-image's ``haar_like_feature``: ``type-2-x``/``type-2-y`` equal
+x2/y2 (second minus first rectangle), ``type-3-*`` equal x3/y3 with ``x3_weight=2``, and
+``type-4`` is the negative of x2y2.
+
+**Values.** With ``normalize=True`` (default) a feature value is OpenCV's training value
+``float32(v) / float32(sqrt(A·q − s²))``, where ``v`` is the weighted rectangle sum and ``s``,
+``q`` are the sum and squared sum of the window's inner rectangle ``(1, 1, W−2, H−2)`` of area
+``A``; the value is 0 where that divisor is 0 (a flat inner area). ``√(A·q − s²) = A·σ``, so
+thresholds learnt on these values export unchanged to OpenCV XML. ``normalize=False`` gives the
+raw weighted sums ``v``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+from numba import prange
+
+from vjboost._memory import check_memory
+from vjboost.features.base import (
+    Channels,
+    FeatureFamily,
+    check_channels,
+    check_feature_ids,
+    check_image,
+    check_positions,
+    check_sample_ids,
+    check_window_shape,
+    check_windows,
+    register_family,
+)
+from vjboost.features.integral import (
+    _integral_into,
+    _sq_integral_into,
+    _tilted_into,
+    check_rects_fit,
+    integral_dtype,
+    rect_corner_offsets,
+    weighted_rect_sums_kernel,
+)
+
+__all__ = ["HAAR_TYPES", "HaarFamily", "haar_feature_table", "haar_pool_size"]
+
+#: feature types in OpenCV's emission order
+HAAR_TYPES = (
+    "x2", "y2", "x3", "y3", "x4", "y4", "x2y2", "centre",
+    "tx2", "ty2", "tx3", "ty3", "tx4", "ty4",
+)  # fmt: skip
+_MODE_TYPES = {
+    "BASIC": ("x2", "y2", "x3", "y3", "x2y2"),
+    "CORE": ("x2", "y2", "x3", "y3", "x4", "y4", "x2y2", "centre"),
+    "ALL": HAAR_TYPES,
+}
+_MODE_ALIASES = {"VIOLA-JONES": "BASIC", "VIOLA_JONES": "BASIC", "VJ": "BASIC"}
+
+# channel layout of the prepared integral stack
+_CH_SUM, _CH_SQ, _CH_TILT = 0, 1, 2
+
+
+def _type_geometry(t: str, x, y, dx, dy, W: int, H: int, k3: float):  # noqa: N803
+    """Fit mask and rectangles ``[(x, y, w, h, weight), ...]`` of type ``t`` (vectorised)."""
+    if t == "x2":
+        fit = (x + 2 * dx <= W) & (y + dy <= H)
+        rects = [(x, y, 2 * dx, dy, -1.0), (x + dx, y, dx, dy, 2.0)]
+    elif t == "y2":
+        fit = (x + dx <= W) & (y + 2 * dy <= H)
+        rects = [(x, y, dx, 2 * dy, -1.0), (x, y + dy, dx, dy, 2.0)]
+    elif t == "x3":
+        fit = (x + 3 * dx <= W) & (y + dy <= H)
+        rects = [(x, y, 3 * dx, dy, -1.0), (x + dx, y, dx, dy, k3)]
+    elif t == "y3":
+        fit = (x + dx <= W) & (y + 3 * dy <= H)
+        rects = [(x, y, dx, 3 * dy, -1.0), (x, y + dy, dx, dy, k3)]
+    elif t == "x4":
+        fit = (x + 4 * dx <= W) & (y + dy <= H)
+        rects = [(x, y, 4 * dx, dy, -1.0), (x + dx, y, 2 * dx, dy, 2.0)]
+    elif t == "y4":
+        fit = (x + dx <= W) & (y + 4 * dy <= H)
+        rects = [(x, y, dx, 4 * dy, -1.0), (x, y + dy, dx, 2 * dy, 2.0)]
+    elif t == "x2y2":
+        fit = (x + 2 * dx <= W) & (y + 2 * dy <= H)
+        rects = [(x, y, 2 * dx, 2 * dy, -1.0), (x, y, dx, dy, 2.0), (x + dx, y + dy, dx, dy, 2.0)]
+    elif t == "centre":
+        fit = (x + 3 * dx <= W) & (y + 3 * dy <= H)
+        rects = [(x, y, 3 * dx, 3 * dy, -1.0), (x + dx, y + dy, dx, dy, 9.0)]
+    elif t == "tx2":
+        fit = (x + 2 * dx <= W) & (y + 2 * dx + dy <= H) & (x - dy >= 0)
+        rects = [(x, y, 2 * dx, dy, -1.0), (x, y, dx, dy, 2.0)]
+    elif t == "ty2":
+        fit = (x + dx <= W) & (y + dx + 2 * dy <= H) & (x - 2 * dy >= 0)
+        rects = [(x, y, dx, 2 * dy, -1.0), (x, y, dx, dy, 2.0)]
+    elif t == "tx3":
+        fit = (x + 3 * dx <= W) & (y + 3 * dx + dy <= H) & (x - dy >= 0)
+        rects = [(x, y, 3 * dx, dy, -1.0), (x + dx, y + dx, dx, dy, k3)]
+    elif t == "ty3":
+        fit = (x + dx <= W) & (y + dx + 3 * dy <= H) & (x - 3 * dy >= 0)
+        rects = [(x, y, dx, 3 * dy, -1.0), (x - dy, y + dy, dx, dy, k3)]
+    elif t == "tx4":
+        fit = (x + 4 * dx <= W) & (y + 4 * dx + dy <= H) & (x - dy >= 0)
+        rects = [(x, y, 4 * dx, dy, -1.0), (x + dx, y + dx, 2 * dx, dy, 2.0)]
+    elif t == "ty4":
+        fit = (x + dx <= W) & (y + dx + 4 * dy <= H) & (x - 4 * dy >= 0)
+        rects = [(x, y, dx, 4 * dy, -1.0), (x - dy, y + dy, dx, 2 * dy, 2.0)]
+    else:  # pragma: no cover - guarded by the caller
+        raise ValueError(t)
+    return fit, rects
+
+
+def _resolve_mode(mode: str) -> str:
+    if not isinstance(mode, str):
+        raise TypeError(f"mode: expected 'BASIC', 'CORE' or 'ALL', got {mode!r}")
+    m = mode.strip().upper()
+    m = _MODE_ALIASES.get(m, m)
+    if m not in _MODE_TYPES:
+        raise ValueError(
+            f"mode: expected 'BASIC', 'CORE' or 'ALL' (or 'viola-jones'), got {mode!r}"
+        )
+    return m
+
+
+def _resolve_types(mode: str, types: Any) -> tuple[str, ...]:
+    allowed = _MODE_TYPES[mode]
+    if types is None:
+        return allowed
+    if isinstance(types, str):
+        types = [types]
+    types = list(types)
+    if not types:
+        raise ValueError("types: empty list of Haar feature types")
+    bad = [t for t in types if t not in allowed]
+    if bad:
+        raise ValueError(f"types: {bad} not in mode {mode}'s types {list(allowed)}")
+    # keep OpenCV's emission order whatever order the user listed them in
+    return tuple(t for t in allowed if t in types)
+
+
+def haar_feature_table(
+    window_shape: tuple[int, int],
+    mode: str = "BASIC",
+    x3_weight: float = 2.0,
+    types: Any = None,
+) -> dict[str, np.ndarray]:
+    """Enumerate the Haar pool in OpenCV traincascade order.
+
+    Parameters
+    ----------
+    window_shape : (H, W)
+    mode : {"BASIC", "CORE", "ALL"}
+    x3_weight : float
+        Weight of the middle rectangle of the three-rectangle types (see module docs).
+    types : list of str, optional
+        Restrict to these types (order stays OpenCV's).
+
+    Returns
+    -------
+    dict with
+        ``rects`` int32 (F, 3, 6) ``(channel, x, y, w, h, tilted)`` (channel 0 = upright sum,
+        2 = tilted sum), ``weights`` float64 (F, 3) (0 = unused third rect), ``type`` int8 (F,)
+        index into :data:`HAAR_TYPES`, ``anchor`` int32 (F, 4) ``(x, y, dx, dy)``.
+    """
+    H, W = check_window_shape(window_shape)  # noqa: N806
+    mode = _resolve_mode(mode)
+    types = _resolve_types(mode, types)
+    # all (x, y, dx, dy) in the generator's loop order: x outermost, then y, dx, dy
+    x, y, dx, dy = (
+        a.ravel()
+        for a in np.meshgrid(
+            np.arange(W), np.arange(H), np.arange(1, W + 1), np.arange(1, H + 1), indexing="ij"
+        )
+    )
+    n_combo = x.shape[0]
+    fits = np.zeros((n_combo, len(types)), dtype=bool)
+    geo = []
+    for j, t in enumerate(types):
+        fit, rects = _type_geometry(t, x, y, dx, dy, W, H, float(x3_weight))
+        fits[:, j] = fit
+        geo.append(rects)
+    combo, tj = np.nonzero(fits)  # row-major: combo order, then type order within a combo
+    n = combo.shape[0]
+    rect_arr = np.zeros((n, 3, 6), dtype=np.int32)
+    weights = np.zeros((n, 3), dtype=np.float64)
+    type_idx = np.empty(n, dtype=np.int8)
+    for j, t in enumerate(types):
+        sel = np.flatnonzero(tj == j)
+        if sel.size == 0:
+            continue
+        c = combo[sel]
+        tilted = t.startswith("t")
+        type_idx[sel] = HAAR_TYPES.index(t)
+        for k, (rx, ry, rw, rh, wt) in enumerate(geo[j]):
+            rect_arr[sel, k, 0] = _CH_TILT if tilted else _CH_SUM
+            rect_arr[sel, k, 1] = rx[c]
+            rect_arr[sel, k, 2] = ry[c]
+            rect_arr[sel, k, 3] = rw[c]
+            rect_arr[sel, k, 4] = rh[c]
+            rect_arr[sel, k, 5] = int(tilted)
+            weights[sel, k] = wt
+    anchor = np.stack([x[combo], y[combo], dx[combo], dy[combo]], axis=1).astype(np.int32)
+    return {"rects": rect_arr, "weights": weights, "type": type_idx, "anchor": anchor}
+
+
+def haar_pool_size(window_shape: tuple[int, int], mode: str = "BASIC") -> int:
+    """Number of Haar features of ``mode`` in a window (OpenCV's pool size)."""
+    return int(haar_feature_table(window_shape, mode)["type"].shape[0])
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------------
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _prepare_kernel(windows, out, tilted):  # pragma: no cover - numba
+    w = windows.shape[2]
+    for s in prange(windows.shape[0]):
+        _integral_into(windows[s], out[s, _CH_SUM])
+        _sq_integral_into(windows[s], out[s, _CH_SQ])
+        if tilted:
+            diag = np.empty((2, max(w, 1)), dtype=out.dtype)
+            _tilted_into(windows[s], out[s, _CH_TILT], diag)
+
+
+@numba.njit(parallel=True, cache=True, nogil=True)
+def _norm_divisors(flat, bases, row_stride, ch_stride, height, width, out):  # pragma: no cover
+    """float32 ``sqrt(A q - s**2)`` over the inner rect (1, 1, W-2, H-2) of each window."""
+    area = np.int64((width - 2) * (height - 2))
+    o0 = row_stride + 1
+    o1 = row_stride + width - 1
+    o2 = (height - 1) * row_stride + 1
+    o3 = (height - 1) * row_stride + width - 1
+    for p in prange(bases.shape[0]):
+        b = bases[p]
+        s = (np.int64(flat[b + o0]) - np.int64(flat[b + o1]) - np.int64(flat[b + o2])
+             + np.int64(flat[b + o3]))
+        bq = b + ch_stride
+        q = (np.int64(flat[bq + o0]) - np.int64(flat[bq + o1]) - np.int64(flat[bq + o2])
+             + np.int64(flat[bq + o3]))
+        nf = np.float64(area * q - s * s)
+        out[p] = np.float32(np.sqrt(nf)) if nf > 0 else np.float32(0.0)
+
+
+# --------------------------------------------------------------------------------------------
+# The family
+# --------------------------------------------------------------------------------------------
+
+
+@register_family
+class HaarFamily(FeatureFamily):
+    """Haar-like features (upright and 45° tilted) in OpenCV traincascade's order.
+
+    Parameters
+    ----------
+    window_shape : (int, int)
+        ``(height, width)`` of the training window, e.g. ``(24, 24)``.
+    mode : {"BASIC", "CORE", "ALL"}, default "BASIC"
+        OpenCV's feature set; ``"viola-jones"`` is an alias of ``"BASIC"`` (the five VJ types).
+    x3_weight : float, default 2.0
+        Weight of the middle rectangle of three-rectangle types (2.0: OpenCV 3.4.18
+        traincascade, opencv_contrib, Viola–Jones, scikit-image; 3.0: older traincascade
+        sources, zero sum on flat patches).
+    normalize : bool, default True
+        Divide by ``sqrt(A q - s**2)`` of the inner window as OpenCV (training and detection).
+    types : list of str, optional
+        Keep only these types (see :data:`HAAR_TYPES`); a sub-family of the mode's pool.
+
+    Notes
+    -----
+    ``prepare`` builds per window one ``(C, H + 1, W + 1)`` integral stack: upright sum, squared
+    sum and (mode ALL) the tilted sum; int32 while exact (windows up to ~181×181), else int64.
+    ``evaluate`` runs :func:`vjboost.features.integral.weighted_rect_sums_kernel`, parallel over
+    windows.
+    """
+
+    name = "haar"
+
+    def __init__(
+        self,
+        window_shape: tuple[int, int] = (24, 24),
+        mode: str = "BASIC",
+        x3_weight: float = 2.0,
+        normalize: bool = True,
+        types: Any = None,
+    ) -> None:
+        self.window_shape = check_window_shape(window_shape)
+        self.mode = _resolve_mode(mode)
+        if isinstance(x3_weight, bool) or not isinstance(x3_weight, int | float):
+            raise TypeError(f"x3_weight: expected a number, got {x3_weight!r}")
+        if not np.isfinite(x3_weight) or x3_weight == 0:
+            raise ValueError(f"x3_weight: expected a finite non-zero number, got {x3_weight!r}")
+        self.x3_weight = float(x3_weight)
+        self.normalize = bool(normalize)
+        self.types = _resolve_types(self.mode, types)
+        h, w = self.window_shape
+        if self.normalize and (h < 3 or w < 3):
+            raise ValueError(
+                f"window_shape: normalize=True needs windows of at least 3x3 (the normalisation "
+                f"uses the inner (W-2)x(H-2) area), got {h}x{w}; use normalize=False"
+            )
+        table = haar_feature_table(self.window_shape, self.mode, self.x3_weight, self.types)
+        if table["type"].shape[0] == 0:
+            raise ValueError(
+                f"window_shape {self.window_shape} holds no Haar feature of types {self.types}"
+            )
+        self._rects = table["rects"]
+        self._weights = table["weights"]
+        self._type = table["type"]
+        self._anchor = table["anchor"]
+        self.n_features = int(self._type.shape[0])
+        self._tilted = bool((self._rects[:, :, 5] != 0).any())
+        self._n_channels = 3 if self._tilted else 2
+        self._win_offsets: np.ndarray | None = None
+
+    # -- description ---------------------------------------------------------------------------
+
+    @property
+    def rects(self) -> np.ndarray:
+        """Rectangle table (F, 3, 6) ``(channel, x, y, w, h, tilted)``; read-only view."""
+        v = self._rects.view()
+        v.flags.writeable = False
+        return v
+
+    @property
+    def weights(self) -> np.ndarray:
+        """Rectangle weights (F, 3); 0 marks an unused third rectangle. Read-only view."""
+        v = self._weights.view()
+        v.flags.writeable = False
+        return v
+
+    def feature_type(self, i: int) -> str:
+        """Type name of feature ``i`` (see :data:`HAAR_TYPES`)."""
+        return HAAR_TYPES[self._type[self._check_index(i)]]
+
+    def describe(self, i: int) -> dict[str, Any]:
+        """Geometry of feature ``i`` in OpenCV XML semantics.
+
+        Returns
+        -------
+        dict
+            ``family``, ``index``, ``type``, ``text``, ``rects`` (list of ``(x, y, w, h, weight)``,
+            2 or 3 entries, window coordinates), ``tilted`` (bool), ``window_shape``,
+            ``normalized`` (bool).
+        """
+        i = self._check_index(i)
+        t = HAAR_TYPES[self._type[i]]
+        n_r = int(np.count_nonzero(self._weights[i]))
+        rects = [
+            (int(r[1]), int(r[2]), int(r[3]), int(r[4]), float(wt))
+            for r, wt in zip(self._rects[i, :n_r], self._weights[i, :n_r], strict=True)
+        ]
+        x, y, dx, dy = (int(v) for v in self._anchor[i])
+        tilted = bool(self._rects[i, 0, 5])
+        text = f"haar {t} at (x={x}, y={y}) unit {dx}x{dy}" + (" tilted 45deg" if tilted else "")
+        return {
+            "family": self.name,
+            "index": i,
+            "type": t,
+            "text": text,
+            "rects": rects,
+            "tilted": tilted,
+            "window_shape": self.window_shape,
+            "normalized": self.normalize,
+        }
+
+    def get_config(self) -> dict[str, Any]:
+        all_types = self.types == _MODE_TYPES[self.mode]
+        return {
+            "window_shape": list(self.window_shape),
+            "mode": self.mode,
+            "x3_weight": self.x3_weight,
+            "normalize": self.normalize,
+            "types": None if all_types else list(self.types),
+        }
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> HaarFamily:
+        cfg = dict(cfg)
+        cfg["window_shape"] = tuple(cfg.get("window_shape", (24, 24)))
+        return cls(**cfg)
+
+    def channels_nbytes(self, n_samples: int) -> int:
+        h, w = self.window_shape
+        item = np.dtype(integral_dtype(h, w, squared=True)).itemsize
+        return int(n_samples) * (self._n_channels * (h + 1) * (w + 1) * item + 4)
+
+    # -- preparation ---------------------------------------------------------------------------
+
+    def _integrals(self, arr: np.ndarray, dtype: Any) -> np.ndarray:
+        out = np.empty(
+            (arr.shape[0], self._n_channels, arr.shape[1] + 1, arr.shape[2] + 1), dtype=dtype
+        )
+        _prepare_kernel(arr, out, self._tilted)
+        return out
+
+    def _divisors(self, ii: np.ndarray, bases: np.ndarray) -> np.ndarray:
+        h, w = self.window_shape
+        out = np.empty(bases.shape[0], dtype=np.float32)
+        if not self.normalize:
+            out.fill(1.0)
+            return out
+        hp, wp = ii.shape[2], ii.shape[3]
+        _norm_divisors(ii.reshape(-1), bases, wp, hp * wp, h, w, out)
+        return out
+
+    def prepare(self, windows: Any) -> Channels:
+        """Integral stack ``(S, C, H + 1, W + 1)`` and the per-window normalisation divisor.
+
+        Parameters
+        ----------
+        windows : uint8 array (S, H, W)
+
+        Returns
+        -------
+        Channels
+            arrays ``"ii"`` (S, C, H+1, W+1) int32/int64 and ``"divisor"`` (S,) float32.
+        """
+        arr = check_windows(windows, self.window_shape)
+        check_memory(
+            self.channels_nbytes(arr.shape[0]),
+            f"Haar integral images of {arr.shape[0]} windows",
+            advice="Prepare the windows in smaller batches.",
+        )
+        h, w = self.window_shape
+        ii = self._integrals(arr, integral_dtype(h, w, squared=True))
+        step = self._n_channels * (h + 1) * (w + 1)
+        divisor = self._divisors(ii, np.arange(arr.shape[0], dtype=np.int64) * step)
+        return Channels(
+            self.name, "windows", self.window_shape, arr.shape[0], {"ii": ii, "divisor": divisor}
+        )
+
+    def prepare_image(self, image: Any) -> Channels:
+        """Integral stack ``(1, C, Hi + 1, Wi + 1)`` int64 of a whole gray image."""
+        img = check_image(image, self.window_shape)
+        ii = self._integrals(img[None], np.int64)
+        return Channels(self.name, "image", img.shape, 1, {"ii": ii})
+
+    # -- evaluation ----------------------------------------------------------------------------
+
+    def _window_offsets(self) -> np.ndarray:
+        if self._win_offsets is None:
+            h, w = self.window_shape
+            self._win_offsets = rect_corner_offsets(self._rects, w + 1, (h + 1) * (w + 1))
+        return self._win_offsets
+
+    def evaluate(self, channels: Channels, feature_ids: Any = None, sample_ids: Any = None):
+        """Feature values on prepared windows.
+
+        Returns
+        -------
+        ndarray of float32, shape (len(feature_ids), len(sample_ids))
+        """
+        ch = check_channels(channels, self, "windows")
+        fids = check_feature_ids(feature_ids, self.n_features)
+        sids = check_sample_ids(sample_ids, ch.n_samples)
+        ii = ch["ii"]
+        step = ii.shape[1] * ii.shape[2] * ii.shape[3]
+        offs = self._window_offsets()[fids]
+        wts = self._weights[fids]
+        out = np.empty((fids.shape[0], sids.shape[0]), dtype=np.float32)
+        div = np.ascontiguousarray(ch["divisor"][sids])
+        weighted_rect_sums_kernel(ii.reshape(-1), sids * step, offs, wts, div, out)
+        return out
+
+    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
+        """Feature values of windows at ``positions`` (P, 2) ``(y, x)`` of a prepared image.
+
+        Equal to ``evaluate`` on the windows cut out at these positions (same normalisation).
+        """
+        ch = check_channels(channels, self, "image")
+        fids = check_feature_ids(feature_ids, self.n_features)
+        pos = check_positions(positions, ch.shape, self.window_shape)
+        ii = ch["ii"]
+        hp, wp = ii.shape[2], ii.shape[3]
+        bases = pos[:, 0] * wp + pos[:, 1]
+        offs = rect_corner_offsets(self._rects[fids], wp, hp * wp)
+        div = self._divisors(ii, bases)
+        out = np.empty((fids.shape[0], pos.shape[0]), dtype=np.float32)
+        weighted_rect_sums_kernel(ii.reshape(-1), bases, offs, self._weights[fids], div, out)
+        return out
+
+    def check_table(self) -> None:
+        """Verify that every rectangle lies inside the window (raises ``ValueError``)."""
+        h, w = self.window_shape
+        check_rects_fit(self._rects, self._weights, 3, h, w)

@@ -1,0 +1,387 @@
+"""Intensity and colour histograms over sub-rectangles of the window (integral histograms).
+
+Every pixel gets one *label* per histogram plane (its bin); each label value is an indicator
+channel, and the integral image of each indicator channel turns "how many pixels of the rectangle
+fall into bin ``b``" into one rectangle sum, evaluated by the generic kernel of
+:mod:`vjboost.features.integral`. A feature is the *fraction* of the rectangle's pixels in a bin
+(count / area), so features over rectangles of different sizes are comparable.
+
+Families
+--------
+``intensity_hist`` (gray windows)
+    Histogram of gray values with ``bins`` equal bins over 0..255.
+``color_hist`` (RGB windows)
+    Colour space ``"rgb"``, ``"hsv"``, ``"luv"`` (8-bit OpenCV conversions,
+    ``cv2.cvtColor(..., COLOR_RGB2HSV / COLOR_RGB2Luv)``: H in 0..179, the other channels in 0..255)
+    or ``"gray"`` (``COLOR_RGB2GRAY``); *per-channel* histograms (``joint=False``: ``bins`` bins for
+    each channel) or one *joint* histogram (``joint=True``: ``bins ** 3`` cells).
+
+A value ``v`` of a channel with range ``n`` (256, or 180 for hue) falls into bin
+``v * bins // n``.
+
+Rectangles: ``grids`` lists ``(rows, cols)`` divisions of the window; grid ``(r, c)`` cuts it into
+``r x c`` cells with boundaries ``round(k * H / r)`` (``(1, 1)`` is the whole window). Feature
+``i = rect * n_channels + channel``, rectangles in grid order then row-major.
+
+The label-histogram machinery (:class:`LabelHistogramFamily`, :func:`grid_rects`,
+:func:`label_integrals`) is shared with the per-pixel LBP histograms of
+:mod:`vjboost.features.lbp`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import cv2
+import numba
+import numpy as np
+from numba import prange
+
+from vjboost._memory import check_memory
+from vjboost.features.base import (
+    Channels,
+    FeatureFamily,
+    check_channels,
+    check_feature_ids,
+    check_image,
+    check_sample_ids,
+    check_window_shape,
+    check_windows,
+    register_family,
+)
+from vjboost.features.integral import (
+    integral_channels,
+    weighted_rect_sums,
+    weighted_rect_sums_at,
+)
+
+__all__ = [
+    "COLOR_SPACES",
+    "ColorHistogramFamily",
+    "IntensityHistogramFamily",
+    "LabelHistogramFamily",
+    "color_labels",
+    "convert_color",
+    "grid_rects",
+    "label_integrals",
+]
+
+_JIT = {"cache": True, "nogil": True}
+
+#: colour spaces of ``color_hist``: name → (cv2 code or None, channel names, channel ranges)
+COLOR_SPACES: dict[str, tuple[int | None, tuple[str, ...], tuple[int, ...]]] = {
+    "rgb": (None, ("R", "G", "B"), (256, 256, 256)),
+    "hsv": (cv2.COLOR_RGB2HSV, ("H", "S", "V"), (180, 256, 256)),
+    "luv": (cv2.COLOR_RGB2Luv, ("L", "u", "v"), (256, 256, 256)),
+    "gray": (cv2.COLOR_RGB2GRAY, ("gray",), (256,)),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Shared machinery
+# --------------------------------------------------------------------------------------------
+
+
+def grid_rects(
+    window_shape: tuple[int, int], grids: Any, margin: int = 0
+) -> np.ndarray:
+    """Rectangles ``(x, y, w, h)`` of grid divisions of a window's inner region.
+
+    Parameters
+    ----------
+    window_shape : (H, W)
+    grids : sequence of (rows, cols)
+        Each grid cuts the region ``[margin, H - margin) x [margin, W - margin)`` into
+        ``rows x cols`` cells with boundaries ``margin + round(k * h / rows)``.
+    margin : int
+        Border excluded from every rectangle (pixels).
+
+    Returns
+    -------
+    ndarray of int64, shape (n_rects, 4)
+    """
+    h, w = window_shape
+    ih, iw = h - 2 * margin, w - 2 * margin
+    try:
+        grid_list = [tuple(int(v) for v in g) for g in grids]
+    except (TypeError, ValueError):
+        raise ValueError(f"grids: expected a sequence of (rows, cols) pairs, got {grids!r}") \
+            from None
+    if not grid_list:
+        raise ValueError("grids: empty list of grids")
+    out = []
+    for g in grid_list:
+        if len(g) != 2 or g[0] < 1 or g[1] < 1:
+            raise ValueError(f"grids: each grid must be a (rows, cols) pair >= 1, got {g}")
+        r, c = g
+        if r > ih or c > iw:
+            raise ValueError(
+                f"grids: a {r}x{c} grid does not fit the {ih}x{iw} region of the window")
+        yb = [margin + int(round(k * ih / r)) for k in range(r + 1)]
+        xb = [margin + int(round(k * iw / c)) for k in range(c + 1)]
+        for i in range(r):
+            for j in range(c):
+                out.append((xb[j], yb[i], xb[j + 1] - xb[j], yb[i + 1] - yb[i]))
+    return np.asarray(out, dtype=np.int64)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _indicators(labels, offsets, out):  # pragma: no cover - numba
+    n, k_planes, h, w = labels.shape
+    for s in prange(n):
+        out[s] = 0
+        for k in range(k_planes):
+            off = offsets[k]
+            for y in range(h):
+                for x in range(w):
+                    out[s, off + labels[s, k, y, x], y, x] = 1
+
+
+def label_integrals(labels: np.ndarray, n_labels: Sequence[int]) -> np.ndarray:
+    """Integral images of the indicator channels of label planes.
+
+    Parameters
+    ----------
+    labels : int ndarray (N, K, H, W)
+        Plane ``k`` holds labels ``0 .. n_labels[k] - 1``.
+    n_labels : sequence of int, length K
+
+    Returns
+    -------
+    ndarray of int32, shape (N, sum(n_labels), H + 1, W + 1)
+        Channel ``sum(n_labels[:k]) + l`` counts pixels whose plane-``k`` label is ``l``.
+    """
+    n_lab = np.asarray(n_labels, dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(n_lab)[:-1]]).astype(np.int64)
+    n, _, h, w = labels.shape
+    c = int(n_lab.sum())
+    check_memory(n * c * (h * w + (h + 1) * (w + 1) * 4), "indicator integral channels",
+                 advice="use fewer bins/codes or fewer windows per batch")
+    ind = np.empty((n, c, h, w), dtype=np.uint8)
+    _indicators(np.ascontiguousarray(labels), offsets, ind)
+    return integral_channels(ind)
+
+
+class LabelHistogramFamily(FeatureFamily):
+    """Base of histogram families: features = fraction of a rectangle's pixels with a label.
+
+    Subclasses call :meth:`_setup` in ``__init__`` and implement :meth:`_labels` (windows or a
+    one-image stack → int labels ``(N, K, H, W)``) and :meth:`_channel_text`.
+    """
+
+    def _setup(self, rects: np.ndarray, n_labels: Sequence[int]) -> None:
+        self._rect_list = np.asarray(rects, dtype=np.int64)
+        self._n_labels = [int(v) for v in n_labels]
+        self.n_channels = int(sum(self._n_labels))
+        self.n_rects = int(self._rect_list.shape[0])
+        self.n_features = self.n_rects * self.n_channels
+
+    def _labels(self, stack: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _channel_text(self, c: int) -> str:
+        raise NotImplementedError
+
+    def _tables(self, fids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r, c = np.divmod(fids, self.n_channels)
+        rects = np.zeros((fids.shape[0], 1, 6), dtype=np.int64)
+        rects[:, 0, 0] = c
+        rects[:, 0, 1:5] = self._rect_list[r]
+        area = self._rect_list[r, 2] * self._rect_list[r, 3]
+        return rects, (1.0 / area)[:, None]
+
+    def describe(self, i: int) -> dict[str, Any]:
+        i = self._check_index(i)
+        r, c = divmod(i, self.n_channels)
+        x, y, w, h = (int(v) for v in self._rect_list[r])
+        return {"family": self.name, "index": i, "rect": (x, y, w, h), "channel": c,
+                "text": f"fraction of pixels with {self._channel_text(c)} in "
+                        f"x={x}..{x + w - 1}, y={y}..{y + h - 1}"}
+
+    def channels_nbytes(self, n_samples: int) -> int:
+        h, w = self.window_shape
+        return int(n_samples) * self.n_channels * (h + 1) * (w + 1) * 4
+
+    def prepare(self, windows: Any) -> Channels:
+        win = check_windows(windows, self.window_shape, color=self.color)
+        check_memory(self.channels_nbytes(win.shape[0]), f"{self.name} integral channels",
+                     advice="prepare fewer windows at a time or use fewer bins")
+        ii = label_integrals(self._labels(win), self._n_labels)
+        return Channels(self.name, "windows", self.window_shape, win.shape[0], {"ii": ii})
+
+    def evaluate(self, channels: Channels, feature_ids: Any = None,
+                 sample_ids: Any = None) -> np.ndarray:
+        ch = check_channels(channels, self, "windows")
+        fids = check_feature_ids(feature_ids, self.n_features)
+        sids = check_sample_ids(sample_ids, ch.n_samples)
+        rects, weights = self._tables(fids)
+        return weighted_rect_sums(ch["ii"], rects, weights, sids)
+
+    def prepare_image(self, image: Any) -> Channels:
+        img = check_image(image, self.window_shape, color=self.color)
+        ii = label_integrals(self._labels(img[None]), self._n_labels)
+        return Channels(self.name, "image", img.shape[:2], 1, {"ii": ii})
+
+    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
+        ch = check_channels(channels, self, "image")
+        fids = check_feature_ids(feature_ids, self.n_features)
+        rects, weights = self._tables(fids)
+        return weighted_rect_sums_at(ch["ii"][0], rects, weights, positions, self.window_shape)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _quantize(planes, bins, ranges, joint, out):  # pragma: no cover - numba
+    # planes (N, H, W, K) uint8 → out (N, K or 1, H, W) labels
+    n, h, w, k_planes = planes.shape
+    for s in prange(n):
+        for y in range(h):
+            for x in range(w):
+                if joint:
+                    lab = 0
+                    for k in range(k_planes):
+                        lab = lab * bins + (np.int64(planes[s, y, x, k]) * bins) // ranges[k]
+                    out[s, 0, y, x] = lab
+                else:
+                    for k in range(k_planes):
+                        out[s, k, y, x] = (np.int64(planes[s, y, x, k]) * bins) // ranges[k]
+
+
+def convert_color(rgb: np.ndarray, space: str) -> np.ndarray:
+    """Convert uint8 RGB ``(..., H, W, 3)`` to ``space`` with OpenCV's 8-bit conversions.
+
+    Returns
+    -------
+    ndarray of uint8, shape ``(..., H, W, K)`` with ``K = 3`` (or 1 for ``"gray"``)
+    """
+    if space not in COLOR_SPACES:
+        raise ValueError(f"space: expected one of {sorted(COLOR_SPACES)}, got {space!r}")
+    code = COLOR_SPACES[space][0]
+    lead, (h, w) = rgb.shape[:-3], rgb.shape[-3:-1]
+    if code is None:
+        return np.ascontiguousarray(rgb)
+    # one tall image: cvtColor converts pixel by pixel, so stacking windows is exact
+    flat = np.ascontiguousarray(rgb.reshape(-1, w, 3))
+    conv = cv2.cvtColor(flat, code)
+    return conv.reshape(lead + (h, w, -1))
+
+
+def color_labels(planes: np.ndarray, bins: int, ranges: Sequence[int],
+                 joint: bool) -> np.ndarray:
+    """Bin labels of ``(N, H, W, K)`` uint8 planes → int32 ``(N, K, H, W)`` (joint: ``K = 1``)."""
+    n, h, w, k = planes.shape
+    out = np.empty((n, 1 if joint else k, h, w), dtype=np.int32)
+    _quantize(np.ascontiguousarray(planes), int(bins), np.asarray(ranges, dtype=np.int64),
+              bool(joint), out)
+    return out
+
+
+def _check_bins(bins: Any, cap: int) -> int:
+    if isinstance(bins, bool) or not isinstance(bins, int | np.integer) or not 1 <= bins <= cap:
+        raise ValueError(f"bins: expected an integer in 1..{cap}, got {bins!r}")
+    return int(bins)
+
+
+def _grids_config(grids: Any) -> list[list[int]]:
+    return [[int(v) for v in g] for g in grids]
+
+
+@register_family
+class IntensityHistogramFamily(LabelHistogramFamily):
+    """Gray-level histograms over grid cells of a gray window.
+
+    Parameters
+    ----------
+    window_shape : (int, int)
+    bins : int, default=16
+        Equal bins over 0..255 (gray ``v`` → bin ``v * bins // 256``).
+    grids : sequence of (rows, cols), default=((1, 1), (2, 2))
+        Grid divisions of the window (see :func:`grid_rects`).
+
+    Features: ``n_rects * bins``; feature ``rect * bins + b`` is the fraction of the rectangle's
+    pixels in bin ``b``.
+    """
+
+    name = "intensity_hist"
+
+    def __init__(self, window_shape: Sequence[int] = (24, 24), bins: int = 16,
+                 grids: Sequence[Sequence[int]] = ((1, 1), (2, 2))) -> None:
+        self.window_shape = check_window_shape(window_shape)
+        self.bins = _check_bins(bins, 256)
+        self.grids = _grids_config(grids)
+        self._setup(grid_rects(self.window_shape, self.grids), [self.bins])
+
+    def get_config(self) -> dict[str, Any]:
+        return {"window_shape": list(self.window_shape), "bins": self.bins, "grids": self.grids}
+
+    def _channel_text(self, c: int) -> str:
+        lo = -(-c * 256 // self.bins)
+        hi = -(-(c + 1) * 256 // self.bins) - 1
+        return f"gray in {lo}..{hi}"
+
+    def _labels(self, stack: np.ndarray) -> np.ndarray:
+        return color_labels(stack[..., None], self.bins, (256,), False)
+
+
+@register_family
+class ColorHistogramFamily(LabelHistogramFamily):
+    """Colour histograms (per channel or joint) over grid cells of an RGB window.
+
+    Parameters
+    ----------
+    window_shape : (int, int)
+    space : {"rgb", "hsv", "luv", "gray"}, default="hsv"
+        Colour space, converted with OpenCV's 8-bit ``cv2.cvtColor`` (H in 0..179).
+    bins : int, default=8
+        Bins per channel (channel value ``v`` of range ``n`` → bin ``v * bins // n``).
+    joint : bool, default=False
+        ``False``: one histogram per channel (``K * bins`` channels); ``True``: one joint
+        histogram with ``bins ** K`` cells, cell ``(b0 * bins + b1) * bins + b2``.
+    grids : sequence of (rows, cols), default=((1, 1), (2, 2))
+
+    Features: ``n_rects * n_channels``; feature ``rect * n_channels + c``.
+    """
+
+    name = "color_hist"
+    color = True
+
+    def __init__(self, window_shape: Sequence[int] = (24, 24), space: str = "hsv",
+                 bins: int = 8, joint: bool = False,
+                 grids: Sequence[Sequence[int]] = ((1, 1), (2, 2))) -> None:
+        self.window_shape = check_window_shape(window_shape)
+        if space not in COLOR_SPACES:
+            raise ValueError(f"space: expected one of {sorted(COLOR_SPACES)}, got {space!r}")
+        self.space = space
+        self.joint = bool(joint)
+        _, names, ranges = COLOR_SPACES[space]
+        self._names, self._ranges = names, ranges
+        k = len(names)
+        self.bins = _check_bins(bins, 16 if self.joint and k > 1 else 256)
+        self.grids = _grids_config(grids)
+        n_labels = [self.bins**k] if self.joint else [self.bins] * k
+        self._setup(grid_rects(self.window_shape, self.grids), n_labels)
+
+    def get_config(self) -> dict[str, Any]:
+        return {"window_shape": list(self.window_shape), "space": self.space,
+                "bins": self.bins, "joint": self.joint, "grids": self.grids}
+
+    def _bin_text(self, k: int, b: int) -> str:
+        n = self._ranges[k]
+        lo = -(-b * n // self.bins)
+        hi = -(-(b + 1) * n // self.bins) - 1
+        return f"{self._names[k]} in {lo}..{hi}"
+
+    def _channel_text(self, c: int) -> str:
+        k = len(self._names)
+        if self.joint:
+            parts, rest = [], c
+            for kk in reversed(range(k)):
+                rest, b = divmod(rest, self.bins)
+                parts.append(self._bin_text(kk, b))
+            return " and ".join(reversed(parts))
+        kk, b = divmod(c, self.bins)
+        return self._bin_text(kk, b)
+
+    def _labels(self, stack: np.ndarray) -> np.ndarray:
+        planes = convert_color(stack, self.space)
+        return color_labels(planes, self.bins, self._ranges, self.joint)

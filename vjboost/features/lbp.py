@@ -1,0 +1,462 @@
+"""Per-pixel local binary pattern (LBP) codes and LBP-code histograms.
+
+:func:`local_binary_pattern` computes the codes of every pixel exactly as
+``skimage.feature.local_binary_pattern(image, P, R, method)`` does for the methods ``"default"``,
+``"ror"``, ``"uniform"`` and ``"nri_uniform"``: ``P`` neighbours on a circle of radius ``R`` at
+angles ``2 pi p / P`` (row offset ``-R sin``, column offset ``R cos``, both rounded to 5 decimals),
+sampled by bilinear interpolation with zero outside the image; neighbour ``p`` sets bit ``p`` when
+its value is ``>=`` the centre.
+
+* ``default``: ``sum_p bit_p 2^p`` (``2^P`` codes);
+* ``ror``: the smallest value over the ``P`` circular rotations of the default code;
+* ``uniform``: number of set bits if the pattern has at most two 0/1 transitions, else ``P + 1``
+  (``P + 2`` codes, rotation invariant);
+* ``nri_uniform``: ``P (P - 1) + 3`` codes, one per uniform pattern (not rotation invariant)
+  and one for all non-uniform patterns.
+
+Feature families
+----------------
+Codes near the window border depend on pixels outside the window (zero there inside a window,
+the real neighbours inside an image). Both families therefore only use the *inner region* of the
+window, ``margin = ceil(R)`` pixels away from its border: there a code depends on window pixels
+only, so a window cut out of an image and the same window evaluated in place
+(``evaluate_at``) give identical values.
+
+The families interpolate as ``a + d (b - a)`` with fractions ``d`` that do not depend on the pixel
+position. scikit-image's arithmetic (``(1 - d) a + d b`` with ``d`` taken from the rounded sum
+``position + offset``) differs only in the last bits, which matters only for exact ties on flat
+neighbourhoods: there it may set a bit at some image positions and not at others, while ours
+always sets it (a flat neighbourhood equals its centre). Elsewhere the codes are identical (tested
+on random windows); :func:`local_binary_pattern` keeps scikit-image's arithmetic bit for bit.
+
+``lbp_code``
+    The code at each pixel of the inner region (categorical when codes fit in 0..255).
+``lbp_hist``
+    The fraction of the pixels of a rectangle whose code falls into each histogram bin, for
+    rectangles of grid divisions of the inner region, evaluated with one integral image per bin
+    and the generic rectangle-sum kernel (see :mod:`vjboost.features.histogram`). Bins: the
+    codes themselves for ``uniform`` and ``nri_uniform``, the distinct rotation-invariant codes
+    (in increasing order) for ``ror``, all ``2^P`` codes for ``default`` (``P <= 8``).
+
+This is the texture descriptor of Ahonen et al.: local histograms of uniform LBP codes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numba
+import numpy as np
+from numba import prange
+
+from vjboost._memory import check_memory
+from vjboost.features.base import (
+    Channels,
+    FeatureFamily,
+    check_channels,
+    check_feature_ids,
+    check_image,
+    check_positions,
+    check_sample_ids,
+    check_window_shape,
+    check_windows,
+    register_family,
+)
+from vjboost.features.histogram import LabelHistogramFamily, grid_rects
+from vjboost.features.pixel import gather_columns, gather_offsets
+
+__all__ = [
+    "LBP_METHODS",
+    "LBPCodeFamily",
+    "LBPHistogramFamily",
+    "lbp_code_count",
+    "lbp_offsets",
+    "local_binary_pattern",
+]
+
+_JIT = {"cache": True, "nogil": True}
+
+LBP_METHODS = {"default": 0, "ror": 1, "uniform": 2, "nri_uniform": 3}
+
+
+def _check_params(P: Any, R: Any, method: Any) -> tuple[int, float, str]:
+    if isinstance(P, bool) or not isinstance(P, int | np.integer) or not 1 <= P <= 24:
+        raise ValueError(f"P: expected an integer number of neighbours in 1..24, got {P!r}")
+    try:
+        r = float(R)
+    except (TypeError, ValueError):
+        raise ValueError(f"R: expected a positive radius, got {R!r}") from None
+    if not (math.isfinite(r) and r > 0):
+        raise ValueError(f"R: expected a positive finite radius, got {R!r}")
+    if method not in LBP_METHODS:
+        raise ValueError(f"method: expected one of {sorted(LBP_METHODS)}, got {method!r}")
+    return int(P), r, method
+
+
+def lbp_offsets(P: int, R: float) -> tuple[np.ndarray, np.ndarray]:
+    """Row and column offsets of the ``P`` sampling points (rounded to 5 decimals), float64."""
+    angles = 2 * np.pi * np.arange(P, dtype=np.float64) / P
+    return np.round(-R * np.sin(angles), 5), np.round(R * np.cos(angles), 5)
+
+
+def lbp_code_count(P: int, method: str) -> int:
+    """Number of distinct code values (``max code + 1`` for ``ror``)."""
+    if method == "uniform":
+        return P + 2
+    if method == "nri_uniform":
+        return P * (P - 1) + 3
+    return 2**P
+
+
+@numba.njit(**_JIT)
+def _pixel(img, r, c):  # pragma: no cover - numba
+    if r < 0 or c < 0 or r >= img.shape[0] or c >= img.shape[1]:
+        return 0.0
+    return np.float64(img[r, c])
+
+
+@numba.njit(**_JIT)
+def _sample_tables(offsets, n, reference):  # pragma: no cover - numba
+    """floor, ceil and fraction of ``k + offsets[i]`` for k in 0..n-1.
+
+    ``reference``: the fraction is computed from the rounded sum ``k + offset`` as
+    scikit-image does, so interpolated values are bit-identical to it (but depend, in their last
+    bits, on the absolute position ``k``). Otherwise the fraction is ``offset - floor(offset)``
+    for every ``k``: the codes then do not depend on where the window lies in the image.
+    """
+    n_p = offsets.shape[0]
+    lo = np.empty((n_p, n), dtype=np.int64)
+    hi = np.empty((n_p, n), dtype=np.int64)
+    frac = np.empty((n_p, n))
+    for i in range(n_p):
+        off = offsets[i]
+        f0 = math.floor(off)
+        c0 = math.ceil(off)
+        for k in range(n):
+            if reference:
+                pos = k + off
+                f = math.floor(pos)
+                lo[i, k] = np.int64(f)
+                hi[i, k] = np.int64(math.ceil(pos))
+                frac[i, k] = pos - f
+            else:
+                lo[i, k] = k + np.int64(f0)
+                hi[i, k] = k + np.int64(c0)
+                frac[i, k] = off - f0
+    return lo, hi, frac
+
+
+@numba.njit(**_JIT)
+def _finish_code(code, n_p, method):  # pragma: no cover - numba
+    """Map the raw bit pattern (bit p = neighbour p >= centre) to the code of ``method``."""
+    if method == 0:
+        return code
+    if method == 1:
+        best = code
+        v = code
+        for _ in range(n_p - 1):
+            v = (v >> 1) | ((v & 1) << (n_p - 1))
+            if v < best:
+                best = v
+        return best
+    # transitions between neighbours p and p + 1 for p < P - 1 (not circular, as the reference)
+    t = (code ^ (code >> 1)) & ((1 << (n_p - 1)) - 1)
+    changes = 0
+    while t:
+        t &= t - 1
+        changes += 1
+    n_ones = 0
+    t = code
+    while t:
+        t &= t - 1
+        n_ones += 1
+    if method == 2:
+        return n_ones if changes <= 2 else n_p + 1
+    if changes > 2:
+        return n_p * (n_p - 1) + 2
+    if n_ones == 0:
+        return 0
+    if n_ones == n_p:
+        return n_p * (n_p - 1) + 1
+    first_one = 0
+    while not (code >> first_one) & 1:
+        first_one += 1
+    first_zero = 0
+    while (code >> first_zero) & 1:
+        first_zero += 1
+    rot = n_ones - first_zero if first_one == 0 else n_p - first_one
+    return 1 + (n_ones - 1) * n_p + rot
+
+
+@numba.njit(**_JIT)
+def _pattern(img, y, x, r0t, r1t, drt, c0t, c1t, dct, inside,
+             reference):  # pragma: no cover - numba
+    """Raw bit pattern of pixel (y, x): bit p set when neighbour p is >= the centre.
+
+    ``reference``: scikit-image's bilinear arithmetic ``(1 - d) a + d b``; otherwise
+    ``a + d (b - a)``, which is exact on flat neighbourhoods (``a == b``), so a flat region gives
+    the same bits wherever it lies.
+    """
+    centre = np.float64(img[y, x])
+    code = 0
+    for i in range(r0t.shape[0]):
+        r0 = r0t[i, y]
+        r1 = r1t[i, y]
+        c0 = c0t[i, x]
+        c1 = c1t[i, x]
+        dr = drt[i, y]
+        dc = dct[i, x]
+        if inside and dr == 0.0 and dc == 0.0:
+            # bilinear weights of exactly 1 and 0 leave the pixel value unchanged
+            value = np.float64(img[r0, c0])
+        else:
+            if inside:
+                a = np.float64(img[r0, c0])
+                b = np.float64(img[r0, c1])
+                c = np.float64(img[r1, c0])
+                d = np.float64(img[r1, c1])
+            else:
+                a = _pixel(img, r0, c0)
+                b = _pixel(img, r0, c1)
+                c = _pixel(img, r1, c0)
+                d = _pixel(img, r1, c1)
+            if reference:
+                top = (1 - dc) * a + dc * b
+                bottom = (1 - dc) * c + dc * d
+                value = (1 - dr) * top + dr * bottom
+            else:
+                top = a + dc * (b - a)
+                bottom = c + dc * (d - c)
+                value = top + dr * (bottom - top)
+        if value - centre >= 0:
+            code |= np.int64(1) << i
+    return code
+
+
+@numba.njit(parallel=True, **_JIT)
+def _lbp_batch(imgs, rp, cp, method, lut, reference, out):  # pragma: no cover - numba
+    # out[s, 0, y, x] = lut[code] (lut of length 0 → the code itself)
+    n, h, w = imgs.shape
+    n_p = rp.shape[0]
+    use_lut = lut.shape[0] > 0
+    r0t, r1t, drt = _sample_tables(rp, h, reference)
+    c0t, c1t, dct = _sample_tables(cp, w, reference)
+    # pixels whose sampling points all lie inside the image need no bounds checks
+    m = 0
+    for i in range(n_p):
+        m = max(m, -r0t[i, 0], -c0t[i, 0], r1t[i, 0], c1t[i, 0])
+    for s in prange(n):
+        img = imgs[s]
+        for y in range(h):
+            y_in = m <= y < h - m
+            for x in range(w):
+                inside = y_in and m <= x < w - m
+                bits = _pattern(img, y, x, r0t, r1t, drt, c0t, c1t, dct, inside, reference)
+                code = _finish_code(bits, n_p, method)
+                out[s, 0, y, x] = lut[code] if use_lut else code
+
+
+def _codes(stack: np.ndarray, P: int, R: float, method: str,
+           lut: np.ndarray | None = None, reference: bool = False) -> np.ndarray:
+    """int32 codes (N, 1, H, W) of a uint8 stack (N, H, W); see :func:`_pattern`."""
+    rp, cp = lbp_offsets(P, R)
+    out = np.empty((stack.shape[0], 1) + stack.shape[1:], dtype=np.int32)
+    lut_arr = np.zeros(0, dtype=np.int32) if lut is None else lut
+    _lbp_batch(np.ascontiguousarray(stack), rp, cp, LBP_METHODS[method], lut_arr,
+               bool(reference), out)
+    return out
+
+
+def local_binary_pattern(image: Any, P: int = 8, R: float = 1.0,
+                         method: str = "default") -> np.ndarray:
+    """LBP codes of every pixel of a gray image (or of each image of a stack).
+
+    Parameters
+    ----------
+    image : array-like (H, W) or (N, H, W), uint8
+    P : int, default=8
+        Number of circular neighbours (1..24).
+    R : float, default=1.0
+        Radius in pixels.
+    method : {"default", "ror", "uniform", "nri_uniform"}
+
+    Returns
+    -------
+    ndarray of int32, same shape as ``image``
+        Equal to ``skimage.feature.local_binary_pattern(image, P, R, method)`` (which returns
+        float64).
+    """
+    P, R, method = _check_params(P, R, method)
+    arr = np.asarray(image)
+    single = arr.ndim == 2
+    if single:
+        arr = arr[None]
+    if arr.ndim != 3:
+        raise ValueError(f"image: expected (H, W) or (N, H, W), got shape {arr.shape}")
+    arr = check_windows(arr, arr.shape[1:3], name="image")
+    out = _codes(arr, P, R, method, reference=True)[:, 0]
+    return out[0] if single else out
+
+
+def _margin(rp: np.ndarray, cp: np.ndarray) -> int:
+    return int(math.ceil(max(np.abs(rp).max(), np.abs(cp).max())))
+
+
+class _LBPBase:
+    """Parameter handling shared by both LBP families."""
+
+    def _init_lbp(self, window_shape: Any, P: Any, R: Any, method: Any) -> None:
+        self.window_shape = check_window_shape(window_shape)
+        self.P, self.R, self.method = _check_params(P, R, method)
+        rp, cp = lbp_offsets(self.P, self.R)
+        self.margin = _margin(rp, cp)
+        h, w = self.window_shape
+        if h <= 2 * self.margin or w <= 2 * self.margin:
+            raise ValueError(
+                f"window_shape: a {h}x{w} window has no pixel at distance >= {self.margin} "
+                f"from its border (needed by radius R={self.R})")
+
+
+@register_family
+class LBPCodeFamily(_LBPBase, FeatureFamily):
+    """LBP code at each pixel of the window's inner region.
+
+    Parameters
+    ----------
+    window_shape : (int, int)
+    P : int, default=8
+    R : float, default=1.0
+    method : {"default", "ror", "uniform", "nri_uniform"}, default="uniform"
+
+    Features: ``(H - 2m) * (W - 2m)`` with ``m = ceil(R)``; feature ``i = yi * (W - 2m) + xi`` is
+    the code of window pixel ``(m + yi, m + xi)``. Categorical (``kind == "categorical"``) when
+    every code is below 256, else ordered.
+    """
+
+    name = "lbp_code"
+    n_categories = 256
+
+    def __init__(self, window_shape: Sequence[int] = (24, 24), P: int = 8, R: float = 1.0,
+                 method: str = "uniform") -> None:
+        self._init_lbp(window_shape, P, R, method)
+        h, w = self.window_shape
+        self._iw = w - 2 * self.margin
+        self.n_features = (h - 2 * self.margin) * self._iw
+        self._categorical = lbp_code_count(self.P, self.method) <= 256
+
+    def get_config(self) -> dict[str, Any]:
+        return {"window_shape": list(self.window_shape), "P": self.P, "R": self.R,
+                "method": self.method}
+
+    def _pixel_of(self, fids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        yi, xi = np.divmod(fids, self._iw)
+        return yi + self.margin, xi + self.margin
+
+    def describe(self, i: int) -> dict[str, Any]:
+        i = self._check_index(i)
+        y, x = (int(v) for v in self._pixel_of(np.int64(i)))
+        return {"family": self.name, "index": i, "x": x, "y": y,
+                "text": f"LBP code ({self.method}, P={self.P}, R={self.R}) at (x={x}, y={y})"}
+
+    def kind(self, i: int) -> str:
+        self._check_index(i)
+        return "categorical" if self._categorical else "ordered"
+
+    def kinds(self) -> np.ndarray:
+        return np.full(self.n_features, self._categorical, dtype=bool)
+
+    def channels_nbytes(self, n_samples: int) -> int:
+        h, w = self.window_shape
+        return int(n_samples) * h * w * 4
+
+    def prepare(self, windows: Any) -> Channels:
+        win = check_windows(windows, self.window_shape)
+        check_memory(self.channels_nbytes(win.shape[0]), "LBP code channels")
+        codes = _codes(win, self.P, self.R, self.method)
+        return Channels(self.name, "windows", self.window_shape, win.shape[0],
+                        {"codes": codes.reshape(win.shape[0], -1)})
+
+    def evaluate(self, channels: Channels, feature_ids: Any = None,
+                 sample_ids: Any = None) -> np.ndarray:
+        ch = check_channels(channels, self, "windows")
+        fids = check_feature_ids(feature_ids, self.n_features)
+        sids = check_sample_ids(sample_ids, ch.n_samples)
+        y, x = self._pixel_of(fids)
+        return gather_columns(ch["codes"], y * self.window_shape[1] + x, sids)
+
+    def prepare_image(self, image: Any) -> Channels:
+        img = check_image(image, self.window_shape)
+        codes = _codes(img[None], self.P, self.R, self.method)[0, 0]
+        return Channels(self.name, "image", img.shape[:2], 1, {"codes": codes})
+
+    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
+        ch = check_channels(channels, self, "image")
+        fids = check_feature_ids(feature_ids, self.n_features)
+        pos = check_positions(positions, ch.shape, self.window_shape)
+        codes = ch["codes"]
+        iw = codes.shape[1]
+        y, x = self._pixel_of(fids)
+        return gather_offsets(codes.reshape(-1), y * iw + x, pos[:, 0] * iw + pos[:, 1])
+
+
+def _ror_codes(P: int) -> np.ndarray:
+    codes = np.arange(2**P, dtype=np.int64)
+    best = codes.copy()
+    v = codes.copy()
+    for _ in range(P - 1):
+        v = (v >> 1) | ((v & 1) << (P - 1))
+        best = np.minimum(best, v)
+    return best
+
+
+@register_family
+class LBPHistogramFamily(_LBPBase, LabelHistogramFamily):
+    """Histograms of LBP codes over grid cells of the window's inner region.
+
+    Parameters
+    ----------
+    window_shape : (int, int)
+    P : int, default=8
+    R : float, default=1.0
+    method : {"default", "ror", "uniform", "nri_uniform"}, default="uniform"
+        At most 256 histogram bins: ``default`` and ``ror`` need ``P <= 8``.
+    grids : sequence of (rows, cols), default=((1, 1), (2, 2), (3, 3))
+        Grid divisions of the inner region (see :func:`~vjboost.features.histogram.grid_rects`).
+
+    Features: ``n_rects * n_bins``; feature ``rect * n_bins + b`` is the fraction of the
+    rectangle's pixels whose code falls into bin ``b`` (``bin_codes[b]`` lists the code(s)).
+    """
+
+    name = "lbp_hist"
+
+    def __init__(self, window_shape: Sequence[int] = (24, 24), P: int = 8, R: float = 1.0,
+                 method: str = "uniform",
+                 grids: Sequence[Sequence[int]] = ((1, 1), (2, 2), (3, 3))) -> None:
+        self._init_lbp(window_shape, P, R, method)
+        if self.method in ("default", "ror") and self.P > 8:
+            raise ValueError(
+                f"P: histograms of {self.method!r} codes need P <= 8 (at most 256 bins), got "
+                f"{self.P}; use method='uniform' or 'nri_uniform'")
+        if self.method == "ror":
+            ror = _ror_codes(self.P)
+            self.bin_codes = np.unique(ror)
+            self._lut = np.searchsorted(self.bin_codes, ror).astype(np.int32)
+        else:
+            n = lbp_code_count(self.P, self.method)
+            self.bin_codes = np.arange(n)
+            self._lut = None
+        self.grids = [[int(v) for v in g] for g in grids]
+        rects = grid_rects(self.window_shape, self.grids, margin=self.margin)
+        self._setup(rects, [len(self.bin_codes)])
+
+    def get_config(self) -> dict[str, Any]:
+        return {"window_shape": list(self.window_shape), "P": self.P, "R": self.R,
+                "method": self.method, "grids": self.grids}
+
+    def _channel_text(self, c: int) -> str:
+        return f"LBP code ({self.method}, P={self.P}, R={self.R}) {int(self.bin_codes[c])}"
+
+    def _labels(self, stack: np.ndarray) -> np.ndarray:
+        return _codes(stack, self.P, self.R, self.method, self._lut)

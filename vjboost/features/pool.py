@@ -1,0 +1,525 @@
+"""Partitioned feature pools: several families behind one global feature numbering.
+
+A :class:`FeaturePool` concatenates families: global feature id ``g`` belongs to family ``k`` with
+``offsets[k] <= g < offsets[k + 1]`` and local id ``g - offsets[k]``. The partition (one slice per
+family) is what adaptive samplers draw from. The pool evaluates any set of global ids lazily
+(grouped per family, each family's kernel running in parallel over windows) or precomputes the
+whole feature-major matrix, as float32 raw values or as uint8 bins with per-feature edges
+(:mod:`vjboost.boost.binning`), after checking the memory it needs.
+
+Categorical features (MB-LBP codes) are never quantised: their uint8 "bin" is the code itself
+(edges ``0.5, 1.5, ..., 254.5``), so binned and raw models agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from vjboost._memory import check_memory, format_bytes
+from vjboost._threads import n_threads
+from vjboost._validation import check_random_state
+from vjboost.features.base import (
+    Channels,
+    FeatureFamily,
+    check_feature_ids,
+    check_sample_ids,
+    family_from_dict,
+    family_to_dict,
+)
+
+__all__ = ["FeaturePool", "PoolChannels", "PrecomputedFeatures", "categorical_edges"]
+
+#: edges mapping integer codes 0..255 onto bins 0..255
+_CODE_EDGES = (np.arange(255, dtype=np.float32) + np.float32(0.5)).astype(np.float32)
+
+
+def categorical_edges(n_rows: int, n_edges: int = 255) -> np.ndarray:
+    """Edges (n_rows, n_edges) under which code ``c`` falls in bin ``c`` (padded with +inf)."""
+    out = np.full((n_rows, n_edges), np.inf, dtype=np.float32)
+    m = min(n_edges, 255)
+    out[:, :m] = _CODE_EDGES[:m]
+    return out
+
+
+@dataclass(frozen=True)
+class PoolChannels:
+    """Prepared channels of every family of a pool (``prepare`` / ``prepare_image`` output)."""
+
+    channels: tuple[Channels, ...]
+    kind: str
+    n_samples: int
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(c.nbytes for c in self.channels))
+
+
+@dataclass(frozen=True)
+class PrecomputedFeatures:
+    """A precomputed feature-major matrix.
+
+    Attributes
+    ----------
+    values : ndarray (Q, S), float32 raw values or uint8 bins
+    feature_ids : ndarray (Q,) int64
+        Global feature id of each row.
+    edges : ndarray (Q, E) float32 or None
+        Bin edges of each row for uint8 ``values`` (``bin = #edges <= value``; +inf padding).
+    categorical : ndarray (Q,) bool
+        Rows holding categorical codes (bins equal codes).
+    """
+
+    values: np.ndarray
+    feature_ids: np.ndarray
+    edges: np.ndarray | None
+    categorical: np.ndarray
+
+    @property
+    def binned(self) -> bool:
+        return self.values.dtype == np.uint8
+
+
+class FeaturePool:
+    """Several feature families under one global numbering.
+
+    Parameters
+    ----------
+    families : sequence of FeatureFamily
+        All with the same ``window_shape``. Colour families (``color = True``) get the RGB
+        windows; gray families get them converted to gray (``cv2.COLOR_RGB2GRAY``) when the input
+        is RGB.
+
+    Attributes
+    ----------
+    families : tuple of FeatureFamily
+    offsets : ndarray (n_families + 1,) int64
+        Global id of each family's first feature; ``offsets[-1] == n_features``.
+    n_features : int
+    window_shape : (int, int)
+    """
+
+    def __init__(self, families: Sequence[FeatureFamily] | FeatureFamily) -> None:
+        if isinstance(families, FeatureFamily):
+            families = [families]
+        if isinstance(families, str | bytes) or not isinstance(families, Sequence):
+            raise TypeError(
+                f"families: expected a list of FeatureFamily objects, got {type(families).__name__}"
+            )
+        families = tuple(families)
+        if not families:
+            raise ValueError("families: a pool needs at least one family")
+        for k, f in enumerate(families):
+            if not isinstance(f, FeatureFamily):
+                raise TypeError(f"families[{k}]: expected a FeatureFamily, got {type(f).__name__}")
+            if int(f.n_features) < 1:
+                raise ValueError(f"families[{k}] ({f.name}): has no features")
+        shapes = {tuple(f.window_shape) for f in families}
+        if len(shapes) != 1:
+            raise ValueError(
+                "families: all families of a pool must use the same window_shape, got "
+                + ", ".join(f"{f.name}: {tuple(f.window_shape)}" for f in families)
+            )
+        self.families = families
+        self.window_shape: tuple[int, int] = shapes.pop()
+        sizes = np.array([int(f.n_features) for f in families], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self.n_features = int(self.offsets[-1])
+        self.color = any(bool(f.color) for f in families)
+        self._kinds: np.ndarray | None = None
+
+    # -- numbering ----------------------------------------------------------------------------
+
+    @property
+    def n_families(self) -> int:
+        return len(self.families)
+
+    def __len__(self) -> int:
+        return self.n_features
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{f.name}: {f.n_features}" for f in self.families)
+        return f"FeaturePool({self.n_features} features; {parts})"
+
+    def partition(self) -> list[slice]:
+        """One slice of global ids per family, in family order."""
+        return [
+            slice(int(a), int(b)) for a, b in zip(self.offsets[:-1], self.offsets[1:], strict=True)
+        ]
+
+    def family_sizes(self) -> np.ndarray:
+        """Number of features of each family, (n_families,) int64."""
+        return np.diff(self.offsets)
+
+    def locate(self, feature_ids: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Map global ids to ``(family index, local id)`` arrays of the same length."""
+        gids = check_feature_ids(feature_ids, self.n_features)
+        fam = np.searchsorted(self.offsets, gids, side="right") - 1
+        return fam.astype(np.int64), gids - self.offsets[fam]
+
+    def global_ids(self, family: int | str, local_ids: Any = None) -> np.ndarray:
+        """Global ids of ``local_ids`` (default all) of ``family`` (index or name)."""
+        k = self._family_index(family)
+        lids = check_feature_ids(local_ids, self.families[k].n_features, "local_ids")
+        return lids + self.offsets[k]
+
+    def _family_index(self, family: int | str) -> int:
+        if isinstance(family, str):
+            names = [f.name for f in self.families]
+            if names.count(family) != 1:
+                raise ValueError(
+                    f"family: {family!r} names {names.count(family)} families of this pool "
+                    f"({names}); use the family index"
+                )
+            return names.index(family)
+        if isinstance(family, bool) or not isinstance(family, int | np.integer):
+            raise TypeError(f"family: expected an index or a name, got {family!r}")
+        if not 0 <= int(family) < self.n_families:
+            raise ValueError(f"family: index {family} out of range 0..{self.n_families - 1}")
+        return int(family)
+
+    def describe(self, feature_id: int) -> dict[str, Any]:
+        """The family's description of a global feature, plus ``global_index``/``family_index``."""
+        fam, loc = self.locate([feature_id])
+        d = dict(self.families[int(fam[0])].describe(int(loc[0])))
+        d["global_index"] = int(feature_id)
+        d["family_index"] = int(fam[0])
+        d["local_index"] = int(loc[0])
+        return d
+
+    def kinds(self) -> np.ndarray:
+        """(n_features,) bool: True where the feature is categorical."""
+        if self._kinds is None:
+            self._kinds = np.concatenate([np.asarray(f.kinds(), dtype=bool) for f in self.families])
+        return self._kinds
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def get_config(self) -> dict[str, Any]:
+        """JSON-serialisable description: ``{"families": [{"family": name, "config": {...}}]}``."""
+        return {"families": [family_to_dict(f) for f in self.families]}
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> FeaturePool:
+        """Rebuild a pool (families must be registered, see ``register_family``)."""
+        if not isinstance(cfg, dict) or not isinstance(cfg.get("families"), list):
+            raise ValueError("pool config: expected a mapping with a 'families' list")
+        return cls([family_from_dict(d) for d in cfg["families"]])
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`get_config` as JSON (atomically)."""
+        from vjboost._io import atomic_write
+
+        atomic_write(path, json.dumps(self.get_config(), indent=2))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> FeaturePool:
+        """Read a pool written by :meth:`save`."""
+        with open(path, encoding="utf-8") as fh:
+            try:
+                cfg = json.load(fh)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: not a valid pool JSON file ({exc})") from None
+        return cls.from_config(cfg)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FeaturePool) and self.get_config() == other.get_config()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- preparation --------------------------------------------------------------------------
+
+    def _inputs(self, windows: Any) -> tuple[np.ndarray, np.ndarray | None, int]:
+        """Split raw windows into (gray, rgb) stacks as the families need them."""
+        arr = np.asarray(windows)
+        h, w = self.window_shape
+        is_rgb = arr.ndim in (3, 4) and arr.shape[-1] == 3 and arr.shape[-3:-1] == (h, w)
+        if arr.ndim == 3 and arr.shape[1:] == (h, w):
+            is_rgb = False
+        if self.color and not is_rgb:
+            names = [f.name for f in self.families if f.color]
+            raise ValueError(
+                f"windows: families {names} need RGB windows (S, {h}, {w}, 3), got shape "
+                f"{arr.shape}"
+            )
+        if not is_rgb:
+            if arr.ndim == 2:
+                arr = arr[None]
+            return arr, None, (arr.shape[0] if arr.ndim >= 1 else 1)
+        rgb = arr if arr.ndim == 4 else arr[None]
+        gray = None
+        if any(not f.color for f in self.families):
+            import cv2
+
+            from vjboost.features.base import check_windows
+
+            rgb = check_windows(rgb, self.window_shape, color=True)
+            flat = rgb.reshape(-1, w, 3)
+            gray = cv2.cvtColor(flat, cv2.COLOR_RGB2GRAY).reshape(rgb.shape[:3])
+        return gray, rgb, rgb.shape[0]
+
+    def channels_nbytes(self, n_samples: int) -> int:
+        """Estimated bytes of :meth:`prepare` output for ``n_samples`` windows."""
+        return int(sum(f.channels_nbytes(n_samples) for f in self.families))
+
+    def prepare(self, windows: Any, *, threads: int | None = None) -> PoolChannels:
+        """Prepare every family's channels for a stack of windows.
+
+        Parameters
+        ----------
+        windows : uint8 (S, H, W) gray or (S, H, W, 3) RGB
+        threads : int, optional
+            numba threads (default all).
+        """
+        gray, rgb, n = self._inputs(windows)
+        check_memory(
+            self.channels_nbytes(n),
+            f"prepared channels of {n} windows for {self.n_families} families",
+            advice="Prepare and evaluate the windows in batches, or use fewer families.",
+        )
+        with n_threads(threads):
+            chans = tuple(f.prepare(rgb if f.color else gray) for f in self.families)
+        return PoolChannels(chans, "windows", chans[0].n_samples, tuple(self.window_shape))
+
+    def prepare_image(self, image: Any, *, threads: int | None = None) -> PoolChannels:
+        """Prepare every family's channels for one whole image (detection)."""
+        img = np.asarray(image)
+        gray, rgb = img, None
+        if img.ndim == 3 and img.shape[-1] == 3:
+            rgb = img
+            if any(not f.color for f in self.families):
+                import cv2
+
+                from vjboost.features.base import check_image
+
+                rgb = check_image(img, self.window_shape, color=True)
+                gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+        elif self.color:
+            raise ValueError(
+                f"image: the pool's colour families need an RGB image, got {img.shape}"
+            )
+        with n_threads(threads):
+            chans = tuple(f.prepare_image(rgb if f.color else gray) for f in self.families)
+        return PoolChannels(chans, "image", 1, tuple(chans[0].shape))
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    def _as_prepared(self, data: Any, threads: int | None) -> PoolChannels:
+        if isinstance(data, PoolChannels):
+            if data.kind != "windows":
+                raise ValueError("windows: got image channels; use evaluate_at for images")
+            if len(data.channels) != self.n_families or any(
+                c.family != f.name for c, f in zip(data.channels, self.families, strict=True)
+            ):
+                raise ValueError("windows: channels were prepared by a different pool")
+            return data
+        return self.prepare(data, threads=threads)
+
+    def evaluate(
+        self,
+        windows: Any,
+        feature_ids: Any = None,
+        sample_ids: Any = None,
+        *,
+        threads: int | None = None,
+    ) -> np.ndarray:
+        """Values of global ``feature_ids`` on ``sample_ids``, float32 (Q, S').
+
+        Parameters
+        ----------
+        windows : raw windows or :class:`PoolChannels` from :meth:`prepare`
+            Pass prepared channels when evaluating repeatedly (lazy, sampled training).
+        feature_ids : int array (Q,), optional
+            Global ids in any order (default all); rows follow this order.
+        sample_ids : int array (S',), optional
+            Windows to evaluate (default all).
+        threads : int, optional
+        """
+        gids = check_feature_ids(feature_ids, self.n_features)
+        if isinstance(windows, PoolChannels):
+            prep = self._as_prepared(windows, threads)
+            n = prep.n_samples
+        else:
+            # raw windows: prepare only the families and windows that are asked for
+            prep = None
+            gray, rgb, n = self._inputs(windows)
+        sids = check_sample_ids(sample_ids, n)
+        check_memory(
+            gids.shape[0] * sids.shape[0] * 4,
+            f"feature values ({gids.shape[0]} features x {sids.shape[0]} windows float32)",
+            advice="Evaluate fewer features or windows at a time.",
+        )
+        out = np.empty((gids.shape[0], sids.shape[0]), dtype=np.float32)
+        fam = np.searchsorted(self.offsets, gids, side="right") - 1
+        with n_threads(threads):
+            for k in np.unique(fam):
+                rows = np.flatnonzero(fam == k)
+                local = gids[rows] - self.offsets[k]
+                f = self.families[int(k)]
+                if prep is not None:
+                    out[rows] = f.evaluate(prep.channels[int(k)], local, sids)
+                else:
+                    data = rgb if f.color else gray
+                    if sample_ids is not None:
+                        data = data[sids]
+                    out[rows] = f.evaluate(f.prepare(data), local)
+        return out
+
+    def evaluate_at(
+        self,
+        prepared_image: PoolChannels,
+        feature_ids: Any,
+        positions: Any,
+        *,
+        threads: int | None = None,
+    ) -> np.ndarray:
+        """Values of global ``feature_ids`` for windows at ``positions`` (P, 2) ``(y, x)``."""
+        if not isinstance(prepared_image, PoolChannels) or prepared_image.kind != "image":
+            raise TypeError("prepared_image: expected the output of FeaturePool.prepare_image")
+        gids = check_feature_ids(feature_ids, self.n_features)
+        fam = np.searchsorted(self.offsets, gids, side="right") - 1
+        out: np.ndarray | None = None
+        with n_threads(threads):
+            for k in np.unique(fam):
+                rows = np.flatnonzero(fam == k)
+                local = gids[rows] - self.offsets[k]
+                vals = self.families[int(k)].evaluate_at(
+                    prepared_image.channels[int(k)], local, positions
+                )
+                if out is None:
+                    out = np.empty((gids.shape[0], vals.shape[1]), dtype=np.float32)
+                out[rows] = vals
+        assert out is not None
+        return out
+
+    # -- precomputation -----------------------------------------------------------------------
+
+    def estimate_precompute_nbytes(
+        self, n_samples: int, n_features: int | None = None, dtype: str = "float32",
+        block_features: int = 4096,
+    ) -> int:
+        """Peak bytes of :meth:`precompute` (matrix + channels + one float32 block if binned)."""
+        q = self.n_features if n_features is None else int(n_features)
+        item = 1 if dtype == "uint8" else 4
+        total = q * n_samples * item + self.channels_nbytes(n_samples)
+        if dtype == "uint8":
+            total += min(q, block_features) * n_samples * 4 + q * 255 * 4
+        return int(total)
+
+    def precompute(
+        self,
+        windows: Any,
+        dtype: str = "float32",
+        *,
+        feature_ids: Any = None,
+        n_bins: int = 256,
+        edges: np.ndarray | None = None,
+        edge_sample_size: int | None = None,
+        seed: Any = 0,
+        block_features: int = 4096,
+        budget: int | None = None,
+        threads: int | None = None,
+    ) -> PrecomputedFeatures:
+        """The feature-major matrix of ``feature_ids`` (default all) on all windows.
+
+        Parameters
+        ----------
+        windows : raw windows or :class:`PoolChannels`
+        dtype : {"float32", "uint8"}
+            Raw values, or per-feature quantile bins
+            (:func:`vjboost.boost.binning.compute_bin_edges`; categorical codes are stored as
+            themselves).
+        feature_ids : int array, optional
+            Global ids (default all).
+        n_bins : int
+            Bins per ordered feature (2..256) for ``"uint8"``.
+        edges : float32 (Q, E), optional
+            Reuse edges (e.g. from the training set when precomputing a validation set).
+        edge_sample_size : int, optional
+            Compute edges on a random subset of this many windows (faster on large sets).
+        seed : int or Generator
+            For the subset above.
+        block_features : int
+            Features evaluated per block in the uint8 path (bounds the float32 scratch).
+        budget : int, optional
+            Memory budget in bytes (default: 75% of available memory, see ``check_memory``).
+        threads : int, optional
+
+        Returns
+        -------
+        PrecomputedFeatures
+        """
+        if dtype not in ("float32", "uint8"):
+            raise ValueError(f"dtype: expected 'float32' or 'uint8', got {dtype!r}")
+        gids = check_feature_ids(feature_ids, self.n_features)
+        if isinstance(windows, PoolChannels):
+            n = windows.n_samples
+            chan_bytes = 0
+        else:
+            _, _, n = self._inputs(windows)
+            chan_bytes = self.channels_nbytes(n)
+        q = gids.shape[0]
+        need = self.estimate_precompute_nbytes(n, q, dtype, block_features)
+        need -= self.channels_nbytes(n) - chan_bytes
+        advice = (
+            f"Use dtype='uint8' ({format_bytes(q * n)} for the matrix), " if dtype == "float32"
+            else ""
+        ) + (
+            "fewer windows, fewer features (feature_ids, or a pool of smaller families), or "
+            "lazy evaluation with a feature sampler (FeaturePool.evaluate on sampled ids)."
+        )
+        check_memory(
+            need,
+            f"precomputed feature matrix ({q} features x {n} windows {dtype})",
+            budget=budget,
+            advice=advice,
+        )
+        prep = self._as_prepared(windows, threads)
+        kinds = self.kinds()[gids]
+        if dtype == "float32":
+            values = self.evaluate(prep, gids, threads=threads)
+            return PrecomputedFeatures(values, gids, None, kinds)
+
+        from vjboost.boost.binning import bin_values, compute_bin_edges
+
+        if edges is not None:
+            edges = np.ascontiguousarray(edges, dtype=np.float32)
+            if edges.ndim != 2 or edges.shape[0] != q or edges.shape[1] > 255:
+                raise ValueError(f"edges: expected shape ({q}, E<=255), got {edges.shape}")
+            out_edges = edges
+        else:
+            if not isinstance(n_bins, int | np.integer) or not 2 <= int(n_bins) <= 256:
+                raise ValueError(f"n_bins: expected an integer in 2..256, got {n_bins!r}")
+            # categorical rows need all 255 code edges whatever n_bins is
+            width = 255 if kinds.any() else int(n_bins) - 1
+            out_edges = np.full((q, width), np.inf, dtype=np.float32)
+        sub = None
+        if edges is None and edge_sample_size is not None and edge_sample_size < n:
+            if int(edge_sample_size) < 2:
+                raise ValueError(f"edge_sample_size: expected >= 2, got {edge_sample_size}")
+            rng = check_random_state(seed)
+            sub = np.sort(rng.choice(n, int(edge_sample_size), replace=False))
+        values = np.empty((q, n), dtype=np.uint8)
+        block = max(1, int(block_features))
+        for a in range(0, q, block):
+            b = min(a + block, q)
+            raw = self.evaluate(prep, gids[a:b], threads=threads)
+            cat = kinds[a:b]
+            if edges is None:
+                ordered = np.flatnonzero(~cat)
+                if ordered.size:
+                    src = raw[ordered] if sub is None else raw[ordered][:, sub]
+                    e = compute_bin_edges(src, int(n_bins), threads=threads)
+                    out_edges[a + ordered, : e.shape[1]] = e
+                cat_rows = np.flatnonzero(cat)
+                if cat_rows.size:
+                    out_edges[a + cat_rows] = categorical_edges(cat_rows.size, out_edges.shape[1])
+            with np.errstate(invalid="ignore"):  # inf - inf in the +inf padding checks
+                values[a:b] = bin_values(raw, out_edges[a:b], threads=threads)
+        return PrecomputedFeatures(values, gids, out_edges, kinds)
