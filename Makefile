@@ -16,6 +16,7 @@ setup: $(VENV)/.installed
 
 demo: setup
 	$(PY) -m vjboost.cli.demo
+	$(PY) -m vjboost.cli.demo_cascade demo-out
 
 test: setup
 	$(PY) -m ruff check vjboost tests tools

@@ -28,3 +28,16 @@ def test_demo_runs_and_beats_chance(capsys):
     assert m, out
     assert float(m.group(1)) >= 0.85
     assert "time: features" in out
+
+
+def test_cascade_demo_trains_and_detects(tmp_path, capsys):
+    from vjboost.cascade.model_io import load_model
+    from vjboost.cli import demo_cascade
+
+    assert demo_cascade.main([str(tmp_path), "--stages", "2", "--num-neg", "100"]) == 0
+    out = capsys.readouterr().out
+    model = load_model(tmp_path / "model.json")
+    assert 1 <= model.n_stages <= 2
+    assert load_model(tmp_path / "cascade.xml").n_stages == model.n_stages
+    assert (tmp_path / "astronaut.png").stat().st_size > 10_000
+    assert "astronaut(): " in out and len(list((tmp_path / "backgrounds").glob("*.png"))) >= 10
