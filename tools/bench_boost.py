@@ -52,6 +52,49 @@ def make_data(n_samples: int, n_features: int, seed: int) -> tuple[np.ndarray, n
     return B, y
 
 
+def make_real_data(n_samples: int, n_features: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Feature-major uint8 bins (F, N) of real Haar features and labels in {-1, +1}.
+
+    Half the windows are face crops (Caltech WebFaces in ../shared, 36x36 resized to 24x24), half
+    random 24x24 windows cut at random scales from the background images there; the features are
+    a seeded random subset of the 162,336 Haar features (BASIC, OpenCV's normalisation), binned
+    by vjboost's quantile binning.
+    """
+    import cv2
+
+    from vjboost.features import FeaturePool, HaarFamily
+    from vjboost.io import read_image
+
+    shared = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data")
+    faces_npz = os.path.join(shared, "faces", "caltech_webfaces_36x36.npz")
+    neg_dir = os.path.join(shared, "negatives")
+    if not (os.path.exists(faces_npz) and os.path.isdir(neg_dir)):
+        raise SystemExit("--data real needs ../shared/data (faces/ and negatives/)")
+    rng = np.random.default_rng(seed)
+    n_pos = n_samples // 2
+    faces = np.load(faces_npz)["images"]
+    idx = rng.choice(len(faces), n_pos, replace=n_pos > len(faces))
+    pos = np.stack([cv2.resize(faces[i], (24, 24), interpolation=cv2.INTER_AREA) for i in idx])
+    files = sorted(os.listdir(neg_dir))
+    negs = []
+    while len(negs) < n_samples - n_pos:
+        img = read_image(os.path.join(neg_dir, files[rng.integers(len(files))]))
+        for _ in range(50):
+            side = int(rng.integers(24, max(25, min(img.shape) // 2)))
+            y0 = int(rng.integers(0, img.shape[0] - side + 1))
+            x0 = int(rng.integers(0, img.shape[1] - side + 1))
+            crop = img[y0 : y0 + side, x0 : x0 + side]
+            negs.append(cv2.resize(crop, (24, 24), interpolation=cv2.INTER_AREA))
+    windows = np.concatenate([pos, np.stack(negs[: n_samples - n_pos])])
+    y = np.r_[np.ones(n_pos), -np.ones(n_samples - n_pos)]
+    order = rng.permutation(n_samples)
+    windows, y = windows[order], y[order]
+    pool = FeaturePool([HaarFamily((24, 24))])
+    fids = np.sort(rng.choice(pool.n_features, min(n_features, pool.n_features), replace=False))
+    pre = pool.precompute(windows, dtype="uint8", feature_ids=fids, seed=seed)
+    return np.ascontiguousarray(pre.values), y
+
+
 def bench_vjboost(B, y, rounds, threads, losses):
     """Seconds per round (median, min) of each loss: a whole round of ``BoostedClassifier``
     (weights, exhaustive stump search, refit on all examples, score update), timed one by one
@@ -153,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--losses", default="discrete,gentle,logit")
     parser.add_argument("--skip-sklearn", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", choices=["synthetic", "real"], default="synthetic",
+                        help="synthetic bins, or real Haar features of faces/backgrounds "
+                             "(needs ../shared)")
     args = parser.parse_args(argv)
 
     n = args.n_samples or (5_000 if args.quick else 20_000)
@@ -169,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{rounds} rounds; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs visible, load average {os.getloadavg()[0]:.1f}")
     t0 = time.perf_counter()
-    B, y = make_data(n, f, args.seed)
+    B, y = (make_real_data if args.data == "real" else make_data)(n, f, args.seed)
     print(f"data: {format_bytes(B.nbytes)} generated in {time.perf_counter() - t0:.1f} s")
 
     vj = {}
@@ -204,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"[{ratios_lgb_min[th][loss]:5.2f}] (target <= 1.5)")
     result = {
         "n_samples": n, "n_features": f, "rounds": rounds, "quick": bool(args.quick),
+        "data": args.data,
         "vjboost_s_per_round": {str(k): {loss: v[0] for loss, v in d.items()}
                                 for k, d in vj.items()},
         "vjboost_min_s_per_round": {str(k): {loss: v[1] for loss, v in d.items()}
