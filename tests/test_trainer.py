@@ -172,7 +172,7 @@ def _grid_windows(path, params, offset=(0, 0)):
     img = cv2.imread(path, cv2.IMREAD_GRAYSCALE)[offset[1]:, offset[0]:]
     h, w = params.window
     out = []
-    for s, sw, sh, _, _ in _geometry(img.shape, (h, w), params.scale_factor, params.grid_step):
+    for _s, sw, sh, _, _ in _geometry(img.shape, (h, w), params.scale_factor, params.grid_step):
         sc = img if (sw, sh) == img.shape[::-1] else cv2.resize(
             img, (sw, sh), interpolation=cv2.INTER_LINEAR_EXACT)
         v = np.lib.stride_tricks.sliding_window_view(sc, (h, w))

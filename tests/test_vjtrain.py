@@ -1,0 +1,142 @@
+"""The vjtrain command: input validation, resume after a kill, OpenCV export of what it trains."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from vjboost.cascade.detector import CascadeDetector
+from vjboost.cascade.model_io import load_model
+from vjboost.cli.train import vjtrain as main
+from vjboost.io import write_vec
+
+WIN = 16
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory) -> Path:
+    import skimage.data as d
+
+    root = tmp_path_factory.mktemp("vjtrain")
+    faces = (d.lfw_subset()[:100] * 255).round().astype(np.uint8)
+    faces = np.stack([cv2.resize(f, (WIN, WIN), interpolation=cv2.INTER_AREA) for f in faces])
+    np.savez(root / "pos.npz", images=faces)
+    write_vec(root / "pos.vec", faces)
+    (root / "bg").mkdir()
+    for name in ("coins", "moon", "page", "text", "brick", "grass", "clock", "coffee"):
+        im = getattr(d, name)()
+        if im.ndim == 3:
+            im = cv2.cvtColor(im, cv2.COLOR_RGB2GRAY)
+        im = cv2.resize(im, (im.shape[1] // 2, im.shape[0] // 2), interpolation=cv2.INTER_AREA)
+        cv2.imwrite(str(root / "bg" / f"{name}.png"), im)
+    (root / "bg.txt").write_text("\n".join(f"bg/{p.name}" for p in (root / "bg").iterdir()))
+    return root
+
+
+def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
+    return [
+        str(root / "pos.npz"),
+        str(root / "bg"),
+        "-o",
+        str(out),
+        "--window",
+        f"{WIN}x{WIN}",
+        "--stages",
+        str(stages),
+        "--num-pos",
+        "90",
+        "--num-neg",
+        "150",
+        "--seed",
+        "3",
+        "--threads",
+        "1",
+        "-q",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda a, r: a.__setitem__(0, str(r / "missing")), "missing"),
+        (lambda a, r: a.__setitem__(1, str(r / "empty")), "empty"),
+        (
+            lambda a, r: a.__setitem__(
+                slice(0, 1), ["--vec", str(r / "pos.vec"), "--window", "24x24"]
+            ),
+            "vec",
+        ),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--min-hit-rate", "1.5", a[1]]), "hit"),
+    ],
+)
+def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, message):
+    (data_dir / "empty").mkdir(exist_ok=True)
+    args = _args(data_dir, tmp_path / "out")
+    mutate(args, data_dir)
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code != 0
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    assert message in res.output.lower(), res.output
+    assert "Traceback" not in res.output
+
+
+def _run(args: list[str], **kw) -> subprocess.Popen:
+    code = "import sys; from vjboost.cli.train import main; main(sys.argv[1:])"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, **kw
+    )
+
+
+def test_resume_after_kill_gives_the_same_cascade(data_dir, tmp_path):
+    whole = _run(_args(data_dir, tmp_path / "whole"))
+    assert whole.wait(timeout=600) == 0, whole.stdout.read().decode()
+    # a second run, killed as soon as its first stage is checkpointed
+    out = tmp_path / "killed"
+    proc = _run(_args(data_dir, out))
+    ckpt = out / "checkpoint.json"
+    t0 = time.time()
+    while time.time() - t0 < 600 and proc.poll() is None:
+        try:
+            if len(json.loads(ckpt.read_text()).get("stages", [])) >= 1:
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.skip("training finished before it could be killed")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "model.json").exists() or ckpt.exists()
+    resumed = _run([*_args(data_dir, out), "--resume"])
+    log = resumed.stdout.read().decode()
+    assert resumed.wait(timeout=600) == 0, log
+    a = json.loads((tmp_path / "whole" / "model.json").read_text())
+    b = json.loads((out / "model.json").read_text())
+    assert a["stages"] == b["stages"] and a["features"] == b["features"]
+
+
+def test_exported_cascade_matches_opencv(data_dir, tmp_path):
+    if not hasattr(cv2, "CascadeClassifier"):
+        pytest.skip("this OpenCV build has no CascadeClassifier")
+    res = CliRunner().invoke(main, _args(data_dir, tmp_path / "out", stages=2))
+    assert res.exit_code == 0, res.output
+    xml = tmp_path / "out" / "cascade.xml"
+    ours = CascadeDetector(load_model(tmp_path / "out" / "model.json"), min_neighbors=0)
+    cv = cv2.CascadeClassifier(str(xml))
+    assert not cv.empty()
+    from skimage import data
+
+    gray = cv2.resize(cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2GRAY), (200, 200))
+    got = sorted(map(tuple, ours.detect(gray).boxes.tolist()))
+    ref = sorted(map(tuple, np.asarray(cv.detectMultiScale(gray, 1.1, 0)).reshape(-1, 4).tolist()))
+    assert len(ref) > 0 and got == ref
