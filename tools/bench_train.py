@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from vjboost.cascade.detector import CascadeDetector  # noqa: E402
+from vjboost.cascade.model_io import save_model  # noqa: E402
 from vjboost.cascade.trainer import CascadeTrainer  # noqa: E402
 from vjboost.eval import evaluate_detections  # noqa: E402
 from vjboost.io import read_annotations, read_bg_list, read_image, read_vec  # noqa: E402
@@ -58,6 +59,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--output", default="runs/bench_train", help="checkpoint/model folder")
     ap.add_argument("--sampler", default=None, help="e.g. laminating (default: exhaustive)")
+    ap.add_argument("--resume", action="store_true", help="continue from --output's checkpoint")
     args = ap.parse_args()
     anchor = SHARED / "traincascade-anchor"
     if not anchor.is_dir():
@@ -74,9 +76,10 @@ def main() -> None:
                              sampler=args.sampler, seed=0, threads=args.threads)
     out = Path(args.output) / ("quick" if args.quick else "full")
     t0 = time.perf_counter()
-    trainer.fit(pos, bg, output_dir=out, log=lambda m: print(m, flush=True))
+    trainer.fit(pos, bg, output_dir=out, resume=args.resume, log=lambda m: print(m, flush=True))
     wall = time.perf_counter() - t0
     model = trainer.model_
+    save_model(model, out / "model.json")
     print(f"\ntrained {model.n_stages} stages, {model.n_trees} weak classifiers in {wall:.0f} s "
           f"({trainer.stop_reason_})")
     print("| stage | weak | hit rate | false alarm | seconds (neg. mining / features / boosting) |")
