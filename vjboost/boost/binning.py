@@ -70,23 +70,21 @@ def _edges_kernel(values: np.ndarray, n_bins: int, out: np.ndarray) -> None:
 
 @njit(cache=True, nogil=True, parallel=True)
 def _bin_kernel(values: np.ndarray, edges: np.ndarray, out: np.ndarray) -> None:
-    n_edges_max = edges.shape[1]
+    # edges padded with +inf to 256 columns: a fixed 8-step branchless binary search counts the
+    # edges <= v (several times faster than a branching search on tens of millions of values)
     for q in prange(values.shape[0]):
         e = edges[q]
-        m = 0
-        while m < n_edges_max and e[m] < np.inf:
-            m += 1
         for i in range(values.shape[1]):
             v = values[q, i]
             lo = 0
-            hi = m
-            # number of edges <= v (binary search)
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if e[mid] <= v:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo += 128 * (e[lo + 127] <= v)
+            lo += 64 * (e[lo + 63] <= v)
+            lo += 32 * (e[lo + 31] <= v)
+            lo += 16 * (e[lo + 15] <= v)
+            lo += 8 * (e[lo + 7] <= v)
+            lo += 4 * (e[lo + 3] <= v)
+            lo += 2 * (e[lo + 1] <= v)
+            lo += 1 * (e[lo] <= v)
             out[q, i] = lo
 
 
@@ -154,8 +152,10 @@ def bin_values(
     edges = _check_edges(edges, values.shape[0])
     check_memory(values.size, f"binned matrix ({values.shape[0]} x {values.shape[1]} uint8)")
     out = np.empty(values.shape, dtype=np.uint8)
+    padded = np.full((edges.shape[0], 256), np.inf, dtype=np.float32)
+    padded[:, : edges.shape[1]] = edges
     with n_threads(threads):
-        _bin_kernel(np.ascontiguousarray(values), edges, out)
+        _bin_kernel(np.ascontiguousarray(values), padded, out)
     return out
 
 

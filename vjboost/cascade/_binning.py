@@ -1,49 +1,13 @@
-"""Fast quantisation of a stage's feature matrix (branchless search over padded bin edges).
+"""A stage's feature matrix as uint8 bins, computed block by block from a feature pool.
 
-Same semantics as :func:`vjboost.boost.binning.bin_values` (the bin of ``v`` is the number of
-edges ``<= v``, edges padded with ``+inf``) with a fixed-length branchless binary search: the
-training matrix of a stage (tens of millions of values) is binned several times faster.
+Edges come from a seeded subset of the windows; binning is :func:`vjboost.boost.binning.bin_values`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, prange
 
-__all__ = ["bin_rows"]
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _bin_rows_kernel(values, edges, out):  # pragma: no cover - numba
-    q_n, n = values.shape
-    for q in prange(q_n):
-        e = edges[q]
-        for i in range(n):
-            v = values[q, i]
-            lo = 0
-            lo += 128 * (e[lo + 127] <= v)
-            lo += 64 * (e[lo + 63] <= v)
-            lo += 32 * (e[lo + 31] <= v)
-            lo += 16 * (e[lo + 15] <= v)
-            lo += 8 * (e[lo + 7] <= v)
-            lo += 4 * (e[lo + 3] <= v)
-            lo += 2 * (e[lo + 1] <= v)
-            lo += 1 * (e[lo] <= v)
-            out[q, i] = lo
-
-
-def bin_rows(values: np.ndarray, edges: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Bins (Q, N) uint8 of float32 ``values`` (Q, N) under per-row ``edges`` (Q, E<=255)."""
-    values = np.ascontiguousarray(values, dtype=np.float32)
-    q, e = edges.shape
-    if e > 255:
-        raise ValueError(f"edges: at most 255 per row, got {e}")
-    padded = np.full((q, 256), np.inf, dtype=np.float32)
-    padded[:, :e] = edges
-    if out is None:
-        out = np.empty(values.shape, dtype=np.uint8)
-    _bin_rows_kernel(values, padded, out)
-    return out
+__all__ = ["precompute_binned"]
 
 
 def precompute_binned(
@@ -61,7 +25,7 @@ def precompute_binned(
     edges : ndarray (n_features, E) float32
     categorical : ndarray (n_features,) bool
     """
-    from vjboost.boost.binning import compute_bin_edges
+    from vjboost.boost.binning import bin_values, compute_bin_edges
     from vjboost.features.pool import categorical_edges
 
     n = windows.shape[0]
@@ -88,5 +52,5 @@ def precompute_binned(
         cat_rows = np.flatnonzero(cat)
         if cat_rows.size:
             edges[a + cat_rows] = categorical_edges(cat_rows.size, width)
-        bin_rows(raw, edges[a:b], out=values[a:b])
+        values[a:b] = bin_values(raw, edges[a:b], threads=threads)
     return values, edges, kinds
