@@ -44,8 +44,8 @@ from vjboost.features.base import (
     check_windows,
     register_family,
 )
-from vjboost.features.integral import integral_images, weighted_rect_sums, weighted_rect_sums_at
 from vjboost.features.pixel import _window_grad, gather_columns
+from vjboost.features.rectsum import GrayRectSumFamily
 
 __all__ = ["FOURIER_SOURCES", "FourierFamily", "HaarWaveletFamily", "haar_wavelet_bands"]
 
@@ -227,7 +227,7 @@ def haar_wavelet_bands(
 
 
 @register_family
-class HaarWaveletFamily(FeatureFamily):
+class HaarWaveletFamily(GrayRectSumFamily):
     """Orthonormal 2-D Haar wavelet coefficients of the window (see the module docstring).
 
     Parameters
@@ -295,30 +295,3 @@ class HaarWaveletFamily(FeatureFamily):
                 "text": f"Haar wavelet {band} coefficient, level {lev}, block ({bi}, {bj}) at "
                         f"x={bj * s}, y={bi * s} ({s}x{s} pixels)"}
 
-    def channels_nbytes(self, n_samples: int) -> int:
-        h, w = self.window_shape
-        return int(n_samples) * (h + 1) * (w + 1) * 4
-
-    def prepare(self, windows: Any) -> Channels:
-        win = check_windows(windows, self.window_shape)
-        check_memory(self.channels_nbytes(win.shape[0]), "Haar wavelet integral images")
-        ii = integral_images(win)[:, None]
-        return Channels(self.name, "windows", self.window_shape, win.shape[0], {"ii": ii})
-
-    def evaluate(self, channels: Channels, feature_ids: Any = None,
-                 sample_ids: Any = None) -> np.ndarray:
-        ch = check_channels(channels, self, "windows")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        sids = check_sample_ids(sample_ids, ch.n_samples)
-        return weighted_rect_sums(ch["ii"], self._rects[fids], self._weights[fids], sids)
-
-    def prepare_image(self, image: Any) -> Channels:
-        img = check_image(image, self.window_shape)
-        ii = integral_images(img[None], dtype=np.int64)[:, None]
-        return Channels(self.name, "image", img.shape[:2], 1, {"ii": ii})
-
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        return weighted_rect_sums_at(ch["ii"], self._rects[fids], self._weights[fids],
-                                     positions, self.window_shape)

@@ -47,7 +47,7 @@ from vjboost.features.base import (
     check_windows,
     register_family,
 )
-from vjboost.features.integral import integral_images, weighted_rect_sums, weighted_rect_sums_at
+from vjboost.features.rectsum import GrayRectSumFamily
 
 __all__ = [
     "GradientMagnitudeFamily",
@@ -372,7 +372,7 @@ def _random_patches(window_shape: tuple[int, int], n: int, min_size: int,
 
 
 @register_family
-class PatchSumFamily(FeatureFamily):
+class PatchSumFamily(GrayRectSumFamily):
     """Sums of gray values over random rectangular patches, via integral images.
 
     Parameters
@@ -440,30 +440,3 @@ class PatchSumFamily(FeatureFamily):
         return {"family": self.name, "index": i, "rect": (x, y, w, h),
                 "text": f"sum of gray values over x={x}..{x + w - 1}, y={y}..{y + h - 1}"}
 
-    def channels_nbytes(self, n_samples: int) -> int:
-        h, w = self.window_shape
-        return int(n_samples) * (h + 1) * (w + 1) * 4
-
-    def prepare(self, windows: Any) -> Channels:
-        win = check_windows(windows, self.window_shape)
-        check_memory(self.channels_nbytes(win.shape[0]), "patch-sum integral images")
-        ii = integral_images(win)[:, None]
-        return Channels(self.name, "windows", self.window_shape, win.shape[0], {"ii": ii})
-
-    def evaluate(self, channels: Channels, feature_ids: Any = None,
-                 sample_ids: Any = None) -> np.ndarray:
-        ch = check_channels(channels, self, "windows")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        sids = check_sample_ids(sample_ids, ch.n_samples)
-        return weighted_rect_sums(ch["ii"], self._rects[fids], self._weights[fids], sids)
-
-    def prepare_image(self, image: Any) -> Channels:
-        img = check_image(image, self.window_shape)
-        ii = integral_images(img[None], dtype=np.int64)[:, None]
-        return Channels(self.name, "image", img.shape[:2], 1, {"ii": ii})
-
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        return weighted_rect_sums_at(ch["ii"], self._rects[fids], self._weights[fids],
-                                     positions, self.window_shape)
