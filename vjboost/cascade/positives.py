@@ -17,7 +17,9 @@ import numpy as np
 
 from ..io import ImageReadError, read_annotations, read_image, read_vec
 
-__all__ = ["PositiveSet", "IMAGE_SUFFIXES", "load_positives", "resize_to_window"]
+__all__ = [
+    "PositiveSet", "IMAGE_SUFFIXES", "crop_fraction", "load_positives", "resize_to_window",
+]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
 _ANNOTATION_SUFFIXES = (".dat", ".txt", ".csv", ".json", ".info", ".lst")
@@ -62,7 +64,45 @@ def resize_to_window(img: np.ndarray, window: tuple[int, int]) -> np.ndarray:
     return cv2.resize(img, (w, h), interpolation=interp)
 
 
-def _from_folder(folder: Path, window: tuple[int, int]) -> tuple[list[np.ndarray], list[str]]:
+def crop_fraction(img: np.ndarray, crop: tuple[float, float, float, float] | None) -> np.ndarray:
+    """Cut the sub-rectangle ``crop = (x, y, w, h)``, in fractions of the image's width/height.
+
+    Positives often come framed more loosely than the box the detector should report (a face
+    crop with hair and chin, where the wanted box runs from the brows to below the mouth); the
+    crop states the wanted framing once for every sample, whatever its pixel size. Corners are
+    rounded to the nearest pixel; ``None`` returns the image unchanged.
+    """
+    if crop is None:
+        return img
+    ih, iw = img.shape[:2]
+    x, y, w, h = crop
+    x0, y0 = int(round(x * iw)), int(round(y * ih))
+    # at least one pixel, so that tiny samples still give a (coarse) crop
+    x1, y1 = max(int(round((x + w) * iw)), x0 + 1), max(int(round((y + h) * ih)), y0 + 1)
+    return img[y0:y1, x0:x1]
+
+
+def _check_crop(crop: tuple[float, float, float, float] | None) -> None:
+    if crop is None:
+        return
+    if len(crop) != 4 or not all(np.isfinite(v) for v in crop):
+        raise ValueError(f"crop: expected four finite fractions (x, y, w, h), got {crop}")
+    x, y, w, h = crop
+    if w <= 0 or h <= 0 or x < 0 or y < 0 or x + w > 1 + 1e-9 or y + h > 1 + 1e-9:
+        raise ValueError(
+            f"crop: (x, y, w, h) = {tuple(crop)} must lie inside the sample: x, y >= 0, "
+            "w, h > 0, x + w <= 1 and y + h <= 1 (fractions of the sample's width and height)"
+        )
+
+
+def _prepare(img: np.ndarray, window: tuple[int, int],
+             crop: tuple[float, float, float, float] | None) -> np.ndarray:
+    return resize_to_window(crop_fraction(img, crop), window)
+
+
+def _from_folder(folder: Path, window: tuple[int, int],
+                 crop: tuple[float, float, float, float] | None
+                 ) -> tuple[list[np.ndarray], list[str]]:
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise ValueError(
@@ -71,13 +111,15 @@ def _from_folder(folder: Path, window: tuple[int, int]) -> tuple[list[np.ndarray
     out, skipped = [], []
     for p in files:
         try:
-            out.append(resize_to_window(read_image(p), window))
+            out.append(_prepare(read_image(p), window, crop))
         except ImageReadError as exc:
             skipped.append(str(exc))
     return out, skipped
 
 
-def _from_annotations(path: Path, window: tuple[int, int]) -> tuple[list[np.ndarray], list[str]]:
+def _from_annotations(path: Path, window: tuple[int, int],
+                      crop: tuple[float, float, float, float] | None
+                      ) -> tuple[list[np.ndarray], list[str]]:
     ann = read_annotations(path)
     out, skipped = [], []
     for image_path, boxes in ann.items():
@@ -93,7 +135,7 @@ def _from_annotations(path: Path, window: tuple[int, int]) -> tuple[list[np.ndar
             if x + w > iw or y + h > ih:
                 skipped.append(f"{image_path}: box {[x, y, w, h]} outside the {iw}x{ih} image")
                 continue
-            out.append(resize_to_window(img[y : y + h, x : x + w], window))
+            out.append(_prepare(img[y : y + h, x : x + w], window, crop))
     return out, skipped
 
 
@@ -103,6 +145,7 @@ def load_positives(
     *,
     mirror: bool = False,
     max_count: int | None = None,
+    crop: tuple[float, float, float, float] | None = None,
 ) -> PositiveSet:
     """Load positive samples of size ``window``.
 
@@ -117,6 +160,9 @@ def load_positives(
         Also add the horizontally mirrored copy of each sample (doubles the count).
     max_count : int, optional
         Keep at most this many (before mirroring), in source order.
+    crop : (x, y, w, h) fractions, optional
+        Cut this sub-rectangle of every crop, box or sample (fractions of its width and height)
+        before resizing to ``window``: how to train on a tighter framing than the source's.
 
     Returns
     -------
@@ -131,14 +177,18 @@ def load_positives(
     h, w = (int(v) for v in window)
     if h <= 0 or w <= 0:
         raise ValueError(f"window: height and width must be positive, got {window}")
+    _check_crop(crop)
     if not path.exists():
         raise ValueError(f"{path}: positives source does not exist")
     skipped: list[str] = []
     if path.is_dir():
-        crops, skipped = _from_folder(path, (h, w))
+        crops, skipped = _from_folder(path, (h, w), crop)
         samples = np.stack(crops) if crops else np.zeros((0, h, w), np.uint8)
     elif path.suffix.lower() == ".vec":
-        samples = read_vec(path, (h, w))
+        if crop is None:
+            samples = read_vec(path, (h, w))
+        else:  # the file's own (square) sample size, then cut and resized
+            samples = np.stack([_prepare(im, (h, w), crop) for im in read_vec(path)])
     elif path.suffix.lower() == ".npz":
         with np.load(path, allow_pickle=False) as data:
             if "images" not in data.files:
@@ -148,9 +198,10 @@ def load_positives(
             raise ValueError(
                 f"{path}: 'images' must be (n, h, w) uint8, got {imgs.shape} {imgs.dtype}"
             )
-        samples = np.stack([resize_to_window(im, (h, w)) for im in imgs]) if len(imgs) else imgs
+        samples = (np.stack([_prepare(im, (h, w), crop) for im in imgs]) if len(imgs)
+                   else np.zeros((0, h, w), np.uint8))
     elif path.suffix.lower() in _ANNOTATION_SUFFIXES:
-        crops, skipped = _from_annotations(path, (h, w))
+        crops, skipped = _from_annotations(path, (h, w), crop)
         samples = np.stack(crops) if crops else np.zeros((0, h, w), np.uint8)
     else:
         raise ValueError(

@@ -105,11 +105,25 @@ def _check_backgrounds(paths: list[str], window: tuple[int, int], echo) -> tuple
     return ok, n_pixels
 
 
-def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo) -> np.ndarray:
+def _parse_crop(value: str | None) -> tuple[float, float, float, float] | None:
+    if value is None:
+        return None
+    try:
+        parts = tuple(float(v) for v in value.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 4:
+        raise InputError(f"--pos-crop: expected X,Y,W,H as four fractions (e.g. "
+                         f"0.16,0.19,0.67,0.67), got {value!r}")
+    return parts  # type: ignore[return-value]
+
+
+def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
+                    crop: tuple[float, float, float, float] | None = None) -> np.ndarray:
     from vjboost.cascade.positives import load_positives
 
     try:
-        ps = load_positives(source, window, mirror=False)
+        ps = load_positives(source, window, mirror=False, crop=crop)
     except (ValueError, OSError) as exc:
         raise InputError(str(exc)) from None
     if ps.skipped:
@@ -160,6 +174,9 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo) ->
 @click.option("--weight-trim-rate", type=float, default=0.95, show_default=True,
               help="Weight trimming (1 = off).")
 @click.option("--mirror", is_flag=True, help="Add horizontally mirrored positives.")
+@click.option("--pos-crop", "pos_crop", metavar="X,Y,W,H",
+              help="Cut this sub-rectangle of every positive (fractions of its width and height) "
+                   "before resizing to the window: train on a tighter framing than the crops'.")
 @click.option("--mining-scale-factor", type=float, default=1.25, show_default=True,
               help="Scale step of the background pyramids.")
 @click.option("--mining-step", type=click.IntRange(min=1),
@@ -177,8 +194,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             sampler_budget: int | None, stages: int, min_hit_rate: float,
             max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
             weak_learner: str, max_depth: int, weight_trim_rate: float, mirror: bool,
-            mining_scale_factor: float, mining_step: int | None, seed: int, threads: int,
-            resume: bool, max_new_stages: int | None, quiet: bool) -> None:
+            pos_crop: str | None, mining_scale_factor: float, mining_step: int | None,
+            seed: int, threads: int, resume: bool, max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
     POS: a folder of crops, an annotation file (info.dat, .csv, .json), a .vec or an .npz.
@@ -226,7 +243,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                              f"got {sampler!r}")
         if weak_learner != "stump":
             raise InputError("--sampler: samplers choose stumps; use --weak-learner stump")
-    positives = _load_positives(pos_src, win, mirror, echo)
+    positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop))
     need = positives_needed(num_pos, stages, min_hit_rate)
     if len(positives) < need:
         most = int(len(positives) / (1 + max(stages - 1, 0) * (1 - min_hit_rate)))
