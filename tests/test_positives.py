@@ -69,3 +69,29 @@ def test_shared_sources(shared_dir):
     assert web.samples.shape == (100, 24, 24)
     cmu = load_positives(d / "cmu-mit" / "faces.csv", (24, 24))
     assert len(cmu.samples) + len(cmu.skipped) == 354
+
+
+def test_crop_fraction_before_resize(tmp_path, rng):
+    s = rng.integers(0, 256, (4, 36, 36), dtype=np.uint8)
+    np.savez(tmp_path / "p.npz", images=s)
+    crop = (6 / 36, 7 / 36, 24 / 36, 24 / 36)
+    got = load_positives(tmp_path / "p.npz", (24, 24), crop=crop).samples
+    np.testing.assert_array_equal(got, s[:, 7:31, 6:30])  # same size: cut only, no resampling
+    half = load_positives(tmp_path / "p.npz", (12, 12), crop=crop).samples
+    np.testing.assert_array_equal(half[1], resize_to_window(s[1, 7:31, 6:30], (12, 12)))
+    write_vec(tmp_path / "p.vec", s)  # a .vec with a crop is read at its own size, then cut
+    np.testing.assert_array_equal(load_positives(tmp_path / "p.vec", (24, 24), crop=crop).samples,
+                                  got)
+    img = rng.integers(0, 256, (50, 60), dtype=np.uint8)  # boxes of an annotation file
+    cv2.imwrite(str(tmp_path / "scene.png"), img)
+    (tmp_path / "info.dat").write_text("scene.png 1 10 5 20 20\n")
+    box = load_positives(tmp_path / "info.dat", (10, 10), crop=(0.25, 0.25, 0.5, 0.5)).samples
+    np.testing.assert_array_equal(box[0], img[10:20, 15:25])
+
+
+@pytest.mark.parametrize("crop", [(0.5, 0, 0.6, 1), (-0.1, 0, 0.5, 0.5), (0, 0, 0, 1),
+                                  (0, 0, float("nan"), 1), (0, 0, 1)])
+def test_crop_must_lie_inside(tmp_path, rng, crop):
+    np.savez(tmp_path / "p.npz", images=rng.integers(0, 256, (2, 20, 20), dtype=np.uint8))
+    with pytest.raises(ValueError, match="crop"):
+        load_positives(tmp_path / "p.npz", (10, 10), crop=crop)

@@ -77,6 +77,8 @@ def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
             "vec",
         ),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--min-hit-rate", "1.5", a[1]]), "hit"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--pos-crop", "0.1,0.1", a[1]]), "pos-crop"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--pos-crop", "0.5,0,0.9,1", a[1]]), "crop"),
     ],
 )
 def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, message):
