@@ -12,11 +12,18 @@ learner
 baselines
     :class:`SubsampleBooster`: WSS, MadaBoost and Fix, sub-sampling with the full set in memory.
 cascade
-    :func:`train_reservoir_stage`: one cascade stage trained from window streams.
+    :func:`train_reservoir_stage`: one cascade stage trained from window streams;
+    :class:`PoolFeaturizer` (a feature pool written straight into the reservoir) and
+    :class:`WindowScores` (running stage scores of the stage's windows).
 """
 
 from vjboost.boost.reservoir.baselines import BASELINES, SubsampleBooster
-from vjboost.boost.reservoir.cascade import pool_featurizer, train_reservoir_stage
+from vjboost.boost.reservoir.cascade import (
+    PoolFeaturizer,
+    WindowScores,
+    pool_featurizer,
+    train_reservoir_stage,
+)
 from vjboost.boost.reservoir.geem import (
     expected_edge,
     geem_select,
@@ -33,8 +40,10 @@ from vjboost.boost.reservoir.learner import (
 __all__ = [
     "BASELINES",
     "STRATEGIES",
+    "PoolFeaturizer",
     "ReservoirBooster",
     "SubsampleBooster",
+    "WindowScores",
     "expected_edge",
     "flatten_samples",
     "geem_select",

@@ -4,6 +4,11 @@ The stage sees positives and negatives only through streams of windows (a :class
 positives, a stream of mined negatives...), evaluates the feature pool on each batch of ``q``
 fresh windows only, and keeps ``r`` windows' feature values: memory stays
 ``O((r + q) * n_features)`` however many positives and negatives lie behind the streams.
+
+:class:`PoolFeaturizer` evaluates a feature pool block by block straight into the reservoir's
+buffer; :class:`WindowScores` keeps the running stage scores of a fixed set of windows (the
+stage's positives and negatives, for its threshold and false alarm), evaluating only the features
+of each new weak learner, a chunk of windows at a time.
 """
 
 from __future__ import annotations
@@ -18,7 +23,49 @@ from vjboost.boost.learners import learner_from_dict
 from vjboost.boost.reservoir.learner import ReservoirBooster
 from vjboost.boost.streams import MixedStream, SampleStream
 
-__all__ = ["pool_featurizer", "train_reservoir_stage"]
+__all__ = ["PoolFeaturizer", "WindowScores", "pool_featurizer", "train_reservoir_stage"]
+
+
+class PoolFeaturizer:
+    """Features ``feature_ids`` of a :class:`~vjboost.features.FeaturePool` on windows.
+
+    ``f(windows)`` returns the (len(feature_ids), n) float32 values; row ``k`` is the global
+    feature ``feature_ids[k]`` (all features of the pool when ``None``). ``f.into(windows, out)``
+    writes them into ``out`` (e.g. a view of :class:`ReservoirBooster`'s buffer) ``block``
+    features at a time, so no temporary array of all the features is made.
+
+    Parameters
+    ----------
+    pool : FeaturePool
+    feature_ids : array-like of int, optional
+    block : int, default=4096
+        Features evaluated per call of the pool.
+    threads : int, optional
+    """
+
+    def __init__(self, pool: Any, feature_ids: Any = None, *, block: int = 4096,
+                 threads: int | None = None) -> None:
+        self.pool = pool
+        self.feature_ids = (np.arange(pool.n_features, dtype=np.int64) if feature_ids is None
+                            else np.asarray(feature_ids, dtype=np.int64))
+        self.n_features = int(self.feature_ids.size)
+        self.block = int(check_in_range(block, "block", low=1, integer=True))
+        self.threads = threads
+
+    def __call__(self, windows: np.ndarray) -> np.ndarray:
+        out = np.empty((self.n_features, len(windows)), dtype=np.float32)
+        self.into(windows, out)
+        return out
+
+    def into(self, windows: np.ndarray, out: np.ndarray) -> None:
+        """Write the values of ``windows`` into ``out`` of shape (n_features, len(windows))."""
+        if out.shape != (self.n_features, len(windows)):
+            raise ValueError(f"out: expected shape {(self.n_features, len(windows))}, got "
+                             f"{out.shape}")
+        channels = self.pool.prepare(windows, threads=self.threads)
+        for a in range(0, self.n_features, self.block):
+            b = min(a + self.block, self.n_features)
+            out[a:b] = self.pool.evaluate(channels, self.feature_ids[a:b], threads=self.threads)
 
 
 def pool_featurizer(
@@ -26,18 +73,52 @@ def pool_featurizer(
 ) -> Callable[[np.ndarray], np.ndarray]:
     """A featurizer evaluating ``feature_ids`` of a :class:`~vjboost.features.FeaturePool`.
 
-    Returns ``f(windows (n, H, W) uint8) -> (len(feature_ids), n) float32``; row ``k`` is the
-    global feature ``feature_ids[k]`` (all features of the pool when ``None``).
+    Returns a :class:`PoolFeaturizer`: ``f(windows (n, H, W) uint8) -> (len(feature_ids), n)
+    float32``; row ``k`` is the global feature ``feature_ids[k]`` (all features when ``None``).
     """
-    ids = None if feature_ids is None else np.asarray(feature_ids, dtype=np.int64)
-
-    def featurize(windows: np.ndarray) -> np.ndarray:
-        return pool.evaluate(windows, ids, threads=threads)
-
-    return featurize
+    return PoolFeaturizer(pool, feature_ids, threads=threads)
 
 
-def _to_global(learner: Any, gids: np.ndarray) -> Any:
+class WindowScores:
+    """Running stage scores of a fixed set of windows, one weak learner at a time.
+
+    Only the features a new learner reads are evaluated, ``chunk`` windows at a time, so the
+    memory is the windows themselves plus 8 bytes of score per window whatever the pool size.
+
+    Parameters
+    ----------
+    pool : FeaturePool
+    windows : ndarray of uint8, shape (n, H, W)
+    chunk : int, default=4096
+        Windows prepared and evaluated per call of the pool.
+    threads : int, optional
+
+    Attributes
+    ----------
+    scores : ndarray of float64, shape (n,)
+        Sum of the outputs of the learners added so far.
+    """
+
+    def __init__(self, pool: Any, windows: np.ndarray, *, chunk: int = 4096,
+                 threads: int | None = None) -> None:
+        self.pool = pool
+        self.windows = windows
+        self.chunk = int(check_in_range(chunk, "chunk", low=1, integer=True))
+        self.threads = threads
+        self.scores = np.zeros(len(windows))
+
+    def add(self, learner: Any) -> np.ndarray:
+        """Add ``learner``'s outputs (global feature ids of the pool); returns :attr:`scores`."""
+        feats = np.asarray(learner.features_, dtype=np.int64)
+        for a in range(0, len(self.windows), self.chunk):
+            b = min(a + self.chunk, len(self.windows))
+            vals = self.pool.evaluate(self.windows[a:b], feats, threads=self.threads)
+            self.scores[a:b] += learner.predict(vals)
+        return self.scores
+
+
+def to_global(learner: Any, gids: np.ndarray) -> Any:
+    """``learner`` with its feature ids (rows of ``gids``) replaced by ``gids[row]``."""
     d = learner.to_dict()
     if "feature" in d:
         d["feature"] = int(gids[d["feature"]])
@@ -59,6 +140,8 @@ def train_reservoir_stage(
     feature_ids: Any = None,
     weak_learner: str = "stump",
     max_depth: int = 2,
+    loss: str = "logit",
+    float32_leaves: bool = False,
     cov_features: int | None = 512,
     stop: Callable[[ReservoirBooster, int], bool] | None = None,
     memory_budget: int | None = None,
@@ -85,8 +168,9 @@ def train_reservoir_stage(
         Share of positives among the drawn windows.
     feature_ids : array-like of int, optional
         Global ids of the pool features to use (default all).
-    weak_learner, max_depth
-        See :class:`ReservoirBooster`.
+    weak_learner, max_depth, loss, float32_leaves
+        See :class:`ReservoirBooster` (``loss`` "logit" or "gentle"). Categorical features of
+        the pool (MB-LBP) get categorical splits.
     cov_features : int, optional, default=512
         GEEM's covariance over this many random features per round.
     stop : callable, optional
@@ -112,14 +196,16 @@ def train_reservoir_stage(
     pos = _Relabel(positives, 1)
     neg = _Relabel(negatives, 0)
     stream = MixedStream([pos, neg], [pos_fraction, 1.0 - pos_fraction], seed=seed)
+    cat = np.asarray(pool.kinds(), dtype=bool)[gids]
     booster = ReservoirBooster(
         n_estimators=n_weak, reservoir_size=reservoir_size, n_fresh=q, strategy=strategy,
-        loss="logit", weak_learner=weak_learner, max_depth=max_depth,
-        featurizer=pool_featurizer(pool, feature_ids, threads=threads), cov_features=cov_features,
-        memory_budget=memory_budget, seed=seed, threads=threads,
+        loss=loss, weak_learner=weak_learner, max_depth=max_depth,
+        featurizer=PoolFeaturizer(pool, gids, threads=threads),
+        categorical=cat if cat.any() else None, float32_leaves=float32_leaves,
+        cov_features=cov_features, memory_budget=memory_budget, seed=seed, threads=threads,
     )
     booster.fit(stream, callback=stop)
-    return [_to_global(h, gids) for h in booster.learners_], booster
+    return [to_global(h, gids) for h in booster.learners_], booster
 
 
 class _Relabel(SampleStream):

@@ -9,7 +9,11 @@ samples (their feature values, labels and current scores ``F``). Each round::
     h_t    <- weak learner fitted on R alone      # LogitBoost by default
     F_R    += h_t(R)
 
-so memory is ``O((r + q) D)`` whatever the size of the data behind the stream. Strategies:
+so memory is ``O((r + q) D)`` whatever the size of the data behind the stream. :meth:`fit` keeps
+``R u Q`` in one preallocated float32 buffer of ``D (r + q)`` values: the fresh batch is written
+into it (block by block when the featurizer has an ``into`` method, as
+:class:`~vjboost.boost.reservoir.cascade.PoolFeaturizer` does) and the kept columns are compacted
+in place, so the reservoir never exists twice. Strategies:
 
 ``"max"``
     Keep the ``r`` heaviest samples.
@@ -158,16 +162,42 @@ def select_reservoir(
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _stump_scores(values, feat, thr, left, right, out):
+def _stump_scores_from(values, start, feat, thr, left, right, out):
+    """Scores of columns ``start:`` of ``values`` (``out`` has ``n - start`` entries)."""
     n = values.shape[1]
-    for i in prange(n):
+    for i in prange(start, n):
         acc = 0.0
         for t in range(feat.shape[0]):
             if values[feat[t], i] < thr[t]:
                 acc += left[t]
             else:
                 acc += right[t]
-        out[i] = acc
+        out[i - start] = acc
+
+
+@njit(cache=True, nogil=True)
+def _spread_rows(flat, d, r, n):
+    """In place: the C-ordered (d, r) block at the start of ``flat`` becomes the first ``r``
+    columns of a C-ordered (d, n) block (n >= r); rows move last to first, so no source is
+    overwritten before it is read."""
+    for k in range(d - 1, 0, -1):
+        src = k * r
+        dst = k * n
+        for j in range(r - 1, -1, -1):
+            flat[dst + j] = flat[src + j]
+
+
+@njit(cache=True, nogil=True)
+def _gather_columns(flat, d, n, keep):
+    """In place: columns ``keep`` (increasing) of the C-ordered (d, n) block at the start of
+    ``flat`` become a C-ordered (d, len(keep)) block; every write lands at or before the place it
+    reads from and after everything still to be read."""
+    r = keep.shape[0]
+    for k in range(d):
+        src = k * n
+        dst = k * r
+        for j in range(r):
+            flat[dst + j] = flat[src + keep[j]]
 
 
 class _FitStep:
@@ -200,8 +230,16 @@ class ReservoirBooster:
         Depth of trees.
     featurizer : callable, optional
         ``featurizer(samples) -> (D, n) float32`` feature-major values of a batch of stream
-        samples (e.g. a feature pool on windows, :func:`pool_featurizer`). Default
-        :func:`flatten_samples` (the samples' pixels / entries are the features).
+        samples (e.g. a feature pool on windows, :class:`PoolFeaturizer`). Default
+        :func:`flatten_samples` (the samples' pixels / entries are the features). A featurizer
+        with attributes ``n_features`` and ``into(samples, out)`` (writing the (D, n) values into
+        ``out``) fills the reservoir's buffer directly, without a temporary (D, q) array.
+    categorical : array-like of bool, shape (D,), optional
+        Features holding categorical codes 0..255 (MB-LBP): their weak learners split on code
+        subsets (:class:`~vjboost.boost.learners.CategoricalStump`).
+    float32_leaves : bool, default=False
+        Round every leaf value to float32 before it is used (cascade models store float32
+        leaves: training then scores with exactly the values detection will use).
     ridge : float, default=1.0
         GEEM: ridge on the covariance's diagonal (which is 1); see
         :func:`~vjboost.boost.reservoir.geem.geem_select`.
@@ -239,6 +277,8 @@ class ReservoirBooster:
         weak_learner: str = "stump",
         max_depth: int = 2,
         featurizer: Callable[[np.ndarray], np.ndarray] | None = None,
+        categorical: Any = None,
+        float32_leaves: bool = False,
         ridge: float = 1.0,
         cov_features: int | None = None,
         memory_budget: int | None = None,
@@ -253,6 +293,8 @@ class ReservoirBooster:
         self.weak_learner = weak_learner
         self.max_depth = max_depth
         self.featurizer = featurizer
+        self.categorical = categorical
+        self.float32_leaves = float32_leaves
         self.ridge = ridge
         self.cov_features = cov_features
         self.memory_budget = memory_budget
@@ -273,9 +315,22 @@ class ReservoirBooster:
         check_in_range(self.max_depth, "max_depth", low=1, high=8, integer=True)
         if self.featurizer is not None and not callable(self.featurizer):
             raise TypeError("featurizer: expected a callable samples -> (D, n) float32")
+        if not isinstance(self.float32_leaves, bool | np.bool_):
+            raise TypeError(f"float32_leaves: expected a bool, got {self.float32_leaves!r}")
         check_in_range(self.ridge, "ridge", low=0.0)
         if self.cov_features is not None:
             check_in_range(self.cov_features, "cov_features", low=1, integer=True)
+
+    def _check_categorical(self, n_features: int) -> np.ndarray | None:
+        if self.categorical is None:
+            return None
+        cat = np.asarray(self.categorical)
+        if cat.dtype != np.bool_ or cat.shape != (n_features,):
+            raise ValueError(
+                f"categorical: expected a bool array of shape ({n_features},) (one entry per "
+                f"feature), got {cat.dtype} {cat.shape}"
+            )
+        return cat if cat.any() else None
 
     def _featurize(self, samples: np.ndarray) -> np.ndarray:
         f = self.featurizer or flatten_samples
@@ -288,9 +343,25 @@ class ReservoirBooster:
             )
         return np.ascontiguousarray(vals)
 
+    def _featurize_into(self, samples: np.ndarray, out: np.ndarray) -> None:
+        """Write the (D, n) values of ``samples`` into ``out`` (a view of the buffer)."""
+        f = self.featurizer
+        if f is not None and hasattr(f, "into"):
+            f.into(samples, out)
+            return
+        vals = self._featurize(samples)
+        if vals.shape[0] != out.shape[0]:
+            raise ValueError(
+                f"featurizer: returned {vals.shape[0]} features, earlier batches had "
+                f"{out.shape[0]}"
+            )
+        out[...] = vals
+
     def _estimate_nbytes(self, n_features: int) -> int:
         n = self.reservoir_size + self.n_fresh
-        total = 3 * n_features * n * 4  # reservoir + fresh batch + their concatenation
+        total = n_features * n * 4  # the buffer holding the reservoir and the fresh batch
+        if not hasattr(self.featurizer, "into"):
+            total += n_features * max(self.reservoir_size, self.n_fresh) * 4  # one batch
         if self.strategy == "geem":
             dc = n_features if self.cov_features is None else min(self.cov_features, n_features)
             total += 4 * n * n * 8 + n * dc * 4
@@ -308,10 +379,11 @@ class ReservoirBooster:
         self._res_values = None
         self._res_y = np.zeros(0)
         self._res_f = np.zeros(0)
+        self._cat = None
+        self._flat = None
         self._stumps = (np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0), np.zeros(0))
 
-    def _ingest(self, samples: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
-        samples = np.asarray(samples)
+    def _labels(self, samples: np.ndarray, labels: Any) -> np.ndarray:
         y = _labels_pm(labels)
         if samples.shape[0] != y.shape[0]:
             raise ValueError(
@@ -319,23 +391,32 @@ class ReservoirBooster:
             )
         if (np.asarray(labels) < 0).any():
             self.classes_ = np.array([-1, 1])
+        self.n_seen_ += int(y.size)
+        return y
+
+    def _set_n_features(self, n_features: int) -> None:
+        self.n_features_ = int(n_features)
+        self._cat = self._check_categorical(self.n_features_)
+        check_memory(
+            self._estimate_nbytes(self.n_features_),
+            f"reservoir of {self.reservoir_size} + {self.n_fresh} samples x "
+            f"{self.n_features_} features",
+            budget=self.memory_budget,
+            advice="Use a smaller reservoir_size / n_fresh, fewer features, or "
+            "cov_features for GEEM.",
+        )
+
+    def _ingest(self, samples: Any, labels: Any) -> tuple[np.ndarray, np.ndarray]:
+        samples = np.asarray(samples)
+        y = self._labels(samples, labels)
         vals = self._featurize(samples)
         if self.n_features_ is None:
-            self.n_features_ = int(vals.shape[0])
-            check_memory(
-                self._estimate_nbytes(self.n_features_),
-                f"reservoir of {self.reservoir_size} + {self.n_fresh} samples x "
-                f"{self.n_features_} features",
-                budget=self.memory_budget,
-                advice="Use a smaller reservoir_size / n_fresh, fewer features, or "
-                "cov_features for GEEM.",
-            )
+            self._set_n_features(vals.shape[0])
         elif vals.shape[0] != self.n_features_:
             raise ValueError(
                 f"featurizer: returned {vals.shape[0]} features, earlier batches had "
                 f"{self.n_features_}"
             )
-        self.n_seen_ += int(y.size)
         return vals, y
 
     def fit(
@@ -368,10 +449,35 @@ class ReservoirBooster:
                 f"reservoir_size + n_fresh: r + q = {r + q} is larger than the stream "
                 f"({n} samples); the reservoir would hold the same sample twice"
             )
-        vals, y = self._ingest(*stream.take(r))
-        self._res_values, self._res_y, self._res_f = vals, y, np.zeros(y.size)
+        samples, labels = stream.take(r)
+        samples = np.asarray(samples)
+        y = self._labels(samples, labels)
+        first = None
+        d = getattr(self.featurizer, "n_features", None) if hasattr(
+            self.featurizer, "into") else None
+        if d is None:
+            first = self._featurize(samples)
+            d = first.shape[0]
+        self._set_n_features(int(d))
+        # one buffer for the reservoir (C-ordered (D, r)) and, during a round, R u Q ((D, r+q))
+        self._flat = np.empty(self.n_features_ * (r + q), dtype=np.float32)
+        res = self._flat[: self.n_features_ * r].reshape(self.n_features_, r)
+        if first is not None:
+            res[...] = first
+            del first
+        else:
+            self._featurize_into(samples, res)
+        self._res_values, self._res_y, self._res_f = res, y, np.zeros(y.size)
         for t in range(self.n_estimators):
-            self._round(*self._ingest(*stream.take(q)))
+            samples, labels = stream.take(q)
+            samples = np.asarray(samples)
+            y = self._labels(samples, labels)
+            d = self.n_features_
+            _spread_rows(self._flat, d, r, r + q)
+            pool_v = self._flat[: d * (r + q)].reshape(d, r + q)
+            self._res_values = None  # its view is no longer laid out as (D, r)
+            self._featurize_into(samples, pool_v[:, r:])
+            self._round_buffered(pool_v, y)
             if callback is not None and callback(self, t):
                 break
         return self
@@ -384,17 +490,17 @@ class ReservoirBooster:
         """
         if not hasattr(self, "learners_"):
             self._reset()
+        if self._flat is not None:
+            # after fit(): continue from a copy of the reservoir (batches may have any size)
+            self._res_values = np.array(self._res_values)
+            self._flat = None
         self._round(*self._ingest(samples, labels))
         return self
 
-    def _round(self, vals: np.ndarray, y: np.ndarray) -> None:
-        f_new = self._scores_fm(vals)
-        if self._res_values is None:
-            pool_v, pool_y, pool_f = vals, y, f_new
-        else:
-            pool_v = np.concatenate([self._res_values, vals], axis=1)
-            pool_y = np.concatenate([self._res_y, y])
-            pool_f = np.concatenate([self._res_f, f_new])
+    def _select(
+        self, pool_v: np.ndarray, pool_y: np.ndarray, pool_f: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The kept indices and their least-squares weights (GEEM-corrected) and response."""
         w, z = loss_terms(self.loss, pool_y, pool_f)
         omega = w * np.abs(z)
         omega = omega / omega.sum() if omega.sum() > 0 else np.full(omega.size, 1.0 / omega.size)
@@ -407,8 +513,6 @@ class ReservoirBooster:
             self.strategy, self.reservoir_size, omega, self._rng, values=pool_v, y=pool_y,
             ridge=self.ridge, cov_features=cov_rows, threads=self.threads,
         )
-        kv = np.ascontiguousarray(pool_v[:, keep])
-        ky, kf = pool_y[keep], pool_f[keep]
         fw = w[keep]
         if corrected is not None:
             scale = np.maximum(corrected, 0.0) / np.maximum(omega[keep], 1e-300)
@@ -416,18 +520,51 @@ class ReservoirBooster:
             self.history_["expected_edge"].append(float(corrected.sum()))
         if not fw.sum() > 0:
             fw = w[keep]
-        fw = fw / fw.sum()
-        step = _FitStep(fw, z[keep], LOSSES[self.loss].criterion)
+        return keep, fw / fw.sum(), z[keep], w
+
+    def _fit_kept(self, kv: np.ndarray, ky: np.ndarray, kf: np.ndarray, fw: np.ndarray,
+                  kz: np.ndarray) -> None:
+        """Fit the round's weak learner on the kept samples and store the new reservoir."""
+        step = _FitStep(fw, kz, LOSSES[self.loss].criterion)
         learner, _ = fit_weak_learner(
-            step, kv, kind=self.weak_learner, max_depth=self.max_depth, threads=self.threads
+            step, kv, kind=self.weak_learner, max_depth=self.max_depth,
+            categorical=self._cat, threads=self.threads,
         )
         if learner is not None:
-            learner.leaf_values = learner.leaf_values * _LEAF_SCALE[self.loss]
+            leaves = learner.leaf_values * _LEAF_SCALE[self.loss]
+            if self.float32_leaves:
+                leaves = leaves.astype(np.float32).astype(np.float64)
+            learner.leaf_values = leaves
             self._add(learner)
             kf = kf + learner.predict_matrix(kv)
         self._res_values, self._res_y, self._res_f = kv, ky, kf
         self.history_["loss"].append(float(np.mean(np.logaddexp(0.0, -2.0 * ky * kf))))
         self.history_["n_pos"].append(int((ky > 0).sum()))
+
+    def _round(self, vals: np.ndarray, y: np.ndarray) -> None:
+        f_new = self._scores_fm(vals)
+        if self._res_values is None:
+            pool_v, pool_y, pool_f = vals, y, f_new
+        else:
+            pool_v = np.concatenate([self._res_values, vals], axis=1)
+            pool_y = np.concatenate([self._res_y, y])
+            pool_f = np.concatenate([self._res_f, f_new])
+        keep, fw, kz, _ = self._select(pool_v, pool_y, pool_f)
+        kv = np.ascontiguousarray(pool_v[:, keep])
+        self._fit_kept(kv, pool_y[keep], pool_f[keep], fw, kz)
+
+    def _round_buffered(self, pool_v: np.ndarray, y: np.ndarray) -> None:
+        """A round of :meth:`fit`: ``pool_v`` (the whole buffer) holds R then the fresh Q."""
+        r = self.reservoir_size
+        f_new = self._scores_fm(pool_v, start=r)
+        pool_y = np.concatenate([self._res_y, y])
+        pool_f = np.concatenate([self._res_f, f_new])
+        keep, fw, kz, _ = self._select(pool_v, pool_y, pool_f)
+        d, n = pool_v.shape
+        del pool_v
+        _gather_columns(self._flat, d, n, keep)
+        kv = self._flat[: d * keep.size].reshape(d, keep.size)
+        self._fit_kept(kv, pool_y[keep], pool_f[keep], fw, kz)
 
     def _add(self, learner: Any) -> None:
         self.learners_.append(learner)
@@ -440,16 +577,25 @@ class ReservoirBooster:
                 np.append(right, learner.right_value),
             )
 
+    @property
+    def reservoir_(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The samples kept: feature values (D, r), labels (r,) ±1 and current scores (r,)."""
+        if getattr(self, "_res_values", None) is None:
+            raise ValueError("this ReservoirBooster holds no reservoir (not fitted yet)")
+        return self._res_values, self._res_y, self._res_f
+
     # ---- prediction ---------------------------------------------------------------------
-    def _scores_fm(self, values: np.ndarray) -> np.ndarray:
-        out = np.zeros(values.shape[1])
+    def _scores_fm(self, values: np.ndarray, start: int = 0) -> np.ndarray:
+        """Scores of the columns ``start:`` of feature-major values (D, n)."""
+        out = np.zeros(values.shape[1] - start)
         feat, thr, left, right = self._stumps
         if feat.size:
             with n_threads(self.threads):
-                _stump_scores(values, feat, thr, left, right, out)
+                _stump_scores_from(values, start, feat, thr, left, right, out)
         for h in self.learners_:
             if not isinstance(h, Stump):
-                out += h.predict_matrix(values)
+                out += (h.predict_matrix(values) if start == 0
+                        else h.predict(np.ascontiguousarray(values[h.features_, start:])))
         return out
 
     def _check_fitted(self) -> None:
