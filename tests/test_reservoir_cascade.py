@@ -153,3 +153,212 @@ def test_categorical_features_get_categorical_stumps(windows):
     vals = pool.evaluate(np.concatenate([pos[:40], neg[:40]]))
     score = sum(h.predict_matrix(vals) for h in learners)
     assert np.mean((score > 0) == np.r_[np.ones(40), np.zeros(40)].astype(bool)) > 0.7
+
+
+# --------------------------------------------------------------------------------------------
+# CascadeTrainer(reservoir=R) and vjtrain --reservoir R
+
+WIN = 16
+
+
+@pytest.fixture(scope="module")
+def cascade_data(tmp_path_factory):
+    """lfw faces (16x16, mirrored) and scikit-image backgrounds written as PNG files."""
+    import cv2
+    import skimage.data as d
+
+    root = tmp_path_factory.mktemp("reservoir_cascade")
+    faces = (d.lfw_subset()[:100] * 255).round().astype(np.uint8)
+    faces = np.stack([cv2.resize(f, (WIN, WIN), interpolation=cv2.INTER_AREA) for f in faces])
+    faces = np.concatenate([faces, faces[:, :, ::-1]])
+    np.savez(root / "pos.npz", images=faces)
+    (root / "bg").mkdir()
+    paths = []
+    for name in ("coins", "moon", "page", "text", "brick", "grass", "clock", "coffee"):
+        im = getattr(d, name)()
+        if im.ndim == 3:
+            im = cv2.cvtColor(im, cv2.COLOR_RGB2GRAY)
+        im = cv2.resize(im, (im.shape[1] // 2, im.shape[0] // 2), interpolation=cv2.INTER_AREA)
+        p = root / "bg" / f"{name}.png"
+        cv2.imwrite(str(p), im)
+        paths.append(str(p))
+    return root, faces, paths
+
+
+def _trainer(**kw):
+    from vjboost.cascade.trainer import CascadeTrainer
+
+    args = dict(window_shape=(WIN, WIN), num_stages=3, num_pos=150, num_neg=300,
+                min_hit_rate=0.99, max_false_alarm=0.4, max_weak_count=15, seed=5, threads=1,
+                reservoir=60)
+    args.update(kw)
+    return CascadeTrainer(**args)
+
+
+def test_reservoir_trainer_never_builds_the_feature_matrix(cascade_data, monkeypatch):
+    import vjboost.cascade.trainer as trainer_mod
+    from vjboost.features.pool import FeaturePool
+
+    _, faces, bgs = cascade_data
+
+    def forbidden(*a, **k):
+        raise AssertionError("the stage's feature matrix was precomputed")
+
+    monkeypatch.setattr(trainer_mod, "precompute_binned", forbidden)
+    cells = []
+    evaluate = FeaturePool.evaluate
+
+    def spy(self, windows, feature_ids=None, sample_ids=None, **k):
+        out = evaluate(self, windows, feature_ids, sample_ids, **k)
+        cells.append(out.size)
+        return out
+
+    monkeypatch.setattr(FeaturePool, "evaluate", spy)
+    tr = _trainer().fit(faces, bgs)
+    pool = tr.pool_
+    assert tr.stages_ and tr.model_ is not None and tr.model_.feature_type == "HAAR"
+    # no call evaluates more than a block of features on a batch of R windows, or a stage's
+    # few features on the stage's windows
+    assert max(cells) <= max(4096 * 60, 450 * 60)
+    assert max(cells) < pool.n_features * 450 / 20
+    for st in tr.stages_:
+        # the stage semantics of the full trainer: hit rate kept, false alarm target or cap
+        assert st.hit_rate >= 0.99
+        assert st.false_alarm <= 0.4 or len(st.learners) == 15
+        assert st.info["mode"] == "reservoir 60 (geem)"
+        assert st.info["cache_bytes"] == pool.n_features * 120 * 4
+        assert st.info["reservoir"]["windows_drawn"] == 60 * (1 + st.info["reservoir"]["rounds"])
+        assert all(np.array_equal(h.leaf_values, h.leaf_values.astype(np.float32))
+                   for h in st.learners)
+    assert tr.report_["stages"][0]["feature_mode"] == "reservoir 60 (geem)"
+    # the recorded hit rate and false alarm are those of the model on the stage's windows
+    from vjboost.cascade.trainer import build_cascade_model
+
+    model = build_cascade_model(pool, tr.stages_[:1], opencv=False)
+    passed = model.predict_values(pool.evaluate(faces[:150], model.features))[0] == 1
+    assert np.mean(passed) == pytest.approx(tr.stages_[0].hit_rate)
+
+
+def test_reservoir_same_seed_same_model_and_resume(cascade_data, tmp_path):
+    from vjboost.cascade.trainer import stages_digest
+
+    _, faces, bgs = cascade_data
+    a = _trainer(reservoir_strategy="wsam").fit(faces, bgs)
+    b = _trainer(reservoir_strategy="wsam").fit(faces, bgs, output_dir=tmp_path / "b",
+                                                 max_new_stages=1)
+    assert len(b.stages_) == 1
+    b = _trainer(reservoir_strategy="wsam").fit(faces, bgs, output_dir=tmp_path / "b",
+                                                 resume=True)
+    assert stages_digest(a.stages_) == stages_digest(b.stages_)
+    c = _trainer(reservoir_strategy="wsam", seed=6).fit(faces, bgs)
+    assert stages_digest(a.stages_) != stages_digest(c.stages_)
+    # a checkpoint made with another reservoir cannot be resumed
+    from vjboost.cascade.trainer import TrainingError
+
+    with pytest.raises(TrainingError, match="reservoir"):
+        _trainer(reservoir=50, reservoir_strategy="wsam").fit(
+            faces, bgs, output_dir=tmp_path / "b", resume=True)
+
+
+@pytest.mark.parametrize(("features", "kind"), [("lbp", "LBP"), ("haar", "HAAR")])
+def test_reservoir_trees_and_lbp(cascade_data, features, kind):
+    from vjboost.boost.learners import Tree
+
+    _, faces, bgs = cascade_data
+    tr = _trainer(features=features, weak_learner="tree", max_depth=2, num_stages=2,
+                  max_weak_count=6,
+                  loss="logit", reservoir_strategy="rand").fit(faces, bgs)
+    assert tr.model_.feature_type == kind
+    learners = [h for st in tr.stages_ for h in st.learners]
+    assert any(type(h) is Tree for h in learners)
+    if features == "lbp":
+        assert all(h.node_categorical.all() for h in learners)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        (dict(reservoir=0), "reservoir"),
+        (dict(reservoir=-3), "reservoir"),
+        (dict(reservoir=2.5), "reservoir"),
+        (dict(reservoir=226), r"num_pos \+ num_neg = 450"),
+        (dict(reservoir_strategy="best"), "reservoir_strategy"),
+        (dict(sampler="laminating"), "sampler"),
+        (dict(loss="discrete"), "loss"),
+    ],
+)
+def test_reservoir_trainer_bad_parameters(cascade_data, kw, message):
+    from vjboost.cascade.trainer import TrainingError
+
+    _, faces, bgs = cascade_data
+    with pytest.raises(TrainingError, match=message):
+        _trainer(**kw).fit(faces, bgs)
+
+
+def _cli_args(root, out, *extra):
+    return [str(root / "pos.npz"), str(root / "bg"), "-o", str(out), "--window",
+            f"{WIN}x{WIN}", "--stages", "3", "--num-pos", "150", "--num-neg", "300",
+            "--min-hit-rate", "0.99", "--max-false-alarm", "0.4", "--max-weak-count", "15",
+            "--seed", "2", "--threads", "1", "-q", *extra]
+
+
+def test_vjtrain_reservoir_trains_a_cascade_that_loads_and_detects(cascade_data, tmp_path):
+    import json
+
+    import cv2
+    from click.testing import CliRunner
+
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.model_io import load_model
+    from vjboost.cli.train import vjtrain
+
+    root, faces, bgs = cascade_data
+    out = tmp_path / "out"
+    res = CliRunner().invoke(vjtrain, _cli_args(root, out, "--reservoir", "50"))
+    assert res.exit_code == 0, res.output
+    for name in ("model.json", "cascade.xml", "checkpoint.json", "report.json"):
+        assert (out / name).exists(), name
+    report = json.loads((out / "report.json").read_text())
+    assert report["config"]["reservoir"] == 50
+    assert report["config"]["reservoir_strategy"] == "geem"
+    assert all(r["feature_mode"] == "reservoir 50 (geem)" for r in report["stages"])
+    model = load_model(out / "model.json")
+    assert model.n_stages == report["n_stages"] >= 1
+    # OpenCV's XML holds the same cascade
+    cv = cv2.CascadeClassifier(str(out / "cascade.xml"))
+    assert not cv.empty()
+    # faces pasted into a background are found
+    scene = cv2.imread(bgs[1], cv2.IMREAD_GRAYSCALE)[:96, :160].copy()
+    for k, x in enumerate((8, 60, 112)):
+        scene[30:30 + 2 * WIN, x:x + 2 * WIN] = cv2.resize(faces[k], (2 * WIN, 2 * WIN))
+    det = CascadeDetector(model, min_neighbors=0)
+    boxes = det.detect(scene).boxes
+    centers = boxes[:, :2] + boxes[:, 2:] / 2
+    found = [np.any(np.hypot(centers[:, 0] - (x + WIN), centers[:, 1] - (30 + WIN)) < WIN / 2)
+             for x in (8, 60, 112)]
+    assert sum(found) >= 2, boxes
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--reservoir", "0"], "--reservoir"),
+        (["--reservoir", "-4"], "--reservoir"),
+        (["--reservoir", "abc"], "--reservoir"),
+        (["--reservoir", "400"], "--num-pos + --num-neg"),
+        (["--reservoir", "20", "--sampler", "laminating"], "--sampler"),
+        (["--reservoir", "20", "--loss", "real"], "--loss"),
+        (["--reservoir", "20", "--reservoir-strategy", "best"], "--reservoir-strategy"),
+    ],
+)
+def test_vjtrain_reservoir_bad_input_is_one_line(cascade_data, tmp_path, extra, message):
+    from click.testing import CliRunner
+
+    from vjboost.cli.train import vjtrain
+
+    root, _, _ = cascade_data
+    res = CliRunner().invoke(vjtrain, _cli_args(root, tmp_path / "out", *extra))
+    assert res.exit_code == 2, res.output
+    assert message in res.output, res.output
+    assert "Traceback" not in res.output
+    assert not (tmp_path / "out" / "checkpoint.json").exists()

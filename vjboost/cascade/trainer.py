@@ -20,6 +20,14 @@ Every random choice of stage ``k`` is drawn from ``(seed, k)``, so a resumed run
 cascade as an uninterrupted one. Feature values of a stage are precomputed as uint8 bins when the
 matrix fits the memory budget (75 % of the available memory, or ``memory_budget``), else streamed
 in blocks every round.
+
+With ``reservoir=R`` (``vjtrain --reservoir R``) a stage never builds the feature matrix of its
+``num_pos + num_neg`` windows: reservoir boosting (:mod:`vjboost.boost.reservoir`, Lefakis &
+Fleuret 2013) draws ``R`` fresh windows per round from streams over the stage's positives and
+mined negatives, keeps ``R`` of the ``2 R`` (GEEM by default) and fits the round's weak learner
+on them; the stage threshold and false alarm are computed, as above, on all the stage's positives
+and negatives, whose scores are updated with the features of each new learner only. Feature
+memory is ``O(R × n_features)`` whatever ``num_pos`` and ``num_neg``.
 """
 
 from __future__ import annotations
@@ -68,6 +76,12 @@ BOOST_TYPES = {"gentle": "GAB", "discrete": "DAB", "real": "RAB", "logit": "LB"}
 FAMILY_ALIASES = {"lbp": "mblbp", "mb-lbp": "mblbp", "mb_lbp": "mblbp"}
 #: settings that may change when resuming (the stop rule is re-evaluated with the new ones)
 RESUMABLE_CHANGES = ("num_stages", "backgrounds")
+#: losses reservoir stages support (a least-squares weak learner on the reservoir)
+RESERVOIR_LOSSES = ("gentle", "logit")
+#: decoded background images kept by a reservoir run (bounded memory; speed only)
+RESERVOIR_IMAGE_CACHE = 256 * 1024**2
+#: windows evaluated per call when a reservoir run scores all its positives / negatives
+RESERVOIR_CHUNK = 4096
 
 
 class TrainingError(ValueError):
@@ -476,6 +490,17 @@ def _digest(arr: np.ndarray) -> str:
     return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
 
 
+def _accepted(pool: FeaturePool, model: CascadeModel, windows: np.ndarray,
+              threads: int | None) -> np.ndarray:
+    """Indices of the windows every stage of ``model`` accepts (chunk by chunk: no channels of
+    the whole set are kept)."""
+    out = []
+    for a in range(0, len(windows), RESERVOIR_CHUNK):
+        vals = pool.evaluate(windows[a:a + RESERVOIR_CHUNK], model.features, threads=threads)
+        out.append(a + np.flatnonzero(model.predict_values(vals)[0] == model.n_stages))
+    return np.concatenate(out) if out else np.zeros(0, np.int64)
+
+
 def _peak_rss() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
@@ -532,6 +557,15 @@ class CascadeTrainer:
         Bytes for the feature cache (default: 75 % of the available memory).
     progress : bool, default=False
         Show rich progress bars.
+    reservoir : int, optional
+        Train every stage by reservoir boosting with ``R`` windows kept and ``R`` fresh windows
+        drawn per round (see the module docstring): feature memory ``O(R n_features)``, flat in
+        ``num_pos`` and ``num_neg``. Needs ``loss`` "gentle" or "logit" and no ``sampler``;
+        ``weight_trim_rate`` is not used (the reservoir plays its part). Positives and negatives
+        are drawn in the proportion ``num_pos : num_neg`` (half and half with
+        ``balanced_init``).
+    reservoir_strategy : {"geem", "wsam", "max", "rand"}, default="geem"
+        How the reservoir keeps ``R`` of its ``2 R`` windows.
 
     Attributes
     ----------
@@ -568,6 +602,8 @@ class CascadeTrainer:
         threads: int | None = None,
         memory_budget: int | None = None,
         progress: bool = False,
+        reservoir: int | None = None,
+        reservoir_strategy: str = "geem",
     ) -> None:
         self.window_shape = window_shape
         self.features = features
@@ -593,6 +629,8 @@ class CascadeTrainer:
         self.threads = threads
         self.memory_budget = memory_budget
         self.progress = progress
+        self.reservoir = reservoir
+        self.reservoir_strategy = reservoir_strategy
 
     # -- validation -----------------------------------------------------------------------------
 
@@ -640,6 +678,32 @@ class CascadeTrainer:
             MiningParams(self.window_shape, **(self.mining or {}))
         except TypeError as exc:
             raise TrainingError(f"mining: {exc}") from None
+        self._check_reservoir()
+
+    def _check_reservoir(self) -> None:
+        if self.reservoir is None:
+            return
+        from ..boost.reservoir import STRATEGIES
+
+        r = self.reservoir
+        if isinstance(r, bool) or not isinstance(r, int | np.integer) or r < 1:
+            raise TrainingError(f"reservoir: expected a positive number of windows, got {r!r}")
+        if 2 * int(r) > int(self.num_pos) + int(self.num_neg):
+            raise TrainingError(
+                f"reservoir: R = {r} keeps R windows and draws R fresh ones per round, more than "
+                f"the stage's num_pos + num_neg = {int(self.num_pos) + int(self.num_neg)} "
+                f"windows; use R <= {(int(self.num_pos) + int(self.num_neg)) // 2}")
+        if self.reservoir_strategy not in STRATEGIES:
+            raise TrainingError(f"reservoir_strategy: expected one of {list(STRATEGIES)}, got "
+                                f"{self.reservoir_strategy!r}")
+        if self.sampler not in (None, "full"):
+            raise TrainingError(
+                f"reservoir: cannot be combined with sampler {self.sampler!r} (the reservoir "
+                "already bounds the examples a round looks at); use one or the other")
+        if self.loss not in RESERVOIR_LOSSES:
+            raise TrainingError(
+                f"reservoir: supports loss {' or '.join(RESERVOIR_LOSSES)} (least-squares weak "
+                f"learners on the reservoir), got {self.loss!r}")
 
     def config(self, pos_digest: str, bg_digest: str) -> dict[str, Any]:
         """The settings that determine the trained cascade (checked on resume)."""
@@ -665,6 +729,9 @@ class CascadeTrainer:
             "mining": dict(self.mining or {}),
             "mirror": bool(self.mirror),
             "seed": int(self.seed),
+            **({} if self.reservoir is None else {
+                "reservoir": int(self.reservoir),
+                "reservoir_strategy": self.reservoir_strategy}),
             "positives": pos_digest,
             "backgrounds": bg_digest,
         }
@@ -717,6 +784,59 @@ class CascadeTrainer:
         log(f"  feature matrix ({format_bytes(need)}) over the memory budget "
             f"({format_bytes(budget)}): features are recomputed every round in blocks of {block}")
         return _Streamed(pool, channels, block, kind, self.max_depth, self.threads), info
+
+    def _reservoir_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, bar: _Progress
+                         ) -> tuple[StageResult, dict[str, Any]]:
+        """Stage ``k`` by reservoir boosting from streams over its positives and negatives."""
+        from ..boost.reservoir import WindowScores, train_reservoir_stage
+        from ..boost.streams import ArrayStream
+
+        pool = self.pool_
+        r = int(self.reservoir)
+        seed = self._stage_seed(k)
+        s_pos, s_neg, s_mix = np.random.SeedSequence([seed, 0x726573]).spawn(3)
+        pos_stream = ArrayStream(pw, np.ones(len(pw), np.int64), seed=np.random.default_rng(s_pos))
+        neg_stream = ArrayStream(nw, np.zeros(len(nw), np.int64),
+                                 seed=np.random.default_rng(s_neg))
+        frac = 0.5 if self.balanced_init else len(pw) / (len(pw) + len(nw))
+        pos_sc = WindowScores(pool, pw, chunk=RESERVOIR_CHUNK, threads=self.threads)
+        neg_sc = WindowScores(pool, nw, chunk=RESERVOIR_CHUNK, threads=self.threads)
+        st = StageResult([], 0.0, 1.0, 1.0)
+        min_hit, max_fa = float(self.min_hit_rate), float(self.max_false_alarm)
+
+        def stop(booster: Any, t: int) -> bool:
+            if len(booster.learners_) == len(st.learners):
+                return False  # no feature split the reservoir this round
+            # the pool's features are the booster's features: ids are global already
+            h = booster.learners_[-1]
+            thr, hit = stage_threshold(pos_sc.add(h), min_hit)
+            fa = stage_false_alarm(neg_sc.add(h), thr)
+            st.learners.append(h)
+            st.threshold, st.hit_rate, st.false_alarm = thr, hit, fa
+            st.losses.append(float(booster.history_["loss"][-1]))
+            st.hit_rates.append(hit)
+            st.false_alarms.append(fa)
+            bar.round(t, st.losses[-1], hit, fa)
+            return fa <= max_fa
+
+        _, booster = train_reservoir_stage(
+            pool, pos_stream, neg_stream, n_weak=int(self.max_weak_count), reservoir_size=r,
+            strategy=self.reservoir_strategy, pos_fraction=frac, weak_learner=self.weak_learner,
+            max_depth=int(self.max_depth), loss=self.loss, float32_leaves=True, stop=stop,
+            memory_budget=self.memory_budget, seed=np.random.default_rng(s_mix),
+            threads=self.threads)
+        if not st.learners:
+            raise TrainingError(
+                f"reservoir: stage {k} found no feature separating its reservoir of {r} windows "
+                "in any round; use a larger reservoir")
+        buf = 0 if booster._flat is None else int(booster._flat.nbytes)
+        info = {"mode": f"reservoir {r} ({self.reservoir_strategy})", "cache_bytes": buf,
+                "matrix_bytes": int(pool.n_features) * (len(pw) + len(nw)),
+                "reservoir": {"size": r, "strategy": self.reservoir_strategy,
+                              "rounds": len(booster.history_["loss"]),
+                              "windows_drawn": int(booster.n_seen_),
+                              "positive_share": float(frac)}}
+        return st, info
 
     # -- training -------------------------------------------------------------------------------
 
@@ -803,7 +923,8 @@ class CascadeTrainer:
         required = self.max_false_alarm ** self.num_stages / (
             self.max_depth if self.weak_learner == "tree" else 1)
         mp = MiningParams(self.window_shape, **(self.mining or {}))
-        cache = ImageCache()
+        cache = ImageCache(None if self.reservoir is None
+                           else min(available_memory() // 4, RESERVOIR_IMAGE_CACHE))
         pos_ch = None
         bar = _Progress(bool(self.progress), int(self.num_stages), int(self.max_weak_count))
         new = 0
@@ -819,6 +940,8 @@ class CascadeTrainer:
                     model = self._family_model(stages)
                     if model is None:
                         keep = np.arange(len(pos))
+                    elif self.reservoir is not None:
+                        keep = _accepted(self.pool_, model, pos, self.threads)
                     else:
                         if pos_ch is None:
                             pos_ch = self.pool_.prepare(pos, threads=self.threads)
@@ -861,18 +984,23 @@ class CascadeTrainer:
                             f"{len(res.unreadable)} unreadable)")}
                         break
                     # features and boosting
-                    windows = np.concatenate([pw, res.windows])
-                    y = np.r_[np.ones(len(pw)), -np.ones(len(res.windows))]
-                    search, finfo = self._make_search(windows, k, log)
-                    t3 = time.perf_counter()
-                    st = train_stage(
-                        search, y, loss=self.loss, min_hit_rate=float(self.min_hit_rate),
-                        max_false_alarm=float(self.max_false_alarm),
-                        max_weak_count=int(self.max_weak_count),
-                        weight_trim_rate=float(self.weight_trim_rate),
-                        balanced_init=bool(self.balanced_init), callback=bar.round)
-                    t4 = time.perf_counter()
-                    del search
+                    if self.reservoir is not None:
+                        t3 = time.perf_counter()
+                        st, finfo = self._reservoir_stage(pw, res.windows, k, bar)
+                        t4 = time.perf_counter()
+                    else:
+                        windows = np.concatenate([pw, res.windows])
+                        y = np.r_[np.ones(len(pw)), -np.ones(len(res.windows))]
+                        search, finfo = self._make_search(windows, k, log)
+                        t3 = time.perf_counter()
+                        st = train_stage(
+                            search, y, loss=self.loss, min_hit_rate=float(self.min_hit_rate),
+                            max_false_alarm=float(self.max_false_alarm),
+                            max_weak_count=int(self.max_weak_count),
+                            weight_trim_rate=float(self.weight_trim_rate),
+                            balanced_init=bool(self.balanced_init), callback=bar.round)
+                        t4 = time.perf_counter()
+                        del search
                     st.seconds = {"positives": t1 - t0, "negatives": t2 - t1,
                                   "features": t3 - t2, "boosting": t4 - t3, "total": t4 - t0}
                     finfo["peak_rss"] = _peak_rss()

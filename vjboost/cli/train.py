@@ -5,6 +5,7 @@ Examples::
     vjtrain faces/ backgrounds/ -o out --window 24x24 --stages 20
     vjtrain --vec pos.vec --bg bg.txt -o out --window 19x19 --num-pos 2000 --num-neg 4000
     vjtrain info.dat bg.txt -o out --features haar,lbp --sampler laminating --resume
+    vjtrain faces.npz backgrounds/ -o out --num-pos 20000 --num-neg 40000 --reservoir 500
 
 Everything is checked before training starts; bad input ends with a message and exit status 2,
 never a traceback. The output folder receives ``model.json`` (vjboost's format),
@@ -173,6 +174,13 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Depth of trees (--weak-learner tree).")
 @click.option("--weight-trim-rate", type=float, default=0.95, show_default=True,
               help="Weight trimming (1 = off).")
+@click.option("--reservoir", "reservoir", type=int, metavar="R",
+              help="Train every stage by reservoir boosting (GEEM): R windows kept and R fresh "
+                   "ones drawn per round, so feature memory stays O(R x features) however large "
+                   "--num-pos / --num-neg are (loss gentle or logit, no --sampler).")
+@click.option("--reservoir-strategy", type=click.Choice(["geem", "wsam", "max", "rand"]),
+              default="geem", show_default=True,
+              help="How the reservoir keeps R of its 2R windows (with --reservoir).")
 @click.option("--mirror", is_flag=True, help="Add horizontally mirrored positives.")
 @click.option("--pos-crop", "pos_crop", metavar="X,Y,W,H",
               help="Cut this sub-rectangle of every positive (fractions of its width and height) "
@@ -193,7 +201,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             window: str, features: str, haar_mode: str, sampler: str,
             sampler_budget: int | None, stages: int, min_hit_rate: float,
             max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
-            weak_learner: str, max_depth: int, weight_trim_rate: float, mirror: bool,
+            weak_learner: str, max_depth: int, weight_trim_rate: float,
+            reservoir: int | None, reservoir_strategy: str, mirror: bool,
             pos_crop: str | None, mining_scale_factor: float, mining_step: int | None,
             seed: int, threads: int, resume: bool, max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
@@ -243,6 +252,21 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                              f"got {sampler!r}")
         if weak_learner != "stump":
             raise InputError("--sampler: samplers choose stumps; use --weak-learner stump")
+    if reservoir is not None:
+        if reservoir <= 0:
+            raise InputError(f"--reservoir: expected a positive number of windows R, got "
+                             f"{reservoir}")
+        if sampler not in ("full", None):
+            raise InputError(f"--reservoir: cannot be combined with --sampler {sampler} (the "
+                             "reservoir already bounds what a round looks at); drop one")
+        if loss not in ("gentle", "logit"):
+            raise InputError(f"--reservoir: needs --loss gentle or logit (least-squares weak "
+                             f"learners on the reservoir), got --loss {loss}")
+        if 2 * reservoir > num_pos + num_neg:
+            raise InputError(f"--reservoir: R = {reservoir} keeps R windows and draws R fresh "
+                             f"ones per round, more than --num-pos + --num-neg = "
+                             f"{num_pos + num_neg}; use --reservoir {(num_pos + num_neg) // 2} "
+                             "or less")
     positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop))
     need = positives_needed(num_pos, stages, min_hit_rate)
     if len(positives) < need:
@@ -285,6 +309,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         sampler=None if sampler == "full" else sampler, sampler_budget=sampler_budget,
         mining=mining, seed=seed, threads=threads or None,
         progress=not quiet and sys.stderr.isatty(),
+        reservoir=reservoir, reservoir_strategy=reservoir_strategy,
     )
     try:
         trainer.fit(positives, backgrounds, output_dir=out, resume=resume, log=echo,
