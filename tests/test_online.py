@@ -59,6 +59,37 @@ def test_order_zero_is_the_uncorrected_update(rng):
     np.testing.assert_allclose(ocb.alpha_, _order0_reference(M, 0.3), rtol=1e-12)
 
 
+def _ocb_reference(M, K, eps):
+    """The paper's K-order update with every pairwise sum kept, in plain Python."""
+    J = M.shape[1]
+    wp, wn = np.full((J, J), eps), np.full((J, J), eps)
+    alpha, inc = np.zeros(J), np.zeros(J)
+    for m in M:
+        d = 1.0
+        for j in range(J):
+            pp = pn = 1.0
+            for k in range(max(0, j - K), j):
+                f, g = wp[j, k] / wp[j, j], wn[j, k] / wn[j, j]
+                pp *= f * np.exp(-inc[k]) + (1 - f) * np.exp(inc[k])
+                pn *= g * np.exp(inc[k]) + (1 - g) * np.exp(-inc[k])
+            for k in range(j + 1):
+                wp[j, k] = wp[j, k] * pp + (d if m[k] > 0 and m[j] > 0 else 0.0)
+                wn[j, k] = wn[j, k] * pn + (d if m[k] < 0 and m[j] < 0 else 0.0)
+            a = 0.5 * np.log(wp[j, j] / wn[j, j])
+            inc[j], alpha[j] = a - alpha[j], a
+            d *= np.exp(-a * m[j])
+    return alpha
+
+
+@pytest.mark.parametrize("order", [1, 3, 7])
+def test_k_order_matches_full_pairwise_reference(rng, order):
+    # the kernel keeps only the band of pairwise sums that order K reads: must be exact
+    M = _correlated_margins(rng, 250, 8)
+    ocb = OnlineCoordinateBoost(n_hypotheses=8, order=order, smoothing=0.4)
+    ocb.learn_margins(M)
+    np.testing.assert_allclose(ocb.alpha_, _ocb_reference(M, order, 0.4), rtol=1e-9)
+
+
 def test_oza_matches_reference(rng):
     M = _correlated_margins(rng, 300, 6)
     oza = OzaBoostWeights(n_hypotheses=6, smoothing=0.3)

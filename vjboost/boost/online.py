@@ -87,7 +87,9 @@ def _ocb_learn(margins, log_w0, alpha, alpha_inc, w_pos, w_neg, log_scale, order
             pi_neg = np.exp(ln)
             d = np.exp(log_d - log_scale[j])
             mj = margins[t, j]
-            for k in range(j + 1):
+            # only the band k = j0..j is ever read again (the corrections of row j use the
+            # last K coordinates): updating it alone is exact and costs O(K) instead of O(J)
+            for k in range(j0, j + 1):
                 mk = margins[t, k]
                 w_pos[j, k] = w_pos[j, k] * pi_pos + (d if (mk > 0 and mj > 0) else 0.0)
                 w_neg[j, k] = w_neg[j, k] * pi_neg + (d if (mk < 0 and mj < 0) else 0.0)
@@ -306,7 +308,9 @@ class OnlineCoordinateBoost(_OnlineWeights):
     alpha_ : ndarray of shape (n_hypotheses,)
         Current coefficients.
     w_pos_, w_neg_ : ndarray of shape (n_hypotheses, n_hypotheses)
-        Cumulative pairwise weights (lower triangle used).
+        Cumulative pairwise weights. Only the band ``j − K ≤ k ≤ j`` of row ``j`` is kept up to
+        date by :meth:`learn_margins` (the rest is never read with order ``K``); the diagonal
+        holds ``W⁺_jj``/``W⁻_jj``. Row ``j`` is stored divided by a running scale factor.
     n_seen_ : int
 
     Examples
