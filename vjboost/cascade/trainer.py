@@ -78,8 +78,9 @@ FAMILY_ALIASES = {"lbp": "mblbp", "mb-lbp": "mblbp", "mb_lbp": "mblbp"}
 RESUMABLE_CHANGES = ("num_stages", "backgrounds")
 #: losses reservoir stages support (a least-squares weak learner on the reservoir)
 RESERVOIR_LOSSES = ("gentle", "logit")
-#: decoded background images kept by a reservoir run (bounded memory; speed only)
-RESERVOIR_IMAGE_CACHE = 256 * 1024**2
+#: decoded background images kept by a reservoir run (bounded memory; speed only: the full
+#: trainer keeps up to a quarter of the memory, which grows with the images mining visits)
+RESERVOIR_IMAGE_CACHE = 64 * 1024**2
 #: windows evaluated per call when a reservoir run scores all its positives / negatives
 RESERVOIR_CHUNK = 4096
 
@@ -560,7 +561,8 @@ class CascadeTrainer:
     reservoir : int, optional
         Train every stage by reservoir boosting with ``R`` windows kept and ``R`` fresh windows
         drawn per round (see the module docstring): feature memory ``O(R n_features)``, flat in
-        ``num_pos`` and ``num_neg``. Needs ``loss`` "gentle" or "logit" and no ``sampler``;
+        ``num_pos`` and ``num_neg`` (and at most 64 MiB of decoded background images are
+        cached for mining). Needs ``loss`` "gentle" or "logit" and no ``sampler``;
         ``weight_trim_rate`` is not used (the reservoir plays its part). Positives and negatives
         are drawn in the proportion ``num_pos : num_neg`` (half and half with
         ``balanced_init``).
