@@ -136,6 +136,8 @@ def test_bad_inputs(stream, tmp_path):
          "--boxes: " + str(tmp_path / "none.csv") + ": no such file"),
         ([stream["model"], stream["video"], "--boxes", stream["info"]],
          "needs the columns frame,x,y,w,h"),
+        ([stream["model"], stream["video"], stream["frames"], "--boxes", stream["boxes"]],
+         "either videos or images"),
     ]
     for args, message in cases:
         r = _run([*args, "-o", out])

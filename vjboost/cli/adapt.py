@@ -286,6 +286,9 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     if boxes_path is not None:
         if not Path(boxes_path).is_file():
             raise InputError(f"--boxes: {boxes_path}: no such file")
+        if 0 < n_videos < len(sources):
+            raise InputError("--boxes: give either videos or images, not both (a box file "
+                             "describes frames of videos or image files)")
         try:
             if n_videos:
                 frame_boxes = read_frame_boxes(boxes_path)
