@@ -5,8 +5,10 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from vjboost.cascade.positives import load_positives, resize_to_window
+from vjboost.cascade.positives import Jitter, jittered_cut, load_positives, resize_to_window
 from vjboost.io import write_vec
 
 
@@ -95,3 +97,114 @@ def test_crop_must_lie_inside(tmp_path, rng, crop):
     np.savez(tmp_path / "p.npz", images=rng.integers(0, 256, (2, 20, 20), dtype=np.uint8))
     with pytest.raises(ValueError, match="crop"):
         load_positives(tmp_path / "p.npz", (10, 10), crop=crop)
+
+
+# ---- jittered copies ----------------------------------------------------------------------------
+
+
+def _bilinear_reflect(img: np.ndarray, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+    """Brute-force bilinear sampling with mirrored borders (BORDER_REFLECT_101)."""
+    h, w = img.shape
+
+    def refl(i, n):
+        i = np.abs(i)
+        return np.where(i > n - 1, 2 * (n - 1) - i, i)
+
+    x0, y0 = np.floor(xs).astype(int), np.floor(ys).astype(int)
+    fx, fy = xs - x0, ys - y0
+    f = img.astype(np.float64)
+    v00 = f[refl(y0, h), refl(x0, w)]
+    v01 = f[refl(y0, h), refl(x0 + 1, w)]
+    v10 = f[refl(y0 + 1, h), refl(x0, w)]
+    v11 = f[refl(y0 + 1, h), refl(x0 + 1, w)]
+    return (v00 * (1 - fx) * (1 - fy) + v01 * fx * (1 - fy) + v10 * (1 - fx) * fy
+            + v11 * fx * fy)
+
+
+@settings(max_examples=40, deadline=None)
+@given(angle=st.floats(-20, 20), scale=st.floats(0.8, 1.25), sx=st.floats(-0.1, 0.1),
+       sy=st.floats(-0.1, 0.1), seed=st.integers(0, 2**16))
+def test_jittered_cut_equals_brute_force_sampling(angle, scale, sx, sy, seed):
+    rng = np.random.default_rng(seed)
+    img = cv2.GaussianBlur(rng.integers(0, 256, (30, 34), dtype=np.uint8), (5, 5), 1.5)
+    rect = (7.0, 5.0, 16.0, 18.0)  # patch of the rect's own size: no resize after the warp
+    got = jittered_cut(img, rect, (18, 16), np.array([angle, scale, sx, sy]))
+    u, v = np.meshgrid(np.arange(16.0), np.arange(18.0))
+    t = np.deg2rad(angle)
+    cx, cy = 7 + 7.5 + sx * 16, 5 + 8.5 + sy * 18
+    du, dv = u - 7.5, v - 8.5
+    xs = cx + scale * (np.cos(t) * du - np.sin(t) * dv)
+    ys = cy + scale * (np.sin(t) * du + np.cos(t) * dv)
+    want = _bilinear_reflect(img, xs, ys)
+    # OpenCV interpolates in fixed point: at most one grey level off after rounding
+    assert np.abs(got.astype(np.float64) - want).max() <= 1.01
+
+
+def test_jittered_cut_exact_cases(rng):
+    img = rng.integers(0, 256, (21, 21), dtype=np.uint8)
+    whole = (0.0, 0.0, 21.0, 21.0)
+    np.testing.assert_array_equal(jittered_cut(img, whole, (21, 21)), img)
+    np.testing.assert_array_equal(jittered_cut(img, whole, (21, 21), np.array([90.0, 1, 0, 0])),
+                                  np.rot90(img))
+    shifted = jittered_cut(img, (4.0, 4.0, 10.0, 10.0), (10, 10), np.array([0, 1, 0.2, -0.3]))
+    np.testing.assert_array_equal(shifted, img[1:11, 6:16])  # +2 px in x, -3 px in y
+
+
+def test_jitter_copies_order_determinism_and_mirror(tmp_path, rng):
+    s = rng.integers(0, 256, (5, 36, 36), dtype=np.uint8)
+    np.savez(tmp_path / "p.npz", images=s)
+    crop = (6 / 36, 7 / 36, 24 / 36, 24 / 36)
+    plain = load_positives(tmp_path / "p.npz", (24, 24), crop=crop).samples
+    j = Jitter(3, seed=4)
+    got = load_positives(tmp_path / "p.npz", (24, 24), crop=crop, jitter=j).samples
+    assert got.shape == (5 * 4, 24, 24)
+    np.testing.assert_array_equal(got[:5], plain)  # the plain positives first, unchanged
+    again = load_positives(tmp_path / "p.npz", (24, 24), crop=crop, jitter=j).samples
+    np.testing.assert_array_equal(got, again)
+    other = load_positives(tmp_path / "p.npz", (24, 24), crop=crop,
+                           jitter=Jitter(3, seed=5)).samples
+    assert not np.array_equal(got[5:], other[5:])
+    # copies of positive k are got[5 + 3k : 8 + 3k], drawn from the seed's stream in order
+    r = j.rng()
+    d = [j.draw(3, r) for _ in range(5)]
+    np.testing.assert_array_equal(got[5 + 3 * 2 + 1],
+                                  jittered_cut(s[2], (6.0, 7.0, 24.0, 24.0), (24, 24), d[2][1]))
+    m = load_positives(tmp_path / "p.npz", (24, 24), crop=crop, jitter=j, mirror=True).samples
+    np.testing.assert_array_equal(m[20:], got[:, :, ::-1])
+    few = load_positives(tmp_path / "p.npz", (24, 24), crop=crop, jitter=j, max_count=2).samples
+    np.testing.assert_array_equal(few, np.concatenate([got[:2], got[5:11]]))
+
+
+def test_jitter_of_annotated_boxes_sees_the_surroundings(tmp_path):
+    img = np.full((60, 60), 200, np.uint8)
+    img[20:40, 20:40] = 50  # the object; the rest of the image is bright
+    cv2.imwrite(str(tmp_path / "scene.png"), img)
+    (tmp_path / "info.dat").write_text("scene.png 1 20 20 20 20\n")
+    j = Jitter(1, max_angle=0, max_scale=0, max_shift=0.25, seed=1)
+    got = load_positives(tmp_path / "info.dat", (20, 20), jitter=j).samples
+    assert (got[0] == 50).all()
+    assert (got[1] == 200).any()  # a shifted copy shows the bright surroundings, not a mirror
+
+
+@pytest.mark.parametrize("kw", [{"copies": 0}, {"copies": 1.5}, {"copies": 1, "max_angle": -1},
+                                {"copies": 1, "max_scale": float("nan")},
+                                {"copies": 1, "max_shift": 0.7}])
+def test_jitter_rejects_bad_settings(kw):
+    with pytest.raises(ValueError, match=next(k for k in ("copies", "max_angle", "max_scale",
+                                                          "max_shift") if k in kw and (
+            k != "copies" or len(kw) == 1))):
+        Jitter(**kw)
+
+
+def test_gamma_jitter_is_a_grey_level_curve(rng):
+    img = rng.integers(0, 256, (12, 12), dtype=np.uint8)
+    rect = (0.0, 0.0, 12.0, 12.0)
+    got = jittered_cut(img, rect, (12, 12), np.array([0, 1, 0, 0, 2.0]))
+    want = np.round(255 * (img / 255.0) ** 2.0).astype(np.uint8)
+    np.testing.assert_array_equal(got, want)
+    geo = Jitter(2, seed=1)
+    gam = Jitter(2, seed=1, max_gamma=0.5)
+    a, b = geo.draw(4, geo.rng()), gam.draw(4, gam.rng())
+    np.testing.assert_array_equal(a[:, :4], b[:, :4])  # same geometry for the same seed
+    assert (a[:, 4] == 1).all() and (b[:, 4] != 1).all()
+    assert ((b[:, 4] >= 1 / 1.5) & (b[:, 4] <= 1.5)).all()

@@ -79,6 +79,11 @@ def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
         (lambda a, r: a.__setitem__(slice(1, 2), ["--min-hit-rate", "1.5", a[1]]), "hit"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--pos-crop", "0.1,0.1", a[1]]), "pos-crop"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--pos-crop", "0.5,0,0.9,1", a[1]]), "crop"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--jitter", "0", a[1]]), "jitter"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--jitter", "2", "--jitter-range", "10,0.1",
+                                                  a[1]]), "jitter-range"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--jitter", "2", "--jitter-range",
+                                                  "10,0.1,0.9", a[1]]), "max_shift"),
     ],
 )
 def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, message):
@@ -142,3 +147,24 @@ def test_exported_cascade_matches_opencv(data_dir, tmp_path):
     got = sorted(map(tuple, ours.detect(gray).boxes.tolist()))
     ref = sorted(map(tuple, np.asarray(cv.detectMultiScale(gray, 1.1, 0)).reshape(-1, 4).tolist()))
     assert len(ref) > 0 and got == ref
+
+
+def test_jitter_and_shuffle_grow_and_reorder_the_pool(data_dir, tmp_path):
+    """--jitter N adds N copies per positive, --mirror doubles, --shuffle-positives permutes."""
+    from vjboost.cascade.positives import Jitter, load_positives
+    from vjboost.cli.train import _load_positives
+
+    src = str(data_dir / "pos.npz")
+    jit = Jitter(2, seed=3)
+    plain = _load_positives(src, (WIN, WIN), True, print, None, jit)
+    want = load_positives(src, (WIN, WIN), jitter=jit, mirror=True).samples
+    np.testing.assert_array_equal(plain, want)
+    shuffled = _load_positives(src, (WIN, WIN), True, print, None, jit, shuffle_seed=3)
+    assert shuffled.shape == (100 * 3 * 2, WIN, WIN)
+    assert not np.array_equal(shuffled, plain)
+    key = lambda a: np.sort(a.reshape(len(a), -1).view(f"V{WIN * WIN}").ravel())  # noqa: E731
+    np.testing.assert_array_equal(key(shuffled), key(plain))  # the same windows, reordered
+    res = CliRunner().invoke(main, [*_args(data_dir, tmp_path / "out", stages=1), "--jitter", "2",
+                                    "--mirror", "--shuffle-positives"])
+    assert res.exit_code == 0, res.output
+    assert "positives: 600 " in res.output

@@ -4,6 +4,11 @@ Sources: a folder of crops (each resized to the window), images with boxes (Open
 CSV or JSON annotations; each box is cut out and resized), an OpenCV ``.vec`` file, or an ``.npz``
 with an ``images`` array. Resizing follows ``opencv_createsamples``: ``INTER_AREA`` when the crop
 is at least the window size in both dimensions, ``INTER_LINEAR_EXACT`` otherwise.
+
+:class:`Jitter` adds randomly distorted copies of every positive (small rotations, scale changes
+and shifts, as ``opencv_createsamples`` distorts its samples): a detector scans at discrete scales
+and positions, and objects are never framed exactly like the training crops, so training on
+slightly misaligned copies makes the cascade accept what the scan will show it.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import numpy as np
 from ..io import ImageReadError, read_annotations, read_image, read_vec
 
 __all__ = [
-    "PositiveSet", "IMAGE_SUFFIXES", "crop_fraction", "load_positives", "resize_to_window",
+    "IMAGE_SUFFIXES", "Jitter", "PositiveSet", "crop_fraction", "jittered_cut", "load_positives",
+    "resize_to_window",
 ]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
@@ -53,6 +59,111 @@ class PositiveSet:
             )
             line += f", {len(self.skipped)} skipped: {first}{more}"
         return line
+
+
+@dataclass(frozen=True)
+class Jitter:
+    """Randomly distorted copies of every positive.
+
+    Each copy is cut from its source sample (or, for annotated boxes, from the whole image, so
+    that the surroundings are real) after a rotation by an angle drawn uniformly in
+    ``[-max_angle, max_angle]`` degrees, a scale change drawn log-uniformly in
+    ``[1 / (1 + max_scale), 1 + max_scale]`` and a shift drawn uniformly in
+    ``[-max_shift, max_shift]`` of the box's width and height, all about the box's centre.
+    Pixels outside the source are mirrored in (``BORDER_REFLECT_101``). With ``max_gamma > 0``
+    the copy's grey levels also go through a gamma curve ``255 (v / 255) ** g``, ``g`` drawn
+    log-uniformly in ``[1 / (1 + max_gamma), 1 + max_gamma]``: the cascade's variance
+    normalisation already makes it blind to linear brightness and contrast changes, not to
+    non-linear ones (dark, under-exposed faces).
+
+    Attributes
+    ----------
+    copies : int
+        Distorted copies per positive (the positive itself is kept too).
+    max_angle : float, default=10
+        Degrees.
+    max_scale : float, default=0.06
+        Relative scale change.
+    max_shift : float, default=0.04
+        Fraction of the box side.
+    max_gamma : float, default=0
+        Relative gamma change (0: grey levels unchanged).
+    seed : int, default=0
+        Copies are a pure function of the positives and the seed.
+    """
+
+    copies: int
+    max_angle: float = 10.0
+    max_scale: float = 0.06
+    max_shift: float = 0.04
+    max_gamma: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.copies, int | np.integer) or isinstance(self.copies, bool) \
+                or self.copies < 1:
+            raise ValueError(f"copies: expected an integer >= 1, got {self.copies!r}")
+        for name, hi in (("max_angle", 90.0), ("max_scale", 1.0), ("max_shift", 0.5),
+                         ("max_gamma", 3.0)):
+            v = getattr(self, name)
+            if not isinstance(v, int | float) or not np.isfinite(v) or not 0 <= v <= hi:
+                raise ValueError(f"{name}: expected a number in [0, {hi:g}], got {v!r}")
+
+    def rng(self) -> np.random.Generator:
+        """The generator every distortion of one run is drawn from, in sample order."""
+        return np.random.default_rng([int(self.seed), 0x6A177E5])
+
+    def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """Distortions of ``n`` copies: (n, 5) float64 angle (degrees), scale, shift x, shift y,
+        gamma."""
+        angle = rng.uniform(-self.max_angle, self.max_angle, n)
+        scale = np.exp(rng.uniform(-1.0, 1.0, n) * np.log1p(self.max_scale))
+        shift = rng.uniform(-self.max_shift, self.max_shift, (n, 2))
+        # drawn only when asked for, so that geometric-only runs keep their random stream
+        gamma = (np.exp(rng.uniform(-1.0, 1.0, n) * np.log1p(self.max_gamma))
+                 if self.max_gamma > 0 else np.ones(n))
+        return np.column_stack([angle, scale, shift, gamma])
+
+
+def jittered_cut(img: np.ndarray, rect: tuple[float, float, float, float],
+                 window: tuple[int, int], distortion: np.ndarray | None = None) -> np.ndarray:
+    """Cut ``rect = (x, y, w, h)`` (pixels, may be fractional) out of ``img``, distorted.
+
+    Parameters
+    ----------
+    img : ndarray of shape (H, W), uint8
+    rect : (x, y, w, h)
+        The box in ``img``'s pixels.
+    window : (height, width)
+        Output size.
+    distortion : (angle_degrees, scale, shift_x, shift_y[, gamma]), optional
+        As drawn by :meth:`Jitter.draw`; ``None`` is the identity.
+
+    Returns
+    -------
+    ndarray of shape window, uint8
+        The rotated/scaled/shifted box, cut at its own resolution (bilinear) and then resized to
+        the window as every positive is (:func:`resize_to_window`).
+    """
+    x, y, w, h = (float(v) for v in rect)
+    d = np.array([0.0, 1.0, 0.0, 0.0, 1.0])
+    if distortion is not None:
+        d[: len(distortion)] = distortion
+    angle, scale, sx, sy, gamma = d
+    pw, ph = max(int(round(w)), 1), max(int(round(h)), 1)
+    t = np.deg2rad(angle)
+    a, b = scale * np.cos(t), scale * np.sin(t)
+    # patch pixel (u, v) samples the image at centre + scale * R(angle) * ((u, v) - patch centre)
+    cx, cy = x + (w - 1) / 2 + sx * w, y + (h - 1) / 2 + sy * h
+    ux, uy = (pw - 1) / 2, (ph - 1) / 2
+    m = np.array([[a, -b, cx - a * ux + b * uy], [b, a, cy - b * ux - a * uy]])
+    patch = cv2.warpAffine(img, m, (pw, ph), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                           borderMode=cv2.BORDER_REFLECT_101)
+    out = resize_to_window(patch, window)
+    if gamma != 1.0:
+        lut = np.round(255.0 * (np.arange(256) / 255.0) ** gamma).astype(np.uint8)
+        out = lut[out]
+    return out
 
 
 def resize_to_window(img: np.ndarray, window: tuple[int, int]) -> np.ndarray:
@@ -95,33 +206,66 @@ def _check_crop(crop: tuple[float, float, float, float] | None) -> None:
         )
 
 
-def _prepare(img: np.ndarray, window: tuple[int, int],
-             crop: tuple[float, float, float, float] | None) -> np.ndarray:
-    return resize_to_window(crop_fraction(img, crop), window)
+def _crop_rect(shape: tuple[int, ...], crop: tuple[float, float, float, float] | None,
+               box: tuple[float, float, float, float] | None = None
+               ) -> tuple[float, float, float, float]:
+    """The wanted box in image pixels: ``crop`` (fractions) of ``box`` (default: the image)."""
+    bx, by, bw, bh = box if box is not None else (0.0, 0.0, float(shape[1]), float(shape[0]))
+    if crop is None:
+        return bx, by, bw, bh
+    x, y, w, h = crop
+    return bx + x * bw, by + y * bh, w * bw, h * bh
 
 
-def _from_folder(folder: Path, window: tuple[int, int],
-                 crop: tuple[float, float, float, float] | None
-                 ) -> tuple[list[np.ndarray], list[str]]:
+class _Cutter:
+    """Turns sources into windows: the plain cut, then the jittered copies of each."""
+
+    def __init__(self, window: tuple[int, int], crop: tuple[float, float, float, float] | None,
+                 jitter: Jitter | None) -> None:
+        self.window, self.crop, self.jitter = window, crop, jitter
+        self.plain: list[np.ndarray] = []
+        self.copies: list[np.ndarray] = []
+        self._rng = None if jitter is None else jitter.rng()
+
+    def add(self, img: np.ndarray, box: tuple[int, int, int, int] | None = None) -> None:
+        if box is None:
+            sample = img
+        else:
+            x, y, w, h = box
+            sample = img[y : y + h, x : x + w]
+        self.plain.append(resize_to_window(crop_fraction(sample, self.crop), self.window))
+        if self.jitter is not None:
+            rect = _crop_rect(img.shape, self.crop, None if box is None else
+                              tuple(float(v) for v in box))
+            for d in self.jitter.draw(self.jitter.copies, self._rng):
+                self.copies.append(jittered_cut(img, rect, self.window, d))
+
+    def samples(self) -> np.ndarray:
+        h, w = self.window
+        allw = self.plain + self.copies
+        return np.stack(allw) if allw else np.zeros((0, h, w), np.uint8)
+
+
+def _from_folder(folder: Path, cut: _Cutter) -> list[str]:
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise ValueError(
             f"{folder}: no image files in this folder (looked for {', '.join(IMAGE_SUFFIXES)})"
         )
-    out, skipped = [], []
+    skipped = []
     for p in files:
         try:
-            out.append(_prepare(read_image(p), window, crop))
+            img = read_image(p)
         except ImageReadError as exc:
             skipped.append(str(exc))
-    return out, skipped
+            continue
+        cut.add(img)
+    return skipped
 
 
-def _from_annotations(path: Path, window: tuple[int, int],
-                      crop: tuple[float, float, float, float] | None
-                      ) -> tuple[list[np.ndarray], list[str]]:
+def _from_annotations(path: Path, cut: _Cutter) -> list[str]:
     ann = read_annotations(path)
-    out, skipped = [], []
+    skipped = []
     for image_path, boxes in ann.items():
         if len(boxes) == 0:
             continue
@@ -135,8 +279,8 @@ def _from_annotations(path: Path, window: tuple[int, int],
             if x + w > iw or y + h > ih:
                 skipped.append(f"{image_path}: box {[x, y, w, h]} outside the {iw}x{ih} image")
                 continue
-            out.append(_prepare(img[y : y + h, x : x + w], window, crop))
-    return out, skipped
+            cut.add(img, (x, y, w, h))
+    return skipped
 
 
 def load_positives(
@@ -146,6 +290,7 @@ def load_positives(
     mirror: bool = False,
     max_count: int | None = None,
     crop: tuple[float, float, float, float] | None = None,
+    jitter: Jitter | None = None,
 ) -> PositiveSet:
     """Load positive samples of size ``window``.
 
@@ -163,6 +308,9 @@ def load_positives(
     crop : (x, y, w, h) fractions, optional
         Cut this sub-rectangle of every crop, box or sample (fractions of its width and height)
         before resizing to ``window``: how to train on a tighter framing than the source's.
+    jitter : Jitter, optional
+        Also add ``jitter.copies`` distorted copies of every positive (after all the plain
+        positives, the copies of a positive next to each other; mirroring applies to all).
 
     Returns
     -------
@@ -178,42 +326,47 @@ def load_positives(
     if h <= 0 or w <= 0:
         raise ValueError(f"window: height and width must be positive, got {window}")
     _check_crop(crop)
+    if jitter is not None and not isinstance(jitter, Jitter):
+        raise ValueError(f"jitter: expected a Jitter or None, got {type(jitter).__name__}")
     if not path.exists():
         raise ValueError(f"{path}: positives source does not exist")
+    cut = _Cutter((h, w), crop, jitter)
     skipped: list[str] = []
+    suffix = path.suffix.lower()
     if path.is_dir():
-        crops, skipped = _from_folder(path, (h, w), crop)
-        samples = np.stack(crops) if crops else np.zeros((0, h, w), np.uint8)
-    elif path.suffix.lower() == ".vec":
-        if crop is None:
-            samples = read_vec(path, (h, w))
-        else:  # the file's own (square) sample size, then cut and resized
-            samples = np.stack([_prepare(im, (h, w), crop) for im in read_vec(path)])
-    elif path.suffix.lower() == ".npz":
-        with np.load(path, allow_pickle=False) as data:
-            if "images" not in data.files:
-                raise ValueError(f"{path}: the .npz has no 'images' array (has {data.files})")
-            imgs = data["images"]
-        if imgs.ndim != 3 or imgs.dtype != np.uint8:
-            raise ValueError(
-                f"{path}: 'images' must be (n, h, w) uint8, got {imgs.shape} {imgs.dtype}"
-            )
-        samples = (np.stack([_prepare(im, (h, w), crop) for im in imgs]) if len(imgs)
-                   else np.zeros((0, h, w), np.uint8))
-    elif path.suffix.lower() in _ANNOTATION_SUFFIXES:
-        crops, skipped = _from_annotations(path, (h, w), crop)
-        samples = np.stack(crops) if crops else np.zeros((0, h, w), np.uint8)
+        skipped = _from_folder(path, cut)
+    elif suffix in (".vec", ".npz"):
+        if suffix == ".vec":
+            # without a crop or jitter the samples must have the window's size (read_vec checks
+            # it); with one they are read at the file's own (square) size, then cut
+            imgs = read_vec(path, (h, w) if crop is None and jitter is None else None)
+        else:
+            with np.load(path, allow_pickle=False) as data:
+                if "images" not in data.files:
+                    raise ValueError(f"{path}: the .npz has no 'images' array (has {data.files})")
+                imgs = data["images"]
+            if imgs.ndim != 3 or imgs.dtype != np.uint8:
+                raise ValueError(
+                    f"{path}: 'images' must be (n, h, w) uint8, got {imgs.shape} {imgs.dtype}"
+                )
+        for im in imgs[:max_count]:
+            cut.add(im)
+    elif suffix in _ANNOTATION_SUFFIXES:
+        skipped = _from_annotations(path, cut)
     else:
         raise ValueError(
             f"{path}: unknown positives source; give a folder of crops, an annotation file "
             f"({', '.join(_ANNOTATION_SUFFIXES)}), a .vec or an .npz"
         )
+    if max_count is not None and len(cut.plain) > max_count:
+        n_copies = 0 if jitter is None else jitter.copies
+        cut.plain = cut.plain[:max_count]
+        cut.copies = cut.copies[: max_count * n_copies]
+    samples = cut.samples()
     if len(samples) == 0:
         raise ValueError(
             f"{path}: no usable positive sample" + (f" ({skipped[0]})" if skipped else "")
         )
-    if max_count is not None:
-        samples = samples[:max_count]
     if mirror:
         samples = np.concatenate([samples, samples[:, :, ::-1]])
     return PositiveSet(np.ascontiguousarray(samples, dtype=np.uint8), skipped, str(path))

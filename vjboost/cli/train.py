@@ -119,18 +119,43 @@ def _parse_crop(value: str | None) -> tuple[float, float, float, float] | None:
     return parts  # type: ignore[return-value]
 
 
+def _parse_jitter(copies: int | None, spec: str, seed: int):
+    if copies is None:
+        return None
+    from vjboost.cascade.positives import Jitter
+
+    try:
+        parts = tuple(float(v) for v in spec.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) not in (3, 4):
+        raise InputError(f"--jitter-range: expected ANGLE,SCALE,SHIFT[,GAMMA] (degrees, relative "
+                         f"scale, fraction of the box, relative gamma; e.g. 10,0.06,0.04,0.5), "
+                         f"got {spec!r}")
+    try:
+        return Jitter(copies, *parts, seed=seed)
+    except ValueError as exc:
+        raise InputError(f"--jitter-range: {exc}") from None
+
+
 def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
-                    crop: tuple[float, float, float, float] | None = None) -> np.ndarray:
+                    crop: tuple[float, float, float, float] | None = None, jitter=None,
+                    shuffle_seed: int | None = None) -> np.ndarray:
     from vjboost.cascade.positives import load_positives
 
     try:
-        ps = load_positives(source, window, mirror=False, crop=crop)
+        ps = load_positives(source, window, mirror=False, crop=crop, jitter=jitter)
     except (ValueError, OSError) as exc:
         raise InputError(str(exc)) from None
     if ps.skipped:
         echo(f"warning: {ps.summary()}")
     samples = ps.samples
-    return np.concatenate([samples, samples[:, :, ::-1]]) if mirror else samples
+    if mirror:
+        samples = np.concatenate([samples, samples[:, :, ::-1]])
+    if shuffle_seed is not None:
+        samples = samples[np.random.default_rng([shuffle_seed, 0x5AFF1E]).permutation(
+            len(samples))]
+    return samples
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"],
@@ -185,6 +210,17 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--pos-crop", "pos_crop", metavar="X,Y,W,H",
               help="Cut this sub-rectangle of every positive (fractions of its width and height) "
                    "before resizing to the window: train on a tighter framing than the crops'.")
+@click.option("--jitter", "jitter", type=click.IntRange(min=1), metavar="N",
+              help="Add N randomly rotated, scaled and shifted copies of every positive "
+                   "(seeded by --seed; see --jitter-range).")
+@click.option("--jitter-range", default="10,0.06,0.04", show_default=True,
+              metavar="ANGLE,SCALE,SHIFT[,GAMMA]",
+              help="Largest rotation (degrees), relative scale change, shift (fraction of the "
+                   "box) and, optionally, relative gamma change of the --jitter copies.")
+@click.option("--shuffle-positives", is_flag=True,
+              help="Shuffle the positive pool (seeded by --seed) so that the --num-pos "
+                   "positives of a stage come from all sources, copies and mirrors, not the "
+                   "first ones in file order.")
 @click.option("--mining-scale-factor", type=float, default=1.25, show_default=True,
               help="Scale step of the background pyramids.")
 @click.option("--mining-step", type=click.IntRange(min=1),
@@ -203,7 +239,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
             weak_learner: str, max_depth: int, weight_trim_rate: float,
             reservoir: int | None, reservoir_strategy: str, mirror: bool,
-            pos_crop: str | None, mining_scale_factor: float, mining_step: int | None,
+            pos_crop: str | None, jitter: int | None, jitter_range: str,
+            shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
             seed: int, threads: int, resume: bool, max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
@@ -267,7 +304,9 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                              f"ones per round, more than --num-pos + --num-neg = "
                              f"{num_pos + num_neg}; use --reservoir {(num_pos + num_neg) // 2} "
                              "or less")
-    positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop))
+    positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop),
+                                _parse_jitter(jitter, jitter_range, seed),
+                                seed if shuffle_positives else None)
     need = positives_needed(num_pos, stages, min_hit_rate)
     if len(positives) < need:
         most = int(len(positives) / (1 + max(stages - 1, 0) * (1 - min_hit_rate)))
