@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from vjboost.cascade import CascadeDetector, read_opencv_xml, save_model, write_opencv_xml
+from vjboost.cascade import CascadeDetector, load_model, save_model, write_opencv_xml
 from vjboost.cascade.synthetic import random_cascade
 from vjboost.cli.detect import default_model_path, main
 
@@ -46,7 +46,7 @@ def test_image_json_and_annotation(face_png, model_xml, tmp_path):
     assert r.exit_code == 0, r.output
     recs = _lines(r.stdout)
     img = cv2.imread(str(face_png / "astronaut.png"))
-    ref = CascadeDetector(read_opencv_xml(model_xml)).detect(img)
+    ref = CascadeDetector(load_model(model_xml)).detect(img)
     assert [(d["x"], d["y"], d["w"], d["h"]) for d in recs] == [tuple(b) for b in
                                                                 ref.boxes.tolist()]
     assert all(set(d) >= {"source", "frame", "x", "y", "w", "h", "score"} for d in recs)

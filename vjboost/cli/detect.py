@@ -27,11 +27,12 @@ import click
 import cv2
 import numpy as np
 
+from ..cascade.shipped import ModelNotFound, default_model, resolve_model
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".pbm", ".tif", ".tiff",
                   ".webp", ".jp2", ".sr", ".ras")
 VIDEO_SUFFIXES = (".avi", ".mp4", ".mov", ".mkv", ".mpg", ".mpeg", ".wmv", ".webm", ".m4v",
                   ".flv", ".3gp")
-DEFAULT_CASCADE = "haarcascade_frontalface_default.xml"
 
 
 @dataclass
@@ -49,13 +50,8 @@ class _Stats:
 
 
 def default_model_path() -> str | None:
-    """OpenCV's frontal face cascade if the installed cv2 ships it, else None."""
-    base = getattr(getattr(cv2, "data", None), "haarcascades", None)
-    if base:
-        p = Path(base) / DEFAULT_CASCADE
-        if p.is_file():
-            return str(p)
-    return None
+    """vjboost's shipped frontal-face cascade, else OpenCV's default one; None if neither."""
+    return default_model()
 
 
 def _parse_size(value: str | None, name: str) -> tuple[int, int] | None:
@@ -207,9 +203,10 @@ def _run_video(detector, src: _Source, fh, out_dir, used, stats: _Stats, max_fra
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("inputs", nargs=-1, required=True)
-@click.option("--model", "-m", "model_path", type=click.Path(dir_okay=False),
-              help="Cascade: OpenCV XML or vjboost JSON. Default: OpenCV's "
-                   "haarcascade_frontalface_default.xml when cv2 ships it.")
+@click.option("--model", "-m", "model_path", type=str,
+              help="Cascade: OpenCV XML or vjboost JSON, vjboost:NAME (shipped in models/) or "
+                   "opencv:NAME (shipped with OpenCV). Default: vjboost:frontalface, vjboost's "
+                   "frontal-face cascade (see models/README.md).")
 @click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True,
               help="Ratio between successive scales (> 1).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
@@ -244,11 +241,11 @@ def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mo
     if model_path is None:
         model_path = default_model_path()
         if model_path is None:
-            raise click.UsageError("no --model given and this OpenCV build ships no "
-                                   f"{DEFAULT_CASCADE}; pass --model CASCADE.xml")
+            raise click.UsageError("no --model given and neither vjboost's models/ folder nor "
+                                   "OpenCV's frontal-face cascade is installed; pass --model")
     try:
-        model = load_model(model_path)
-    except CascadeFormatError as exc:
+        model = load_model(resolve_model(model_path))
+    except (ModelNotFound, CascadeFormatError) as exc:
         raise click.BadParameter(str(exc), param_hint="--model") from None
     try:
         detector = CascadeDetector(

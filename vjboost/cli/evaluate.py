@@ -13,10 +13,10 @@ import time
 from pathlib import Path
 
 import click
-import cv2
 import numpy as np
 
 from .._io import atomic_write
+from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import AnnotationError, ImageReadError, read_annotations, read_bg_list, read_image
 
 __all__ = ["main", "resolve_model_path"]
@@ -25,18 +25,11 @@ _IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".ti
 
 
 def resolve_model_path(spec: str) -> str:
-    """A model path, or ``opencv:NAME`` for a cascade shipped in ``cv2.data.haarcascades``."""
-    if spec.startswith("opencv:"):
-        base = getattr(getattr(cv2, "data", None), "haarcascades", None)
-        name = spec.split(":", 1)[1]
-        name = name if name.endswith(".xml") else name + ".xml"
-        path = Path(base or "") / name
-        if not base or not path.is_file():
-            raise click.BadParameter(
-                f"{spec}: this OpenCV build ships no {name}", param_hint="--model"
-            )
-        return str(path)
-    return spec
+    """A model path, ``vjboost:NAME`` (shipped in ``models/``) or ``opencv:NAME`` (OpenCV's)."""
+    try:
+        return resolve_model(spec)
+    except ModelNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="--model") from None
 
 
 def _image_list(images: str | None, annotations: dict) -> list[str]:
@@ -87,8 +80,9 @@ def _plot(results: list[dict], path: Path, iou: float) -> None:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("annotations", type=click.Path(dir_okay=False))
 @click.option("--model", "-m", "models", multiple=True, required=True,
-              help="Cascade: vjboost JSON or OpenCV XML, or opencv:NAME for a cascade shipped "
-                   "with OpenCV (e.g. opencv:haarcascade_frontalface_default). Repeatable.")
+              help="Cascade: vjboost JSON or OpenCV XML, vjboost:NAME for a cascade shipped in "
+                   "models/ (vjboost:frontalface), or opencv:NAME for one shipped with OpenCV "
+                   "(e.g. opencv:haarcascade_frontalface_default). Repeatable.")
 @click.option("--label", "labels", multiple=True, help="Legend name per --model (in order).")
 @click.option("--images", help="Image list file (one path per line, relative to the list) or a "
                                "folder; default: the annotated images. Images without boxes "

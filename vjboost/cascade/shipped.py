@@ -1,0 +1,77 @@
+"""Names for ready-made cascades: the ones vjboost ships in ``models/`` and OpenCV's own.
+
+``vjboost:NAME`` is ``models/NAME.json`` (or ``.xml``) of this repository, ``opencv:NAME`` a
+cascade of ``cv2.data.haarcascades``; anything else is a file path. The default detector model is
+``vjboost:frontalface`` (trained by ``vjtrain`` on public data, see ``models/README.md``), or
+OpenCV's ``haarcascade_frontalface_default`` when the models folder is not installed (a wheel
+install instead of a source checkout).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+
+__all__ = ["DEFAULT_MODEL", "MODELS_DIR", "ModelNotFound", "default_model", "resolve_model"]
+
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+DEFAULT_MODEL = "vjboost:frontalface"
+_OPENCV_FALLBACK = "opencv:haarcascade_frontalface_default"
+
+
+class ModelNotFound(ValueError):
+    """A ``vjboost:``/``opencv:`` name that this installation does not have."""
+
+
+def _opencv_dir() -> Path | None:
+    base = getattr(getattr(cv2, "data", None), "haarcascades", None)
+    return Path(base) if base else None
+
+
+def resolve_model(spec: str) -> str:
+    """The file behind a model name.
+
+    Parameters
+    ----------
+    spec : str
+        ``vjboost:NAME``, ``opencv:NAME`` (``.xml`` optional) or a path (returned unchanged).
+
+    Returns
+    -------
+    str
+        A path for :func:`vjboost.cascade.model_io.load_model`.
+
+    Raises
+    ------
+    ModelNotFound
+        The name is not shipped here; the message lists what is.
+    """
+    if spec.startswith("vjboost:"):
+        name = spec.split(":", 1)[1]
+        for suffix in ("", ".json", ".xml"):
+            p = MODELS_DIR / (name + suffix)
+            if p.is_file():
+                return str(p)
+        have = sorted({p.stem for p in MODELS_DIR.glob("*.json")} | {
+            p.stem for p in MODELS_DIR.glob("*.xml")}) if MODELS_DIR.is_dir() else []
+        raise ModelNotFound(f"{spec}: no such shipped model in {MODELS_DIR} (have: "
+                            f"{', '.join('vjboost:' + h for h in have) or 'none'})")
+    if spec.startswith("opencv:"):
+        name = spec.split(":", 1)[1]
+        name = name if name.endswith(".xml") else name + ".xml"
+        base = _opencv_dir()
+        if base is None or not (base / name).is_file():
+            raise ModelNotFound(f"{spec}: this OpenCV build ships no {name}")
+        return str(base / name)
+    return spec
+
+
+def default_model() -> str | None:
+    """Path of the default face model: vjboost's own, else OpenCV's; None when neither exists."""
+    for spec in (DEFAULT_MODEL, _OPENCV_FALLBACK):
+        try:
+            return resolve_model(spec)
+        except ModelNotFound:
+            continue
+    return None
