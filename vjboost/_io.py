@@ -7,9 +7,9 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["atomic_open", "atomic_write"]
+__all__ = ["atomic_open", "atomic_write", "save_png"]
 
 
 @contextlib.contextmanager
@@ -44,3 +44,9 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     """Write ``data`` to ``path`` atomically (temporary file + rename)."""
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w") as fh:
         fh.write(data)
+
+
+def save_png(fig: Any, path: str | os.PathLike[str], dpi: int = 100) -> None:
+    """Save a matplotlib figure as a PNG atomically (temporary file + rename)."""
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=dpi)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_open, atomic_write
+from .._io import atomic_write, save_png
 
 __all__ = ["training_report", "write_report"]
 
@@ -84,11 +84,6 @@ def _jsonable(d: Any) -> Any:
     return d
 
 
-def _save_fig(fig: Any, path: Path) -> None:
-    with atomic_open(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=100)
-
-
 def write_report(report: dict[str, Any], folder: str | os.PathLike[str],
                  mean_positive: np.ndarray | None = None) -> list[Path]:
     """Write ``report.json`` and the PNG plots into ``folder``; returns the files written."""
@@ -119,7 +114,7 @@ def write_report(report: dict[str, Any], folder: str | os.PathLike[str],
     fig.legend(loc="upper center", ncol=3, fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.92))
     written.append(folder / "stages.png")
-    _save_fig(fig, written[-1])
+    save_png(fig, written[-1])
     plt.close(fig)
     # acceptance ratio of the mined negatives
     mining = report.get("mining", [])
@@ -132,7 +127,7 @@ def write_report(report: dict[str, Any], folder: str | os.PathLike[str],
         ax.grid(True, which="both", alpha=0.3)
         fig.tight_layout()
         written.append(folder / "acceptance.png")
-        _save_fig(fig, written[-1])
+        save_png(fig, written[-1])
         plt.close(fig)
     # loss curves
     fig, ax = plt.subplots(figsize=(6, 3.5))
@@ -145,7 +140,7 @@ def write_report(report: dict[str, Any], folder: str | os.PathLike[str],
         ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     written.append(folder / "loss.png")
-    _save_fig(fig, written[-1])
+    save_png(fig, written[-1])
     plt.close(fig)
     # first features over the mean positive
     feats = report.get("first_features", [])
@@ -161,7 +156,7 @@ def write_report(report: dict[str, Any], folder: str | os.PathLike[str],
             ax.set_title(str(d.get("type", d.get("family", ""))), fontsize=7)
         fig.tight_layout()
         written.append(folder / "features.png")
-        _save_fig(fig, written[-1])
+        save_png(fig, written[-1])
         plt.close(fig)
     return written
 

@@ -10,7 +10,9 @@
    hard-negative mining before each stage) writes ``OUT/model.json`` and the OpenCV XML
    ``OUT/cascade.xml``;
 4. the detector runs on ``astronaut()``; the detections are printed as JSON lines and drawn in
-   ``OUT/astronaut.png``, and compared with OpenCV's own frontal-face cascade when it is there.
+   ``OUT/astronaut.png``, and compared with OpenCV's own frontal-face cascade when it is there;
+5. the frontal-face cascade vjboost ships (``models/frontalface.json``, trained by ``vjtrain`` on
+   public data) runs on the same image, drawn in ``OUT/astronaut_shipped.png``.
 """
 
 from __future__ import annotations
@@ -168,7 +170,32 @@ def main(argv: list[str] | None = None) -> int:
                 f"({int(found.neighbors[best])} windows); OpenCV's frontal-face cascade puts "
                 f"the face at {ref[0].tolist()}: IoU {iou:.2f}"
             )
+    _shipped_model_demo(gray, rgb, out)
     return 0
+
+
+def _shipped_model_demo(gray: np.ndarray, rgb: np.ndarray, out: Path) -> None:
+    """Run the shipped frontal-face cascade (``vjdetect``'s default model) on the image."""
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.model_io import load_model
+    from vjboost.cascade.shipped import DEFAULT_MODEL, ModelNotFound, resolve_model
+
+    try:
+        path = resolve_model(DEFAULT_MODEL)
+    except ModelNotFound as exc:
+        print(f"shipped model not available: {exc}")
+        return
+    det = CascadeDetector(load_model(path), scale_factor=1.1, min_neighbors=3)
+    t = time.perf_counter()
+    found = det.detect(gray)
+    ms = 1000 * (time.perf_counter() - t)
+    canvas = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+    for x, y, w, h in found.boxes.tolist():
+        cv2.rectangle(canvas, (x, y), (x + w, y + h), (0, 0, 255), 2)
+    cv2.imwrite(str(out / "astronaut_shipped.png"), canvas)
+    boxes = ", ".join(str(b) for b in found.boxes.tolist()) or "none"
+    print(f"shipped cascade {DEFAULT_MODEL} ({path}) on astronaut(): {len(found)} detection(s) "
+          f"in {ms:.0f} ms: {boxes}; drawn in {out / 'astronaut_shipped.png'}")
 
 
 if __name__ == "__main__":

@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 
 import click
-import numpy as np
 
-from .._io import atomic_write
+from .._io import atomic_write, save_png
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import AnnotationError, ImageReadError, read_annotations, read_bg_list, read_image
 
@@ -49,32 +48,20 @@ def _image_list(images: str | None, annotations: dict) -> list[str]:
         raise click.BadParameter(str(exc), param_hint="--images") from None
 
 
-def _plot(results: list[dict], path: Path, iou: float) -> None:
+def _plot(curves: dict, path: Path, iou: float, mark: int, n_images: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..eval.plot import plot_neighbors_curves
+
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
-    for r in results:
-        fp, dr = np.asarray(r["curve"]["false_positives"]), np.asarray(r["curve"]["detection_rate"])
-        keep = np.asarray(r["curve"]["min_neighbors"]) >= 1
-        (line,) = ax.plot(fp[keep], dr[keep], marker=".", label=r["label"])
-        p = r["at_min_neighbors"]
-        ax.plot([p["false_positives"]], [p["detection_rate"]], "o", color=line.get_color(), ms=8,
-                mfc="none")
-    ax.set_xscale("symlog", linthresh=10)
-    ax.set_xlabel("false positives (whole set)")
-    ax.set_ylabel(f"detection rate (IoU ≥ {iou:g})")
-    ax.set_ylim(0, 1)
-    ax.grid(alpha=0.3)
-    ax.set_title("min_neighbors sweep (circle: the chosen min_neighbors)")
-    ax.legend(loc="lower right", fontsize=8)
+    plot_neighbors_curves(ax, curves, iou=iou, mark=mark, n_images=n_images)
+    ax.set_title(f"min_neighbors sweep (circle: min_neighbors {mark})")
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp)
+    save_png(fig, path)
     plt.close(fig)
-    tmp.replace(path)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -146,13 +133,14 @@ def main(annotations, models, labels, images, scale_factor, min_size, min_neighb
     click.echo(f"vjeval: {len(grays)} image(s), {n_gt} annotated object(s), "
                f"{len(failed)} unreadable", err=True)
 
-    results = []
+    results, curves = [], {}
     for label, spec, det in loaded:
         t0 = time.perf_counter()
         raw = {p: det.raw_windows(g) for p, g in grays.items()}
         seconds = time.perf_counter() - t0
         curve = sweep_min_neighbors(raw, gt, thresholds=range(0, max_neighbors + 1),
                                     image_sizes=sizes, iou_threshold=iou)
+        curves[label] = curve
         at = curve.at(min_neighbors) if min_neighbors <= max_neighbors else None
         if at is None:
             at = sweep_min_neighbors(raw, gt, thresholds=[min_neighbors], image_sizes=sizes,
@@ -169,7 +157,7 @@ def main(annotations, models, labels, images, scale_factor, min_size, min_neighb
     summary = {"annotations": str(annotations), "n_images": len(grays), "n_objects": n_gt,
                "iou_threshold": iou, "scale_factor": scale_factor, "models": results}
     atomic_write(out / "eval.json", json.dumps(summary, indent=2))
-    _plot(results, out / "curve.png", iou)
+    _plot(curves, out / "curve.png", iou, min_neighbors, len(grays))
 
     click.echo(f"{'model':<34} {'det.rate':>8} {'FP':>5} {'precision':>9} {'AP':>6} {'sec':>7}")
     for r in results:

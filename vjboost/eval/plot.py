@@ -1,0 +1,45 @@
+"""Plots of detection-rate / false-positive curves (matplotlib, drawn onto a given axis)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .sweep import NeighborsCurve
+
+__all__ = ["plot_neighbors_curves"]
+
+
+def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou: float,
+                          mark: int | None = 3, n_images: int | None = None) -> None:
+    """Draw one ``min_neighbors`` sweep per model: detection rate against false positives.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    curves : mapping label -> NeighborsCurve
+        ``min_neighbors = 0`` (ungrouped windows) is left out of the line.
+    iou : float
+        The matching threshold the curves were computed with (axis label).
+    mark : int, optional
+        ``min_neighbors`` value circled on every curve (the usual operating point).
+    n_images : int, optional
+        Shown in the x label.
+    """
+    for label, c in curves.items():
+        keep = c.min_neighbors >= 1
+        (line,) = ax.plot(c.false_positives[keep], c.detection_rate[keep], marker=".",
+                          label=label)
+        k = np.flatnonzero(c.min_neighbors == mark) if mark is not None else []
+        if len(k):
+            ax.plot([c.false_positives[k[0]]], [c.detection_rate[k[0]]], "o", mfc="none", ms=9,
+                    color=line.get_color())
+    ax.set_xscale("symlog", linthresh=10)
+    where = f" ({n_images} images)" if n_images else ""
+    ax.set_xlabel(f"false positives{where}")
+    ax.set_ylabel(f"detection rate (IoU ≥ {iou:g})")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
