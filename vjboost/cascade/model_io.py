@@ -140,10 +140,35 @@ def save_model(model: CascadeModel, path: str | os.PathLike[str]) -> None:
         atomic_write(path, to_opencv_xml(model))
         return
     try:
-        text = json.dumps(model_to_dict(model), indent=1, allow_nan=False)
+        text = _dumps_model(model_to_dict(model))
     except (TypeError, ValueError) as exc:
         raise TypeError(f"model.params: not JSON-serialisable ({exc})") from None
     atomic_write(path, text + "\n")
+
+
+def _dumps_model(d: dict[str, Any]) -> str:
+    """JSON with one feature and one tree per line: readable diffs, half the size of indenting
+    every number (a 2,000-tree cascade is about 0.4 MB)."""
+
+    def compact(v: Any) -> str:
+        return json.dumps(v, separators=(", ", ": "), allow_nan=False)
+
+    items = []
+    for key, v in d.items():
+        if key == "features" and isinstance(v, list) and v:
+            body = ",\n".join("  " + compact(f) for f in v)
+            items.append(f' "features": [\n{body}\n ]')
+        elif key == "stages" and isinstance(v, list) and v:
+            stages = []
+            for st in v:
+                head = {k: x for k, x in st.items() if k != "trees"}
+                trees = ",\n".join("   " + compact(t) for t in st["trees"])
+                stages.append("  " + compact(head)[:-1] + f', "trees": [\n{trees}\n  ]}}')
+            items.append(' "stages": [\n' + ",\n".join(stages) + "\n ]")
+        else:
+            items.append(f" {json.dumps(key)}: " + json.dumps(v, indent=1, allow_nan=False)
+                         .replace("\n", "\n "))
+    return "{\n" + ",\n".join(items) + "\n}"
 
 
 def load_model(path: str | os.PathLike[str], *, strict: bool = False) -> CascadeModel:
