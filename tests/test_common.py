@@ -69,6 +69,20 @@ def test_atomic_write_keeps_old_file_on_error(tmp_path):
     assert [p.name for p in target.parent.iterdir()] == ["model.bin"]
 
 
+def test_atomic_write_gives_the_permissions_of_a_plain_open(tmp_path):
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "model.json", "{}")
+        (tmp_path / "plain.json").write_text("{}")
+    finally:
+        os.umask(old)
+    mode = stat.S_IMODE((tmp_path / "model.json").stat().st_mode)
+    assert mode == stat.S_IMODE((tmp_path / "plain.json").stat().st_mode) == 0o644
+
+
 def test_memory_budget_message():
     with pytest.raises(MemoryBudgetError, match=r"feature matrix needs 2\.0 KiB.*use fewer"):
         check_memory(2048, "feature matrix", budget=1024, advice="use fewer features")

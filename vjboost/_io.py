@@ -33,11 +33,20 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp creates the file readable by its owner only; give it the permissions a plain
+        # open() would have given (0o666 less the umask), so that others can read models
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
