@@ -42,4 +42,4 @@ def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou:
     ax.set_ylabel(f"detection rate (IoU ≥ {iou:g})")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="best", fontsize=8)

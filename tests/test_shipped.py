@@ -1,0 +1,97 @@
+"""Model names (vjboost:NAME, opencv:NAME) and the frontal-face cascade shipped in models/."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from vjboost.cascade.detector import CascadeDetector
+from vjboost.cascade.model_io import load_model
+from vjboost.cascade.shipped import (
+    DEFAULT_MODEL,
+    MODELS_DIR,
+    ModelNotFound,
+    default_model,
+    resolve_model,
+)
+from vjboost.eval import iou_matrix
+
+FACE = MODELS_DIR / "frontalface.json"
+
+
+def test_vjboost_names_resolve_to_the_models_folder():
+    assert Path(resolve_model(DEFAULT_MODEL)) == FACE
+    assert Path(resolve_model("vjboost:frontalface.xml")) == MODELS_DIR / "frontalface.xml"
+    assert default_model() == str(FACE)
+    with pytest.raises(ModelNotFound, match="vjboost:frontalface"):  # the message lists them
+        resolve_model("vjboost:no_such_model")
+
+
+def test_opencv_names_and_paths():
+    base = getattr(getattr(cv2, "data", None), "haarcascades", None)
+    if base and (Path(base) / "haarcascade_frontalface_alt2.xml").is_file():
+        assert resolve_model("opencv:haarcascade_frontalface_alt2") == str(
+            Path(base) / "haarcascade_frontalface_alt2.xml")
+    with pytest.raises(ModelNotFound, match="ships no"):
+        resolve_model("opencv:no_such_cascade")
+    assert resolve_model("some/where/cascade.xml") == "some/where/cascade.xml"
+
+
+def test_shipped_json_and_xml_are_the_same_cascade_and_small():
+    js, xml = load_model(FACE), load_model(MODELS_DIR / "frontalface.xml")
+    assert js.window_shape == xml.window_shape and js.n_stages == xml.n_stages
+    for a, b in zip(js.stages, xml.stages, strict=True):
+        assert np.float32(a.threshold) == np.float32(b.threshold) and len(a.trees) == len(b.trees)
+    for name in ("frontalface.json", "frontalface.xml"):
+        assert (MODELS_DIR / name).stat().st_size < 1_000_000
+    img = cv2.cvtColor(__import__("skimage.data").data.astronaut(), cv2.COLOR_RGB2GRAY)
+    got = [CascadeDetector(m, min_neighbors=3).detect(img).boxes.tolist() for m in (js, xml)]
+    assert got[0] == got[1] and len(got[0]) >= 1
+    # the astronaut's face, where OpenCV's own cascade puts it (its boxes are wider than ours)
+    ocv = cv2.CascadeClassifier(cv2.data.haarcascades + "haarcascade_frontalface_default.xml")
+    face = ocv.detectMultiScale(img, 1.1, 5, minSize=(48, 48))
+    assert len(face) == 1
+    assert iou_matrix(np.asarray(got[0]), face).max() >= 0.3
+    ref = cv2.CascadeClassifier(str(MODELS_DIR / "frontalface.xml"))  # OpenCV loads it as is
+    assert not ref.empty()
+    want = ref.detectMultiScale(img, 1.1, 3, minSize=js.window_shape[::-1])
+    assert sorted(map(tuple, got[1])) == sorted(map(tuple, np.asarray(want).tolist()))
+
+
+def test_model_card_states_how_it_was_trained():
+    card = (MODELS_DIR / "README.md").read_text(encoding="utf-8")
+    report = json.loads((MODELS_DIR / "frontalface.report.json").read_text(encoding="utf-8"))
+    assert "vjtrain" in card and "--seed" in card
+    assert report["stages"] and len(report["stages"]) == load_model(FACE).n_stages
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_shipped_model_meets_its_goal_on_cmu_mit(shared_dir):
+    """At the false positives of OpenCV's default cascade (minNeighbors 3), at least its rate."""
+    from vjboost.eval.sweep import sweep_min_neighbors
+    from vjboost.io import read_annotations, read_bg_list, read_image
+
+    cmu = shared_dir / "data" / "cmu-mit"
+    gt = read_annotations(cmu / "faces.csv")
+    grays = {p: read_image(p) for p in read_bg_list(cmu / "images.txt")}
+    sizes = {p: (g.shape[1], g.shape[0]) for p, g in grays.items()}
+    gt = {p: gt.get(p, np.zeros((0, 4), np.int64)) for p in grays}
+    curves = {}
+    for spec in ("vjboost:frontalface", "opencv:haarcascade_frontalface_default"):
+        det = CascadeDetector(load_model(resolve_model(spec)), scale_factor=1.1, min_neighbors=0,
+                              grouping="none")
+        raw = {p: det.raw_windows(g) for p, g in grays.items()}
+        curves[spec] = sweep_min_neighbors(raw, gt, thresholds=range(1, 9), image_sizes=sizes,
+                                           iou_threshold=0.3)
+    ref = curves["opencv:haarcascade_frontalface_default"].at(3)
+    assert (ref.detection_rate, ref.false_positives) == (pytest.approx(309 / 354), 52)  # anchor
+    ours = curves["vjboost:frontalface"]
+    assert ours.detection_rate_at(ref.false_positives) >= ref.detection_rate
+    # the figures models/README.md reports
+    at3 = ours.at(3)
+    assert (round(at3.detection_rate, 3), at3.false_positives) == (0.873, 38)
