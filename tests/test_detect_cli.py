@@ -90,6 +90,21 @@ def test_bad_model_and_options(tmp_path, face_png):
     assert r.exit_code == 2 and "--min-size" in r.output
 
 
+def test_default_model_is_the_shipped_cascade_and_names_resolve(face_png):
+    from vjboost.cascade.shipped import MODELS_DIR
+
+    img = cv2.imread(str(face_png / "astronaut.png"))
+    want = CascadeDetector(load_model(MODELS_DIR / "frontalface.json")).detect(img)
+    for extra in ([], ["--model", "vjboost:frontalface"]):
+        r = CliRunner().invoke(main, [str(face_png / "astronaut.png"), *extra, "--no-progress"])
+        assert r.exit_code == 0, r.output
+        got = [(d["x"], d["y"], d["w"], d["h"]) for d in _lines(r.stdout)]
+        assert got == [tuple(b) for b in want.boxes.tolist()] and got
+    r = CliRunner().invoke(main, [str(face_png / "small.jpg"), "--model", "vjboost:nope"])
+    assert r.exit_code == 2 and "no such shipped model" in r.output
+    assert "vjboost:frontalface" in r.output  # the message lists what is shipped
+
+
 def test_own_model_format_and_params(face_png, tmp_path):
     m = random_cascade("LBP", seed=3)
     p = tmp_path / "m.json"
