@@ -220,13 +220,21 @@ def test_random_sizes_and_factors_raw_identical(seed, tmp_path):
         {"feature_type": "HAAR", "max_nodes": 3, "tilted_fraction": 0.5},
         {"feature_type": "LBP"},
         {"feature_type": "LBP", "max_nodes": 3, "window": (24, 18)},
+        {"feature_type": "HAAR", "balanced": True, "tilted_fraction": 0.3},
+        {"feature_type": "LBP", "balanced": True},
     ],
-    ids=["haar-stumps", "haar-trees-tilted", "lbp-stumps", "lbp-trees"],
+    ids=["haar-stumps", "haar-trees-tilted", "lbp-stumps", "lbp-trees", "haar-depth2",
+         "lbp-depth2"],
 )
 def test_export_roundtrip_cv2_detections_equal(kw, tmp_path, astronaut_gray):
+    from vjboost.cascade.detector import _compile
+
     img = cv2.resize(astronaut_gray, (220, 200), interpolation=cv2.INTER_AREA)
     for seed in (0, 1):
         model = random_cascade(seed=seed, **kw)
+        # depth-2 trees take the detector's branch-free kernel; the others the general ones
+        want_shape = 2 if kw.get("balanced") else 1 if kw.get("max_nodes", 1) == 1 else 0
+        assert _compile(model).shape == want_shape
         p = tmp_path / f"m{seed}.xml"
         write_opencv_xml(model, p)
         cc = cv2.CascadeClassifier(str(p))

@@ -130,6 +130,11 @@ def test_resume_after_kill_gives_the_same_cascade(data_dir, tmp_path):
     a = json.loads((tmp_path / "whole" / "model.json").read_text())
     b = json.loads((out / "model.json").read_text())
     assert a["stages"] == b["stages"] and a["features"] == b["features"]
+    # the report of a resumed run still accounts for the stages trained before the kill
+    rep = json.loads((out / "report.json").read_text())
+    assert len(rep["stage_seconds"]) == rep["n_stages"]
+    assert rep["training_seconds"] == pytest.approx(sum(rep["stage_seconds"]))
+    assert min(rep["stage_seconds"]) > 0  # checkpointed stages keep their times
 
 
 def test_exported_cascade_matches_opencv(data_dir, tmp_path):

@@ -2,8 +2,9 @@
 
 Images: the CMU+MIT frontal face test set in ../shared/data/cmu-mit when present (test + newtest),
 else a handful of scikit-image sample images. Cascades: OpenCV's haarcascade_frontalface_default /
-alt / alt2 and scikit-image's LBP face cascade (its misspelled ``featureParams`` tag fixed for
-OpenCV). Settings as in docs/anchors.md: minSize = the cascade window, minNeighbors 3.
+alt / alt2, scikit-image's LBP face cascade (its misspelled ``featureParams`` tag fixed for
+OpenCV) and vjboost's shipped ``models/frontalface.xml`` (depth-2 trees). Settings as in
+docs/anchors.md: minSize = the cascade window, minNeighbors 3.
 
 For every cascade, scale factor and thread count (1 and 2) both detectors run on the whole image
 set in the same process, interleaved, ``--repeats`` times; the median time is reported as
@@ -74,6 +75,10 @@ def cascades(tmpdir: Path) -> list[tuple[str, Path]]:
     lbp = tmpdir / "lbpcascade_frontalface.xml"
     lbp.write_text(src.replace("featuhreParams", "featureParams"))
     out.append(("lbpcascade_frontalface(skimage)", lbp))
+    from vjboost.cascade.shipped import MODELS_DIR
+
+    # the shipped cascade: depth-2 trees, the detector's branch-free tree kernel
+    out.append(("vjboost frontalface (trees)", MODELS_DIR / "frontalface.xml"))
     return out
 
 
@@ -111,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="vjbench"))
     casc = cascades(tmp)
     if args.quick:
-        casc = [c for c in casc if "default" in c[0] or "lbp" in c[0]]
+        casc = [c for c in casc if "default" in c[0] or "lbp" in c[0] or "vjboost" in c[0]]
     print(f"{'cascade':34s} {'sf':>4s} {'thr':>3s} {'ours ms/MP':>11s} {'cv2 ms/MP':>10s} "
           f"{'ratio':>6s} {'identical':>9s}")
     for name, path in casc:

@@ -176,7 +176,14 @@ class _Flat:
     node_plane: np.ndarray
     node_w: np.ndarray
     tilted: bool
-    stumps: bool
+    shape: int  # 1 stumps, 2 three-node trees (root + two inner children), 0 any trees
+
+
+def _three_nodes(t) -> bool:
+    """A root whose children are nodes 1 and 2, both with two leaves (depth-2 trees)."""
+    if t.n_nodes != 3 or sorted((int(t.left[0]), int(t.right[0]))) != [1, 2]:
+        return False
+    return all(int(t.left[n]) <= 0 and int(t.right[n]) <= 0 for n in (1, 2))
 
 
 def _compile(model: CascadeModel) -> _Flat:
@@ -199,12 +206,29 @@ def _compile(model: CascadeModel) -> _Flat:
     else:
         left = np.concatenate([t.left for t in trees]).astype(np.int32)
         right = np.concatenate([t.right for t in trees]).astype(np.int32)
+    shape = 1 if stumps_only else 2 if all(_three_nodes(t) for t in trees) else 0
     feat = np.concatenate([t.feature for t in trees])
     thr = np.concatenate([t.threshold for t in trees]).astype(np.float32)
     leaves = np.concatenate([t.leaves for t in trees]).astype(np.float64)
+    perm = None
+    if shape == 2:
+        # Three-node trees are laid out root, left child, right child, with their four leaves
+        # in path order (LL, LR, RL, RR): the kernel then indexes them by arithmetic on the two
+        # decisions instead of following child codes through branches.
+        perm = np.empty(len(feat), dtype=np.int64)
+        leaves = np.empty(4 * len(trees), dtype=np.float64)
+        for i, t in enumerate(trees):
+            b = int(tree_node0[i])
+            kids = (int(t.left[0]), int(t.right[0]))
+            perm[b:b + 3] = (b, b + kids[0], b + kids[1])
+            leaves[4 * i:4 * i + 4] = [t.leaves[-int(side[c])] for c in kids
+                                       for side in (t.left, t.right)]
+        feat, thr = feat[perm], thr[perm]
     lbp = model.feature_type == "LBP"
     if lbp:
         subset = np.concatenate([t.subsets for t in trees]).astype(np.uint32)
+        if perm is not None:
+            subset = subset[perm]
         ng = 16
         dx = np.zeros((len(feat), ng), dtype=np.int64)
         dy = np.zeros((len(feat), ng), dtype=np.int64)
@@ -238,7 +262,7 @@ def _compile(model: CascadeModel) -> _Flat:
         stage_thr=stage_thr, tree_node0=tree_node0, tree_leaf0=tree_leaf0, node_left=left,
         node_right=right, node_thr=thr, node_subset=np.ascontiguousarray(subset.reshape(-1)),
         leaves=leaves, node_dx=dx, node_dy=dy, node_plane=plane, node_w=weights,
-        tilted=model.has_tilted, stumps=stumps_only,
+        tilted=model.has_tilted, shape=shape,
     )
 
 
@@ -264,11 +288,75 @@ def _u(i):
 
 
 @njit(nogil=True, inline="always")
+def _go_left(kind, nd, tab0, p, inv, sbuf, tab, tabf, node_subset):
+    """Whether the window at ``p`` goes left at node ``nd`` (``kind`` is a constant)."""
+    ncorner = 16
+    o = tab0 + nd * ncorner
+    if kind == 0:
+        v = tabf[_u(o + 12)] * np.float32(np.int32(
+            sbuf[_u(p + tab[_u(o)])] - sbuf[_u(p + tab[_u(o + 1)])]
+            - sbuf[_u(p + tab[_u(o + 2)])] + sbuf[_u(p + tab[_u(o + 3)])]))
+        v += tabf[_u(o + 13)] * np.float32(np.int32(
+            sbuf[_u(p + tab[_u(o + 4)])] - sbuf[_u(p + tab[_u(o + 5)])]
+            - sbuf[_u(p + tab[_u(o + 6)])] + sbuf[_u(p + tab[_u(o + 7)])]))
+        w2 = tabf[_u(o + 14)]
+        if w2 != 0.0:
+            v += w2 * np.float32(np.int32(
+                sbuf[_u(p + tab[_u(o + 8)])] - sbuf[_u(p + tab[_u(o + 9)])]
+                - sbuf[_u(p + tab[_u(o + 10)])]
+                + sbuf[_u(p + tab[_u(o + 11)])]))
+        go_left = (v * inv) < tabf[_u(o + 15)]
+    else:
+        # corner grid values c[j*4+i]; block (i,j) = c0 - c1 - c4 + c5
+        a0 = sbuf[_u(p + tab[_u(o)])]
+        a1 = sbuf[_u(p + tab[_u(o + 1)])]
+        a2 = sbuf[_u(p + tab[_u(o + 2)])]
+        a3 = sbuf[_u(p + tab[_u(o + 3)])]
+        a4 = sbuf[_u(p + tab[_u(o + 4)])]
+        a5 = sbuf[_u(p + tab[_u(o + 5)])]
+        a6 = sbuf[_u(p + tab[_u(o + 6)])]
+        a7 = sbuf[_u(p + tab[_u(o + 7)])]
+        a8 = sbuf[_u(p + tab[_u(o + 8)])]
+        a9 = sbuf[_u(p + tab[_u(o + 9)])]
+        a10 = sbuf[_u(p + tab[_u(o + 10)])]
+        a11 = sbuf[_u(p + tab[_u(o + 11)])]
+        a12 = sbuf[_u(p + tab[_u(o + 12)])]
+        a13 = sbuf[_u(p + tab[_u(o + 13)])]
+        a14 = sbuf[_u(p + tab[_u(o + 14)])]
+        a15 = sbuf[_u(p + tab[_u(o + 15)])]
+        cv = np.int32(a5 - a6 - a9 + a10)
+        c = 0
+        if np.int32(a0 - a1 - a4 + a5) >= cv:
+            c |= 128
+        if np.int32(a1 - a2 - a5 + a6) >= cv:
+            c |= 64
+        if np.int32(a2 - a3 - a6 + a7) >= cv:
+            c |= 32
+        if np.int32(a6 - a7 - a10 + a11) >= cv:
+            c |= 16
+        if np.int32(a10 - a11 - a14 + a15) >= cv:
+            c |= 8
+        if np.int32(a9 - a10 - a13 + a14) >= cv:
+            c |= 4
+        if np.int32(a8 - a9 - a12 + a13) >= cv:
+            c |= 2
+        if np.int32(a4 - a5 - a8 + a9) >= cv:
+            c |= 1
+        go_left = ((node_subset[nd * 8 + (c >> 5)] >> np.uint32(c & 31))
+                   & np.uint32(1)) != 0
+    return go_left
+
+
+@njit(nogil=True, inline="always")
 def _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-              sc_obase, tab, tabf, kind, norm_ofs, area, normalize, gate, skip0, stumps,
+              sc_obase, tab, tabf, kind, norm_ofs, area, normalize, gate, skip0, shape,
               stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset,
               leaves, out_hit, out_score):
-    """One work item (scale, row) of :func:`_scan_*` (``kind``/``stumps`` are constants there)."""
+    """One work item (scale, row) of :func:`_scan_*` (``kind``/``shape`` are constants there).
+
+    ``shape``: 1 stumps, 2 trees of exactly three nodes (a root and two inner children whose
+    children are leaves), 0 any trees.
+    """
     n_stages = stage_thr.shape[0]
     n_nodes = node_left.shape[0]
     ncorner = 16
@@ -307,61 +395,19 @@ def _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_ste
                 score = 0.0
                 for t in range(stage_first[si], stage_first[si + 1]):
                     nd = tree_node0[t]
+                    if shape == 2:
+                        # the second node and the leaf come from arithmetic on the decisions:
+                        # a branch on them is mispredicted about every other tree
+                        g0 = np.int64(_go_left(kind, nd, tab0, p, inv, sbuf, tab, tabf,
+                                               node_subset))
+                        g1 = np.int64(_go_left(kind, nd + 2 - g0, tab0, p, inv, sbuf, tab, tabf,
+                                               node_subset))
+                        score += leaves[_u(4 * t + 3 - 2 * g0 - g1)]
+                        continue
                     while True:
-                        o = tab0 + nd * ncorner
-                        if kind == 0:
-                            v = tabf[_u(o + 12)] * np.float32(np.int32(
-                                sbuf[_u(p + tab[_u(o)])] - sbuf[_u(p + tab[_u(o + 1)])]
-                                - sbuf[_u(p + tab[_u(o + 2)])] + sbuf[_u(p + tab[_u(o + 3)])]))
-                            v += tabf[_u(o + 13)] * np.float32(np.int32(
-                                sbuf[_u(p + tab[_u(o + 4)])] - sbuf[_u(p + tab[_u(o + 5)])]
-                                - sbuf[_u(p + tab[_u(o + 6)])] + sbuf[_u(p + tab[_u(o + 7)])]))
-                            w2 = tabf[_u(o + 14)]
-                            if w2 != 0.0:
-                                v += w2 * np.float32(np.int32(
-                                    sbuf[_u(p + tab[_u(o + 8)])] - sbuf[_u(p + tab[_u(o + 9)])]
-                                    - sbuf[_u(p + tab[_u(o + 10)])]
-                                    + sbuf[_u(p + tab[_u(o + 11)])]))
-                            go_left = (v * inv) < tabf[_u(o + 15)]
-                        else:
-                            # corner grid values c[j*4+i]; block (i,j) = c0 - c1 - c4 + c5
-                            a0 = sbuf[_u(p + tab[_u(o)])]
-                            a1 = sbuf[_u(p + tab[_u(o + 1)])]
-                            a2 = sbuf[_u(p + tab[_u(o + 2)])]
-                            a3 = sbuf[_u(p + tab[_u(o + 3)])]
-                            a4 = sbuf[_u(p + tab[_u(o + 4)])]
-                            a5 = sbuf[_u(p + tab[_u(o + 5)])]
-                            a6 = sbuf[_u(p + tab[_u(o + 6)])]
-                            a7 = sbuf[_u(p + tab[_u(o + 7)])]
-                            a8 = sbuf[_u(p + tab[_u(o + 8)])]
-                            a9 = sbuf[_u(p + tab[_u(o + 9)])]
-                            a10 = sbuf[_u(p + tab[_u(o + 10)])]
-                            a11 = sbuf[_u(p + tab[_u(o + 11)])]
-                            a12 = sbuf[_u(p + tab[_u(o + 12)])]
-                            a13 = sbuf[_u(p + tab[_u(o + 13)])]
-                            a14 = sbuf[_u(p + tab[_u(o + 14)])]
-                            a15 = sbuf[_u(p + tab[_u(o + 15)])]
-                            cv = np.int32(a5 - a6 - a9 + a10)
-                            c = 0
-                            if np.int32(a0 - a1 - a4 + a5) >= cv:
-                                c |= 128
-                            if np.int32(a1 - a2 - a5 + a6) >= cv:
-                                c |= 64
-                            if np.int32(a2 - a3 - a6 + a7) >= cv:
-                                c |= 32
-                            if np.int32(a6 - a7 - a10 + a11) >= cv:
-                                c |= 16
-                            if np.int32(a10 - a11 - a14 + a15) >= cv:
-                                c |= 8
-                            if np.int32(a9 - a10 - a13 + a14) >= cv:
-                                c |= 4
-                            if np.int32(a8 - a9 - a12 + a13) >= cv:
-                                c |= 2
-                            if np.int32(a4 - a5 - a8 + a9) >= cv:
-                                c |= 1
-                            go_left = ((node_subset[nd * 8 + (c >> 5)] >> np.uint32(c & 31))
-                                       & np.uint32(1)) != 0
-                        if stumps:
+                        go_left = _go_left(kind, nd, tab0, p, inv, sbuf, tab, tabf,
+                                           node_subset)
+                        if shape == 1:
                             score += leaves[2 * t] if go_left else leaves[2 * t + 1]
                             break
                         code = node_left[nd] if go_left else node_right[nd]
@@ -382,54 +428,78 @@ def _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_ste
 
 @njit(cache=True, nogil=True, parallel=True)
 def _scan_haar_stumps(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                 sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                 stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                 out_hit, out_score):
+                      sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
+                      stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
+                      out_hit, out_score):
     for it in prange(items.shape[0]):
         _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, True,
+                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 1,
                   stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
                   node_subset, leaves, out_hit, out_score)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _scan_haar_trees(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                 sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                 stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                 out_hit, out_score):
+                     sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
+                     stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
+                     out_hit, out_score):
     for it in prange(items.shape[0]):
         _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, False,
+                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 0,
+                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
+                  node_subset, leaves, out_hit, out_score)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _scan_haar_trees3(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+                      sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
+                      stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
+                      out_hit, out_score):
+    for it in prange(items.shape[0]):
+        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 2,
                   stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
                   node_subset, leaves, out_hit, out_score)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _scan_lbp_stumps(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                 sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                 stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                 out_hit, out_score):
+                     sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
+                     stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
+                     out_hit, out_score):
     for it in prange(items.shape[0]):
         _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, True,
+                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, 1,
                   stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
                   node_subset, leaves, out_hit, out_score)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _scan_lbp_trees(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                 sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                 stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                 out_hit, out_score):
+                    sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
+                    stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
+                    out_hit, out_score):
     for it in prange(items.shape[0]):
         _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, False,
+                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, 0,
                   stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
                   node_subset, leaves, out_hit, out_score)
 
 
-_KERNELS = {(0, True): _scan_haar_stumps, (0, False): _scan_haar_trees,
-            (1, True): _scan_lbp_stumps, (1, False): _scan_lbp_trees}
+@njit(cache=True, nogil=True, parallel=True)
+def _scan_lbp_trees3(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+                     sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
+                     stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
+                     out_hit, out_score):
+    for it in prange(items.shape[0]):
+        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, 2,
+                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
+                  node_subset, leaves, out_hit, out_score)
+
+
+_KERNELS = {(0, 1): _scan_haar_stumps, (0, 0): _scan_haar_trees, (0, 2): _scan_haar_trees3,
+            (1, 1): _scan_lbp_stumps, (1, 0): _scan_lbp_trees, (1, 2): _scan_lbp_trees3}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -794,7 +864,7 @@ class CascadeDetector:
             if nt > 1:
                 numba.set_parallel_chunksize(_CHUNK)
             try:
-                kernel = _KERNELS[(flat.kind, flat.stumps)]
+                kernel = _KERNELS[(flat.kind, flat.shape)]
                 kernel(sbuf, qbuf, items_arr, sc_base, sc_qbase, sc_stride, sc_nx, sc_step,
                        sc_ncol, sc_obase, tab.reshape(-1), tab.reshape(-1).view(np.float32),
                        norm_ofs, area, self.variance_normalization, gate,

@@ -60,7 +60,9 @@ def training_report(trainer: Any) -> dict[str, Any]:
         "stop": trainer.stop_,
         "n_stages": len(stages),
         "n_weak": int(sum(len(s.learners) for s in stages)),
+        # this call's wall time; a resumed run's earlier stages are only in training_seconds
         "seconds": float(getattr(trainer, "fit_time_", 0.0)),
+        "training_seconds": float(sum(s.seconds.get("total", 0.0) for s in stages)),
         "stage_seconds": [float(s.seconds.get("total", 0.0)) for s in stages],
         "cascade_false_alarm": cum if stages else 1.0,
         "model": None if model is None else model.summary(),

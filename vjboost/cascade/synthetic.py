@@ -86,6 +86,14 @@ def _haar_feature(rng: np.random.Generator, W: int, H: int, tilted: bool) -> Haa
         return f
 
 
+# depth-2 layouts (left, right child codes): children 1, 2 in BFS order, or swapped with the
+# leaves numbered out of path order
+_BALANCED = (
+    (np.array([1, 0, -2]), np.array([2, -1, -3])),
+    (np.array([2, -3, 0]), np.array([1, -2, -1])),
+)
+
+
 def random_cascade(
     feature_type: str = "HAAR",
     *,
@@ -93,6 +101,7 @@ def random_cascade(
     n_stages: int = 3,
     trees_per_stage: tuple[int, int] = (2, 6),
     max_nodes: int = 1,
+    balanced: bool = False,
     tilted_fraction: float = 0.0,
     pass_rate: float = 0.5,
     seed=None,
@@ -108,6 +117,10 @@ def random_cascade(
         Inclusive range of trees per stage.
     max_nodes : int
         Internal nodes per tree are drawn in ``1..max_nodes`` (1: stumps only).
+    balanced : bool
+        Every tree instead has three nodes, a root and two children with leaves (the trees of
+        ``vjtrain --weak-learner tree --max-depth 2``), with the children and the leaf numbers in
+        either order.
     tilted_fraction : float
         Share of tilted Haar features.
     pass_rate : float in (0, 1)
@@ -126,9 +139,13 @@ def random_cascade(
         trees = []
         total = 0.0
         for _ in range(int(rng.integers(trees_per_stage[0], trees_per_stage[1] + 1))):
-            n = int(rng.integers(1, max_nodes + 1))
-            left, right = random_tree_layout(n, rng) if n > 1 else (np.array([0]),
-                                                                    np.array([-1]))
+            if balanced:
+                n = 3
+                left, right = _BALANCED[int(rng.integers(0, len(_BALANCED)))]
+            else:
+                n = int(rng.integers(1, max_nodes + 1))
+                left, right = random_tree_layout(n, rng) if n > 1 else (np.array([0]),
+                                                                        np.array([-1]))
             feat = []
             for _ in range(n):
                 if lbp:
