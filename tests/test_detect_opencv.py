@@ -212,6 +212,11 @@ def test_random_sizes_and_factors_raw_identical(seed, tmp_path):
 # ------------------------------------------------------------------------------------------------
 
 
+def _depth(tree, node: int = 0) -> int:
+    kids = [int(c) for c in (tree.left[node], tree.right[node]) if c > 0]
+    return 1 + max((_depth(tree, c) for c in kids), default=0)
+
+
 @needs_cc
 @pytest.mark.parametrize(
     "kw",
@@ -220,21 +225,27 @@ def test_random_sizes_and_factors_raw_identical(seed, tmp_path):
         {"feature_type": "HAAR", "max_nodes": 3, "tilted_fraction": 0.5},
         {"feature_type": "LBP"},
         {"feature_type": "LBP", "max_nodes": 3, "window": (24, 18)},
-        {"feature_type": "HAAR", "balanced": True, "tilted_fraction": 0.3},
-        {"feature_type": "LBP", "balanced": True},
+        {"feature_type": "HAAR", "balanced": True, "tilted_fraction": 0.3, "shape": 2},
+        {"feature_type": "LBP", "balanced": True, "shape": 2},
+        {"feature_type": "HAAR", "max_nodes": 2, "shape": 3},
+        {"feature_type": "LBP", "max_nodes": 2, "shape": 3},
     ],
     ids=["haar-stumps", "haar-trees-tilted", "lbp-stumps", "lbp-trees", "haar-depth2",
-         "lbp-depth2"],
+         "lbp-depth2", "haar-shallow", "lbp-shallow"],
 )
 def test_export_roundtrip_cv2_detections_equal(kw, tmp_path, astronaut_gray):
     from vjboost.cascade.detector import _compile
 
     img = cv2.resize(astronaut_gray, (220, 200), interpolation=cv2.INTER_AREA)
     for seed in (0, 1):
-        model = random_cascade(seed=seed, **kw)
-        # depth-2 trees take the detector's branch-free kernel; the others the general ones
-        want_shape = 2 if kw.get("balanced") else 1 if kw.get("max_nodes", 1) == 1 else 0
-        assert _compile(model).shape == want_shape
+        model = random_cascade(seed=seed, **{k: v for k, v in kw.items() if k != "shape"})
+        # the detector's kernel for the cascade's tree shapes: stumps (1), three-node depth-2
+        # trees (2), other trees of depth <= 2 (3, branch-free like 2), anything else (0)
+        trees = [t for st in model.stages for t in st.trees]
+        depth, sizes = max(_depth(t) for t in trees), {t.n_nodes for t in trees}
+        want = 1 if sizes == {1} else 2 if sizes == {3} and depth == 2 else 3 if depth <= 2 else 0
+        assert _compile(model).shape == want
+        assert want == kw.get("shape", want)
         p = tmp_path / f"m{seed}.xml"
         write_opencv_xml(model, p)
         cc = cv2.CascadeClassifier(str(p))

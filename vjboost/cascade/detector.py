@@ -176,14 +176,13 @@ class _Flat:
     node_plane: np.ndarray
     node_w: np.ndarray
     tilted: bool
-    shape: int  # 1 stumps, 2 three-node trees (root + two inner children), 0 any trees
+    shape: int  # 1 stumps, 2 three-node depth-2 trees, 3 other trees of depth <= 2, 0 any
 
 
-def _three_nodes(t) -> bool:
-    """A root whose children are nodes 1 and 2, both with two leaves (depth-2 trees)."""
-    if t.n_nodes != 3 or sorted((int(t.left[0]), int(t.right[0]))) != [1, 2]:
-        return False
-    return all(int(t.left[n]) <= 0 and int(t.right[n]) <= 0 for n in (1, 2))
+def _depth2(t) -> bool:
+    """At most two levels of nodes: the root's children are leaves or nodes with two leaves."""
+    kids = [int(c) for c in (t.left[0], t.right[0]) if c > 0]
+    return all(int(t.left[c]) <= 0 and int(t.right[c]) <= 0 for c in kids)
 
 
 def _compile(model: CascadeModel) -> _Flat:
@@ -194,8 +193,9 @@ def _compile(model: CascadeModel) -> _Flat:
     stage_first[1:] = np.cumsum([len(s.trees) for s in stages])
     stage_thr = np.array([s.reject_threshold for s in stages], dtype=np.float32)
     n_nodes = np.array([t.n_nodes for t in trees])
-    tree_node0 = np.zeros(len(trees), dtype=np.int32)
-    tree_node0[1:] = np.cumsum(n_nodes)[:-1]
+    # one entry past the last tree: tree t has tree_node0[t + 1] - tree_node0[t] nodes
+    tree_node0 = np.zeros(len(trees) + 1, dtype=np.int32)
+    tree_node0[1:] = np.cumsum(n_nodes)
     tree_leaf0 = np.zeros(len(trees), dtype=np.int32)
     tree_leaf0[1:] = np.cumsum(n_nodes + 1)[:-1]
     stumps_only = bool(n_nodes.max() == 1)
@@ -206,23 +206,32 @@ def _compile(model: CascadeModel) -> _Flat:
     else:
         left = np.concatenate([t.left for t in trees]).astype(np.int32)
         right = np.concatenate([t.right for t in trees]).astype(np.int32)
-    shape = 1 if stumps_only else 2 if all(_three_nodes(t) for t in trees) else 0
+    if stumps_only:
+        shape = 1
+    elif all(_depth2(t) for t in trees):
+        shape = 2 if n_nodes.min() == 3 else 3
+    else:
+        shape = 0
     feat = np.concatenate([t.feature for t in trees])
     thr = np.concatenate([t.threshold for t in trees]).astype(np.float32)
     leaves = np.concatenate([t.leaves for t in trees]).astype(np.float64)
     perm = None
-    if shape == 2:
-        # Three-node trees are laid out root, left child, right child, with their four leaves
-        # in path order (LL, LR, RL, RR): the kernel then indexes them by arithmetic on the two
-        # decisions instead of following child codes through branches.
+    if shape >= 2:
+        # Trees of depth <= 2 (OpenCV's alt2 has a root and one child, vjtrain's depth-2 trees a
+        # root and two) are laid out root, left child, right child (those that are nodes), with
+        # their four leaves by path (LL, LR, RL, RR; a leaf met at the root fills both of its
+        # side's entries). The kernel then picks the second node and the leaf by arithmetic on
+        # the two decisions instead of following child codes through branches.
         perm = np.empty(len(feat), dtype=np.int64)
         leaves = np.empty(4 * len(trees), dtype=np.float64)
         for i, t in enumerate(trees):
             b = int(tree_node0[i])
-            kids = (int(t.left[0]), int(t.right[0]))
-            perm[b:b + 3] = (b, b + kids[0], b + kids[1])
-            leaves[4 * i:4 * i + 4] = [t.leaves[-int(side[c])] for c in kids
-                                       for side in (t.left, t.right)]
+            kids = [int(c) for c in (t.left[0], t.right[0]) if c > 0]
+            perm[b:b + 1 + len(kids)] = [b] + [b + c for c in kids]
+            for side, code in enumerate((int(t.left[0]), int(t.right[0]))):
+                pair = ((t.leaves[-int(t.left[code])], t.leaves[-int(t.right[code])])
+                        if code > 0 else (t.leaves[-code], t.leaves[-code]))
+                leaves[4 * i + 2 * side:4 * i + 2 * side + 2] = pair
         feat, thr = feat[perm], thr[perm]
     lbp = model.feature_type == "LBP"
     if lbp:
@@ -354,8 +363,8 @@ def _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_ste
               leaves, out_hit, out_score):
     """One work item (scale, row) of :func:`_scan_*` (``kind``/``shape`` are constants there).
 
-    ``shape``: 1 stumps, 2 trees of exactly three nodes (a root and two inner children whose
-    children are leaves), 0 any trees.
+    ``shape``: 1 stumps, 2 depth-2 trees of three nodes, 3 other trees of depth <= 2 (both
+    laid out by :func:`_compile`), 0 any trees.
     """
     n_stages = stage_thr.shape[0]
     n_nodes = node_left.shape[0]
@@ -395,12 +404,19 @@ def _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_ste
                 score = 0.0
                 for t in range(stage_first[si], stage_first[si + 1]):
                     nd = tree_node0[t]
-                    if shape == 2:
-                        # the second node and the leaf come from arithmetic on the decisions:
-                        # a branch on them is mispredicted about every other tree
+                    if shape >= 2:
+                        # second node and leaf by arithmetic on the decisions (layout in
+                        # _compile): a branch on them is mispredicted about every other tree
                         g0 = np.int64(_go_left(kind, nd, tab0, p, inv, sbuf, tab, tabf,
                                                node_subset))
-                        g1 = np.int64(_go_left(kind, nd + 2 - g0, tab0, p, inv, sbuf, tab, tabf,
+                        if shape == 2:  # all trees have 3 nodes: left child nd+1, right nd+2
+                            c = nd + 2 - g0
+                        else:
+                            # n nodes: 3 as above; 2 -> the child, nd+1 (evaluated in vain on
+                            # the leaf side); 1 -> the root again
+                            n = np.int64(tree_node0[t + 1] - nd)
+                            c = nd + min(n - 1, 1 + (1 - g0) * (n - 2))
+                        g1 = np.int64(_go_left(kind, c, tab0, p, inv, sbuf, tab, tabf,
                                                node_subset))
                         score += leaves[_u(4 * t + 3 - 2 * g0 - g1)]
                         continue
@@ -451,13 +467,25 @@ def _scan_haar_trees(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _scan_haar_trees3(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+def _scan_haar_depth2(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
                       sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
                       stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
                       out_hit, out_score):
     for it in prange(items.shape[0]):
         _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
                   sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 2,
+                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
+                  node_subset, leaves, out_hit, out_score)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _scan_haar_shallow(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+                       sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
+                       stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset,
+                       leaves, out_hit, out_score):
+    for it in prange(items.shape[0]):
+        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 3,
                   stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
                   node_subset, leaves, out_hit, out_score)
 
@@ -487,7 +515,7 @@ def _scan_lbp_trees(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_s
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _scan_lbp_trees3(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+def _scan_lbp_depth2(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
                      sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
                      stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
                      out_hit, out_score):
@@ -498,8 +526,21 @@ def _scan_lbp_trees3(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_
                   node_subset, leaves, out_hit, out_score)
 
 
-_KERNELS = {(0, 1): _scan_haar_stumps, (0, 0): _scan_haar_trees, (0, 2): _scan_haar_trees3,
-            (1, 1): _scan_lbp_stumps, (1, 0): _scan_lbp_trees, (1, 2): _scan_lbp_trees3}
+@njit(cache=True, nogil=True, parallel=True)
+def _scan_lbp_shallow(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+                      sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
+                      stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
+                      out_hit, out_score):
+    for it in prange(items.shape[0]):
+        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
+                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, 3,
+                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
+                  node_subset, leaves, out_hit, out_score)
+
+
+_KERNELS = {(0, 1): _scan_haar_stumps, (0, 0): _scan_haar_trees, (0, 2): _scan_haar_depth2,
+            (0, 3): _scan_haar_shallow, (1, 1): _scan_lbp_stumps, (1, 0): _scan_lbp_trees,
+            (1, 2): _scan_lbp_depth2, (1, 3): _scan_lbp_shallow}
 
 
 # ------------------------------------------------------------------------------------------------
