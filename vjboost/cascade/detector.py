@@ -179,10 +179,14 @@ class _Flat:
     shape: int  # 1 stumps, 2 three-node depth-2 trees, 3 other trees of depth <= 2, 0 any
 
 
+def _root_kids(t) -> list[int]:
+    """The root's children that are nodes (not leaves), left first."""
+    return [int(c) for c in (t.left[0], t.right[0]) if c > 0]
+
+
 def _depth2(t) -> bool:
     """At most two levels of nodes: the root's children are leaves or nodes with two leaves."""
-    kids = [int(c) for c in (t.left[0], t.right[0]) if c > 0]
-    return all(int(t.left[c]) <= 0 and int(t.right[c]) <= 0 for c in kids)
+    return all(int(t.left[c]) <= 0 and int(t.right[c]) <= 0 for c in _root_kids(t))
 
 
 def _compile(model: CascadeModel) -> _Flat:
@@ -226,7 +230,7 @@ def _compile(model: CascadeModel) -> _Flat:
         leaves = np.empty(4 * len(trees), dtype=np.float64)
         for i, t in enumerate(trees):
             b = int(tree_node0[i])
-            kids = [int(c) for c in (t.left[0], t.right[0]) if c > 0]
+            kids = _root_kids(t)
             perm[b:b + 1 + len(kids)] = [b] + [b + c for c in kids]
             for side, code in enumerate((int(t.left[0]), int(t.right[0]))):
                 pair = ((t.leaves[-int(t.left[code])], t.leaves[-int(t.right[code])])
@@ -291,9 +295,9 @@ def _u(i):
 # ``sbuf`` (3 rectangles x 4 corners; tilted ones point into the tilted plane), then the 3 weights
 # and the threshold as float32. LBP: the 16 offsets of the 4x4 corner grid of the 3x3 blocks.
 # Work items are (scale, row) pairs; results go to ``out_hit``/``out_score`` at
-# ``sc_obase[k] + row * sc_ncol[k] + x // step``. The four ``_scan_*`` kernels differ only in the
-# feature kind and tree depth, compile-time constants in each (a third faster than testing them
-# per node).
+# ``sc_obase[k] + row * sc_ncol[k] + x // step``. The kernels made by ``_make_scan`` differ only
+# in the feature kind and tree shape, compile-time constants in each (a third faster than testing
+# them per node).
 
 
 @njit(nogil=True, inline="always")
@@ -361,7 +365,7 @@ def _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_ste
               sc_obase, tab, tabf, kind, norm_ofs, area, normalize, gate, skip0, shape,
               stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset,
               leaves, out_hit, out_score):
-    """One work item (scale, row) of :func:`_scan_*` (``kind``/``shape`` are constants there).
+    """One work item (scale, row) of a :func:`_make_scan` kernel (``kind``/``shape`` constant).
 
     ``shape``: 1 stumps, 2 depth-2 trees of three nodes, 3 other trees of depth <= 2 (both
     laid out by :func:`_compile`), 0 any trees.
@@ -442,105 +446,29 @@ def _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_ste
         x += step
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _scan_haar_stumps(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                      sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                      stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                      out_hit, out_score):
-    for it in prange(items.shape[0]):
-        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 1,
-                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                  node_subset, leaves, out_hit, out_score)
+def _make_scan(kind: int, shape: int):
+    """The parallel kernel over all work items for one feature kind and tree shape.
+
+    Both are closure constants, so numba compiles each pair as its own specialised kernel (and
+    caches each under its own key).
+    """
+
+    @njit(cache=True, nogil=True, parallel=True)
+    def scan(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol, sc_obase,
+             tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first, stage_thr,
+             tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves, out_hit,
+             out_score):
+        for it in prange(items.shape[0]):
+            _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step,
+                      sc_ncol, sc_obase, tab, tabf, kind, norm_ofs, area, normalize, gate, skip0,
+                      shape, stage_first, stage_thr, tree_node0, tree_leaf0, node_left,
+                      node_right, node_subset, leaves, out_hit, out_score)
+
+    return scan
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def _scan_haar_trees(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                     sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                     stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                     out_hit, out_score):
-    for it in prange(items.shape[0]):
-        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 0,
-                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                  node_subset, leaves, out_hit, out_score)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _scan_haar_depth2(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                      sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                      stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                      out_hit, out_score):
-    for it in prange(items.shape[0]):
-        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 2,
-                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                  node_subset, leaves, out_hit, out_score)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _scan_haar_shallow(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                       sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                       stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset,
-                       leaves, out_hit, out_score):
-    for it in prange(items.shape[0]):
-        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 0, norm_ofs, area, normalize, gate, skip0, 3,
-                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                  node_subset, leaves, out_hit, out_score)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _scan_lbp_stumps(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                     sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                     stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                     out_hit, out_score):
-    for it in prange(items.shape[0]):
-        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, 1,
-                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                  node_subset, leaves, out_hit, out_score)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _scan_lbp_trees(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                    sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                    stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                    out_hit, out_score):
-    for it in prange(items.shape[0]):
-        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, 0,
-                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                  node_subset, leaves, out_hit, out_score)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _scan_lbp_depth2(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                     sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                     stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                     out_hit, out_score):
-    for it in prange(items.shape[0]):
-        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, 2,
-                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                  node_subset, leaves, out_hit, out_score)
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def _scan_lbp_shallow(sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                      sc_obase, tab, tabf, norm_ofs, area, normalize, gate, skip0, stage_first,
-                      stage_thr, tree_node0, tree_leaf0, node_left, node_right, node_subset, leaves,
-                      out_hit, out_score):
-    for it in prange(items.shape[0]):
-        _scan_row(it, sbuf, qbuf, items, sc_base, sc_qbase, sc_stride, sc_nx, sc_step, sc_ncol,
-                  sc_obase, tab, tabf, 1, norm_ofs, area, normalize, gate, skip0, 3,
-                  stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                  node_subset, leaves, out_hit, out_score)
-
-
-_KERNELS = {(0, 1): _scan_haar_stumps, (0, 0): _scan_haar_trees, (0, 2): _scan_haar_depth2,
-            (0, 3): _scan_haar_shallow, (1, 1): _scan_lbp_stumps, (1, 0): _scan_lbp_trees,
-            (1, 2): _scan_lbp_depth2, (1, 3): _scan_lbp_shallow}
+# (feature kind: 0 HAAR / 1 LBP, tree shape as in _Flat.shape) -> kernel
+_KERNELS = {(kind, shape): _make_scan(kind, shape) for kind in (0, 1) for shape in (0, 1, 2, 3)}
 
 
 # ------------------------------------------------------------------------------------------------
