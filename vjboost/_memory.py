@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 
+from ._errors import VJBoostError
+
 __all__ = ["MemoryBudgetError", "available_memory", "check_memory", "format_bytes"]
 
 
-class MemoryBudgetError(MemoryError, ValueError):
+class MemoryBudgetError(VJBoostError, MemoryError, ValueError):
     """An allocation would exceed the memory budget."""
 
 
