@@ -552,7 +552,7 @@ class Program:
     def ops_mask(self) -> int:
         """The ``OPS_*`` constant of these features (see :func:`node_value`)."""
         kinds = set(np.unique(self.op).tolist())
-        if kinds == {OP_RECTS}:
+        if kinds == {OP_RECTS} and not self.categorical.any():
             haar = (self.norm == NORM_VARIANCE).all() and (self.scale == 1).all()
             return OPS_HAAR if haar else OPS_RECTS
         return OPS_MBLBP if kinds == {OP_MBLBP} else OPS_MIXED
