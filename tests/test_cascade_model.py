@@ -10,15 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vjboost.boost.tree import Tree
 from vjboost.cascade import (
     CascadeFormatError,
     CascadeModel,
     ExportError,
-    HaarFeature,
-    LBPFeature,
     ModelError,
     Stage,
-    Tree,
+    cascade_accepts,
     load_model,
     read_opencv_xml,
     save_model,
@@ -67,11 +66,21 @@ OLD_LAYOUT = b"""<?xml version="1.0"?>
 
 
 def _haar_model() -> CascadeModel:
-    feats = [HaarFeature(((0, 0, 4, 4, -1.0), (0, 0, 2, 4, 2.0))),
-             HaarFeature(((4, 1, 3, 2, -1.0), (4, 1, 1, 2, 2.0)), tilted=True)]
-    trees = [Tree.stump(0, 0.01, -1.0, 1.0),
-             Tree([1], [0], [1], [0.5], [0.25, -0.25]) if False else Tree.stump(1, -0.2, 0.5, -0.5)]
-    return CascadeModel((10, 12), [Stage(trees, -0.5)], feats, "HAAR")
+    from vjboost.cascade.opencv_xml import opencv_family
+
+    fam = opencv_family((10, 12), "HAAR", [
+        (((0, 0, 4, 4, -1.0), (0, 0, 2, 4, 2.0)), False),
+        (((4, 1, 3, 2, -1.0), (4, 1, 1, 2, 2.0)), True)])
+    trees = [Tree.stump(0, threshold=0.01, left_value=-1.0, right_value=1.0),
+             Tree.stump(1, threshold=-0.2, left_value=0.5, right_value=-0.5)]
+    return CascadeModel((10, 12), stages=[Stage(trees, threshold=-0.5)], family=fam,
+                        feature_ids=[0, 1])
+
+
+def _lbp_family(window=(9, 9)):
+    from vjboost.features import get_family_class
+
+    return get_family_class("mblbp")(window)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -79,55 +88,76 @@ def _haar_model() -> CascadeModel:
 # ------------------------------------------------------------------------------------------------
 
 
-def test_tree_layout_is_validated():
-    with pytest.raises(ModelError, match="leaf values"):
-        Tree([0], [-1], [0], [0.0], [1.0])
-    with pytest.raises(ModelError, match="do not form a tree"):
-        Tree([0, -1], [-1, -2], [0, 0], [0.0, 0.0], [1.0, 2.0, 3.0])
-    with pytest.raises(ModelError, match="missing node"):
-        Tree([5], [-1], [0], [0.0], [1.0, 2.0])
-
-
-def test_tree_predict_follows_opencv_codes():
-    # root: left -> leaf 0, right -> node 1; node 1: left leaf 1, right leaf 2
-    t = Tree([0, -1], [1, -2], [0, 1], [0.5, -1.0], [10.0, 20.0, 30.0])
-    vals = np.array([[0.4, 0.6, 0.6], [5.0, -2.0, 0.0]], dtype=np.float32)
-    np.testing.assert_array_equal(t.predict(vals), [10.0, 20.0, 30.0])
-    sub = np.zeros((1, 8), dtype=np.uint32)
-    sub[0, 7] = 1 << 31  # code 255 goes left
-    c = Tree.categorical_stump(0, sub[0], 1.0, -1.0)
-    np.testing.assert_array_equal(c.predict(np.array([[255.0, 254.0]])), [1.0, -1.0])
-
-
-def test_stage_threshold_uses_float32_epsilon():
-    st_ = Stage([Tree.stump(0, 0.0, 1.0, 1.0)], 1.0)
+def test_stage_rounds_to_float32_and_uses_float32_epsilon():
+    st_ = Stage([Tree.stump(0, threshold=0.0, left_value=1.0, right_value=1.0)], threshold=1.0)
     assert st_.reject_threshold == np.float32(np.float32(1.0) - np.float32(1e-5))
-    m = CascadeModel((6, 6), [st_], [HaarFeature(((0, 0, 2, 2, 1.0), (2, 2, 2, 2, -1.0)))])
-    n_passed, last = m.predict_values(np.zeros((1, 3), dtype=np.float32))
-    np.testing.assert_array_equal(n_passed, 1)
-    np.testing.assert_array_equal(last, 1.0)
+    st2 = Stage([Tree.stump(0, threshold=0.0, left_value=0.1, right_value=0.2)], threshold=0.3)
+    assert st2.threshold == float(np.float32(0.3))
+    assert st2.trees[0].leaves.tolist() == [float(np.float32(0.1)), float(np.float32(0.2))]
+    # a stage scoring exactly its threshold passes (score >= float32(t) - 1e-5)
+    from vjboost.features.haar import HaarFamily
+
+    fam = HaarFamily.from_rects((6, 6), rects=[[[0, 0, 2, 2], [2, 2, 2, 2], [0, 0, 0, 0]]],
+                                weights=[[1.0, -1.0, 0.0]], tilted=[False])
+    m = CascadeModel((6, 6), stages=[st_], family=fam, feature_ids=[0])
+    acc, n_passed = cascade_accepts(m, np.zeros((3, 6, 6), np.uint8))
+    assert acc.all() and (n_passed == 1).all()
 
 
 def test_model_validation_messages():
-    f = HaarFeature(((0, 0, 4, 4, -1.0), (0, 0, 2, 4, 2.0)))
-    with pytest.raises(ModelError, match="outside"):
-        CascadeModel((3, 3), [Stage([Tree.stump(0, 0, 1, -1)], 0)], [f])
+    fam = _haar_model().family
+    stump = Tree.stump(0, threshold=0.0, left_value=1.0, right_value=-1.0)
+    with pytest.raises(ModelError, match="family window"):
+        CascadeModel((8, 8), stages=[Stage([stump], threshold=0)], family=fam, feature_ids=[0])
     with pytest.raises(ModelError, match="feature index 3 out of range"):
-        CascadeModel((8, 8), [Stage([Tree.stump(3, 0, 1, -1)], 0)], [f])
-    with pytest.raises(ModelError, match="tilted rectangles"):
-        HaarFeature(((0, 0, 2, 2, 1.0), (0, 0, 1, 1, -1.0)), tilted=True).check((8, 8))
-    with pytest.raises(ModelError, match="LBP grid"):
-        LBPFeature((0, 0, 3, 3)).check((8, 8))
-    with pytest.raises(ModelError, match="categorical"):
-        CascadeModel((9, 9), [Stage([Tree.stump(0, 0, 1, -1)], 0)], [LBPFeature((0, 0, 3, 3))],
-                     "LBP")
+        CascadeModel((10, 12), stages=[Stage([Tree.stump(3, threshold=0, left_value=1,
+                                                         right_value=-1)], threshold=0)],
+                     family=fam, feature_ids=[0])
+    with pytest.raises(ModelError, match="feature_ids: ids must lie in 0..1"):
+        CascadeModel((10, 12), stages=[Stage([stump], threshold=0)], family=fam,
+                     feature_ids=[7])
+    with pytest.raises(ModelError, match="by threshold, but the family's feature 0 is "
+                                         "categorical"):
+        CascadeModel((9, 9), stages=[Stage([stump], threshold=0)], family=_lbp_family(),
+                     feature_ids=[0])
+    cat = Tree.categorical_stump(0, subset=np.ones(8, np.uint32), left_value=1.0,
+                                 right_value=-1.0)
+    with pytest.raises(ModelError, match="categorically, but the family's feature 0 is ordered"):
+        CascadeModel((10, 12), stages=[Stage([cat], threshold=0)], family=fam, feature_ids=[0])
+    with pytest.raises(ModelError, match="scalar leaves"):
+        Stage([Tree.stump(0, threshold=0, left_value=[1, 2], right_value=[3, 4])], threshold=0)
+    with pytest.raises(ModelError, match="at least one tree"):
+        Stage([], threshold=0)
+    with pytest.raises(ModelError, match="finite"):
+        Stage([stump], threshold=float("nan"))
+
+
+def test_mixed_tree_nodes_follow_the_family_kinds():
+    """One tree may split a categorical and an ordered feature of a pool."""
+    from vjboost.features import FeaturePool, get_family_class
+
+    pool = FeaturePool([get_family_class("haar")((9, 9)), _lbp_family()])
+    n_haar = pool.families[0].n_features
+    sub = np.zeros((2, 8), np.uint32)
+    sub[1] = 0xF0F0F0F0
+    tree = Tree([0, 1], threshold=[0.1, 0.0], left=[-0, -1], right=[1, -2],
+                leaves=[1.0, -1.0, 0.5], categorical=[False, True], subsets=sub)
+    m = CascadeModel((9, 9), stages=[Stage([tree], threshold=0.0)], family=pool,
+                     feature_ids=[3, n_haar + 5])
+    assert m.n_features == 2 and "pool of haar+mblbp" in m.summary()
+    bad = Tree([0, 1], threshold=[0.1, 0.0], left=[-0, -1], right=[1, -2],
+               leaves=[1.0, -1.0, 0.5], categorical=[False, True], subsets=sub)
+    with pytest.raises(ModelError, match="node 1"):
+        CascadeModel((9, 9), stages=[Stage([bad], threshold=0.0)], family=pool,
+                     feature_ids=[3, 4])
 
 
 def test_random_tree_layout_is_bfs_full_tree():
     rng = np.random.default_rng(0)
     for n in range(1, 12):
         left, right = random_tree_layout(n, rng)
-        t = Tree(left, right, np.zeros(n, int), np.zeros(n), np.arange(n + 1))
+        t = Tree(np.zeros(n, int), threshold=np.zeros(n), left=left, right=right,
+                 leaves=np.arange(n + 1))
         assert t.n_nodes == n
         internal = [c for pair in zip(left, right, strict=True) for c in pair if c > 0]
         assert internal == sorted(internal)  # breadth-first numbering
@@ -149,8 +179,9 @@ def test_read_old_layout_like_opencv(tmp_path):
     np.testing.assert_array_equal(t0.left, [0, -1])
     np.testing.assert_array_equal(t0.right, [1, -2])
     np.testing.assert_array_equal(t0.leaves, np.float32([-0.75, 0.5, 0.25]))
-    assert len(m.features) == 3  # one feature per node, no de-duplication
-    assert m.features[1].tilted and len(m.features[1].rects) == 2  # tiny third rect dropped
+    assert m.n_features == 3  # one feature per node, no de-duplication
+    f1 = m.family.describe(1)
+    assert f1["tilted"] and len(f1["rects"]) == 2  # tiny third rect dropped
     assert m.stages[0].threshold == np.float32(-1.25)
 
 
@@ -182,7 +213,7 @@ def test_shipped_cascades_parse():
         pytest.skip("cv2.data ships no cascades")
     for f in files:
         m = read_opencv_xml(f)
-        assert m.n_stages > 0 and m.feature_type == "HAAR"
+        assert m.n_stages > 0 and m.opencv_type == "HAAR"
     d = read_opencv_xml(pathlib.Path(base) / "haarcascade_frontalface_default.xml")
     assert (d.window_shape, d.n_stages, d.n_trees) == ((24, 24), 25, 2913)
 
@@ -192,7 +223,7 @@ def test_skimage_lbp_cascade_misspelled_tag():
     path = skd.lbp_frontal_face_cascade_filename()
     with pytest.warns(UserWarning, match="featureParams"):
         m = read_opencv_xml(path)
-    assert m.feature_type == "LBP" and m.n_stages == 20
+    assert m.opencv_type == "LBP" and m.n_stages == 20
     with pytest.raises(CascadeFormatError, match="featureParams"):
         read_opencv_xml(path, strict=True)
 
@@ -251,7 +282,7 @@ def test_malformed_xml_names_element(tmp_path, tag, new_tag, new_text, where):
 def test_bad_feature_index_and_leaf_count(tmp_path):
     m = random_cascade("HAAR", seed=3)
     text = to_opencv_xml(m)
-    n = len(m.features)
+    n = m.n_features
     bad = text.replace("<internalNodes>\n            0 -1 0 ",
                        f"<internalNodes>\n            0 -1 {n + 5} ", 1)
     with pytest.raises(CascadeFormatError, match=f"feature index {n + 5}"):
@@ -306,7 +337,7 @@ def test_xml_roundtrip_generated_cascades(seed, ftype, max_nodes, tilted, w, h):
 def test_export_writes_stumps_as_0_minus1_and_full_params(tmp_path):
     m = _haar_model()
     # a stump written with swapped codes must be normalised (OpenCV's stump path ignores codes)
-    m.stages[0].trees[0] = Tree([-1], [0], [0], [0.01], [1.0, -1.0])
+    m.stages[0].trees[0] = Tree([0], threshold=[0.01], left=[-1], right=[0], leaves=[1.0, -1.0])
     p = tmp_path / "c.xml"
     write_opencv_xml(m, p)
     text = p.read_text()
@@ -316,8 +347,8 @@ def test_export_writes_stumps_as_0_minus1_and_full_params(tmp_path):
         assert key in text
     back = read_opencv_xml(p)
     vals = np.array([[0.0, 0.02], [0.0, 0.0]], dtype=np.float32)
-    np.testing.assert_array_equal(back.stages[0].trees[0].predict(vals),
-                                  m.stages[0].trees[0].predict(vals))
+    np.testing.assert_array_equal(back.stages[0].trees[0].predict_matrix(vals),
+                                  m.stages[0].trees[0].predict_matrix(vals))
 
 
 def test_export_float32_exact():
@@ -334,9 +365,10 @@ def test_family_cascades_refused_for_xml_but_saved_in_own_format(tmp_path):
     from vjboost.features import get_family_class
 
     hog = get_family_class("hog")(window_shape=(16, 16))
-    tree = Tree.stump(0, 0.1, -1.0, 1.0)
-    m = CascadeModel((16, 16), [Stage([tree, Tree.stump(1, 0.2, 1.0, -0.5)], -0.1)], [3, 7],
-                     "family", hog, params={"note": "x"})
+    trees = [Tree.stump(0, threshold=0.1, left_value=-1.0, right_value=1.0),
+             Tree.stump(1, threshold=0.2, left_value=1.0, right_value=-0.5)]
+    m = CascadeModel((16, 16), stages=[Stage(trees, threshold=-0.1)], family=hog,
+                     feature_ids=[3, 7], params={"note": "x"})
     with pytest.raises(ExportError, match="'hog'.*refuses HOG"):
         to_opencv_xml(m)
     with pytest.raises(ExportError, match="own format"):
@@ -352,24 +384,39 @@ def test_haar_family_cascade_exports_via_describe(tmp_path):
 
     fam = get_family_class("haar")(window_shape=(12, 12), mode="ALL")
     ids = [0, 17, fam.n_features - 1]
-    trees = [Tree.stump(k, 0.01 * k, -1.0, 1.0) for k in range(3)]
-    m = CascadeModel((12, 12), [Stage(trees, -0.5)], ids, "family", fam)
+    trees = [Tree.stump(k, threshold=0.01 * k, left_value=-1.0, right_value=1.0)
+             for k in range(3)]
+    m = CascadeModel((12, 12), stages=[Stage(trees, threshold=-0.5)], family=fam,
+                     feature_ids=ids)
     back = read_opencv_xml(to_opencv_xml(m).encode())
+    assert back.stages == m.stages
     for k, i in enumerate(ids):
-        d = fam.describe(i)
-        assert back.features[k].rects == HaarFeature(tuple(map(tuple, d["rects"]))).rects
-        assert back.features[k].tilted == bool(d["tilted"])
+        d, b = fam.describe(i), back.family.describe(k)
+        assert [tuple(r) for r in b["rects"]] == [tuple(r) for r in d["rects"]]
+        assert b["tilted"] == bool(d["tilted"])
+    # the same features through a pool of one OpenCV family, and a pool mixing two refused
+    from vjboost.features import FeaturePool
+
+    pool = FeaturePool([fam, get_family_class("mblbp")((12, 12))])
+    m2 = CascadeModel((12, 12), stages=m.stages, family=pool, feature_ids=ids)
+    assert read_opencv_xml(to_opencv_xml(m2).encode()) == back
+    tree = Tree.categorical_stump(1, subset=np.ones(8, np.uint32), left_value=1.0,
+                                  right_value=-1.0)
+    m3 = CascadeModel((12, 12), stages=[Stage([trees[0], tree], threshold=0.0)], family=pool,
+                      feature_ids=[0, fam.n_features])
+    with pytest.raises(ExportError, match="mixes HAAR and LBP"):
+        to_opencv_xml(m3)
 
 
 def test_own_format_roundtrip_exact(tmp_path):
-    for kw in ({"feature_type": "HAAR", "max_nodes": 3, "tilted_fraction": 0.5},
-               {"feature_type": "LBP", "max_nodes": 2}):
+    for kw in ({"kind": "HAAR", "max_nodes": 3, "tilted_fraction": 0.5},
+               {"kind": "LBP", "max_nodes": 2}):
         m = random_cascade(seed=11, **kw)
         m.params["trainer"] = {"rounds": 3}
         p = tmp_path / "m.json"
         save_model(m, p)
         doc = json.loads(p.read_text())
-        assert doc["format"] == "vjboost-cascade" and doc["version"] == 1
+        assert doc["format"] == "vjboost-cascade" and doc["version"] == 2
         assert load_model(p) == m
         # XML through load_model too
         write_opencv_xml(m, tmp_path / "m.xml")
@@ -392,8 +439,76 @@ def test_own_format_errors(tmp_path):
         load_model(p)
     doc2 = model_to_dict(random_cascade(seed=1))
     doc2["stages"][0]["trees"][0]["leaves"] = [1.0]
-    with pytest.raises(CascadeFormatError, match=r"stages\[0\]\.trees\[0\]"):
+    with pytest.raises(CascadeFormatError, match=r"d.json: stages\[0\]\.trees\[0\]"):
         model_from_dict(doc2, "d.json")
+    doc3 = model_to_dict(random_cascade(seed=1))
+    doc3["feature_ids"] = doc3["feature_ids"][:1]
+    with pytest.raises(CascadeFormatError, match="d.json: invalid cascade.*out of range"):
+        model_from_dict(doc3, "d.json")
+
+
+def _v1(model):
+    """The version-1 document of an OpenCV-type cascade (as vjboost wrote them before)."""
+    feats = [model.family.describe(int(i)) for i in model.feature_ids]
+    lbp = model.opencv_type == "LBP"
+    return {"format": "vjboost-cascade", "version": 1, "window_shape": list(model.window_shape),
+            "feature_type": model.opencv_type,
+            "features": [{"rect": list(f["rect"])} if lbp else
+                         {"rects": [list(r) for r in f["rects"]], "tilted": f["tilted"]}
+                         for f in feats],
+            "stages": [{"threshold": s.threshold, "trees": [
+                {"left": t.left.tolist(), "right": t.right.tolist(),
+                 "feature": t.feature.tolist(), "threshold": t.threshold.tolist(),
+                 "leaves": t.leaves.tolist(),
+                 **({"subsets": t.subsets.astype(np.int64).tolist()} if lbp else {})}
+                for t in s.trees]} for s in model.stages],
+            "params": {"note": 1}}
+
+
+@pytest.mark.parametrize("kind", ["HAAR", "LBP"])
+def test_version_1_files_still_load(kind):
+    m = random_cascade(kind, seed=3, max_nodes=3, tilted_fraction=0.5)
+    back = model_from_dict(json.loads(json.dumps(_v1(m))), "old.json")
+    assert back == m and back.params == {"note": 1}
+    from vjboost.features import get_family_class
+
+    hog = get_family_class("hog")(window_shape=(16, 16))
+    v1 = {"format": "vjboost-cascade", "version": 1, "window_shape": [16, 16],
+          "feature_type": "family", "family": {"family": "hog", "config": hog.get_config()},
+          "features": [4, 9],
+          "stages": [{"threshold": -0.25, "trees": [
+              {"left": [0], "right": [-1], "feature": [1], "threshold": [0.125],
+               "leaves": [-1.0, 1.0]}]}]}
+    old = model_from_dict(v1)
+    assert old.family == hog and old.feature_ids.tolist() == [4, 9]
+    assert old.stages[0].trees[0] == Tree.stump(1, threshold=0.125, left_value=-1.0,
+                                                right_value=1.0)
+
+
+def test_shipped_version_1_model_equals_its_xml():
+    from vjboost.cascade.shipped import MODELS_DIR
+
+    js = load_model(MODELS_DIR / "frontalface.json")
+    xml = load_model(MODELS_DIR / "frontalface.xml")
+    assert js.stages == xml.stages and js.opencv_type == "HAAR"
+    assert js.family.describe(5)["rects"] == xml.family.describe(5)["rects"]
+
+
+def test_pool_cascade_saved_and_loaded(tmp_path):
+    from vjboost.features import FeaturePool, get_family_class
+
+    pool = FeaturePool([get_family_class("haar")((12, 12)), _lbp_family((12, 12))])
+    n_haar = pool.families[0].n_features
+    sub = np.zeros((2, 8), np.uint32)
+    sub[1, 3] = 0xFFFF
+    tree = Tree([0, 1], threshold=[0.25, 0.0], left=[1, -1], right=[-0, -2],
+                leaves=[0.5, -1.0, 1.0], categorical=[False, True], subsets=sub)
+    m = CascadeModel((12, 12), stages=[Stage([tree], threshold=0.1)], family=pool,
+                     feature_ids=[7, n_haar + 2], params={"x": [1, 2]})
+    save_model(m, tmp_path / "pool.json")
+    back = load_model(tmp_path / "pool.json")
+    assert back == m and back.params == m.params
+    assert json.loads((tmp_path / "pool.json").read_text())["family"]["pool"]
 
 
 def test_no_warning_for_valid_files():

@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vjboost.boost.tree import Tree
 from vjboost.cascade import (
     CascadeDetector,
     CascadeModel,
+    CascadeRunner,
     Stage,
-    Tree,
     detect_multiscale,
     opencv_scales,
     read_opencv_xml,
@@ -154,9 +155,9 @@ def test_roi_equals_crop(astronaut_gray):
 
 
 def _always_firing(window=(24, 24)):
-    f = [random_cascade("HAAR", window=window, seed=0).features[0]]
-    st = Stage([Tree.stump(0, 0.0, 1.0, 1.0)], 0.5)
-    return CascadeModel((window[1], window[0]), [st], f, "HAAR")
+    fam = random_cascade("HAAR", window=window, seed=0).family
+    st = Stage([Tree.stump(0, threshold=0.0, left_value=1.0, right_value=1.0)], threshold=0.5)
+    return CascadeModel((window[1], window[0]), stages=[st], family=fam, feature_ids=[0])
 
 
 def test_stripe_cutoff_like_opencv():
@@ -221,21 +222,19 @@ def _depth(tree, node: int = 0) -> int:
 @pytest.mark.parametrize(
     "kw",
     [
-        {"feature_type": "HAAR"},
-        {"feature_type": "HAAR", "max_nodes": 3, "tilted_fraction": 0.5},
-        {"feature_type": "LBP"},
-        {"feature_type": "LBP", "max_nodes": 3, "window": (24, 18)},
-        {"feature_type": "HAAR", "balanced": True, "tilted_fraction": 0.3, "shape": 2},
-        {"feature_type": "LBP", "balanced": True, "shape": 2},
-        {"feature_type": "HAAR", "max_nodes": 2, "shape": 3},
-        {"feature_type": "LBP", "max_nodes": 2, "shape": 3},
+        {"kind": "HAAR"},
+        {"kind": "HAAR", "max_nodes": 3, "tilted_fraction": 0.5},
+        {"kind": "LBP"},
+        {"kind": "LBP", "max_nodes": 3, "window": (24, 18)},
+        {"kind": "HAAR", "balanced": True, "tilted_fraction": 0.3, "shape": 2},
+        {"kind": "LBP", "balanced": True, "shape": 2},
+        {"kind": "HAAR", "max_nodes": 2, "shape": 3},
+        {"kind": "LBP", "max_nodes": 2, "shape": 3},
     ],
     ids=["haar-stumps", "haar-trees-tilted", "lbp-stumps", "lbp-trees", "haar-depth2",
          "lbp-depth2", "haar-shallow", "lbp-shallow"],
 )
 def test_export_roundtrip_cv2_detections_equal(kw, tmp_path, astronaut_gray):
-    from vjboost.cascade.detector import _compile
-
     img = cv2.resize(astronaut_gray, (220, 200), interpolation=cv2.INTER_AREA)
     for seed in (0, 1):
         model = random_cascade(seed=seed, **{k: v for k, v in kw.items() if k != "shape"})
@@ -244,7 +243,7 @@ def test_export_roundtrip_cv2_detections_equal(kw, tmp_path, astronaut_gray):
         trees = [t for st in model.stages for t in st.trees]
         depth, sizes = max(_depth(t) for t in trees), {t.n_nodes for t in trees}
         want = 1 if sizes == {1} else 2 if sizes == {3} and depth == 2 else 3 if depth <= 2 else 0
-        assert _compile(model).shape == want
+        assert CascadeRunner(model).compiled.shape == want
         assert want == kw.get("shape", want)
         p = tmp_path / f"m{seed}.xml"
         write_opencv_xml(model, p)
@@ -277,18 +276,32 @@ def _tilted_integral(img):
     return T
 
 
+def _decide(model, vals):
+    """Accepted windows from feature values (F, n) of ``model.feature_ids``: every stage's
+    float64 sum of tree outputs against float32(threshold) - 1e-5."""
+    ok = np.ones(vals.shape[1], dtype=bool)
+    for st in model.stages:
+        s = np.zeros(vals.shape[1])
+        for t in st.trees:
+            s += t.predict_matrix(vals)
+        ok &= s >= np.float32(np.float32(st.threshold) - np.float32(1e-5))
+    return ok
+
+
 def _brute_force(model, img):
     H, W = model.window_shape
     h, w = img.shape
     I = img.astype(np.int64)
-    T = _tilted_integral(img) if model.has_tilted else None
+    feats = [model.family.describe(int(i)) for i in model.feature_ids]
+    haar = model.opencv_type == "HAAR"
+    T = _tilted_integral(img) if any(f.get("tilted") for f in feats) else None
     accepted = []
     for y in range(h - H + 1):
         for x in range(w - W + 1):
             win = I[y:y + H, x:x + W]
-            vals = np.zeros((len(model.features), 1), dtype=np.float32)
+            vals = np.zeros((len(feats), 1), dtype=np.float32)
             inv = np.float32(1.0)
-            if model.feature_type == "HAAR":
+            if haar:
                 inner = win[1:-1, 1:-1]
                 area = inner.size
                 nf = area * float((inner ** 2).sum()) - float(inner.sum()) ** 2
@@ -297,11 +310,11 @@ def _brute_force(model, img):
                 inv = np.float32(1.0 / np.sqrt(nf))
                 if not area * float(inv) < 0.1:
                     continue
-            for k, f in enumerate(model.features):
-                if model.feature_type == "HAAR":
+            for k, f in enumerate(feats):
+                if haar:
                     v = np.float32(0.0)
-                    for (rx, ry, rw, rh, wt) in f.rects:
-                        if f.tilted:
+                    for (rx, ry, rw, rh, wt) in f["rects"]:
+                        if f["tilted"]:
                             X, Y = x + rx, y + ry
                             r = (T[Y, X] - T[Y + rh, X - rh] - T[Y + rw, X + rw]
                                  + T[Y + rw + rh, X + rw - rh])
@@ -310,21 +323,20 @@ def _brute_force(model, img):
                         v = np.float32(v + np.float32(wt) * np.float32(r))
                     vals[k, 0] = np.float32(v * inv)
                 else:
-                    rx, ry, bw, bh = f.rect
+                    rx, ry, bw, bh = f["rect"]
                     b = [win[ry + j * bh:ry + (j + 1) * bh, rx + i * bw:rx + (i + 1) * bw].sum()
                          for j in range(3) for i in range(3)]
                     order = [0, 1, 2, 5, 8, 7, 6, 3]
                     vals[k, 0] = sum((b[o] >= b[4]) << (7 - n) for n, o in enumerate(order))
-            n_passed, _ = model.predict_values(vals)
-            if n_passed[0] == model.n_stages:
+            if _decide(model, vals)[0]:
                 accepted.append((x, y, W, H))
     return Counter(accepted)
 
 
 @pytest.mark.parametrize(
     "kw",
-    [{"feature_type": "HAAR", "max_nodes": 2, "tilted_fraction": 0.5},
-     {"feature_type": "LBP", "max_nodes": 2}],
+    [{"kind": "HAAR", "max_nodes": 2, "tilted_fraction": 0.5},
+     {"kind": "LBP", "max_nodes": 2}],
     ids=["haar", "lbp"],
 )
 def test_kernel_matches_brute_force(kw, astronaut_gray):
@@ -345,11 +357,13 @@ def test_generic_family_path_matches_window_evaluation():
     rng = np.random.default_rng(0)
     stages = []
     for _ in range(2):
-        trees = [Tree.stump(int(k), float(rng.uniform(0.0, 0.3)), float(rng.uniform(-1, 0)),
-                            float(rng.uniform(0, 1))) for k in rng.integers(0, 6, size=3)]
-        stages.append(Stage(trees, -0.3))
+        trees = [Tree.stump(int(k), threshold=float(rng.uniform(0.0, 0.3)),
+                            left_value=float(rng.uniform(-1, 0)),
+                            right_value=float(rng.uniform(0, 1)))
+                 for k in rng.integers(0, 6, size=3)]
+        stages.append(Stage(trees, threshold=-0.3))
     ids = [int(i) for i in rng.choice(fam.n_features, size=6, replace=False)]
-    model = CascadeModel((16, 16), stages, ids, "family", fam)
+    model = CascadeModel((16, 16), stages=stages, family=fam, feature_ids=ids)
     img = cv2.GaussianBlur((rng.random((40, 44)) * 255).astype(np.uint8), (3, 3), 1)
     det = CascadeDetector(model, mode="clean", step=2, min_neighbors=0, max_size=(16, 16))
     ours = det.detect(img)
@@ -357,11 +371,78 @@ def test_generic_family_path_matches_window_evaluation():
     pos = [(y, x) for y in range(0, 40 - 16 + 1, 2) for x in range(0, 44 - 16 + 1, 2)]
     wins = np.stack([img[y:y + 16, x:x + 16] for y, x in pos])
     vals = fam.evaluate(fam.prepare(wins), ids)
-    n_passed, last = model.predict_values(vals)
-    ref = Counter((x, y, 16, 16) for (y, x), n in zip(pos, n_passed, strict=True)
-                  if n == model.n_stages)
+    ref = Counter((x, y, 16, 16) for (y, x), ok in zip(pos, _decide(model, vals), strict=True)
+                  if ok)
     assert sum(ref.values()) > 0
     assert _ms(ours.boxes) == ref
+
+
+def _random_mixed_cascade(pool, ids, windows, rng, n_stages=3, n_trees=4, pass_rate=0.45):
+    """Depth-2 trees over ``ids`` of ``pool`` (nodes ordered or categorical as their feature),
+    thresholds and stage thresholds set from the values on ``windows`` so that stages really
+    decide."""
+    vals = pool.evaluate(windows, ids)
+    kinds = pool.kinds()[ids]
+    stages = []
+    for _ in range(n_stages):
+        trees = []
+        for _ in range(n_trees):
+            feat = rng.choice(len(ids), size=3, replace=False)
+            cat = kinds[feat]
+            thr = np.where(cat, 0.0, vals[feat, rng.integers(0, vals.shape[1], 3)])
+            sub = rng.integers(0, 2**32, size=(3, 8), dtype=np.uint64).astype(np.uint32)
+            trees.append(Tree(feat, threshold=thr, left=[1, -0, -2], right=[2, -1, -3],
+                              leaves=rng.uniform(-1, 1, 4), categorical=cat, subsets=sub))
+        score = sum(t.predict_matrix(vals) for t in trees)
+        stages.append(Stage(trees, threshold=float(np.quantile(score, 1 - pass_rate))))
+    return CascadeModel(pool.window_shape, stages=stages, family=pool, feature_ids=ids)
+
+
+def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray):
+    """Haar + MB-LBP + HOG features in one cascade of depth-2 trees mixing ordered and
+    categorical nodes: the detector (one kernel pass) finds exactly the windows that the
+    families' own evaluation of every cut-out window accepts, at every scale."""
+    from vjboost.cascade import CascadeRunner
+    from vjboost.features import FeaturePool, get_family_class
+
+    win = (16, 16)
+    pool = FeaturePool([get_family_class("haar")(win), get_family_class("mblbp")(win),
+                        get_family_class("hog")(win)])
+    rng = np.random.default_rng(7)
+    ids = np.sort(np.concatenate([rng.choice(np.arange(a, b), 6, replace=False)
+                                  for a, b in zip(pool.offsets[:-1], pool.offsets[1:],
+                                                  strict=True)]))
+    img = np.ascontiguousarray(astronaut_gray[60:150, 150:250])
+    sample = np.lib.stride_tricks.sliding_window_view(img, win)[::5, ::5].reshape(-1, *win)
+    model = _random_mixed_cascade(pool, ids, sample, rng)
+    assert CascadeRunner(model).compiled is not None  # the kernels run it
+    det = CascadeDetector(model, scale_factor=1.2, min_neighbors=0, mode="clean", step=1,
+                          skip_after_stage0=False, min_std=0)
+    boxes, scores = det.raw_windows(img)
+    # brute force: every window of every level, cut out and evaluated by the families
+    ref_boxes, ref_scores = [], []
+    for s in opencv_scales(win[::-1], img.shape[::-1], 1.2):
+        sw, sh = (int(np.rint(np.float32(n) / s)) for n in img.shape[::-1])
+        level = img if (sw, sh) == img.shape[::-1] else cv2.resize(
+            img, (sw, sh), interpolation=cv2.INTER_LINEAR_EXACT)
+        cut = np.lib.stride_tricks.sliding_window_view(level, win)
+        ys, xs = np.mgrid[:cut.shape[0], :cut.shape[1]]
+        vals = pool.evaluate(cut.reshape(-1, *win), ids)
+        alive = np.ones(vals.shape[1], dtype=bool)
+        for st in model.stages:
+            score = np.zeros(vals.shape[1])
+            for t in st.trees:
+                score += t.predict_matrix(vals)
+            alive &= score >= np.float32(np.float32(st.threshold) - np.float32(1e-5))
+        for x, y, sc in zip(xs.ravel()[alive], ys.ravel()[alive], score[alive], strict=True):
+            ref_boxes.append((int(np.rint(np.float32(x) * s)), int(np.rint(np.float32(y) * s)),
+                              int(np.rint(np.float32(16) * s)), int(np.rint(np.float32(16) * s))))
+            ref_scores.append(sc)
+    assert len(ref_boxes) > 20
+    assert _ms(boxes) == Counter(ref_boxes)
+    order = np.lexsort(np.asarray(ref_boxes).T[::-1])
+    got = np.lexsort(boxes.T[::-1])
+    np.testing.assert_array_equal(scores[got], np.asarray(ref_scores)[order])
 
 
 def test_parameter_errors():
@@ -467,12 +548,12 @@ def test_detect_images_batch(tmp_path, astronaut_gray):
 
 
 def test_scale_batches_give_same_windows(astronaut_gray, monkeypatch):
-    import vjboost.cascade.detector as D
+    import vjboost.cascade.scan as S
 
     model = random_cascade("HAAR", max_nodes=2, tilted_fraction=0.5, seed=6)
     det = CascadeDetector(model, scale_factor=1.1, min_neighbors=0)
     whole = det.detect(astronaut_gray)
-    monkeypatch.setattr(D, "_BATCH_BYTES", 400_000)  # several kernel calls per image
+    monkeypatch.setattr(S, "BATCH_BYTES", 400_000)  # several kernel calls per image
     parts = det.detect(astronaut_gray)
     assert len(whole) > 100
     assert _ms(whole.boxes) == _ms(parts.boxes)

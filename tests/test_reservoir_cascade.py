@@ -216,7 +216,7 @@ def test_reservoir_trainer_never_builds_the_feature_matrix(cascade_data, monkeyp
     monkeypatch.setattr(FeaturePool, "evaluate", spy)
     tr = _trainer().fit(faces, bgs)
     pool = tr.pool_
-    assert tr.stages_ and tr.model_ is not None and tr.model_.feature_type == "HAAR"
+    assert tr.stages_ and tr.model_ is not None and tr.model_.opencv_type == "HAAR"
     # no call evaluates more than a block of features on a batch of R windows, or a stage's
     # few features on the stage's windows
     assert max(cells) <= max(4096 * 60, 450 * 60)
@@ -232,10 +232,10 @@ def test_reservoir_trainer_never_builds_the_feature_matrix(cascade_data, monkeyp
                    for h in st.learners)
     assert tr.report_["stages"][0]["feature_mode"] == "reservoir 60 (geem)"
     # the recorded hit rate and false alarm are those of the model on the stage's windows
+    from vjboost.cascade.runner import cascade_accepts
     from vjboost.cascade.trainer import build_cascade_model
 
-    model = build_cascade_model(pool, tr.stages_[:1], opencv=False)
-    passed = model.predict_values(pool.evaluate(faces[:150], model.features))[0] == 1
+    passed, _ = cascade_accepts(build_cascade_model(pool, tr.stages_[:1]), faces[:150])
     assert np.mean(passed) == pytest.approx(tr.stages_[0].hit_rate)
 
 
@@ -268,7 +268,7 @@ def test_reservoir_trees_and_lbp(cascade_data, features, kind):
     tr = _trainer(features=features, weak_learner="tree", max_depth=2, num_stages=2,
                   max_weak_count=6,
                   loss="logit", reservoir_strategy="rand").fit(faces, bgs)
-    assert tr.model_.feature_type == kind
+    assert tr.model_.opencv_type == kind
     learners = [h for st in tr.stages_ for h in st.learners]
     assert any(type(h) is Tree for h in learners)
     if features == "lbp":

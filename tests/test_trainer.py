@@ -6,13 +6,11 @@ import cv2
 import numpy as np
 import pytest
 
-from vjboost.cascade.model import CascadeModel, Stage, Tree
-from vjboost.cascade.negatives import (
-    ImageCache,
-    MiningParams,
-    _geometry,
-    mine_negatives,
-)
+from vjboost.boost.tree import Tree
+from vjboost.cascade.model import CascadeModel, Stage
+from vjboost.cascade.negatives import ImageCache, MiningParams, mine_negatives
+from vjboost.cascade.runner import cascade_accepts
+from vjboost.cascade.scan import Pyramid
 from vjboost.cascade.trainer import (
     CascadeTrainer,
     StageResult,
@@ -102,16 +100,17 @@ def test_stage_threshold_counts_ties():
     assert thr == 1.0 and hit == 1.0
 
 
-def test_stage_false_alarm_matches_model(rng):
+def test_stage_false_alarm_matches_model(faces):
     # the trainer's acceptance rule is the model's (float32 threshold minus 1e-5)
-    vals = rng.normal(size=(1, 500)).astype(np.float32)
-    tree = Tree.stump(0, 0.1, -0.7, 0.9)
+    fam = make_pool("haar", WIN).families[0]
+    vals = fam.evaluate(fam.prepare(faces), [0])
+    tree = Tree.stump(0, threshold=float(np.median(vals)), left_value=-0.7, right_value=0.9)
     scores = tree.predict(vals).astype(np.float64)
     for thr in (-0.7, 0.9, 0.9 + 5e-6, 0.9 + 2e-5, 0.0):
-        model = CascadeModel(WIN, [Stage([tree], thr)], [0], "family",
-                             family=make_pool("haar", WIN).families[0])
-        passed, _ = model.predict_values(vals)
-        assert stage_false_alarm(scores, thr) == pytest.approx(np.mean(passed == 1))
+        model = CascadeModel(WIN, stages=[Stage([tree], threshold=thr)], family=fam,
+                             feature_ids=[0])
+        accepted, _ = cascade_accepts(model, faces)
+        assert stage_false_alarm(scores, thr) == pytest.approx(np.mean(accepted))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -172,7 +171,10 @@ def _grid_windows(path, params, offset=(0, 0)):
     img = cv2.imread(path, cv2.IMREAD_GRAYSCALE)[offset[1]:, offset[0]:]
     h, w = params.window
     out = []
-    for _s, sw, sh, _, _ in _geometry(img.shape, (h, w), params.scale_factor, params.grid_step):
+    pyr = Pyramid((h, w), img.shape[::-1], scale_factor=params.scale_factor, mode="clean",
+                  step=params.grid_step)
+    for lv in pyr.levels:
+        sw, sh = lv.width, lv.height
         sc = img if (sw, sh) == img.shape[::-1] else cv2.resize(
             img, (sw, sh), interpolation=cv2.INTER_LINEAR_EXACT)
         v = np.lib.stride_tricks.sliding_window_view(sc, (h, w))
@@ -202,22 +204,22 @@ def test_mining_acceptance_matches_brute_force(faces, backgrounds):
     st = train_stage(_Precomputed(values, None, pool.kinds(), "stump", 1, None), y,
                      max_false_alarm=0.3, max_weak_count=5)
     model = build_cascade_model(pool, [st])
-    assert model.feature_type == "HAAR"
-    family_model = build_cascade_model(pool, [st], opencv=False)
+    assert model.opencv_type == "HAAR"
     params = MiningParams(WIN, scale_factor=1.5, step=3, max_per_image=10**6, max_passes=1)
     res = mine_negatives(model, backgrounds[:3], 10**7, params=params, seed=0)
     assert res.exhausted and res.passes == 1
     brute = np.concatenate([_grid_windows(p, params) for p in backgrounds[:3]])
     assert res.n_scanned == len(brute)
-    # reference acceptance: the family model on the cut-out windows, without the detector's
-    # flat-window gate (sigma <= 10 grey levels), which rejects them at detection time
-    passed = family_model.predict_values(pool.evaluate(brute, family_model.features))[0] == 1
+    # reference acceptance: the cascade on the cut-out windows, with the detector's flat-window
+    # gate (sigma <= 10 grey levels) — exactly; and with the gate computed in NumPy
+    passed, _ = cascade_accepts(model, brute, min_std=10.0)
+    assert res.n_accepted == int(passed.sum())
     inner = brute[:, 1:-1, 1:-1].reshape(len(brute), -1).astype(np.float64)
-    passed &= inner.std(axis=1) > 10.0
-    assert abs(res.n_accepted - int(passed.sum())) <= max(2, 0.002 * len(brute))
+    ungated, _ = cascade_accepts(model, brute)
+    ref = ungated & (inner.std(axis=1) > 10.0)
+    assert abs(res.n_accepted - int(ref.sum())) <= max(2, 0.002 * len(brute))
     # the mined windows are accepted by the cascade
-    got = family_model.predict_values(pool.evaluate(res.windows, family_model.features))[0]
-    assert np.mean(got == 1) > 0.99
+    assert cascade_accepts(model, res.windows)[0].all()
     assert res.acceptance_ratio == pytest.approx(res.n_accepted / res.n_scanned)
 
 
@@ -249,7 +251,7 @@ def test_trainer_lbp_cascade_and_positive_replacement(faces, backgrounds):
                         max_weak_count=20)
     tr.fit(faces, backgrounds)
     model = tr.model_
-    assert model.feature_type == "LBP" and model.n_stages == len(tr.stages_) >= 1
+    assert model.opencv_type == "LBP" and model.n_stages == len(tr.stages_) >= 1
     # positives used by stage k: the first num_pos of the pool accepted by stages < k
     for k, st in enumerate(tr.stages_):
         assert st.info["positives_consumed"] >= 150

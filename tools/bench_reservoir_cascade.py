@@ -61,6 +61,7 @@ def child(cfg: dict) -> dict:
     import numpy as np
 
     from vjboost.cascade.negatives import MiningParams, mine_negatives
+    from vjboost.cascade.runner import CascadeRunner
     from vjboost.cascade.trainer import CascadeTrainer, build_cascade_model
 
     w = int(cfg["window"])
@@ -90,12 +91,8 @@ def child(cfg: dict) -> dict:
         "seconds": round(s.seconds.get("total", 0.0), 2)} for s in tr.stages_]
     out["stop"] = tr.stop_["reason"]
     # held-out faces accepted by every stage (the cascade's hit rate)
-    fam = build_cascade_model(tr.pool_, tr.stages_, opencv=False)
-    passed = 0
-    for a in range(0, len(held), 4096):
-        vals = tr.pool_.evaluate(held[a:a + 4096], fam.features, threads=1)
-        passed += int(np.count_nonzero(fam.predict_values(vals)[0] == fam.n_stages))
-    out["heldout_hit_rate"] = passed / len(held)
+    runner = CascadeRunner(build_cascade_model(tr.pool_, tr.stages_), threads=1)
+    out["heldout_hit_rate"] = float(np.mean(runner.accepts(held)))
     # false alarms per window on held-out backgrounds (every window of one scan)
     res = mine_negatives(tr.model_, held_bg[: int(cfg["eval_backgrounds"])], 10**9,
                          params=MiningParams((w, w), max_per_image=1, max_passes=1), seed=0)

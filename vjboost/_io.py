@@ -1,4 +1,5 @@
-"""Atomic file writes: a crash never leaves a half-written model or checkpoint behind."""
+"""File access in one place: atomic writes (a crash never leaves a half-written model or
+checkpoint behind) and reads that fail with a one-line message naming the file."""
 
 from __future__ import annotations
 
@@ -9,7 +10,39 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_open", "atomic_write", "save_png"]
+__all__ = ["atomic_open", "atomic_write", "read_bytes", "save_png"]
+
+
+def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception]) -> bytes:
+    """The content of a file, or ``error`` with a one-line message that names it.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        What the file should be, for messages (``"model file"``).
+    error : exception class
+        Raised (with the message) when the file is missing, a folder or unreadable.
+
+    Returns
+    -------
+    bytes
+
+    Examples
+    --------
+    >>> read_bytes("/no/such/model.json", what="model file", error=ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: /no/such/model.json: no such file
+    """
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a folder, not a {what}") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 @contextlib.contextmanager

@@ -2,14 +2,16 @@
 
 Main entry points (imported lazily, so that importing a submodule stays cheap):
 
-- :class:`CascadeModel`, :class:`Stage`, :class:`Tree`, :class:`HaarFeature`,
-  :class:`LBPFeature` — the model (``vjboost.cascade.model``);
+- :class:`CascadeModel`, :class:`Stage` — the model (``vjboost.cascade.model``; trees are
+  :class:`vjboost.boost.tree.Tree`);
 - :func:`read_opencv_xml`, :func:`write_opencv_xml` — OpenCV cascade XML
   (``vjboost.cascade.opencv_xml``);
 - :func:`load_model`, :func:`save_model` — any model file; vjboost's JSON format
   (``vjboost.cascade.model_io``);
 - :class:`CascadeDetector`, :func:`detect_multiscale`, :class:`Detections` — detection
-  (``vjboost.cascade.detector``); :func:`group_rectangles`, :func:`nms`
+  (``vjboost.cascade.detector``); :class:`Pyramid`, :func:`opencv_scales` — the scan geometry
+  (``vjboost.cascade.scan``); :class:`CascadeRunner`, :func:`cascade_accepts` — every
+  window-level evaluation (``vjboost.cascade.runner``); :func:`group_rectangles`, :func:`nms`
   (``vjboost.cascade.grouping``).
 """
 
@@ -20,12 +22,8 @@ from typing import Any
 
 _EXPORTS = {
     "CascadeModel": "model",
-    "HaarFeature": "model",
-    "LBPFeature": "model",
     "ModelError": "model",
     "Stage": "model",
-    "Tree": "model",
-    "subset_from_codes": "model",
     "CascadeFormatError": "opencv_xml",
     "ExportError": "opencv_xml",
     "read_opencv_xml": "opencv_xml",
@@ -39,7 +37,11 @@ _EXPORTS = {
     "Detections": "detector",
     "detect_multiscale": "detector",
     "detect_images": "detector",
-    "opencv_scales": "detector",
+    "opencv_scales": "scan",
+    "Pyramid": "scan",
+    "CascadeRunner": "runner",
+    "cascade_accepts": "runner",
+    "resolve_model": "shipped",
     "group_rectangles": "grouping",
     "nms": "grouping",
 }

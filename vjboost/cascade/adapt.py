@@ -32,17 +32,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import cv2
 import numpy as np
 
 from .._validation import check_in_range
 from ..boost.online import OnlineCoordinateBoost
 from ..eval.matching import iou_matrix
-from .detector import CascadeDetector, opencv_scales
-from .model import THRESHOLD_EPS, CascadeModel, Stage, Tree
+from .detector import CascadeDetector
+from .kernels import THRESHOLD_EPS
+from .model import CascadeModel, Stage
 from .positives import resize_to_window
+from .runner import CascadeRunner, stage_sum
 from .trainer import stage_false_alarm, stage_threshold
-from .window_eval import CascadeRunner, WindowStack
 
 __all__ = [
     "AdaptationReport",
@@ -82,14 +82,6 @@ class AdaptationReport:
         """JSON-ready summary."""
         return {"n_windows": self.n_windows, "n_positives": self.n_positives,
                 "n_adapted_stages": self.n_adapted, "stages": self.stages}
-
-
-def _sequential_sum(outputs: np.ndarray) -> np.ndarray:
-    """Stage scores summed tree by tree in float64 (the order :meth:`Stage.score` uses)."""
-    s = np.zeros(outputs.shape[1])
-    for row in outputs:
-        s += row
-    return s
 
 
 def _false_alarm_threshold(neg_scores: np.ndarray, n_allowed: int) -> float:
@@ -192,15 +184,16 @@ def adapt_cascade(
     check_in_range(blend, "blend", low=0, high=1)
     check_in_range(holdout, "holdout", low=0, high=1, high_inclusive=False)
     y = y.astype(np.int64)
-    stack = WindowStack(model, windows)
+    runner = CascadeRunner(model)
+    channels = runner.prepare(windows)
     reach = np.arange(len(y))
     stages: list[Stage] = []
     report = AdaptationReport(n_windows=int(len(y)), n_positives=int((y > 0).sum()))
     for k, stage in enumerate(model.stages):
-        out = stack.tree_outputs(k, reach)
+        out = runner.tree_outputs(channels, k, reach)
         yk = y[reach]
         n_pos, n_neg = int((yk > 0).sum()), int((yk < 0).sum())
-        s0 = _sequential_sum(out)
+        s0 = stage_sum(out)
         hit0, fa0 = _rates(s0, yk, stage.threshold)
         row: dict[str, Any] = {"stage": k, "n_pos": n_pos, "n_neg": n_neg,
                                "threshold_before": stage.threshold,
@@ -237,9 +230,7 @@ def adapt_cascade(
                          "order": order, "smoothing": smoothing, "min_hit_rate": min_hit_rate,
                          "first_stage": first_stage, "min_windows": min_windows, "blend": blend,
                          "holdout": holdout, "adapted_stages": report.n_adapted}
-    adapted = CascadeModel(model.window_shape, stages, model.features, model.feature_type,
-                           model.family, params)
-    return adapted, report
+    return model.with_stages(stages, params), report
 
 
 def _fit_stage(stage: Stage, out: np.ndarray, y: np.ndarray, s0: np.ndarray, *,
@@ -247,14 +238,14 @@ def _fit_stage(stage: Stage, out: np.ndarray, y: np.ndarray, s0: np.ndarray, *,
     """Re-weighted trees and re-calibrated threshold of one stage; its scores; the factors."""
     hit0, fa0 = _rates(s0, y, stage.threshold)
     factors = _leaf_factors(stage, out, y, **kw)
-    trees = [Tree(t.left, t.right, t.feature, t.threshold,
-                  (t.leaves.astype(np.float64) * f).astype(np.float32), t.subsets)
+    trees = [t.with_leaves((t.leaves * f).astype(np.float32))
              for t, f in zip(stage.trees, factors, strict=True)]
-    s1 = _sequential_sum((out * factors[:, None]).astype(np.float32).astype(np.float64))
+    # the new trees' outputs are the old ones times their factor, rounded to float32 leaves
+    s1 = stage_sum((out * factors[:, None]).astype(np.float32).astype(np.float64))
     target = hit0 if min_hit_rate is None else min_hit_rate
     t_hit, _ = stage_threshold(s1[y > 0], max(target, 1e-6))
     t_fa = _false_alarm_threshold(s1[y < 0], int(np.floor(fa0 * (y < 0).sum() + 1e-9)))
-    return Stage(trees, min(t_hit, t_fa)), s1, factors
+    return Stage(trees, threshold=min(t_hit, t_fa)), s1, factors
 
 
 def _holdout_check(stage: Stage, out: np.ndarray, y: np.ndarray, s0: np.ndarray,
@@ -266,8 +257,7 @@ def _holdout_check(stage: Stage, out: np.ndarray, y: np.ndarray, s0: np.ndarray,
     if not ((yf > 0).any() and (yf < 0).any() and (yv > 0).any() and (yv < 0).any()):
         return None
     new, _, factors = _fit_stage(stage, out[:, fit], yf, s0[fit], **kw)
-    sv = _sequential_sum((out[:, val] * factors[:, None]).astype(np.float32)
-                         .astype(np.float64))
+    sv = stage_sum((out[:, val] * factors[:, None]).astype(np.float32).astype(np.float64))
     hit0, fa0 = _rates(s0[val], yv, stage.threshold)
     hit1, fa1 = _rates(sv, yv, new.threshold)
     # "clearly worse": by more than two standard errors of the original's held-out rates
@@ -363,9 +353,10 @@ def collect_windows(
 def scan_windows(detector: CascadeDetector, gray: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The windows a detector accepts in one image, cut exactly as the detector sees them.
 
-    Each accepted window is taken from the image resized to its scale (OpenCV's
-    ``INTER_LINEAR_EXACT``, as the detector does), so that :mod:`~vjboost.cascade.window_eval` on
-    these windows reproduces the detector's stage scores.
+    Each accepted window is taken from its level of the detector's
+    :class:`~vjboost.cascade.scan.Pyramid` (the image resized as the detector resizes it), so
+    that :class:`~vjboost.cascade.runner.CascadeRunner` on these windows reproduces the
+    detector's stage scores.
 
     Parameters
     ----------
@@ -380,23 +371,8 @@ def scan_windows(detector: CascadeDetector, gray: np.ndarray) -> tuple[np.ndarra
         ``(x, y, w, h)`` in image pixels.
     windows : ndarray of shape (n, height, width), uint8
     """
-    H, W = detector.model.window_shape
     boxes, _, pos = detector.raw_windows(gray, return_positions=True)
-    out = np.empty((len(boxes), H, W), dtype=np.uint8)
-    if len(boxes) == 0:
-        return boxes, out
-    img_h, img_w = gray.shape[:2]
-    scales = opencv_scales((W, H), (img_w, img_h), detector.scale_factor, detector.min_size,
-                           detector.max_size)
-    for si in np.unique(pos[:, 0]):
-        s = scales[int(si)]
-        sw, sh = int(np.rint(np.float32(img_w) / s)), int(np.rint(np.float32(img_h) / s))
-        scaled = gray if (sw, sh) == (img_w, img_h) else cv2.resize(
-            gray, (sw, sh), interpolation=cv2.INTER_LINEAR_EXACT)
-        view = np.lib.stride_tricks.sliding_window_view(scaled, (H, W))
-        sel = np.flatnonzero(pos[:, 0] == si)
-        out[sel] = view[pos[sel, 2], pos[sel, 1]]
-    return boxes, out
+    return boxes, detector.pyramid((gray.shape[1], gray.shape[0])).windows(gray, pos)
 
 
 class StreamCollector:
@@ -519,7 +495,7 @@ class StreamCollector:
         pos = np.flatnonzero(best >= self.pos_iou)
         neg = np.flatnonzero(best < self.neg_iou)
         if neg.size and self._depth is not None:
-            n_passed, _ = self._depth(wins[neg])
+            n_passed, _ = self._depth.run(wins[neg])
             hard = n_passed >= self.hard_stage
             easy = neg[~hard]
             if easy.size > self.max_easy_negatives:

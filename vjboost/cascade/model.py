@@ -1,402 +1,154 @@
-"""The cascade model: stages of boosted trees over one feature family.
+"""The cascade model: stages of boosted trees over the features of a family or a pool.
 
-A :class:`CascadeModel` is what the detector runs and what every model format stores. Its layout
-follows OpenCV's traincascade files so that conversion in both directions is a copy:
+A cascade is always ``CascadeModel(window_shape, stages=, family=, feature_ids=, params=)``:
 
-* ``stages``: a list of :class:`Stage` — ``Stage(trees, threshold)``; a window passes the stage iff
-  the sum of the selected leaf values is ``>= float32(threshold) - 1e-5`` (float32 subtraction,
-  as OpenCV does at load time).
-* each tree is a :class:`Tree` of numpy arrays in OpenCV's layout: internal nodes in breadth-first
-  order (root = node 0), child codes ``c > 0`` = internal node ``c``, ``c <= 0`` = leaf ``-c``;
-  ordered splits go left iff ``value < threshold`` (float32); categorical splits (LBP codes) go
-  left iff bit ``code`` of the node's 256-bit subset (8 uint32 words) is set. Leaves carry the
-  boosting coefficient already (a stage score is the plain sum of leaf values). A stump is a
-  one-node tree with ``left = 0, right = -1`` (leaf 0 left, leaf 1 right).
-* ``features``: the features that the trees' ``feature`` fields index.
+* ``family``: a :class:`~vjboost.features.base.FeatureFamily` or a
+  :class:`~vjboost.features.pool.FeaturePool` (several families under one numbering). OpenCV's
+  HAAR and LBP cascades are explicit-table families (``HaarFamily.from_rects``,
+  ``MBLBPFamily.from_blocks``), so they are cascades like any other; a model can be written as
+  OpenCV XML exactly when ``family.opencv_type`` is set.
+* ``feature_ids``: the family's features the cascade reads. Trees index this array *by
+  position* (``tree.feature`` 0 is ``feature_ids[0]``).
+* ``stages``: :class:`Stage` objects, ``Stage(trees, threshold=t)`` of
+  :class:`vjboost.boost.tree.Tree`. A window passes a stage iff the sum of its trees' outputs
+  is ``>= float32(t) - 1e-5`` (float32 subtraction, as OpenCV does at load time); stage scores
+  are summed in float64, tree after tree, of float32 leaf values. Nodes split ordered features
+  by threshold and categorical ones (MB-LBP codes) by 256-bit subsets, as the family's
+  ``kinds()`` says; one tree may mix both.
+* ``params``: free-form training information, saved with the model.
 
-  - ``feature_type="HAAR"``: :class:`HaarFeature` (up to three weighted rectangles, upright or
-    45°-tilted), evaluated as in OpenCV: weighted rectangle sums divided by ``A·σ`` of the window's
-    inner area ``(1, 1, W-2, H-2)``.
-  - ``feature_type="LBP"``: :class:`LBPFeature` (multi-block LBP: the top-left block of a 3×3 grid),
-    categorical codes 0..255.
-  - ``feature_type="family"``: integer feature ids into a vjboost
-    :class:`~vjboost.features.base.FeatureFamily` (``family``), evaluated with
-    ``family.prepare_image`` / ``family.evaluate_at``. Splits are categorical for the family's
-    categorical features (``family.kinds()``), ordered otherwise.
+Every window-level evaluation of a model (detection, mining, positive filtering, adaptation)
+goes through :mod:`vjboost.cascade.runner`.
 
-Trainers build a model by creating one :class:`Tree` per weak learner (``Tree.stump`` for stumps),
-grouping them in :class:`Stage` objects and choosing the feature list.
+Examples
+--------
+>>> import numpy as np
+>>> from vjboost.boost.tree import Tree
+>>> from vjboost.features.mblbp import MBLBPFamily
+>>> fam = MBLBPFamily((12, 12))
+>>> tree = Tree.categorical_stump(0, subset=np.full(8, 0xFFFF0000, np.uint32),
+...                               left_value=-1.0, right_value=1.0)
+>>> model = CascadeModel((12, 12), stages=[Stage([tree], threshold=0.0)], family=fam,
+...                      feature_ids=[5])
+>>> model.summary()
+'mblbp cascade, window 12x12, 1 stages, 1 trees (max 1 node(s) per tree), 1 features'
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "THRESHOLD_EPS",
-    "CascadeModel",
-    "HaarFeature",
-    "LBPFeature",
-    "ModelError",
-    "Stage",
-    "Tree",
-    "subset_from_codes",
-]
+from .._errors import InputError
+from ..boost.tree import Tree
+from .kernels import reject_threshold
 
-#: OpenCV's stage-threshold tolerance: reject iff ``score < float32(threshold) - THRESHOLD_EPS``.
-THRESHOLD_EPS = np.float32(1e-5)
-
-FEATURE_TYPES = ("HAAR", "LBP", "family")
+__all__ = ["CascadeModel", "ModelError", "Stage"]
 
 
-class ModelError(ValueError):
-    """A cascade model is inconsistent (bad tree layout, feature index, geometry...)."""
+class ModelError(InputError):
+    """A cascade model is inconsistent (tree layout, feature index, family, geometry...)."""
 
 
-# ------------------------------------------------------------------------------------------------
-# Features
-# ------------------------------------------------------------------------------------------------
+def _cascade_tree(t: Tree, where: str) -> Tree:
+    """The tree as a cascade stores it: scalar float32 leaves, structure only."""
+    if not isinstance(t, Tree):
+        raise ModelError(f"{where}: expected a vjboost.boost.tree.Tree, got {type(t).__name__}")
+    if t.leaves.ndim != 1:
+        raise ModelError(f"{where}: cascade trees need scalar leaves, got shape "
+                         f"{t.leaves.shape}")
+    leaves = t.leaves.astype(np.float32).astype(np.float64)
+    if not np.isfinite(leaves).all():
+        raise ModelError(f"{where}: leaf value outside the float32 range")
+    if np.array_equal(leaves, t.leaves) and t.split_bins is None and not t.node_scores.any():
+        return t
+    return Tree(t.feature, threshold=t.threshold, left=t.left, right=t.right, leaves=leaves,
+                categorical=t.categorical, subsets=t.subsets)
 
 
-@dataclass(frozen=True)
-class HaarFeature:
-    """A Haar-like feature in OpenCV XML semantics.
-
-    Attributes
-    ----------
-    rects : tuple of (x, y, w, h, weight)
-        2 or 3 weighted rectangles in window pixels (``x, y, w, h`` int, ``weight`` float32).
-        Upright: the pixels ``[x, x+w) × [y, y+h)``. Tilted: the 45° rectangle hanging from the
-        corner ``(x, y)``, ``w`` along the down-right and ``h`` along the down-left diagonal.
-    tilted : bool
-        Whether the rectangles are 45°-rotated.
-    """
-
-    rects: tuple[tuple[int, int, int, int, float], ...]
-    tilted: bool = False
-
-    def __post_init__(self) -> None:
-        rects = tuple(
-            (int(r[0]), int(r[1]), int(r[2]), int(r[3]), float(np.float32(r[4])))
-            for r in self.rects
-        )
-        if not 1 <= len(rects) <= 3:
-            raise ModelError(f"HaarFeature: expected 1 to 3 rectangles, got {len(rects)}")
-        object.__setattr__(self, "rects", rects)
-        object.__setattr__(self, "tilted", bool(self.tilted))
-
-    def footprint(self) -> tuple[int, int, int, int]:
-        """Pixel bounds ``(x0, y0, x1, y1)`` (exclusive ends) of the integral-image corners read."""
-        xs, ys = [], []
-        for x, y, w, h, _ in self.rects:
-            if self.tilted:
-                xs += [x, x - h, x + w, x + w - h]
-                ys += [y, y + h, y + w, y + w + h]
-            else:
-                xs += [x, x + w]
-                ys += [y, y + h]
-        return min(xs), min(ys), max(xs), max(ys)
-
-    def check(self, window_shape: tuple[int, int], where: str = "feature") -> None:
-        """Raise :class:`ModelError` unless every rectangle lies inside the window."""
-        h_win, w_win = window_shape
-        for x, y, w, h, _ in self.rects:
-            if w < 0 or h < 0:
-                raise ModelError(f"{where}: rectangle {(x, y, w, h)} has a negative size")
-        x0, y0, x1, y1 = self.footprint()
-        if x0 < 0 or y0 < 0 or x1 > w_win or y1 > h_win:
-            raise ModelError(
-                f"{where}: {'tilted ' if self.tilted else ''}rectangles {self.rects} reach outside "
-                f"the {w_win}x{h_win} window"
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rects": [list(r) for r in self.rects], "tilted": self.tilted}
-
-
-@dataclass(frozen=True)
-class LBPFeature:
-    """A multi-block LBP feature: 3×3 blocks of ``w×h`` pixels starting at ``(x, y)``.
-
-    The code (0..255) compares the 8 outer block sums with the centre one (``>=``), clockwise from
-    the top-left block, most significant bit first (OpenCV's convention).
-    """
-
-    rect: tuple[int, int, int, int]
-
-    def __post_init__(self) -> None:
-        if len(self.rect) != 4:
-            raise ModelError(f"LBPFeature: rect must be (x, y, w, h), got {self.rect!r}")
-        object.__setattr__(self, "rect", tuple(int(v) for v in self.rect))
-
-    def check(self, window_shape: tuple[int, int], where: str = "feature") -> None:
-        h_win, w_win = window_shape
-        x, y, w, h = self.rect
-        if x < 0 or y < 0 or w < 1 or h < 1 or x + 3 * w > w_win or y + 3 * h > h_win:
-            raise ModelError(
-                f"{where}: LBP grid {self.rect} (3x3 blocks) reaches outside the "
-                f"{w_win}x{h_win} window"
-            )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rect": list(self.rect)}
-
-
-# ------------------------------------------------------------------------------------------------
-# Trees and stages
-# ------------------------------------------------------------------------------------------------
-
-
-def subset_from_codes(codes: Sequence[int]) -> np.ndarray:
-    """256-bit category subset (8 uint32 words) with the bits of ``codes`` set (they go left)."""
-    words = np.zeros(8, dtype=np.uint32)
-    for c in codes:
-        c = int(c)
-        if not 0 <= c < 256:
-            raise ValueError(f"codes: category {c} outside 0..255")
-        words[c >> 5] |= np.uint32(1 << (c & 31))
-    return words
-
-
-@dataclass
-class Tree:
-    """One weak learner: a full binary tree in OpenCV's breadth-first layout.
-
-    Attributes
-    ----------
-    left, right : ndarray of int32, shape (n_nodes,)
-        Child codes: ``> 0`` internal node index, ``<= 0`` leaf ``-code``.
-    feature : ndarray of int32, shape (n_nodes,)
-        Index into the model's ``features`` list.
-    threshold : ndarray of float32, shape (n_nodes,)
-        Ordered split: left iff ``value < threshold``. Ignored (0) for categorical nodes.
-    leaves : ndarray of float32, shape (n_nodes + 1,)
-        Leaf values (boosting weight folded in).
-    subsets : ndarray of uint32, shape (n_nodes, 8), or None
-        Categorical splits: left iff bit ``code`` is set. ``None`` for ordered trees.
-    """
-
-    left: np.ndarray
-    right: np.ndarray
-    feature: np.ndarray
-    threshold: np.ndarray
-    leaves: np.ndarray
-    subsets: np.ndarray | None = None
-
-    def __post_init__(self) -> None:
-        self.left = np.ascontiguousarray(self.left, dtype=np.int32).reshape(-1)
-        self.right = np.ascontiguousarray(self.right, dtype=np.int32).reshape(-1)
-        self.feature = np.ascontiguousarray(self.feature, dtype=np.int32).reshape(-1)
-        self.threshold = np.ascontiguousarray(self.threshold, dtype=np.float32).reshape(-1)
-        self.leaves = np.ascontiguousarray(self.leaves, dtype=np.float32).reshape(-1)
-        if self.subsets is not None:
-            sub = np.asarray(self.subsets)
-            if sub.dtype.kind == "i":
-                sub = sub.astype(np.int64) & 0xFFFFFFFF  # signed words as written by OpenCV
-            self.subsets = np.ascontiguousarray(sub, dtype=np.uint32).reshape(-1, 8)
-        self.validate()
-
-    # -- construction ---------------------------------------------------------------------------
-
-    @classmethod
-    def stump(cls, feature: int, threshold: float, left_value: float, right_value: float) -> Tree:
-        """Ordered stump: ``left_value`` if ``x < threshold`` else ``right_value``."""
-        return cls([0], [-1], [feature], [threshold], [left_value, right_value])
-
-    @classmethod
-    def categorical_stump(
-        cls, feature: int, subset: Sequence[int] | np.ndarray, left_value: float, right_value: float
-    ) -> Tree:
-        """Categorical stump: ``left_value`` if bit ``code`` of ``subset`` (8 words) is set."""
-        return cls([0], [-1], [feature], [0.0], [left_value, right_value], np.asarray([subset]))
-
-    # -- properties -----------------------------------------------------------------------------
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.left.shape[0])
-
-    @property
-    def categorical(self) -> bool:
-        return self.subsets is not None
-
-    @property
-    def is_stump(self) -> bool:
-        return self.n_nodes == 1
-
-    def validate(self, where: str = "tree") -> None:
-        """Check the layout: equal lengths, valid child codes, a full binary tree."""
-        n = self.n_nodes
-        if n < 1:
-            raise ModelError(f"{where}: a tree needs at least one internal node")
-        for name in ("right", "feature", "threshold"):
-            if getattr(self, name).shape[0] != n:
-                raise ModelError(f"{where}: '{name}' has {getattr(self, name).shape[0]} entries, "
-                                 f"expected {n} (one per internal node)")
-        if self.leaves.shape[0] != n + 1:
-            raise ModelError(f"{where}: {n} internal node(s) need {n + 1} leaf values, got "
-                             f"{self.leaves.shape[0]} (trees must be full binary trees)")
-        if self.subsets is not None and self.subsets.shape[0] != n:
-            raise ModelError(f"{where}: {self.subsets.shape[0]} category subsets for {n} nodes")
-        codes = np.concatenate([self.left, self.right])
-        internal = codes[codes > 0]
-        leaves = -codes[codes <= 0]
-        if internal.size and internal.max() >= n:
-            raise ModelError(f"{where}: child code {int(internal.max())} refers to a missing node")
-        if leaves.size and leaves.max() > n:
-            raise ModelError(f"{where}: leaf code {-int(leaves.max())} refers to a missing leaf")
-        if not (np.array_equal(np.sort(internal), np.arange(1, n))
-                and np.array_equal(np.sort(leaves), np.arange(n + 1))):
-            raise ModelError(f"{where}: child codes {self.left.tolist()} / {self.right.tolist()} "
-                             "do not form a tree (every node and leaf must be reached once)")
-        if self.feature.min() < 0:
-            raise ModelError(f"{where}: negative feature index {int(self.feature.min())}")
-        if not np.isfinite(self.threshold).all() or not np.isfinite(self.leaves).all():
-            raise ModelError(f"{where}: non-finite threshold or leaf value")
-
-    def predict(self, values: np.ndarray) -> np.ndarray:
-        """Leaf values for feature values ``values`` ``(n_features_of_model, N)`` → float32 (N,).
-
-        A plain NumPy evaluation (used by the generic detection path and by tests).
-        """
-        values = np.asarray(values)
-        n = values.shape[1]
-        idx = np.zeros(n, dtype=np.int64)
-        active = np.ones(n, dtype=bool)
-        cols = np.arange(n)
-        while active.any():
-            node = idx[active]
-            v = values[self.feature[node], cols[active]]
-            if self.subsets is not None:
-                c = v.astype(np.int64)
-                bit = (self.subsets[node, c >> 5] >> (c & 31).astype(np.uint32)) & 1
-                go_left = bit.astype(bool)
-            else:
-                go_left = v.astype(np.float32) < self.threshold[node]
-            nxt = np.where(go_left, self.left[node], self.right[node])
-            idx[active] = nxt
-            active[active] = nxt > 0
-        return self.leaves[-idx]
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {
-            "left": self.left.tolist(),
-            "right": self.right.tolist(),
-            "feature": self.feature.tolist(),
-            "threshold": [float(t) for t in self.threshold],
-            "leaves": [float(v) for v in self.leaves],
-        }
-        if self.subsets is not None:
-            d["subsets"] = self.subsets.astype(np.int64).tolist()
-        return d
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Tree):
-            return NotImplemented
-        same_sub = (self.subsets is None and other.subsets is None) or (
-            self.subsets is not None
-            and other.subsets is not None
-            and np.array_equal(self.subsets, other.subsets)
-        )
-        return same_sub and all(
-            np.array_equal(getattr(self, k), getattr(other, k))
-            for k in ("left", "right", "feature", "threshold", "leaves")
-        )
-
-
-@dataclass
 class Stage:
-    """A boosted stage: ``trees`` and the ``threshold`` its summed leaf values must reach.
+    """A boosted stage: ``trees`` and the ``threshold`` their summed outputs must reach.
 
-    Attributes
+    Parameters
     ----------
-    trees : list of Tree
+    trees : sequence of Tree
+        Scalar leaves (rounded to float32 values on construction).
     threshold : float
-        Stored as float32; a window is rejected iff ``score < float32(threshold) - 1e-5``.
+        Stored as a float32 value; a window is rejected iff ``score < float32(threshold) -
+        1e-5``.
     """
 
-    trees: list[Tree]
-    threshold: float
-
-    def __post_init__(self) -> None:
-        self.trees = list(self.trees)
-        if not isinstance(self.threshold, Real) or not np.isfinite(self.threshold):
-            raise ModelError(f"stage threshold must be a finite number, got {self.threshold!r}")
-        self.threshold = float(np.float32(self.threshold))
-        if not self.trees:
+    def __init__(self, trees: Sequence[Tree], *, threshold: float) -> None:
+        trees = list(trees)
+        if not trees:
             raise ModelError("a stage needs at least one tree")
-        for t in self.trees:
-            if not isinstance(t, Tree):
-                raise ModelError(f"stage trees must be Tree objects, got {type(t).__name__}")
+        if isinstance(threshold, bool) or not isinstance(threshold, Real) \
+                or not np.isfinite(threshold):
+            raise ModelError(f"stage threshold must be a finite number, got {threshold!r}")
+        self.trees = [_cascade_tree(t, f"tree {i}") for i, t in enumerate(trees)]
+        self.threshold = float(np.float32(threshold))
 
     @property
     def reject_threshold(self) -> np.float32:
         """``float32(threshold) - 1e-5`` in float32: scores below it are rejected."""
-        return np.float32(np.float32(self.threshold) - THRESHOLD_EPS)
-
-    def score(self, values: np.ndarray) -> np.ndarray:
-        """Stage sums (float64, (N,)) for feature values ``(n_features, N)``."""
-        out = np.zeros(np.asarray(values).shape[1], dtype=np.float64)
-        for t in self.trees:
-            out += t.predict(values).astype(np.float64)
-        return out
+        return reject_threshold(self.threshold)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stage):
             return NotImplemented
         return self.threshold == other.threshold and self.trees == other.trees
 
+    __hash__ = None  # type: ignore[assignment]
 
-# ------------------------------------------------------------------------------------------------
-# The cascade
-# ------------------------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"Stage({len(self.trees)} trees, threshold={self.threshold!r})"
 
 
-@dataclass
+def _family_kinds(family: Any) -> np.ndarray:
+    return np.asarray(family.kinds(), dtype=bool)
+
+
 class CascadeModel:
-    """A boosted cascade over one feature family.
+    """A boosted cascade over the features of a family or pool.
 
     Parameters
     ----------
     window_shape : (height, width)
-        Base window size in pixels.
-    stages : list of Stage
-    features : list
-        ``HaarFeature`` (``feature_type="HAAR"``), ``LBPFeature`` (``"LBP"``) or integer feature
-        ids of ``family`` (``"family"``). Tree ``feature`` fields index this list.
-    feature_type : {"HAAR", "LBP", "family"}
-    family : FeatureFamily, optional
-        Required for ``feature_type="family"``.
-    params : dict
-        Free-form training information (OpenCV's ``stageParams``/``featureParams`` on import, the
-        trainer's settings...). Saved with the model; not used for detection.
+        Base window in pixels (the family's).
+    stages : sequence of Stage
+    family : FeatureFamily or FeaturePool
+    feature_ids : array-like of int, shape (F,)
+        Features of ``family`` the trees read; tree node ``feature`` values index this array.
+    params : dict, optional
+        Free-form training information (OpenCV's ``stageParams``/``featureParams`` on import,
+        the trainer's settings...). Saved with the model; not used for detection.
+
+    Raises
+    ------
+    ModelError
+        On any inconsistency (see :meth:`validate`).
     """
 
-    window_shape: tuple[int, int]
-    stages: list[Stage]
-    features: list[Any]
-    feature_type: str = "HAAR"
-    family: Any = None
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
+    def __init__(self, window_shape: Sequence[int], *, stages: Sequence[Stage], family: Any,
+                 feature_ids: Any, params: dict[str, Any] | None = None) -> None:
         try:
-            h, w = self.window_shape
+            h, w = window_shape
         except (TypeError, ValueError):
-            raise ModelError(
-                f"window_shape: expected (height, width), got {self.window_shape!r}"
-            ) from None
-        if not all(isinstance(v, Integral) and v > 0 for v in (h, w)):
-            raise ModelError(f"window_shape: expected positive integers, got {self.window_shape!r}")
+            raise ModelError(f"window_shape: expected (height, width), got "
+                             f"{window_shape!r}") from None
+        if not all(isinstance(v, Integral | np.integer) and v > 0 for v in (h, w)):
+            raise ModelError(f"window_shape: expected positive integers, got {window_shape!r}")
         self.window_shape = (int(h), int(w))
-        self.stages = list(self.stages)
-        self.features = list(self.features)
-        self.params = dict(self.params)
+        self.stages = list(stages)
+        self.family = family
+        ids = np.asarray(feature_ids)
+        if ids.size and (ids.dtype.kind not in "iu" or ids.ndim != 1):
+            raise ModelError("feature_ids: expected a 1-D array of integer feature ids")
+        self.feature_ids = np.ascontiguousarray(ids.reshape(-1), dtype=np.int64)
+        self.params = dict(params or {})
         self.validate()
 
     # -- basic properties -----------------------------------------------------------------------
@@ -418,154 +170,109 @@ class CascadeModel:
         return sum(len(s.trees) for s in self.stages)
 
     @property
+    def n_features(self) -> int:
+        return int(self.feature_ids.size)
+
+    @property
     def max_nodes_per_tree(self) -> int:
         return max(t.n_nodes for s in self.stages for t in s.trees)
 
     @property
-    def has_tilted(self) -> bool:
-        return self.feature_type == "HAAR" and any(f.tilted for f in self.features)
+    def color(self) -> bool:
+        """The family needs RGB input."""
+        return bool(getattr(self.family, "color", False))
+
+    @property
+    def opencv_type(self) -> str | None:
+        """``"HAAR"`` or ``"LBP"`` when OpenCV can run the cascade (XML export), else None."""
+        return getattr(self.family, "opencv_type", None)
+
+    def program(self) -> Any:
+        """The compiled features (a :class:`~vjboost.features.program.Program`, in
+        ``feature_ids`` order) that the fast kernels run, or None for families without one."""
+        make = getattr(self.family, "program", None)
+        return make(self.feature_ids) if callable(make) else None
 
     def truncated(self, n_stages: int) -> CascadeModel:
         """A copy that keeps only the first ``n_stages`` stages."""
         if not 1 <= n_stages <= self.n_stages:
             raise ValueError(f"n_stages: expected 1..{self.n_stages}, got {n_stages}")
-        return CascadeModel(self.window_shape, self.stages[:n_stages], self.features,
-                            self.feature_type, self.family, self.params)
+        return self.with_stages(self.stages[:n_stages])
+
+    def with_stages(self, stages: Sequence[Stage], params: dict[str, Any] | None = None
+                    ) -> CascadeModel:
+        """The same features with other stages (and ``params``, default this model's)."""
+        return CascadeModel(self.window_shape, stages=stages, family=self.family,
+                            feature_ids=self.feature_ids,
+                            params=self.params if params is None else params)
 
     # -- validation -----------------------------------------------------------------------------
 
     def validate(self) -> None:
-        """Raise :class:`ModelError` on any inconsistency (checked before detection kernels run)."""
-        if self.feature_type not in FEATURE_TYPES:
-            raise ModelError(f"feature_type: expected one of {FEATURE_TYPES}, got "
-                             f"{self.feature_type!r}")
+        """Raise :class:`ModelError` on any inconsistency.
+
+        Checks the family (window, feature ids in range), that every stage is a :class:`Stage`
+        of valid trees reading features ``0 .. F - 1``, and that every node splits its feature
+        the way the family defines it (categorical codes by subsets, others by thresholds).
+        """
+        fam = self.family
+        if fam is None or not all(hasattr(fam, a) for a in ("evaluate", "kinds",
+                                                              "n_features")):
+            raise ModelError(f"family: expected a FeatureFamily or FeaturePool, got "
+                             f"{type(fam).__name__}")
+        if tuple(fam.window_shape) != self.window_shape:
+            raise ModelError(f"family window {tuple(fam.window_shape)} differs from the "
+                             f"cascade window {self.window_shape}")
         if not self.stages:
             raise ModelError("a cascade needs at least one stage")
-        if not self.features:
+        n_feat = self.n_features
+        if n_feat == 0:
             raise ModelError("a cascade needs at least one feature")
-        n_feat = len(self.features)
-        categorical_ok = self.feature_type in ("LBP", "family")
-        if self.feature_type == "family":
-            fam = self.family
-            if fam is None or not hasattr(fam, "evaluate_at"):
-                raise ModelError("feature_type='family' needs a FeatureFamily in 'family'")
-            if tuple(fam.window_shape) != self.window_shape:
-                raise ModelError(f"family window {tuple(fam.window_shape)} differs from the "
-                                 f"cascade window {self.window_shape}")
-            ids = np.asarray(self.features)
-            if ids.dtype.kind not in "iu" or ids.ndim != 1:
-                raise ModelError("features: expected integer feature ids of the family")
-            if ids.min() < 0 or ids.max() >= fam.n_features:
-                raise ModelError(f"features: ids must lie in 0..{fam.n_features - 1}")
-            self.features = [int(i) for i in ids]
-            kinds = np.asarray(fam.kinds())[ids] if hasattr(fam, "kinds") else None
-        else:
-            cls = HaarFeature if self.feature_type == "HAAR" else LBPFeature
-            for i, f in enumerate(self.features):
-                if not isinstance(f, cls):
-                    raise ModelError(f"features[{i}]: expected {cls.__name__} for feature_type "
-                                     f"{self.feature_type!r}, got {type(f).__name__}")
-                f.check(self.window_shape, where=f"features[{i}]")
-            kinds = None
+        ids = self.feature_ids
+        if ids.min() < 0 or ids.max() >= fam.n_features:
+            raise ModelError(f"feature_ids: ids must lie in 0..{fam.n_features - 1}, got "
+                             f"{int(ids.min())}..{int(ids.max())}")
+        kinds = _family_kinds(fam)[ids]
         for si, st in enumerate(self.stages):
             if not isinstance(st, Stage):
                 raise ModelError(f"stages[{si}]: expected a Stage, got {type(st).__name__}")
             for ti, t in enumerate(st.trees):
-                where = f"stage {si}, tree {ti}"
+                where = f"stage {si}, tree {ti}"  # (trees validate their layout themselves)
                 if t.feature.max() >= n_feat:
                     raise ModelError(f"{where}: feature index {int(t.feature.max())} out of "
                                      f"range (the cascade has {n_feat} features)")
-                if t.categorical and not categorical_ok:
-                    raise ModelError(f"{where}: categorical split in a {self.feature_type} "
-                                     "cascade")
-                if self.feature_type == "LBP" and not t.categorical:
-                    raise ModelError(f"{where}: LBP cascades need categorical (subset) splits")
-                if kinds is not None:
-                    cat = kinds[t.feature]
-                    if cat.any() != cat.all() or bool(cat.all()) != t.categorical:
-                        want = "categorical" if cat.all() else "ordered"
-                        if cat.any() != cat.all():
-                            want = "a mix of categorical and ordered"
-                        raise ModelError(f"{where}: the family's features used here are {want}; "
-                                         f"the tree's splits are "
-                                         f"{'categorical' if t.categorical else 'ordered'}")
+                bad = np.flatnonzero(kinds[t.feature] != t.categorical)
+                if bad.size:
+                    n = int(bad[0])
+                    want = "categorical" if kinds[t.feature[n]] else "ordered"
+                    raise ModelError(f"{where}: node {n} splits feature {int(t.feature[n])} "
+                                     f"{'categorically' if t.categorical[n] else 'by threshold'}"
+                                     f", but the family's feature {int(ids[t.feature[n]])} is "
+                                     f"{want}")
 
-    # -- conversion -------------------------------------------------------------------------------
-
-    def opencv_equivalent(self) -> CascadeModel | None:
-        """The same cascade with OpenCV ``HAAR``/``LBP`` feature specs, or None if impossible.
-
-        HAAR/LBP cascades are returned as they are. A cascade over vjboost's ``haar`` family
-        (with ``normalize=True``: its values are OpenCV's normalised training values) or
-        ``mblbp`` family (OpenCV's LBP codes) is converted through ``family.describe(i)``; any
-        other family returns None.
-        """
-        if self.feature_type in ("HAAR", "LBP"):
-            return self
-        fam = self.family
-        name = getattr(fam, "name", "")
-        if name == "haar" and getattr(fam, "normalize", False):
-            feats = []
-            for i in self.features:
-                d = fam.describe(int(i))
-                feats.append(HaarFeature(tuple(tuple(r) for r in d["rects"]),
-                                         bool(d.get("tilted", False))))
-            ftype = "HAAR"
-        elif name == "mblbp":
-            feats = [LBPFeature(tuple(fam.describe(int(i))["rect"])) for i in self.features]
-            ftype = "LBP"
-        else:
-            return None
-        params = dict(self.params)
-        params.setdefault("family", {"family": name, "config": fam.get_config()})
-        return CascadeModel(self.window_shape, self.stages, feats, ftype, None, params)
-
-    # -- plain evaluation (reference) -------------------------------------------------------------
-
-    def stage_scores(self, values: np.ndarray) -> np.ndarray:
-        """All stage sums for feature values ``(n_features, N)`` → float64 ``(n_stages, N)``."""
-        return np.stack([st.score(values) for st in self.stages])
-
-    def predict_values(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Run the cascade on precomputed feature values ``(n_features, N)``.
-
-        Returns
-        -------
-        n_passed : ndarray of int32, shape (N,)
-            Stages passed (``n_stages`` = accepted).
-        last_score : ndarray of float64, shape (N,)
-            Score of the last stage evaluated.
-        """
-        values = np.asarray(values)
-        n = values.shape[1]
-        n_passed = np.zeros(n, dtype=np.int32)
-        last = np.zeros(n, dtype=np.float64)
-        alive = np.arange(n)
-        for st in self.stages:
-            if alive.size == 0:
-                break
-            s = st.score(values[:, alive])
-            last[alive] = s
-            ok = s >= st.reject_threshold
-            n_passed[alive[ok]] += 1
-            alive = alive[ok]
-        return n_passed, last
-
-    # -- comparison -----------------------------------------------------------------------------
+    # -- comparison and description -------------------------------------------------------------
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CascadeModel):
             return NotImplemented
-        return (
-            self.window_shape == other.window_shape
-            and self.feature_type == other.feature_type
-            and self.features == other.features
-            and self.stages == other.stages
-            and (self.family == other.family)
-        )
+        return (self.window_shape == other.window_shape
+                and np.array_equal(self.feature_ids, other.feature_ids)
+                and self.stages == other.stages and self.family == other.family)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def family_name(self) -> str:
+        """``"haar"``, ``"mblbp"``... or ``"pool of haar+hog"`` for pools."""
+        fams = getattr(self.family, "families", None)
+        if fams is not None:
+            return "pool of " + "+".join(f.name for f in fams)
+        return str(getattr(self.family, "name", type(self.family).__name__))
 
     def summary(self) -> str:
-        """One line: type, window, stages, trees, depth."""
-        return (f"{self.feature_type} cascade, window {self.width}x{self.height}, "
+        """One line: family, window, stages, trees, depth."""
+        return (f"{self.family_name()} cascade, window {self.width}x{self.height}, "
                 f"{self.n_stages} stages, {self.n_trees} trees (max {self.max_nodes_per_tree} "
-                f"node(s) per tree), {len(self.features)} features")
+                f"node(s) per tree), {self.n_features} features")
+
+    def __repr__(self) -> str:
+        return f"CascadeModel({self.summary()})"

@@ -1,27 +1,26 @@
 """vjboost's own cascade file format, and loading of any supported model file.
 
-The format is one JSON document (UTF-8), versioned and self-describing::
+The format is one JSON document (UTF-8), versioned and self-describing (version 2)::
 
     {
       "format": "vjboost-cascade",
-      "version": 1,
+      "version": 2,
       "window_shape": [H, W],
-      "feature_type": "HAAR" | "LBP" | "family",
-      "family": {"family": name, "config": {...}}        # feature_type "family" only
-      "features": [...],                                  # see below
+      "family": {"family": name, "config": {...}}     # or {"pool": {"families": [...]}}
+      "feature_ids": [...],                            # the family's features the trees read
       "stages": [{"threshold": t, "trees": [tree, ...]}, ...],
-      "params": {...}                                     # free-form training information
+      "params": {...}                                  # free-form training information
     }
 
-``features`` entries are ``{"rects": [[x, y, w, h, weight], ...], "tilted": bool}`` (HAAR),
-``{"rect": [x, y, w, h]}`` (LBP) or integer feature ids of the family. A tree is
-``{"left": [...], "right": [...], "feature": [...], "threshold": [...], "leaves": [...]}`` plus
-``"subsets": [[8 uint32 words], ...]`` for categorical trees — the layout of
-:class:`~vjboost.cascade.model.Tree`. Thresholds and leaf values are float32 numbers written as
-the shortest decimal of their exact value, so a model loads back bit for bit.
+A tree is :meth:`vjboost.boost.tree.Tree.to_dict` (``feature`` indexes ``feature_ids`` by
+position; ``categorical`` flags and ``subsets`` for categorical nodes). Thresholds and leaf values
+are float32 numbers written as the shortest decimal of their exact value, so a model loads back
+bit for bit. Families are rebuilt with ``get_family_class(name).from_config(config)`` (user
+families must be registered before loading); OpenCV cascades store their explicit feature table in
+the config of ``HaarFamily.from_rects`` / ``MBLBPFamily.from_blocks``.
 
-Families are rebuilt with ``get_family_class(name).from_config(config)``; user-defined families
-must be registered before loading.
+Version 1 files (``"feature_type": "HAAR" | "LBP" | "family"`` and a ``features`` list) are still
+read: their features are converted to the explicit-table families on load.
 """
 
 from __future__ import annotations
@@ -33,9 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write
-from .model import CascadeModel, HaarFeature, LBPFeature, ModelError, Stage, Tree
-from .opencv_xml import CascadeFormatError, read_opencv_xml, to_opencv_xml
+from .._io import atomic_write, read_bytes
+from ..boost.tree import Tree, TreeError
+from .model import CascadeModel, ModelError, Stage
+from .opencv_xml import CascadeFormatError, opencv_family, read_opencv_xml, to_opencv_xml
 
 __all__ = [
     "FORMAT_NAME",
@@ -47,35 +47,78 @@ __all__ = [
 ]
 
 FORMAT_NAME = "vjboost-cascade"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+
+
+def _family_to_dict(family: Any) -> dict[str, Any]:
+    from ..features.base import family_to_dict
+
+    if hasattr(family, "families"):  # a FeaturePool
+        return {"pool": family.get_config()}
+    return family_to_dict(family)
+
+
+def _family_from_dict(d: Any) -> Any:
+    from ..features.base import family_from_dict
+    from ..features.pool import FeaturePool
+
+    if isinstance(d, dict) and "pool" in d:
+        return FeaturePool.from_config(d["pool"])
+    return family_from_dict(d)
 
 
 def model_to_dict(model: CascadeModel) -> dict[str, Any]:
-    """The JSON-ready dict of a cascade (see the module docstring)."""
+    """The JSON-ready dict of a cascade (see the module docstring).
+
+    Parameters
+    ----------
+    model : CascadeModel
+
+    Returns
+    -------
+    dict
+    """
     model.validate()
-    d: dict[str, Any] = {
+    return {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
         "window_shape": list(model.window_shape),
-        "feature_type": model.feature_type,
+        "family": _family_to_dict(model.family),
+        "feature_ids": model.feature_ids.tolist(),
+        "stages": [{"threshold": float(np.float32(s.threshold)),
+                    "trees": [t.to_dict() for t in s.trees]} for s in model.stages],
+        "params": model.params,
     }
-    if model.feature_type == "family":
-        from ..features.base import family_to_dict
 
-        d["family"] = family_to_dict(model.family)
-        d["features"] = [int(i) for i in model.features]
+
+def _v1_family(d: dict[str, Any], source: str) -> tuple[Any, list[int]]:
+    """Family and feature ids of a version-1 document."""
+    ftype = d["feature_type"]
+    window = tuple(d["window_shape"])
+    if ftype == "HAAR":
+        feats = [([tuple(r) for r in f["rects"]], bool(f.get("tilted", False)))
+                 for f in d["features"]]
+    elif ftype == "LBP":
+        feats = [tuple(f["rect"]) for f in d["features"]]
+    elif ftype == "family":
+        return _family_from_dict(d["family"]), [int(i) for i in d["features"]]
     else:
-        d["features"] = [f.to_dict() for f in model.features]
-    d["stages"] = [
-        {"threshold": float(np.float32(s.threshold)), "trees": [t.to_dict() for t in s.trees]}
-        for s in model.stages
-    ]
-    d["params"] = model.params
-    return d
+        raise CascadeFormatError(f"{source}: unknown feature_type {ftype!r}")
+    return opencv_family(window, ftype, feats), list(range(len(feats)))
 
 
 def model_from_dict(d: Any, source: str = "<dict>") -> CascadeModel:
-    """Rebuild a cascade from :func:`model_to_dict` output.
+    """Rebuild a cascade from :func:`model_to_dict` output (or a version-1 document).
+
+    Parameters
+    ----------
+    d : dict
+    source : str
+        Named in error messages.
+
+    Returns
+    -------
+    CascadeModel
 
     Raises
     ------
@@ -86,38 +129,25 @@ def model_from_dict(d: Any, source: str = "<dict>") -> CascadeModel:
         raise CascadeFormatError(f"{source}: not a vjboost cascade file (missing "
                                  f"'format': '{FORMAT_NAME}')")
     ver = d.get("version")
-    if not isinstance(ver, int) or ver > FORMAT_VERSION or ver < 1:
+    if isinstance(ver, bool) or not isinstance(ver, int) or ver > FORMAT_VERSION or ver < 1:
         raise CascadeFormatError(f"{source}: unsupported format version {ver!r} (this vjboost "
                                  f"reads versions 1..{FORMAT_VERSION})")
     try:
-        ftype = d["feature_type"]
-        family = None
-        if ftype == "HAAR":
-            feats = [HaarFeature(tuple(tuple(r) for r in f["rects"]), bool(f.get("tilted", False)))
-                     for f in d["features"]]
-        elif ftype == "LBP":
-            feats = [LBPFeature(tuple(f["rect"])) for f in d["features"]]
-        elif ftype == "family":
-            from ..features.base import family_from_dict
-
-            family = family_from_dict(d["family"])
-            feats = [int(i) for i in d["features"]]
+        if ver == 1:
+            family, ids = _v1_family(d, source)
         else:
-            raise CascadeFormatError(f"{source}: unknown feature_type {ftype!r}")
+            family, ids = _family_from_dict(d["family"]), d["feature_ids"]
         stages = []
         for si, s in enumerate(d["stages"]):
-            trees = []
-            for ti, t in enumerate(s["trees"]):
-                try:
-                    trees.append(Tree(t["left"], t["right"], t["feature"], t["threshold"],
-                                      t["leaves"], t.get("subsets")))
-                except ModelError as exc:
-                    raise CascadeFormatError(f"{source}: stages[{si}].trees[{ti}]: {exc}") from None
-            stages.append(Stage(trees, s["threshold"]))
-        return CascadeModel(tuple(d["window_shape"]), stages, feats, ftype, family,
-                            d.get("params", {}))
+            trees = [Tree.from_dict(t, f"{source}: stages[{si}].trees[{ti}]")
+                     for ti, t in enumerate(s["trees"])]
+            stages.append(Stage(trees, threshold=s["threshold"]))
+        return CascadeModel(tuple(d["window_shape"]), stages=stages, family=family,
+                            feature_ids=ids, params=d.get("params", {}))
     except CascadeFormatError:
         raise
+    except TreeError as exc:
+        raise CascadeFormatError(str(exc)) from None
     except KeyError as exc:
         raise CascadeFormatError(f"{source}: missing key {exc}") from None
     except (ModelError, TypeError, ValueError) as exc:
@@ -126,6 +156,11 @@ def model_from_dict(d: Any, source: str = "<dict>") -> CascadeModel:
 
 def save_model(model: CascadeModel, path: str | os.PathLike[str]) -> None:
     """Save a cascade atomically: ``.xml`` → OpenCV XML (HAAR/LBP only), else vjboost JSON.
+
+    Parameters
+    ----------
+    model : CascadeModel
+    path : path-like
 
     Raises
     ------
@@ -146,51 +181,72 @@ def save_model(model: CascadeModel, path: str | os.PathLike[str]) -> None:
     atomic_write(path, text + "\n")
 
 
+def _compact(v: Any) -> str:
+    return json.dumps(v, separators=(", ", ": "), allow_nan=False)
+
+
+def _dumps(v: Any, pad: str) -> str:
+    """Dicts key by key, lists of lists or dicts one element per line, other lists on one line:
+    readable diffs, and half the size of indenting every number."""
+    if isinstance(v, dict) and v and len(_compact(v)) > 80:
+        body = ",\n".join(f"{pad} {json.dumps(k)}: {_dumps(x, pad + ' ')}" for k, x in v.items())
+        return "{\n" + body + "\n" + pad + "}"
+    if isinstance(v, list) and v and isinstance(v[0], list | dict):
+        return "[\n" + ",\n".join(pad + " " + _compact(x) for x in v) + "\n" + pad + "]"
+    return _compact(v)
+
+
 def _dumps_model(d: dict[str, Any]) -> str:
-    """JSON with one feature and one tree per line: readable diffs, half the size of indenting
-    every number (a 2,000-tree cascade is about 0.4 MB)."""
-
-    def compact(v: Any) -> str:
-        return json.dumps(v, separators=(", ", ": "), allow_nan=False)
-
+    """The model's JSON text: one tree per line (a 2,000-tree cascade is about 0.4 MB), an
+    explicit feature table one feature per line."""
     items = []
     for key, v in d.items():
-        if key == "features" and isinstance(v, list) and v:
-            body = ",\n".join("  " + compact(f) for f in v)
-            items.append(f' "features": [\n{body}\n ]')
-        elif key == "stages" and isinstance(v, list) and v:
+        if key == "stages":
             stages = []
             for st in v:
                 head = {k: x for k, x in st.items() if k != "trees"}
-                trees = ",\n".join("   " + compact(t) for t in st["trees"])
-                stages.append("  " + compact(head)[:-1] + f', "trees": [\n{trees}\n  ]}}')
+                trees = ",\n".join("   " + _compact(t) for t in st["trees"])
+                stages.append("  " + _compact(head)[:-1] + f', "trees": [\n{trees}\n  ]}}')
             items.append(' "stages": [\n' + ",\n".join(stages) + "\n ]")
         else:
-            items.append(f" {json.dumps(key)}: " + json.dumps(v, indent=1, allow_nan=False)
-                         .replace("\n", "\n "))
+            items.append(f" {json.dumps(key)}: {_dumps(v, ' ')}")
     return "{\n" + ",\n".join(items) + "\n}"
 
 
-def load_model(path: str | os.PathLike[str], *, strict: bool = False) -> CascadeModel:
-    """Load a cascade from an OpenCV XML file or a vjboost JSON file (detected by content).
+def load_model(spec: str | os.PathLike[str], *, strict: bool = False) -> CascadeModel:
+    """Load a cascade: a model name, an OpenCV XML file or a vjboost JSON file.
+
+    Parameters
+    ----------
+    spec : str or path-like
+        ``vjboost:NAME`` (a cascade shipped with vjboost), ``opencv:NAME`` (one shipped with
+        the installed OpenCV) or a file path; the file format is detected by content.
+    strict : bool, default=False
+        See :func:`~vjboost.cascade.opencv_xml.read_opencv_xml`.
+
+    Returns
+    -------
+    CascadeModel
 
     Raises
     ------
     CascadeFormatError
-        Missing, unreadable or invalid file; the message names the file.
+        Unknown name (:class:`~vjboost.cascade.shipped.ModelNotFound`), missing, unreadable or
+        invalid file; the message names the file.
+
+    Examples
+    --------
+    >>> load_model("vjboost:frontalface").window_shape
+    (20, 20)
     """
+    from .shipped import resolve_model
+
+    path = resolve_model(spec) if isinstance(spec, str) else spec
     name = str(path)
-    try:
-        data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise CascadeFormatError(f"{name}: no such file") from None
-    except IsADirectoryError:
-        raise CascadeFormatError(f"{name}: is a folder, not a model file") from None
-    except OSError as exc:
-        raise CascadeFormatError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+    data = read_bytes(path, what="model file", error=CascadeFormatError)
     head = data.lstrip()[:1]
     if head == b"<":
-        return read_opencv_xml(path, strict=strict)
+        return read_opencv_xml(data, strict=strict, name=name)
     if head == b"{":
         try:
             doc = json.loads(data.decode("utf-8"))

@@ -4,14 +4,15 @@ Before each stage the trainer needs ``n`` negative windows that pass every stage
 :func:`mine_negatives` visits background images in a seeded order, scans each one on a pyramid of
 scales with a regular grid of windows, keeps the windows the cascade accepts (all windows before
 the first stage) and stops once ``n`` are collected. Scanning uses
-:class:`~vjboost.cascade.detector.CascadeDetector` (the fast HAAR/LBP kernels, or the generic
-family path) on every scaled image, so a window is accepted exactly when detection would accept
-it; accepted windows are cut out of the same scaled image the cascade ran on.
+:class:`~vjboost.cascade.detector.CascadeDetector` (the cascade runner's kernels, or the generic
+family path) on the image's :class:`~vjboost.cascade.scan.Pyramid`, so a window is accepted
+exactly when detection would accept it; accepted windows are cut out of the level the cascade ran
+on (:meth:`~vjboost.cascade.scan.Pyramid.windows`).
 
 The schedule is a pure function of ``(params, image list, seed, stage)``:
 
 * pass ``p`` visits every image once, in an order drawn from ``(seed, stage, p)``;
-* an image is scanned as the detector scans it (:func:`~vjboost.cascade.detector.opencv_scales`
+* an image is scanned as the detector scans it (:func:`~vjboost.cascade.scan.opencv_scales`
   with ``params.scale_factor``, images shrunk by ``INTER_LINEAR_EXACT``), on a grid of step
   ``params.step`` pixels of the scaled image, after cropping the image at the pass's offset
   ``(p mod step, p div step mod step)`` — every pass scans new windows;
@@ -31,13 +32,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import cv2
 import numpy as np
 
 from .._memory import available_memory
 from ..io import ImageReadError, read_image
-from .detector import CascadeDetector, opencv_scales
+from .detector import CascadeDetector
 from .model import CascadeModel
+from .scan import Pyramid
 
 __all__ = ["ImageCache", "MiningParams", "MiningResult", "mine_negatives", "mining_summary"]
 
@@ -173,68 +174,25 @@ class ImageCache:
         return img
 
 
-def _geometry(image_shape: tuple[int, int], window: tuple[int, int], scale_factor: float,
-              step: int) -> list[tuple[np.float32, int, int, int, int]]:
-    """Scales of an image as the detector scans them: ``(s, sw, sh, ncol, nrow)`` per scale."""
-    ih, iw = image_shape
-    h, w = window
-    geo = []
-    for s in opencv_scales((w, h), (iw, ih), scale_factor):
-        sw = int(np.rint(np.float32(iw) / s))
-        sh = int(np.rint(np.float32(ih) / s))
-        nx, ny = sw + 1 - w, sh + 1 - h
-        if nx <= 0 or ny <= 0:
-            continue
-        geo.append((s, sw, sh, -(-nx // step), -(-ny // step)))
-    return geo
-
-
-def _resized(img: np.ndarray, sw: int, sh: int) -> np.ndarray:
-    if (sw, sh) == (img.shape[1], img.shape[0]):
-        return img
-    # the detector's resampling, so a cut-out window is exactly the one the cascade saw
-    return cv2.resize(img, (sw, sh), interpolation=cv2.INTER_LINEAR_EXACT)
-
-
 def _scan_image(img: np.ndarray, det: CascadeDetector | None, params: MiningParams,
                 per_image: int, rng: np.random.Generator) -> tuple[np.ndarray, int, int]:
     """Accepted windows of one image (at most ``per_image``), windows scanned, accepted."""
-    h, w = params.window
-    step = params.grid_step
-    geo = _geometry(img.shape, (h, w), params.scale_factor, step)
-    empty = np.zeros((0, h, w), np.uint8)
-    if not geo:
-        return empty, 0, 0
-    counts = np.array([g[3] * g[4] for g in geo], dtype=np.int64)
-    n_scan = int(counts.sum())
+    size = (img.shape[1], img.shape[0])
+    pyr = det.pyramid(size) if det is not None else Pyramid(
+        params.window, size, scale_factor=params.scale_factor, mode="clean",
+        step=params.grid_step)
+    n_scan = pyr.n_windows
     if det is None:
         # every window is accepted: draw the kept ones among all grid windows
-        flat = np.arange(n_scan) if n_scan <= per_image else np.sort(
-            rng.choice(n_scan, per_image, replace=False))
-        si = np.searchsorted(np.cumsum(counts), flat, side="right")
-        rel = flat - np.r_[0, np.cumsum(counts)][si]
-        cols = np.array([g[3] for g in geo])[si]
-        ys, xs = (rel // cols) * step, (rel % cols) * step
         n_acc = n_scan
+        pos = pyr.positions(np.arange(n_scan) if n_scan <= per_image else np.sort(
+            rng.choice(n_scan, per_image, replace=False)))
     else:
-        boxes, _ = det.raw_windows(img)
-        n_acc = len(boxes)
-        if n_acc == 0:
-            return empty, n_scan, 0
+        _, _, pos = det.raw_windows(img, return_positions=True)
+        n_acc = len(pos)
         if n_acc > per_image:
-            boxes = boxes[np.sort(rng.choice(n_acc, per_image, replace=False))]
-        widths = {int(np.rint(np.float32(w) * g[0])): i for i, g in enumerate(geo)}
-        si = np.array([widths[int(b)] for b in boxes[:, 2]], dtype=np.int64)
-        sc = np.array([float(g[0]) for g in geo])[si]
-        xs = np.rint(boxes[:, 0] / sc).astype(np.int64)
-        ys = np.rint(boxes[:, 1] / sc).astype(np.int64)
-    out = np.empty((len(si), h, w), np.uint8)
-    for i in np.unique(si):
-        g = geo[int(i)]
-        v = np.lib.stride_tricks.sliding_window_view(_resized(img, g[1], g[2]), (h, w))
-        sel = np.flatnonzero(si == i)
-        out[sel] = v[ys[sel], xs[sel]]
-    return out, n_scan, n_acc
+            pos = pos[np.sort(rng.choice(n_acc, per_image, replace=False))]
+    return pyr.windows(img, pos), n_scan, n_acc
 
 
 def mine_negatives(

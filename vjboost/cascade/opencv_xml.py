@@ -22,19 +22,22 @@ from __future__ import annotations
 import os
 import warnings
 import xml.etree.ElementTree as ET
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import defusedxml
 import defusedxml.ElementTree as DET
 import numpy as np
 
-from .._io import atomic_write
-from .model import CascadeModel, HaarFeature, LBPFeature, ModelError, Stage, Tree
+from .._errors import InputError
+from .._io import atomic_write, read_bytes
+from ..boost.tree import Tree, TreeError
+from .model import CascadeModel, ModelError, Stage
 
 __all__ = [
     "CascadeFormatError",
     "ExportError",
+    "opencv_family",
     "read_opencv_xml",
     "to_opencv_xml",
     "write_opencv_xml",
@@ -43,11 +46,11 @@ __all__ = [
 _FLT_EPSILON = float(np.finfo(np.float32).eps)
 
 
-class CascadeFormatError(ValueError):
-    """An OpenCV cascade file is malformed, truncated or uses an unsupported feature type."""
+class CascadeFormatError(InputError):
+    """A model file is malformed, truncated or uses an unsupported feature type."""
 
 
-class ExportError(ValueError):
+class ExportError(InputError):
     """A cascade cannot be written as OpenCV XML (e.g. it uses a feature family OpenCV lacks)."""
 
 
@@ -137,7 +140,7 @@ def _parse(data: bytes, source: str) -> ET.Element:
 
 
 def read_opencv_xml(
-    source: str | os.PathLike[str] | bytes, *, strict: bool = False
+    source: str | os.PathLike[str] | bytes, *, strict: bool = False, name: str | None = None
 ) -> CascadeModel:
     """Load an OpenCV cascade XML file (traincascade or old haartraining layout).
 
@@ -149,6 +152,8 @@ def read_opencv_xml(
         OpenCV treats a file without ``featureParams`` as empty (scikit-image's copy of the LBP
         face cascade misspells that tag). By default such a file is read with ``maxCatCount``
         inferred from ``featureType`` and a warning; ``strict=True`` raises instead.
+    name : str, optional
+        The name messages give the source (default: the path, or ``<bytes>``).
 
     Returns
     -------
@@ -163,17 +168,11 @@ def read_opencv_xml(
         message names the file and the element path), a HOG cascade (unsupported, as in OpenCV).
     """
     if isinstance(source, bytes | bytearray):
-        name, data = "<bytes>", bytes(source)
+        data = bytes(source)
+        name = name or "<bytes>"
     else:
-        name = str(source)
-        try:
-            data = Path(source).read_bytes()
-        except FileNotFoundError:
-            raise CascadeFormatError(f"{name}: no such file") from None
-        except IsADirectoryError:
-            raise CascadeFormatError(f"{name}: is a folder, not a cascade file") from None
-        except OSError as exc:
-            raise CascadeFormatError(f"{name}: cannot be read ({exc.strerror or exc})") from None
+        name = name or str(source)
+        data = read_bytes(source, what="cascade file", error=CascadeFormatError)
     if not data.strip():
         raise CascadeFormatError(f"{name}: empty file")
     root = _parse(data, name)
@@ -278,51 +277,49 @@ def _read_new(top: ET.Element, r: _Reader, strict: bool) -> CascadeModel:
                 raise r.fail(f"{ww}/internalNodes", "child codes, feature indices and subset "
                              "words must be integers")
             try:
-                tree = Tree(
-                    left=rec[:, 0].astype(np.int64),
-                    right=rec[:, 1].astype(np.int64),
-                    feature=rec[:, 2].astype(np.int64),
-                    threshold=np.zeros(len(rec)) if ncat else rec[:, 3],
-                    leaves=leaves,
-                    subsets=rec[:, 3:].astype(np.int64) if ncat else None,
-                )
-            except ModelError as exc:
+                tree = Tree(rec[:, 2].astype(np.int64),
+                            threshold=np.zeros(len(rec)) if ncat else rec[:, 3],
+                            left=rec[:, 0].astype(np.int64), right=rec[:, 1].astype(np.int64),
+                            leaves=leaves, subsets=rec[:, 3:].astype(np.int64) if ncat else None)
+            except TreeError as exc:
                 raise r.fail(ww, str(exc)) from None
             trees.append(tree)
-        stages.append(Stage(trees, thr))
+        stages.append((trees, thr))
 
     feats_node = r.child(top, "features", base)
     feat_items = r.seq(feats_node, f"{base}/features")
     if not feat_items:
         raise r.fail(f"{base}/features", "no features")
     features: list[Any] = []
+    paths = []
     for fi, fn in enumerate(feat_items):
         fw = f"{base}/features/_[{fi}]"
+        paths.append(f"{fw}/rects" if ftype == "HAAR" else f"{fw}/rect")
         if ftype == "HAAR":
             features.append(_read_haar_feature(fn, fw, r, (h, w)))
         else:
             vals = r.ints(r.child(fn, "rect", fw), f"{fw}/rect")
             if len(vals) != 4:
                 raise r.fail(f"{fw}/rect", f"expected 'x y w h', got {len(vals)} numbers")
-            f = LBPFeature(tuple(vals))
-            try:
-                f.check((h, w), fw)
-            except ModelError as exc:
-                raise r.fail(f"{fw}/rect", str(exc)) from None
-            features.append(f)
-    for si, st in enumerate(stages):
-        for ti, t in enumerate(st.trees):
+            x, y, bw, bh = vals
+            if x < 0 or y < 0 or bw < 1 or bh < 1 or x + 3 * bw > w or y + 3 * bh > h:
+                raise r.fail(f"{fw}/rect", f"LBP grid {tuple(vals)} (3x3 blocks) reaches outside "
+                             f"the {w}x{h} window")
+            features.append(tuple(vals))
+    for si, (trees, _) in enumerate(stages):
+        for ti, t in enumerate(trees):
             if t.feature.max() >= len(features):
                 raise r.fail(f"{base}/stages/_[{si}]/weakClassifiers/_[{ti}]/internalNodes",
                              f"feature index {int(t.feature.max())} but only {len(features)} "
                              "features")
     params = {"format": "opencv-traincascade", "stageParams": stage_params,
               "featureParams": feature_params}
-    return CascadeModel((h, w), stages, features, ftype, None, params)
+    return _model((h, w), ftype, features, paths, stages, params, r)
 
 
 def _read_haar_feature(fn: ET.Element, fw: str, r: _Reader, window: tuple[int, int],
-                       drop_tiny_third: bool = False) -> HaarFeature:
+                       drop_tiny_third: bool = False) -> tuple[list[tuple], bool]:
+    """``(rects, tilted)`` of a Haar feature element, ``rects`` as ``(x, y, w, h, weight)``."""
     rects_node = r.child(fn, "rects", fw)
     items = r.seq(rects_node, f"{fw}/rects")
     if not 1 <= len(items) <= 3:
@@ -336,18 +333,79 @@ def _read_haar_feature(fn: ET.Element, fw: str, r: _Reader, window: tuple[int, i
         if drop_tiny_third and k == 2 and abs(vals[4]) < _FLT_EPSILON:
             continue
         hw, wwin = window
-        if x < 0 or y < 0 or x >= wwin or y >= hw or x + ww > wwin or y + hh > hw:
+        if x < 0 or y < 0 or ww < 0 or hh < 0 or x >= wwin or y >= hw or x + ww > wwin \
+                or y + hh > hw:
             raise r.fail(f"{fw}/rects/_[{k}]", f"rectangle {(x, y, ww, hh)} outside the "
                          f"{wwin}x{hw} window")
         rects.append((x, y, ww, hh, vals[4]))
     tilted_node = fn.find("tilted")
     tilted = bool(r.integer(tilted_node, f"{fw}/tilted")) if tilted_node is not None else False
-    f = HaarFeature(tuple(rects), tilted)
+    return rects, tilted
+
+
+def opencv_family(window_shape: tuple[int, int], kind: str, features: Sequence[Any]) -> Any:
+    """The explicit-table family of a list of OpenCV features (import of XML and old models).
+
+    Parameters
+    ----------
+    window_shape : (height, width)
+    kind : {"HAAR", "LBP"}
+    features : sequence
+        HAAR: ``(rects, tilted)`` per feature, ``rects`` 1 to 3 ``(x, y, w, h, weight)``
+        (OpenCV XML semantics, weights rounded to float32); LBP: ``(x, y, w, h)``, the top-left
+        block of the 3x3 grid.
+
+    Returns
+    -------
+    FeatureFamily
+        ``HaarFamily.from_rects(..., normalize=True)`` or ``MBLBPFamily.from_blocks(...)``;
+        feature ``i`` is ``features[i]``.
+    """
+    from ..features.haar import HaarFamily
+    from ..features.mblbp import MBLBPFamily
+
+    if kind == "LBP":
+        blocks = np.asarray(features, dtype=np.int64).reshape(-1, 4)
+        return MBLBPFamily.from_blocks(tuple(window_shape), blocks=blocks)
+    if kind != "HAAR":
+        raise ValueError(f"kind: expected 'HAAR' or 'LBP', got {kind!r}")
+    n = len(features)
+    rects = np.zeros((n, 3, 4), dtype=np.int64)
+    weights = np.zeros((n, 3), dtype=np.float64)
+    tilted = np.zeros(n, dtype=bool)
+    for i, (rs, t) in enumerate(features):
+        for k, (x, y, w, h, wt) in enumerate(rs):
+            rects[i, k] = (x, y, w, h)
+            weights[i, k] = float(np.float32(wt))
+        tilted[i] = bool(t)
+    return HaarFamily.from_rects(tuple(window_shape), rects=rects, weights=weights,
+                                 tilted=tilted, normalize=True)
+
+
+def _model(window: tuple[int, int], kind: str, features: list[Any], paths: list[str],
+           stages: list[tuple[list[Tree], float]], params: dict[str, Any],
+           r: _Reader) -> CascadeModel:
+    """The cascade read from a file; errors name the feature element at fault."""
     try:
-        f.check(window, fw)
+        family = opencv_family(window, kind, features)
+    except (InputError, ValueError) as exc:
+        for f, where in zip(features, paths, strict=True):  # find the culprit (error path only)
+            try:
+                opencv_family(window, kind, [f])
+            except (InputError, ValueError) as exc1:
+                raise r.fail(where, str(exc1)) from None
+        raise CascadeFormatError(f"{r.source}: {exc}") from None
+    if all(t.is_stump for trees, _ in stages for t in trees):
+        # OpenCV's stump path reads leaf 0 on the left whatever the child codes say
+        stages = [([t if t.left[0] == 0 else Tree(t.feature, threshold=t.threshold, left=[0],
+                                                  right=[-1], leaves=t.leaves,
+                                                  categorical=t.categorical, subsets=t.subsets)
+                    for t in trees], thr) for trees, thr in stages]
+    try:
+        return CascadeModel(window, stages=[Stage(t, threshold=thr) for t, thr in stages],
+                            family=family, feature_ids=np.arange(len(features)), params=params)
     except ModelError as exc:
-        raise r.fail(f"{fw}/rects", str(exc)) from None
-    return f
+        raise CascadeFormatError(f"{r.source}: {exc}") from None
 
 
 def _read_old(top: ET.Element, r: _Reader) -> CascadeModel:
@@ -359,7 +417,8 @@ def _read_old(top: ET.Element, r: _Reader) -> CascadeModel:
     stage_items = r.seq(r.child(top, "stages", base), f"{base}/stages")
     if not stage_items:
         raise r.fail(f"{base}/stages", "no stages")
-    features: list[HaarFeature] = []
+    features: list[Any] = []
+    paths: list[str] = []
     stages = []
     max_weak = 0
     for si, st in enumerate(stage_items):
@@ -380,6 +439,7 @@ def _read_old(top: ET.Element, r: _Reader) -> CascadeModel:
                 nw = f"{tw}/_[{ni}]"
                 features.append(_read_haar_feature(r.child(nd, "feature", nw), f"{nw}/feature",
                                                    r, (h, w), drop_tiny_third=True))
+                paths.append(f"{nw}/feature/rects")
                 feat.append(len(features) - 1)
                 thr_n.append(r.real(r.child(nd, "threshold", nw), f"{nw}/threshold"))
                 for side, codes in (("left", left), ("right", right)):
@@ -396,13 +456,13 @@ def _read_old(top: ET.Element, r: _Reader) -> CascadeModel:
                         raise r.fail(f"{nw}/{side}_node", f"node {k} does not exist in this tree")
                     codes.append(k)
             try:
-                trees.append(Tree(left, right, feat, thr_n, leaves))
-            except ModelError as exc:
+                trees.append(Tree(feat, threshold=thr_n, left=left, right=right, leaves=leaves))
+            except TreeError as exc:
                 raise r.fail(tw, str(exc)) from None
-        stages.append(Stage(trees, thr))
+        stages.append((trees, thr))
     params = {"format": "opencv-haartraining", "stageParams": {"maxWeakCount": max_weak},
               "featureParams": {"maxCatCount": 0}}
-    return CascadeModel((h, w), stages, features, "HAAR", None, params)
+    return _model((h, w), "HAAR", features, paths, stages, params, r)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -416,16 +476,30 @@ def _f(v: float) -> str:
     return s if any(c in s for c in ".eEn") else s + "."
 
 
-def _opencv_view(model: CascadeModel) -> CascadeModel:
-    """The model in HAAR/LBP terms, or :class:`ExportError` explaining why it cannot be."""
-    conv = model.opencv_equivalent()
-    if conv is not None:
-        return conv
+def _opencv_features(model: CascadeModel) -> tuple[str, list[dict[str, Any]]]:
+    """``(featureType, describe() of every feature)``, or :class:`ExportError` explaining why
+    OpenCV cannot run the cascade."""
     fam = model.family
-    fname = getattr(fam, "name", type(fam).__name__)
+    otype = getattr(fam, "opencv_type", None)
+    culprit, mixed = fam, False
+    fams = getattr(fam, "families", None)
+    if otype is None and fams is not None:
+        # a pool: exportable when every feature read comes from one OpenCV-type family
+        k = np.unique(fam.locate(model.feature_ids)[0])
+        types = [getattr(fams[int(i)], "opencv_type", None) for i in k]
+        if len(set(types)) == 1:
+            otype = types[0]
+        mixed = None not in types and len(set(types)) > 1
+        culprit = next((fams[int(i)] for i, t in zip(k, types, strict=True) if t is None),
+                       fams[int(k[0])])
+    if otype in ("HAAR", "LBP"):
+        return otype, [fam.describe(int(i)) for i in model.feature_ids]
+    fname = getattr(culprit, "name", type(culprit).__name__)
     why = ("OpenCV refuses HOG cascades since 3.0" if fname == "hog" else
            "OpenCV has no such feature type")
-    if fname == "haar":
+    if mixed:
+        why = "it mixes HAAR and LBP features"
+    elif fname == "haar":
         why = ("its Haar features are not normalised by the window's standard deviation "
                "(normalize=False), unlike OpenCV's")
     raise ExportError(
@@ -440,25 +514,38 @@ def _opencv_view(model: CascadeModel) -> CascadeModel:
 def to_opencv_xml(model: CascadeModel, *, name: str = "cascade") -> str:
     """The OpenCV traincascade XML text of a HAAR or LBP cascade.
 
+    Parameters
+    ----------
+    model : CascadeModel
+        A cascade whose family has an ``opencv_type`` (``HaarFamily`` with ``normalize=True``,
+        ``MBLBPFamily``, their explicit-table forms).
+    name : str, default="cascade"
+        Tag of the top-level element.
+
+    Returns
+    -------
+    str
+
     Raises
     ------
     ExportError
         If the cascade uses another feature family (OpenCV cannot run it).
     """
-    model = _opencv_view(model)
     model.validate()
-    lbp = model.feature_type == "LBP"
+    ftype, feats = _opencv_features(model)
+    lbp = ftype == "LBP"
+    tilted = any(bool(d.get("tilted", False)) for d in feats)
     p = model.params
     sp = dict(p.get("stageParams", {}))
     fp = dict(p.get("featureParams", {}))
-    depth = max(_depth(t) for s in model.stages for t in s.trees)
+    depth = max(t.depth for s in model.stages for t in s.trees)
     max_weak = max(len(s.trees) for s in model.stages)
     boost = sp.get("boostType", "GAB")
     if boost not in ("DAB", "RAB", "LB", "GAB"):
         boost = "GAB"
     out = ['<?xml version="1.0"?>', "<opencv_storage>", f"<{name}>",
            "  <stageType>BOOST</stageType>",
-           f"  <featureType>{model.feature_type}</featureType>",
+           f"  <featureType>{ftype}</featureType>",
            f"  <height>{model.height}</height>", f"  <width>{model.width}</width>",
            "  <stageParams>",
            f"    <boostType>{boost}</boostType>",
@@ -473,10 +560,8 @@ def to_opencv_xml(model: CascadeModel, *, name: str = "cascade") -> str:
            "    <featSize>1</featSize>"]
     if not lbp:
         mode = fp.get("mode")
-        if mode not in ("BASIC", "CORE", "ALL"):
-            mode = "ALL" if model.has_tilted else "BASIC"
-        if model.has_tilted:
-            mode = "ALL"
+        if mode not in ("BASIC", "CORE", "ALL") or tilted:
+            mode = "ALL" if tilted else "BASIC"
         out.append(f"    <mode>{mode}</mode>")
     out[-1] += "</featureParams>"
     out += [f"  <stageNum>{model.n_stages}</stageNum>", "  <stages>"]
@@ -504,15 +589,17 @@ def to_opencv_xml(model: CascadeModel, *, name: str = "cascade") -> str:
                     + " ".join(_f(v) for v in leaves) + "</leafValues></_>"]
         out += ["      </weakClassifiers></_>"]
     out += ["  </stages>", "  <features>"]
-    for f in model.features:
+    for d in feats:
         if lbp:
-            out.append("    <_>\n      <rect>" + " ".join(str(v) for v in f.rect) + "</rect></_>")
+            out.append("    <_>\n      <rect>" + " ".join(str(int(v)) for v in d["rect"])
+                       + "</rect></_>")
         else:
             rects = "".join(
-                f"\n        <_>{x} {y} {w} {h} {_f(wt)}</_>" for x, y, w, h, wt in f.rects
+                f"\n        <_>{int(x)} {int(y)} {int(w)} {int(h)} {_f(wt)}</_>"
+                for x, y, w, h, wt in d["rects"]
             )
             out.append(f"    <_>\n      <rects>{rects}</rects>\n"
-                       f"      <tilted>{int(f.tilted)}</tilted></_>")
+                       f"      <tilted>{int(bool(d.get('tilted', False)))}</tilted></_>")
     out += ["  </features>", f"</{name}>", "</opencv_storage>", ""]
     return "\n".join(out)
 
@@ -525,19 +612,6 @@ def _num(v: Any, default: float) -> str:
     return repr(x) if np.isfinite(x) else repr(default)
 
 
-def _depth(t: Tree) -> int:
-    """Depth of a tree (1 for a stump)."""
-    depth = np.zeros(t.n_nodes, dtype=np.int64)
-    depth[0] = 1
-    order = [0]
-    for k in order:
-        for c in (t.left[k], t.right[k]):
-            if c > 0:
-                depth[c] = depth[k] + 1
-                order.append(int(c))
-    return int(depth.max())
-
-
 def write_opencv_xml(
     model: CascadeModel, path: str | os.PathLike[str], *, name: str | None = None
 ) -> None:
@@ -546,7 +620,7 @@ def write_opencv_xml(
     Parameters
     ----------
     model : CascadeModel
-        A cascade with ``feature_type`` ``"HAAR"`` or ``"LBP"``.
+        A cascade whose family has an ``opencv_type`` (see :func:`to_opencv_xml`).
     path : path-like
         Destination file (``.xml``).
     name : str, optional

@@ -1,7 +1,10 @@
 """Names for ready-made cascades: the ones vjboost ships in ``models/`` and OpenCV's own.
 
 ``vjboost:NAME`` is ``models/NAME.json`` (or ``.xml``) of this repository, ``opencv:NAME`` a
-cascade of ``cv2.data.haarcascades``; anything else is a file path. The default detector model is
+cascade of ``cv2.data.haarcascades`` (OpenCV builds without that folder, such as OpenCV 5's
+wheels, get a one-line error); anything else is a file path. Names are resolved here only:
+:func:`vjboost.cascade.model_io.load_model` accepts them, and so do ``vjdetect``, ``vjeval`` and
+``vjadapt``. The default detector model is
 ``vjboost:frontalface`` (trained by ``vjtrain`` on public data, see ``models/README.md``), or
 OpenCV's ``haarcascade_frontalface_default`` when the models folder is not installed (a wheel
 install instead of a source checkout).
@@ -9,9 +12,12 @@ install instead of a source checkout).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import cv2
+
+from .opencv_xml import CascadeFormatError
 
 __all__ = ["DEFAULT_MODEL", "MODELS_DIR", "ModelNotFound", "default_model", "resolve_model"]
 
@@ -20,7 +26,7 @@ DEFAULT_MODEL = "vjboost:frontalface"
 _OPENCV_FALLBACK = "opencv:haarcascade_frontalface_default"
 
 
-class ModelNotFound(ValueError):
+class ModelNotFound(CascadeFormatError):
     """A ``vjboost:``/``opencv:`` name that this installation does not have."""
 
 
@@ -29,12 +35,12 @@ def _opencv_dir() -> Path | None:
     return Path(base) if base else None
 
 
-def resolve_model(spec: str) -> str:
+def resolve_model(spec: str | os.PathLike[str]) -> str:
     """The file behind a model name.
 
     Parameters
     ----------
-    spec : str
+    spec : str or path-like
         ``vjboost:NAME``, ``opencv:NAME`` (``.xml`` optional) or a path (returned unchanged).
 
     Returns
@@ -47,6 +53,7 @@ def resolve_model(spec: str) -> str:
     ModelNotFound
         The name is not shipped here; the message lists what is.
     """
+    spec = os.fspath(spec)
     if spec.startswith("vjboost:"):
         name = spec.split(":", 1)[1]
         for suffix in ("", ".json", ".xml"):
@@ -61,7 +68,11 @@ def resolve_model(spec: str) -> str:
         name = spec.split(":", 1)[1]
         name = name if name.endswith(".xml") else name + ".xml"
         base = _opencv_dir()
-        if base is None or not (base / name).is_file():
+        if base is None:
+            raise ModelNotFound(f"{spec}: this OpenCV build (cv2 {cv2.__version__}) ships no "
+                                "cascades (no cv2.data.haarcascades); give the cascade's file "
+                                "path instead")
+        if not (base / name).is_file():
             raise ModelNotFound(f"{spec}: this OpenCV build ships no {name}")
         return str(base / name)
     return spec

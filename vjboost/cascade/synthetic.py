@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_random_state
-from .model import CascadeModel, HaarFeature, LBPFeature, Stage, Tree
+from ..boost.tree import Tree
+from .model import CascadeModel, Stage
+from .opencv_xml import opencv_family
 
 __all__ = ["random_cascade", "random_tree_layout"]
 
@@ -55,7 +57,9 @@ def random_tree_layout(n_nodes: int, rng: np.random.Generator) -> tuple[np.ndarr
     return left, right
 
 
-def _haar_feature(rng: np.random.Generator, W: int, H: int, tilted: bool) -> HaarFeature:
+def _haar_feature(rng: np.random.Generator, W: int, H: int, tilted: bool  # noqa: N803
+                  ) -> tuple[tuple, bool]:
+    """``(rects, tilted)`` of a random Haar feature inside a ``W x H`` window."""
     while True:
         if tilted:
             w = int(rng.integers(1, max(2, W // 2)))
@@ -66,24 +70,19 @@ def _haar_feature(rng: np.random.Generator, W: int, H: int, tilted: bool) -> Haa
             y = int(rng.integers(0, H - w - h + 1))
             # two halves along the w direction
             half = max(1, w // 2)
-            rects = ((x, y, w, h, -1.0), (x, y, half, h, 2.0))
-        else:
-            w = int(rng.integers(2, W + 1))
-            h = int(rng.integers(2, H + 1))
-            x = int(rng.integers(0, W - w + 1))
-            y = int(rng.integers(0, H - h + 1))
-            kind = int(rng.integers(0, 3))
-            if kind == 0:
-                rects = ((x, y, w, h, -1.0), (x, y, w // 2, h, 2.0))
-            elif kind == 1:
-                rects = ((x, y, w, h, -1.0), (x, y + h // 3, w, max(1, h // 3), 3.0))
-            else:
-                hw, hh = max(1, w // 2), max(1, h // 2)
-                rects = ((x, y, w, h, -1.0), (x, y, hw, hh, 2.0), (x + w - hw, y + h - hh, hw, hh,
-                                                                     2.0))
-        f = HaarFeature(rects, tilted)
-        f.check((H, W))
-        return f
+            return ((x, y, w, h, -1.0), (x, y, half, h, 2.0)), True
+        w = int(rng.integers(2, W + 1))
+        h = int(rng.integers(2, H + 1))
+        x = int(rng.integers(0, W - w + 1))
+        y = int(rng.integers(0, H - h + 1))
+        kind = int(rng.integers(0, 3))
+        if kind == 0:
+            return ((x, y, w, h, -1.0), (x, y, w // 2, h, 2.0)), False
+        if kind == 1:
+            return ((x, y, w, h, -1.0), (x, y + h // 3, w, max(1, h // 3), 3.0)), False
+        hw, hh = max(1, w // 2), max(1, h // 2)
+        return ((x, y, w, h, -1.0), (x, y, hw, hh, 2.0), (x + w - hw, y + h - hh, hw, hh,
+                                                          2.0)), False
 
 
 # depth-2 layouts (left, right child codes): children 1, 2 in BFS order, or swapped with the
@@ -95,7 +94,7 @@ _BALANCED = (
 
 
 def random_cascade(
-    feature_type: str = "HAAR",
+    kind: str = "HAAR",
     *,
     window: tuple[int, int] = (20, 20),
     n_stages: int = 3,
@@ -106,11 +105,11 @@ def random_cascade(
     pass_rate: float = 0.5,
     seed=None,
 ) -> CascadeModel:
-    """A random HAAR or LBP cascade.
+    """A random HAAR or LBP cascade (explicit-table family, exportable to OpenCV XML).
 
     Parameters
     ----------
-    feature_type : {"HAAR", "LBP"}
+    kind : {"HAAR", "LBP"}
     window : (width, height)
     n_stages : int
     trees_per_stage : (low, high)
@@ -130,9 +129,9 @@ def random_cascade(
     """
     rng = check_random_state(seed)
     W, H = window
-    lbp = feature_type == "LBP"
-    if feature_type not in ("HAAR", "LBP"):
-        raise ValueError(f"feature_type: expected 'HAAR' or 'LBP', got {feature_type!r}")
+    lbp = kind == "LBP"
+    if kind not in ("HAAR", "LBP"):
+        raise ValueError(f"kind: expected 'HAAR' or 'LBP', got {kind!r}")
     features: list = []
     stages = []
     for _ in range(n_stages):
@@ -151,8 +150,8 @@ def random_cascade(
                 if lbp:
                     bw = int(rng.integers(1, W // 3 + 1))
                     bh = int(rng.integers(1, H // 3 + 1))
-                    features.append(LBPFeature((int(rng.integers(0, W - 3 * bw + 1)),
-                                                int(rng.integers(0, H - 3 * bh + 1)), bw, bh)))
+                    features.append((int(rng.integers(0, W - 3 * bw + 1)),
+                                     int(rng.integers(0, H - 3 * bh + 1)), bw, bh))
                 else:
                     features.append(_haar_feature(rng, W, H, rng.random() < tilted_fraction))
                 feat.append(len(features) - 1)
@@ -160,10 +159,12 @@ def random_cascade(
             total += float(np.abs(u).max())
             if lbp:
                 subsets = rng.integers(0, 2**32, size=(n, 8), dtype=np.uint64).astype(np.uint32)
-                trees.append(Tree(left, right, feat, np.zeros(n), u, subsets))
+                trees.append(Tree(feat, threshold=np.zeros(n), left=left, right=right,
+                                  leaves=u, subsets=subsets))
             else:
                 thr = rng.normal(0.0, 0.05, size=n)
-                trees.append(Tree(left, right, feat, thr, u))
-        stages.append(Stage(trees, (1.0 - 2.0 * pass_rate) * total))
-    return CascadeModel((H, W), stages, features, feature_type,
+                trees.append(Tree(feat, threshold=thr, left=left, right=right, leaves=u))
+        stages.append(Stage(trees, threshold=(1.0 - 2.0 * pass_rate) * total))
+    return CascadeModel((H, W), stages=stages, family=opencv_family((H, W), kind, features),
+                        feature_ids=np.arange(len(features)),
                         params={"stageParams": {"boostType": "GAB"}})

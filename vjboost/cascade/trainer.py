@@ -50,13 +50,16 @@ from .._threads import n_threads
 from .._validation import check_in_range
 from ..boost.learners import CategoricalStump, Stump, learner_from_dict
 from ..boost.losses import LOSSES, make_loss
+from ..boost.tree import Tree
 from ..boost.weak import fit_weak_learner
 from ..features.base import FeatureFamily, get_family_class
 from ..features.pool import FeaturePool
 from ._binning import precompute_binned
 from .checkpoint import config_differences, load_checkpoint, save_checkpoint
-from .model import THRESHOLD_EPS, CascadeModel, HaarFeature, LBPFeature, Stage, Tree
+from .kernels import reject_threshold
+from .model import CascadeModel, Stage
 from .negatives import ImageCache, MiningParams, mine_negatives, mining_summary
+from .runner import CascadeRunner
 
 __all__ = [
     "BOOST_TYPES",
@@ -131,8 +134,7 @@ def stage_false_alarm(neg_scores: Any, threshold: float) -> float:
     s = np.asarray(neg_scores, dtype=np.float64)
     if s.size == 0:
         return 0.0
-    reject = np.float32(np.float32(threshold) - THRESHOLD_EPS)
-    return float(np.count_nonzero(s >= reject)) / s.size
+    return float(np.count_nonzero(s >= reject_threshold(threshold))) / s.size
 
 
 # ------------------------------------------------------------------------------------------------
@@ -386,13 +388,20 @@ def make_pool(features: Any, window_shape: tuple[int, int], *, haar_mode: str = 
         raise TrainingError(f"features: {exc}") from None
 
 
-def _to_model_tree(learner: Any, index: dict[int, int]) -> Tree:
-    feats = [index[int(g)] for g in learner.node_features]
+def _model_tree(learner: Any, index: dict[int, int]) -> Tree:
+    """A trained weak learner as a cascade tree (feature ids: positions in the model's list)."""
+    if isinstance(learner, Tree):
+        return learner.remap(index)
     cat = np.asarray(learner.node_categorical, dtype=bool)
-    subsets = np.asarray(learner.node_subsets, dtype=np.uint32) if cat.any() else None
-    thr = np.where(cat, 0.0, learner.node_thresholds).astype(np.float32)
-    return Tree(learner.left_children, learner.right_children, feats, thr,
-                _f32(learner.leaf_values), subsets)
+    return Tree([index[int(g)] for g in learner.node_features],
+                threshold=np.where(cat, 0.0, learner.node_thresholds),
+                left=learner.left_children, right=learner.right_children,
+                leaves=learner.leaf_values, categorical=cat,
+                subsets=np.asarray(learner.node_subsets, dtype=np.uint32) if cat.any() else None)
+
+
+def _learner_features(learner: Any) -> np.ndarray:
+    return learner.feature if isinstance(learner, Tree) else learner.node_features
 
 
 def build_cascade_model(
@@ -400,34 +409,33 @@ def build_cascade_model(
     stages: Sequence[StageResult],
     *,
     params: dict[str, Any] | None = None,
-    opencv: bool = True,
 ) -> CascadeModel:
     """The :class:`CascadeModel` of trained stages.
 
-    With ``opencv=True`` a pool of one normalised Haar family becomes a ``"HAAR"`` cascade and a
-    pool of one MB-LBP family an ``"LBP"`` cascade (both exportable to OpenCV XML); any other
-    pool gives a ``"family"`` cascade (the family, or the whole pool for several families).
+    Parameters
+    ----------
+    pool : FeaturePool
+        The pool the stages' learners index (global ids).
+    stages : sequence of StageResult
+    params : dict, optional
+
+    Returns
+    -------
+    CascadeModel
+        Over the pool's single family (a Haar family with ``normalize=True`` or an MB-LBP
+        family gives an OpenCV-exportable cascade), or over the pool for several families; the
+        features are those the learners read, in increasing id order.
     """
-    used = sorted({int(g) for st in stages for lr in st.learners for g in lr.node_features})
+    used = sorted({int(g) for st in stages for lr in st.learners for g in _learner_features(lr)})
     index = {g: i for i, g in enumerate(used)}
-    model_stages = [Stage([_to_model_tree(lr, index) for lr in st.learners], st.threshold)
+    model_stages = [Stage([_model_tree(lr, index) for lr in st.learners], threshold=st.threshold)
                     for st in stages]
     params = dict(params or {})
-    fam0 = pool.families[0]
-    if opencv and pool.n_families == 1 and fam0.name == "haar" and getattr(fam0, "normalize",
-                                                                            False):
-        feats = []
-        for g in used:
-            d = fam0.describe(g)
-            feats.append(HaarFeature(tuple(tuple(r) for r in d["rects"]), d["tilted"]))
-        params.setdefault("featureParams", {})["mode"] = getattr(fam0, "mode", "BASIC")
-        return CascadeModel(pool.window_shape, model_stages, feats, "HAAR", params=params)
-    if opencv and pool.n_families == 1 and fam0.name == "mblbp":
-        feats = [LBPFeature(tuple(fam0.describe(g)["rect"])) for g in used]
-        return CascadeModel(pool.window_shape, model_stages, feats, "LBP", params=params)
-    family = fam0 if pool.n_families == 1 else pool
-    return CascadeModel(pool.window_shape, model_stages, used, "family", family=family,
-                        params=params)
+    family = pool.families[0] if pool.n_families == 1 else pool
+    if getattr(family, "opencv_type", None) == "HAAR":
+        params.setdefault("featureParams", {})["mode"] = getattr(family, "mode", "BASIC")
+    return CascadeModel(pool.window_shape, stages=model_stages, family=family,
+                        feature_ids=used, params=params)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -489,17 +497,6 @@ class _Progress:
 
 def _digest(arr: np.ndarray) -> str:
     return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
-
-
-def _accepted(pool: FeaturePool, model: CascadeModel, windows: np.ndarray,
-              threads: int | None) -> np.ndarray:
-    """Indices of the windows every stage of ``model`` accepts (chunk by chunk: no channels of
-    the whole set are kept)."""
-    out = []
-    for a in range(0, len(windows), RESERVOIR_CHUNK):
-        vals = pool.evaluate(windows[a:a + RESERVOIR_CHUNK], model.features, threads=threads)
-        out.append(a + np.flatnonzero(model.predict_values(vals)[0] == model.n_stages))
-    return np.concatenate(out) if out else np.zeros(0, np.int64)
 
 
 def _peak_rss() -> int:
@@ -740,14 +737,8 @@ class CascadeTrainer:
 
     # -- helpers --------------------------------------------------------------------------------
 
-    def _family_model(self, stages: list[StageResult]) -> CascadeModel | None:
-        if not stages:
-            return None
-        return build_cascade_model(self.pool_, stages, opencv=False)
-
-    def _mining_model(self, stages: list[StageResult]) -> CascadeModel | None:
-        # HAAR/LBP conversions run on the detector's fast kernels
-        return build_cascade_model(self.pool_, stages, opencv=True) if stages else None
+    def _model(self, stages: list[StageResult]) -> CascadeModel | None:
+        return build_cascade_model(self.pool_, stages) if stages else None
 
     def _stage_seed(self, k: int) -> int:
         return int(np.random.default_rng([int(self.seed) & 0xFFFFFFFF, k]).integers(2**31))
@@ -927,7 +918,6 @@ class CascadeTrainer:
         mp = MiningParams(self.window_shape, **(self.mining or {}))
         cache = ImageCache(None if self.reservoir is None
                            else min(available_memory() // 4, RESERVOIR_IMAGE_CACHE))
-        pos_ch = None
         bar = _Progress(bool(self.progress), int(self.num_stages), int(self.max_weak_count))
         new = 0
         try:
@@ -939,16 +929,9 @@ class CascadeTrainer:
                     bar.stage(k, f"false alarm {self._cascade_fa(stages):.3g}")
                     t0 = time.perf_counter()
                     # positives still accepted by the cascade, in pool order
-                    model = self._family_model(stages)
-                    if model is None:
-                        keep = np.arange(len(pos))
-                    elif self.reservoir is not None:
-                        keep = _accepted(self.pool_, model, pos, self.threads)
-                    else:
-                        if pos_ch is None:
-                            pos_ch = self.pool_.prepare(pos, threads=self.threads)
-                        vals = self.pool_.evaluate(pos_ch, model.features, threads=self.threads)
-                        keep = np.flatnonzero(model.predict_values(vals)[0] == model.n_stages)
+                    model = self._model(stages)
+                    keep = (np.arange(len(pos)) if model is None else np.flatnonzero(
+                        CascadeRunner(model, threads=self.threads).accepts(pos)))
                     t1 = time.perf_counter()
                     if len(keep) < self.num_pos:
                         stop = {"reason": "positives_used_up", "message": (
@@ -958,7 +941,7 @@ class CascadeTrainer:
                     pos_used = int(keep[self.num_pos - 1]) + 1
                     pw = pos[keep[: self.num_pos]]
                     # negatives
-                    res = mine_negatives(self._mining_model(stages), bgs, int(self.num_neg),
+                    res = mine_negatives(model, bgs, int(self.num_neg),
                                          params=mp, seed=int(self.seed), stage=k,
                                          stop_ratio=required if k > 0 else None, cache=cache)
                     t2 = time.perf_counter()

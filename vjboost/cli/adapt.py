@@ -253,8 +253,8 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
             neg_iou: float, max_negatives: int, min_windows: int, blend: float, holdout: float,
             scale_factor: float, min_size: int, seed: int, report_path: str | None,
             quiet: bool) -> None:
-    """Adapt the cascade MODEL (OpenCV XML or vjboost JSON) to the stream INPUTS: videos,
-    images or folders of images, labelled by --boxes or --self-label."""
+    """Adapt the cascade MODEL (OpenCV XML or vjboost JSON, vjboost:NAME or opencv:NAME) to the
+    stream INPUTS: videos, images or folders of images, labelled by --boxes or --self-label."""
     from vjboost._io import atomic_write
     from vjboost.cascade.adapt import StreamCollector, adapt_cascade
     from vjboost.cascade.model_io import load_model, save_model
@@ -273,7 +273,7 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
         model = load_model(model_path)
     except CascadeFormatError as exc:
         raise InputError(str(exc)) from None
-    if out.suffix.lower() == ".xml" and model.feature_type == "family":
+    if out.suffix.lower() == ".xml" and model.opencv_type is None:
         raise InputError("-o/--output: OpenCV XML holds only HAAR and LBP cascades; this one "
                          "uses a vjboost feature family, write .json")
     if candidate_stages >= model.n_stages:

@@ -376,7 +376,7 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo) -> None:
         except (TypeError, ValueError, AttributeError) as exc:
             echo(f"warning: the model could not be saved in vjboost's format ({exc}); the "
                  f"trained stages are in {out / 'checkpoint.json'}")
-        if model.feature_type in ("HAAR", "LBP"):
+        if model.opencv_type is not None:
             from vjboost.cascade.opencv_xml import write_opencv_xml
 
             write_opencv_xml(model, out / "cascade.xml")

@@ -1,0 +1,309 @@
+"""The cascade runner: every window-level evaluation of a cascade model goes through here.
+
+Detection and hard-negative mining scan images (:meth:`CascadeRunner.scan`), the trainer filters
+its positives and adaptation follows windows from stage to stage (:meth:`CascadeRunner.run`),
+and adaptation re-weights the trees of one stage from their outputs
+(:meth:`CascadeRunner.tree_outputs`). Two paths give the same decisions:
+
+* **kernels** — when the family compiles its features (``family.program(feature_ids)``, every
+  integral-channel family and pools of them): the numba kernels of
+  :mod:`vjboost.cascade.kernels`, on integral planes of window stacks or of image levels packed
+  by :class:`~vjboost.cascade.scan.Pyramid` batches, one pass for all the families of a pool;
+* **generic** — other families (Fourier, user-written ones): per window stack
+  ``family.prepare`` / ``family.evaluate``, per level ``family.prepare_image`` /
+  ``family.evaluate_at``, stage by stage on the windows still alive.
+
+Both sum a stage's tree outputs in float64, tree after tree (:func:`stage_sum`, the kernel's
+order), of float32 leaf values, and reject a window iff its score is below
+``float32(threshold) - 1e-5``. The detector's σ gate (OpenCV: windows whose inner-area standard
+deviation is at most ``min_std = 10`` grey levels are rejected before the first stage) applies
+only to cascades whose compiled features use OpenCV's variance normalisation.
+
+Examples
+--------
+>>> import numpy as np
+>>> from vjboost.cascade.synthetic import random_cascade
+>>> model = random_cascade("LBP", window=(12, 12), seed=0)
+>>> windows = np.random.default_rng(0).integers(0, 256, (5, 12, 12), dtype=np.uint8)
+>>> n_passed, score = CascadeRunner(model).run(windows)
+>>> n_passed.shape, bool((n_passed <= model.n_stages).all())
+((5,), True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._memory import check_memory
+from .._threads import n_threads
+from ..boost.tree import Tree
+from ..features.base import check_windows
+from . import kernels
+from .model import CascadeModel, Stage
+from .scan import Pyramid
+
+__all__ = ["CascadeRunner", "cascade_accepts", "sigma_gate", "stage_sum"]
+
+
+def sigma_gate(min_std: float | None) -> float:
+    """The kernels' σ gate for a minimum grey-level standard deviation (None or 0: no gate).
+
+    A window passes iff ``area · inv_var < gate``, i.e. ``σ > min_std``; OpenCV's ``0.1``.
+    """
+    if min_std is None or min_std <= 0:
+        return np.inf
+    return 1.0 / float(min_std)
+
+
+def stage_sum(outputs: np.ndarray) -> np.ndarray:
+    """Stage scores from tree outputs ``(n_trees, n)``: summed in float64, tree after tree, as
+    the kernels sum them (so that every path compares the same numbers with a threshold)."""
+    s = np.zeros(np.shape(outputs)[1], dtype=np.float64)
+    for row in outputs:
+        s += row
+    return s
+
+
+class _StageReads:
+    """The features one stage reads, and the rows of each tree's ``features_`` among them."""
+
+    def __init__(self, stage: Stage, feature_ids: np.ndarray) -> None:
+        self.trees: list[Tree] = stage.trees
+        used = np.unique(np.concatenate([t.feature for t in stage.trees]))
+        self.ids = feature_ids[used]
+        self.rows = [np.searchsorted(used, t.features_) for t in stage.trees]
+        self.reject = stage.reject_threshold
+
+    def outputs(self, values: np.ndarray) -> np.ndarray:
+        """Tree outputs ``(n_trees, n)`` from the values ``(len(ids), n)`` of ``ids``."""
+        if values.shape[1] == 0:
+            return np.zeros((len(self.trees), 0))
+        return np.stack([t.predict(values[r]) for t, r in zip(self.trees, self.rows,
+                                                             strict=True)])
+
+
+class CascadeRunner:
+    """Stages ``first_stage .. last_stage - 1`` of a cascade, compiled once for repeated use.
+
+    Parameters
+    ----------
+    model : CascadeModel
+    first_stage : int, default=0
+        Windows given to :meth:`run` are known to pass the earlier stages.
+    last_stage : int, optional
+        Stop before this stage (default: run to the end).
+    threads : int, optional
+        numba threads (default all); results do not depend on it.
+
+    Attributes
+    ----------
+    compiled : CompiledCascade or None
+        The stages for the kernels; None when the family has no compiled features (generic
+        path).
+    """
+
+    def __init__(self, model: CascadeModel, *, first_stage: int = 0,
+                 last_stage: int | None = None, threads: int | None = None) -> None:
+        if not isinstance(model, CascadeModel):
+            raise TypeError(f"model: expected a CascadeModel, got {type(model).__name__}")
+        last = model.n_stages if last_stage is None else int(last_stage)
+        if not 0 <= first_stage < last <= model.n_stages:
+            raise ValueError(f"first_stage/last_stage: expected 0 <= first < last <= "
+                             f"{model.n_stages}, got {first_stage}, {last_stage}")
+        self.model, self.first_stage, self.last_stage = model, int(first_stage), last
+        self.threads = threads
+        self._reads: dict[int, _StageReads] = {}
+        program = model.program()
+        self.compiled = None if program is None else kernels.compile_cascade(
+            [(s.trees, s.threshold) for s in model.stages[first_stage:last]], program)
+
+    def _stage(self, k: int) -> _StageReads:
+        if k not in self._reads:
+            self._reads[k] = _StageReads(self.model.stages[k], self.model.feature_ids)
+        return self._reads[k]
+
+    def _gate(self, min_std: float | None) -> float:
+        return sigma_gate(min_std) if self.compiled is not None else np.inf
+
+    # -- window stacks --------------------------------------------------------------------------
+
+    def run(self, windows: Any, *, min_std: float | None = None, chunk: int = 4096
+            ) -> tuple[np.ndarray, np.ndarray]:
+        """Run the stages on windows of the model's size, each stage only on its survivors.
+
+        Parameters
+        ----------
+        windows : ndarray of uint8, shape (S, H, W) or (S, H, W, 3)
+        min_std : float, optional
+            The detector's σ gate in grey levels (10 in OpenCV's detector), for "would the
+            detector accept this window"; None: no gate (training-side decisions).
+        chunk : int, default=4096
+            Windows per batch (memory stays bounded).
+
+        Returns
+        -------
+        n_passed : ndarray of int64, shape (S,)
+            Index of the first stage that rejects the window (``last_stage`` when none does).
+        score : ndarray of float64, shape (S,)
+            Score of the last stage evaluated (0 for windows refused by the σ gate).
+        """
+        if np.shape(windows)[:1] == (0,):
+            return np.zeros(0, np.int64), np.zeros(0)
+        wins = check_windows(windows, self.model.window_shape, color=self.model.color)
+        if self.compiled is not None:
+            passed, score = kernels.run_stack(self.compiled, wins, gate=self._gate(min_std),
+                                              chunk=int(chunk), threads=self.threads)
+            return self.first_stage + np.maximum(passed, 0).astype(np.int64), score
+        n = len(wins)
+        n_passed = np.full(n, self.last_stage, dtype=np.int64)
+        score = np.zeros(n, dtype=np.float64)
+        fam = self.model.family
+        with n_threads(self.threads):
+            for a in range(0, n, int(chunk)):
+                ch = fam.prepare(wins[a:a + int(chunk)])
+                alive = np.arange(min(int(chunk), n - a))
+                for k in range(self.first_stage, self.last_stage):
+                    if alive.size == 0:
+                        break
+                    st = self._stage(k)
+                    s = stage_sum(st.outputs(fam.evaluate(ch, st.ids, alive)))
+                    score[a + alive] = s
+                    ok = s >= st.reject
+                    n_passed[a + alive[~ok]] = k
+                    alive = alive[ok]
+        return n_passed, score
+
+    def accepts(self, windows: Any, *, min_std: float | None = None) -> np.ndarray:
+        """Whether every stage accepts each window, shape (S,) bool (see :meth:`run`)."""
+        return self.run(windows, min_std=min_std)[0] == self.last_stage
+
+    def prepare(self, windows: Any) -> Any:
+        """The family's prepared channels of ``windows``, for repeated :meth:`tree_outputs`."""
+        wins = check_windows(windows, self.model.window_shape, color=self.model.color)
+        with n_threads(self.threads):
+            return self.model.family.prepare(wins)
+
+    def tree_outputs(self, channels: Any, k: int, sample_ids: Any) -> np.ndarray:
+        """Outputs of every tree of stage ``k`` on prepared windows ``sample_ids``.
+
+        Parameters
+        ----------
+        channels : prepared windows (:meth:`prepare`)
+        k : int
+            Stage index of the model.
+        sample_ids : array-like of int
+
+        Returns
+        -------
+        ndarray of float64, shape (n_trees, len(sample_ids))
+            ``stage_sum`` of it is the stage score, as the kernels compute it.
+        """
+        st = self._stage(int(k))
+        ids = np.asarray(sample_ids, dtype=np.int64).reshape(-1)
+        if ids.size == 0:
+            return np.zeros((len(st.trees), 0))
+        with n_threads(self.threads):
+            return st.outputs(self.model.family.evaluate(channels, st.ids, ids))
+
+    # -- images ---------------------------------------------------------------------------------
+
+    def scan(self, image: np.ndarray, pyramid: Pyramid, *, min_std: float | None = None,
+             skip0: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """Every window of ``pyramid`` that all the stages accept.
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W) or (H, W, 3)
+            The image the pyramid was made for (RGB for colour families).
+        pyramid : Pyramid
+        min_std : float, optional
+            σ gate in grey levels (see :meth:`run`).
+        skip0 : bool, default=False
+            Skip the position after a window rejected by the first stage (OpenCV's detector).
+
+        Returns
+        -------
+        positions : ndarray of int64, shape (N, 3)
+            ``(level index, x, y)`` of the accepted windows, by level, row, column.
+        scores : ndarray of float64, shape (N,)
+            The last stage's score of each.
+        """
+        parts_p, parts_s = [np.zeros((0, 3), np.int64)], [np.zeros(0)]
+        with n_threads(self.threads):
+            if self.compiled is not None:
+                self._scan_kernels(image, pyramid, self._gate(min_std), skip0, parts_p, parts_s)
+            else:
+                self._scan_generic(image, pyramid, skip0, parts_p, parts_s)
+        return np.concatenate(parts_p), np.concatenate(parts_s)
+
+    def _scan_kernels(self, image, pyramid, gate, skip0, parts_p, parts_s) -> None:
+        cc = self.compiled
+        chans = cc.program.channels
+        for batch in pyramid.batches(chans.n_planes):
+            shape = (chans.n_planes, batch.rows, batch.cols)
+            check_memory(4 * int(np.prod(shape)), "integral planes for detection",
+                         advice="Use a larger minimum object size or a smaller image.")
+            buf = np.empty(shape, dtype=np.int32)
+            for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
+                chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0))
+            passed, score = kernels.scan(cc, buf.reshape(-1), batch.items(), row_stride=batch.cols,
+                                         plane_stride=batch.rows * batch.cols,
+                                         n_out=batch.n_out, gate=gate, skip0=skip0,
+                                         threads=self.threads)
+            hits = np.flatnonzero(passed == cc.n_stages)
+            parts_p.append(batch.positions(hits))
+            parts_s.append(score[hits])
+
+    def _scan_generic(self, image, pyramid, skip0, parts_p, parts_s) -> None:
+        fam = self.model.family
+        for lv in pyramid.levels:
+            ch = fam.prepare_image(pyramid.level_image(image, lv))
+            ys, xs = np.meshgrid(np.arange(0, lv.ny, lv.step), np.arange(0, lv.nx, lv.step),
+                                 indexing="ij")
+            pos = np.stack([ys.ravel(), xs.ravel()], axis=1).astype(np.int64)
+            alive = np.arange(len(pos))
+            score = np.zeros(0)
+            for k in range(self.first_stage, self.last_stage):
+                if alive.size == 0:
+                    break
+                st = self._stage(k)
+                score = stage_sum(st.outputs(fam.evaluate_at(ch, st.ids, pos[alive])))
+                ok = score >= st.reject
+                if skip0 and k == self.first_stage:
+                    ok &= _opencv_skip(~ok.reshape(lv.n_rows, lv.n_cols)).ravel()
+                alive, score = alive[ok], score[ok]
+            if alive.size:
+                lvl = np.full(alive.size, lv.index, dtype=np.int64)
+                parts_p.append(np.stack([lvl, pos[alive, 1], pos[alive, 0]], axis=1))
+                parts_s.append(score)
+
+
+def _opencv_skip(rejected: np.ndarray) -> np.ndarray:
+    """Which grid windows OpenCV evaluates when it skips the position after every first-stage
+    rejection along a row: ``(rows, cols)`` bool, from the first-stage rejections."""
+    evaluated = np.ones_like(rejected)
+    for c in range(1, rejected.shape[1]):
+        evaluated[:, c] = ~(evaluated[:, c - 1] & rejected[:, c - 1])
+    return evaluated
+
+
+def cascade_accepts(model: CascadeModel, windows: Any, *, min_std: float | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """Which windows pass every stage, and how many stages each passes.
+
+    Parameters
+    ----------
+    model : CascadeModel
+    windows : ndarray of uint8, shape (S, H, W) or (S, H, W, 3)
+    min_std : float, optional
+        σ gate in grey levels (10: as the detector decides), see :meth:`CascadeRunner.run`.
+
+    Returns
+    -------
+    accepted : ndarray of bool, shape (S,)
+    n_passed : ndarray of int64, shape (S,)
+    """
+    n_passed, _ = CascadeRunner(model).run(windows, min_std=min_std)
+    return n_passed == model.n_stages, n_passed

@@ -1,0 +1,352 @@
+"""Scan geometry: the windows a detector looks at, where they lie, and how to cut them out.
+
+The image is scaled, never the features. For every scale ``s`` of a scale list the image is
+resized to ``round(W / s) × round(H / s)`` (OpenCV's bit-exact ``INTER_LINEAR_EXACT``) — a
+*level* — and the cascade's base window slides over the level on a grid of ``step`` pixels. A
+window at ``(x, y)`` of level ``s`` is the box ``round(x·s), round(y·s), round(W₀·s),
+round(H₀·s)`` of the image (float32 products, round half to even, as OpenCV).
+
+:class:`Pyramid` holds those rules once, for everything that scans images: the detector, hard
+negative mining and adaptation (which all cut "the windows as the detector sees them" with
+:meth:`Pyramid.windows`), and the runner, which packs levels into batches (:class:`Batch`): one
+int32 buffer of integral planes per batch, levels side by side with one row stride (as OpenCV
+packs them), whose rows become the work items of :func:`vjboost.cascade.kernels.scan`.
+
+``mode="opencv"`` reproduces ``cv2.CascadeClassifier.detectMultiScale``: OpenCV's scale list with
+``minSize``/``maxSize`` (and its nearest-scale fallback), a step of 2 pixels below scale 2 and 1
+above, and the *stripe cut-off* — OpenCV splits the rows of every level into ``ceil(nx₀ / 32)``
+stripes sized from the first level, so when a level's row count is not a multiple of its step the
+last row may fall outside every stripe and is never scanned. ``mode="clean"`` scans every row and
+takes any ``step``.
+
+Examples
+--------
+>>> import numpy as np
+>>> pyr = Pyramid((24, 24), (100, 80), scale_factor=1.25)
+>>> [(lv.width, lv.height, lv.step) for lv in pyr.levels][:2]
+[(100, 80, 2), (80, 64, 2)]
+>>> pos = np.array([[1, 10, 4]])            # level 1, window at x=10, y=4
+>>> pyr.boxes(pos).tolist()
+[[12, 5, 30, 30]]
+>>> pyr.windows(np.zeros((80, 100), np.uint8), pos).shape
+(1, 24, 24)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+__all__ = ["BATCH_BYTES", "Batch", "Level", "Pyramid", "opencv_scales"]
+
+#: integral planes per batch (bytes): larger images are scanned in several batches
+BATCH_BYTES = 192 * 1024**2
+
+MODES = ("opencv", "clean")
+
+
+def _win(n: int, s: np.float32) -> int:
+    """``cvRound(n * s)`` with the product in float32."""
+    return int(np.rint(np.float32(n) * np.float32(s)))
+
+
+def opencv_scales(
+    window: tuple[int, int],
+    image_size: tuple[int, int],
+    scale_factor: float,
+    min_size: tuple[int, int] = (0, 0),
+    max_size: tuple[int, int] = (0, 0),
+) -> list[np.float32]:
+    """The scales ``detectMultiScale`` scans, as float32 values.
+
+    Parameters
+    ----------
+    window : (width, height)
+        Base window of the cascade.
+    image_size : (width, height)
+    scale_factor : float
+        > 1.
+    min_size, max_size : (width, height)
+        Object size limits; a zero component in ``max_size`` means the image size.
+
+    Returns
+    -------
+    list of numpy.float32
+
+    Examples
+    --------
+    >>> [float(s) for s in opencv_scales((24, 24), (40, 40), 1.25)]
+    [1.0, 1.25, 1.5625]
+    """
+    W, H = window  # noqa: N806
+    img_w, img_h = image_size
+    if max_size[0] == 0 or max_size[1] == 0:
+        max_size = (img_w, img_h)
+    if img_w < W or img_h < H:
+        return []
+    all_scales: list[np.float32] = []
+    factor = 1.0
+    while int(np.rint(W * factor)) <= img_w and int(np.rint(H * factor)) <= img_h:
+        all_scales.append(np.float32(factor))
+        factor *= scale_factor
+    scales = []
+    for s in all_scales:
+        ww, wh = _win(W, s), _win(H, s)
+        if ww > max_size[0] or wh > max_size[1]:
+            break
+        if ww < min_size[0] or wh < min_size[1]:
+            continue
+        scales.append(s)
+    if not scales and all_scales:
+        d = [(min_size[0] - _win(W, s)) ** 2 + (min_size[1] - _win(H, s)) ** 2 for s in all_scales]
+        scales.append(all_scales[int(np.argmin(d))])
+    return scales
+
+
+@dataclass(frozen=True)
+class Level:
+    """One scanned level of a pyramid.
+
+    Attributes
+    ----------
+    index : int
+        Position of the level's scale in the scale list (:func:`opencv_scales`).
+    scale : numpy.float32
+    width, height : int
+        Size of the resized image.
+    step : int
+        Grid step in pixels of the level.
+    nx, ny : int
+        Window positions ``x = 0, step, ... < nx`` and ``y = 0, step, ... < ny`` (``ny`` after
+        the stripe cut-off of ``mode="opencv"``).
+    """
+
+    index: int
+    scale: np.float32
+    width: int
+    height: int
+    step: int
+    nx: int
+    ny: int
+
+    @property
+    def n_cols(self) -> int:
+        return -(-self.nx // self.step)
+
+    @property
+    def n_rows(self) -> int:
+        return -(-self.ny // self.step)
+
+    @property
+    def n_windows(self) -> int:
+        return self.n_cols * self.n_rows
+
+
+def _slots(levels: Sequence[Level], offsets: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """``(level index, x, y)`` of result slots numbered level by level, row by row."""
+    slots = np.asarray(slots, dtype=np.int64)
+    k = np.searchsorted(offsets, slots, side="right") - 1
+    ncol = np.array([lv.n_cols for lv in levels], dtype=np.int64)[k]
+    step = np.array([lv.step for lv in levels], dtype=np.int64)[k]
+    row, col = np.divmod(slots - offsets[k], ncol)
+    index = np.array([lv.index for lv in levels], dtype=np.int64)[k]
+    return np.stack([index, col * step, row * step], axis=1).reshape(-1, 3)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Levels packed into one buffer of integral planes (one row stride for all of them).
+
+    Level ``k`` occupies rows ``origins[k, 0] ..`` and columns ``origins[k, 1] ..`` of every
+    ``(rows, cols)`` plane (its integral is one row and column larger than the level); its
+    windows' results occupy slots ``out_offsets[k] ..`` (row by row).
+    """
+
+    levels: tuple[Level, ...]
+    origins: np.ndarray
+    rows: int
+    cols: int
+    out_offsets: np.ndarray
+    n_out: int
+
+    def items(self) -> np.ndarray:
+        """Work items of :func:`vjboost.cascade.kernels.scan`: one per scanned row of a level.
+
+        Returns
+        -------
+        ndarray of int64, shape (I, 4)
+            ``(row_offset, nx, step, out_offset)`` relative to a plane's first entry.
+        """
+        nrow = np.array([lv.n_rows for lv in self.levels], dtype=np.int64)
+        k = np.repeat(np.arange(len(self.levels)), nrow)
+        r = np.arange(k.size, dtype=np.int64) - np.repeat(np.cumsum(nrow) - nrow, nrow)
+        step = np.array([lv.step for lv in self.levels], dtype=np.int64)[k]
+        items = np.empty((k.size, 4), dtype=np.int64)
+        items[:, 0] = (self.origins[k, 0] + r * step) * self.cols + self.origins[k, 1]
+        items[:, 1] = np.array([lv.nx for lv in self.levels], dtype=np.int64)[k]
+        items[:, 2] = step
+        items[:, 3] = self.out_offsets[k] + r * np.array([lv.n_cols for lv in self.levels],
+                                                         dtype=np.int64)[k]
+        return items
+
+    def positions(self, slots: Any) -> np.ndarray:
+        """``(level index, x, y)`` of result slots, shape (N, 3) int64."""
+        return _slots(self.levels, self.out_offsets, slots)
+
+
+class Pyramid:
+    """The levels and windows a detector scans in one image.
+
+    Parameters
+    ----------
+    window_shape : (height, width)
+        The cascade's base window.
+    image_size : (width, height)
+    scale_factor : float
+        Ratio between successive scales (> 1).
+    min_size, max_size : (width, height), optional
+        Object size limits (OpenCV's ``minSize``/``maxSize``; 0: none).
+    mode : {"opencv", "clean"}, default="opencv"
+        ``"opencv"``: OpenCV's step rule and stripe cut-off; ``"clean"``: every row, ``step``.
+    step : int, optional
+        Grid step (``"clean"`` only; default OpenCV's: 2 below scale 2, else 1).
+
+    Attributes
+    ----------
+    scales : list of numpy.float32
+        The scale list (levels index it).
+    levels : list of Level
+        The levels with at least one window.
+    n_windows : int
+        Windows of all levels.
+    """
+
+    def __init__(self, window_shape: Sequence[int], image_size: Sequence[int], *,
+                 scale_factor: float, min_size: Sequence[int] = (0, 0),
+                 max_size: Sequence[int] = (0, 0), mode: str = "opencv",
+                 step: int | None = None) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode: expected 'opencv' or 'clean', got {mode!r}")
+        if mode == "opencv" and step is not None:
+            raise ValueError("step: only configurable with mode='clean' (OpenCV's step is 2 "
+                             "below scale 2, else 1)")
+        H, W = (int(v) for v in window_shape)  # noqa: N806
+        img_w, img_h = (int(v) for v in image_size)
+        self.window_shape = (H, W)
+        self.image_size = (img_w, img_h)
+        self.scales = opencv_scales((W, H), (img_w, img_h), scale_factor,
+                                    tuple(min_size), tuple(max_size))
+        self.levels: list[Level] = []
+        # OpenCV's stripes: sized from the first scale, the same count for every level
+        nx0 = int(np.rint(np.float32(img_w) / self.scales[0])) + 1 - W if self.scales else 0
+        n_stripes = max(1, math.ceil(nx0 / 32.0))
+        for i, s in enumerate(self.scales):
+            sw = int(np.rint(np.float32(img_w) / s))
+            sh = int(np.rint(np.float32(img_h) / s))
+            st = (1 if s >= 2 else 2) if step is None else int(step)
+            nx, ny = sw + 1 - W, sh + 1 - H
+            if nx <= 0 or ny <= 0:
+                continue
+            if mode == "opencv":
+                stripe = max((ny // st + n_stripes - 1) // n_stripes, 1) * st
+                ny = min(ny, n_stripes * stripe)
+            self.levels.append(Level(i, s, sw, sh, st, nx, ny))
+        self._by_index = {lv.index: lv for lv in self.levels}
+        counts = np.array([lv.n_windows for lv in self.levels], dtype=np.int64)
+        self._offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self.n_windows = int(counts.sum())
+
+    def level(self, index: int) -> Level:
+        """The level of scale ``index``."""
+        return self._by_index[int(index)]
+
+    # -- windows ---------------------------------------------------------------------------------
+
+    def positions(self, slots: Any) -> np.ndarray:
+        """``(level index, x, y)`` of windows numbered ``0 .. n_windows - 1`` over all levels
+        (level by level, row by row), shape (N, 3) int64."""
+        return _slots(self.levels, self._offsets, slots)
+
+    def boxes(self, positions: Any) -> np.ndarray:
+        """Image boxes ``(x, y, w, h)`` int32 (N, 4) of windows ``(level index, x, y)``."""
+        pos = np.asarray(positions, dtype=np.int64).reshape(-1, 3)
+        s = np.asarray(self.scales, dtype=np.float32)[pos[:, 0]] if len(pos) else \
+            np.zeros(0, np.float32)
+        H, W = self.window_shape  # noqa: N806
+        boxes = np.empty((len(pos), 4), dtype=np.int32)
+        boxes[:, 0] = np.rint(pos[:, 1].astype(np.float32) * s)
+        boxes[:, 1] = np.rint(pos[:, 2].astype(np.float32) * s)
+        boxes[:, 2] = np.rint(np.float32(W) * s)
+        boxes[:, 3] = np.rint(np.float32(H) * s)
+        return boxes
+
+    def level_image(self, image: np.ndarray, level: Level) -> np.ndarray:
+        """The image resized to ``level`` (``INTER_LINEAR_EXACT``, bit-exact as OpenCV)."""
+        if (level.width, level.height) == (image.shape[1], image.shape[0]):
+            return image
+        return cv2.resize(image, (level.width, level.height),
+                          interpolation=cv2.INTER_LINEAR_EXACT)
+
+    def windows(self, image: np.ndarray, positions: Any) -> np.ndarray:
+        """The windows at ``positions`` ``(level index, x, y)``, cut from the resized levels.
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W) or (H, W, 3)
+            The image the pyramid was made for.
+        positions : array-like of int, shape (N, 3)
+
+        Returns
+        -------
+        ndarray of uint8, shape (N, height, width) or (N, height, width, 3)
+        """
+        pos = np.asarray(positions, dtype=np.int64).reshape(-1, 3)
+        H, W = self.window_shape  # noqa: N806
+        out = np.empty((len(pos), H, W, *image.shape[2:]), dtype=image.dtype)
+        for li in np.unique(pos[:, 0]):
+            img = self.level_image(image, self.level(li))
+            view = np.lib.stride_tricks.sliding_window_view(img, (H, W), axis=(0, 1))
+            sel = np.flatnonzero(pos[:, 0] == li)
+            win = view[pos[sel, 2], pos[sel, 1]]
+            out[sel] = np.moveaxis(win, -3, -1) if image.ndim == 3 else win
+        return out
+
+    # -- batches ---------------------------------------------------------------------------------
+
+    def batches(self, n_planes: int, budget: int | None = None) -> list[Batch]:
+        """The levels packed into buffers of ``n_planes`` int32 planes of at most ``budget``
+        bytes each (default :data:`BATCH_BYTES`; a level larger than that gets its own)."""
+        budget = BATCH_BYTES if budget is None else int(budget)
+        limit = budget // (4 * max(int(n_planes), 1))
+        groups: list[list[Level]] = []
+        size = 0
+        for lv in self.levels:
+            n = (lv.width + 1) * (lv.height + 1)
+            if groups and size + n <= limit:
+                groups[-1].append(lv)
+                size += n
+            else:
+                groups.append([lv])
+                size = n
+        return [self._pack(g) for g in groups]
+
+    @staticmethod
+    def _pack(levels: list[Level]) -> Batch:
+        # rows as long as the first (largest) level's; smaller levels side by side in bands
+        cols = levels[0].width + 1
+        ox = oy = band = 0
+        origins = np.zeros((len(levels), 2), dtype=np.int64)
+        for k, lv in enumerate(levels):
+            if ox + lv.width + 1 > cols:
+                ox, oy, band = 0, oy + band, 0
+            origins[k] = (oy, ox)
+            ox += lv.width + 1
+            band = max(band, lv.height + 1)
+        counts = np.array([lv.n_windows for lv in levels], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        return Batch(tuple(levels), origins, oy + band, cols, offsets, int(counts.sum()))
