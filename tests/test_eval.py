@@ -114,7 +114,7 @@ def test_bad_input():
 
 
 def test_sweep_min_neighbors_matches_grouping_by_hand():
-    from vjboost.cascade.grouping import group_rectangles
+    from vjboost.boxes import group_rectangles
     from vjboost.eval.sweep import sweep_min_neighbors
 
     # a face covered by 4 raw windows, a spurious cluster of 2 and a lone false window
