@@ -1,8 +1,9 @@
-"""Image reading with clear errors."""
+"""Image reading with clear errors and a pixel cap checked before decoding."""
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,14 +11,83 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-__all__ = ["ImageReadError", "ReadReport", "read_image", "read_images"]
+from .._errors import InputError, LimitError
+from .._limits import Limits, get_limits, limit_error
+
+__all__ = ["ImageReadError", "ImageTooLargeError", "ReadReport", "check_image_size",
+           "image_size", "read_image", "read_images"]
 
 
-class ImageReadError(ValueError):
+class ImageReadError(InputError):
     """An image file is missing, unreadable or not an image."""
 
 
-def read_image(path: str | os.PathLike[str], *, gray: bool = True) -> np.ndarray:
+class ImageTooLargeError(ImageReadError, LimitError):
+    """An image has more pixels than ``Limits.max_image_pixels`` (found from its header)."""
+
+
+def image_size(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """``(width, height)`` read from the file header without decoding the pixels.
+
+    Returns None when the header is not one Pillow knows (OpenCV may still decode the file);
+    ``(-1, -1)`` when Pillow refuses to even open it as a decompression bomb (over twice its own
+    ``MAX_IMAGE_PIXELS``).
+
+    Examples
+    --------
+    >>> import tempfile, cv2, numpy as np
+    >>> p = tempfile.mkdtemp() + "/a.png"
+    >>> _ = cv2.imwrite(p, np.zeros((30, 40), np.uint8))
+    >>> image_size(p)
+    (40, 30)
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                return int(im.size[0]), int(im.size[1])
+    except Image.DecompressionBombError:
+        return -1, -1
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
+        return None
+
+
+def check_image_size(path: str | os.PathLike[str], *, limits: Limits | None = None
+                     ) -> tuple[int, int] | None:
+    """Refuse an image over ``max_image_pixels`` from its header; return its size if known.
+
+    Raises
+    ------
+    ImageTooLargeError
+        With the file, its size and the limit.
+    """
+    from PIL import Image
+
+    lim = get_limits(limits)
+    size = image_size(path)
+    if size is None:
+        return None
+    if size == (-1, -1):
+        bomb = 2 * (Image.MAX_IMAGE_PIXELS or 0)
+        if lim.max_image_pixels < bomb:
+            raise _too_large(limit_error(str(path), f"more than {bomb}", lim.max_image_pixels,
+                                         "max_image_pixels", unit=" pixels"))
+        return None
+    w, h = size
+    if w * h > lim.max_image_pixels:
+        raise _too_large(limit_error(str(path), f"{w}x{h} = {w * h}", lim.max_image_pixels,
+                                     "max_image_pixels", unit=" pixels"))
+    return size
+
+
+def _too_large(exc: LimitError) -> ImageTooLargeError:
+    return ImageTooLargeError(str(exc))
+
+
+def read_image(path: str | os.PathLike[str], *, gray: bool = True,
+               limits: Limits | None = None) -> np.ndarray:
     """Read an image file.
 
     Parameters
@@ -26,13 +96,28 @@ def read_image(path: str | os.PathLike[str], *, gray: bool = True) -> np.ndarray
         Any format OpenCV decodes (PNG, JPEG, BMP, PGM, TIFF, WebP...).
     gray : bool, default=True
         Return an (H, W) uint8 grayscale image; otherwise (H, W, 3) uint8 **RGB**.
+    limits : Limits, optional
+        Caps in force (default: :meth:`Limits.from_env`); the pixel count is checked from the
+        header before the pixels are decoded.
 
     Raises
     ------
     ImageReadError
         If the file is missing, empty or cannot be decoded; the message names the file.
+    ImageTooLargeError
+        If the image has more pixels than allowed (a kind of ImageReadError).
+
+    Examples
+    --------
+    >>> import tempfile, cv2, numpy as np
+    >>> p = tempfile.mkdtemp() + "/a.png"
+    >>> _ = cv2.imwrite(p, np.full((3, 4), 7, np.uint8))
+    >>> read_image(p).shape
+    (3, 4)
     """
     path = Path(path)
+    if path.is_file():
+        check_image_size(path, limits=limits)
     try:
         data = np.fromfile(path, dtype=np.uint8)
     except FileNotFoundError:
@@ -44,7 +129,11 @@ def read_image(path: str | os.PathLike[str], *, gray: bool = True) -> np.ndarray
     if data.size == 0:
         raise ImageReadError(f"{path}: empty file")
     flag = cv2.IMREAD_GRAYSCALE if gray else cv2.IMREAD_COLOR
-    img = cv2.imdecode(data, flag)
+    try:
+        img = cv2.imdecode(data, flag)
+    except cv2.error as exc:  # OpenCV's own size cap, out of memory, codec failures
+        msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else "decoder error"
+        raise ImageReadError(f"{path}: cannot be decoded ({msg})") from None
     if img is None:
         raise ImageReadError(f"{path}: not a readable image (corrupt or unsupported format)")
     if not gray:
@@ -70,9 +159,9 @@ class ReadReport:
 
 
 def read_images(
-    paths: Iterable[str | os.PathLike[str]], *, gray: bool = True
+    paths: Iterable[str | os.PathLike[str]], *, gray: bool = True, limits: Limits | None = None
 ) -> tuple[list[np.ndarray], list[str], ReadReport]:
-    """Read several images, skipping (and counting) the unreadable ones.
+    """Read several images, skipping (and counting) the unreadable and the oversized ones.
 
     Returns
     -------
@@ -81,10 +170,11 @@ def read_images(
         The paths that were read, in input order.
     report : ReadReport
     """
+    limits = get_limits(limits)
     images, names, report = [], [], ReadReport()
     for p in paths:
         try:
-            images.append(read_image(p, gray=gray))
+            images.append(read_image(p, gray=gray, limits=limits))
         except ImageReadError as exc:
             report.failed.append((str(p), str(exc)))
             continue
