@@ -32,6 +32,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from .._limits import check_pyramid_levels
 from .._memory import check_memory
 from .._threads import n_threads
 from ..boxes import group_detections
@@ -697,6 +698,7 @@ class CascadeDetector:
         """
         W, H = self.model.width, self.model.height
         img_h, img_w = gray.shape[:2]
+        check_pyramid_levels(self.scale_factor, (img_w, img_h), (W, H))
         scales = opencv_scales((W, H), (img_w, img_h), self.scale_factor, self.min_size,
                                self.max_size)
         if not scales:

@@ -85,6 +85,7 @@ class AnnotationSet(Mapping):
             self._boxes.setdefault(k, _empty())
         self.source = source
         self.format = format
+        self.image_ids: dict[str, str] = {}  # COCO image id -> path (COCO files only)
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self._boxes[key]
@@ -112,9 +113,11 @@ class AnnotationSet(Mapping):
     def restrict(self, images) -> AnnotationSet:
         """The same annotations for the given images only."""
         keep = set(images)
-        return AnnotationSet({k: v for k, v in self._boxes.items() if k in keep},
-                             {k: v for k, v in self.ignore.items() if k in keep},
-                             source=self.source, format=self.format)
+        out = AnnotationSet({k: v for k, v in self._boxes.items() if k in keep},
+                            {k: v for k, v in self.ignore.items() if k in keep},
+                            source=self.source, format=self.format)
+        out.image_ids = {i: p for i, p in self.image_ids.items() if p in keep}
+        return out
 
 
 def _resolve(base: Path, entry: str) -> str:

@@ -28,8 +28,8 @@ from .annotations import (
 )
 from .inputs import IMAGE_SUFFIXES, image_files
 
-__all__ = ["IGNORE_LABELS", "READERS", "read_coco", "read_cvat", "read_labelme", "read_voc",
-           "read_yolo"]
+__all__ = ["IGNORE_LABELS", "READERS", "read_coco", "read_coco_results", "read_cvat",
+           "read_labelme", "read_voc", "read_yolo"]
 
 IGNORE_LABELS = frozenset({"ignore", "dontcare", "don't care", "crowd", "ignored"})
 """Labels that mark a box as an ignore region (VOC, YOLO names, LabelMe, CVAT)."""
@@ -81,6 +81,7 @@ class _Collector:
         self.boxes: dict[str, list[list[int]]] = {}
         self.ignore: dict[str, list[list[int]]] = {}
         self.labels: dict[str, int] = {}
+        self.image_ids: dict[str, str] = {}
 
     def image(self, name: str) -> None:
         self.boxes.setdefault(name, [])
@@ -107,7 +108,9 @@ class _Collector:
             raise AnnotationError(
                 f"{self.path}: no object of category {self.category!r} (categories: "
                 f"{', '.join(sorted(self.labels)[:12])})")
-        return AnnotationSet(self.boxes, self.ignore, source=str(self.path), format=self.fmt)
+        out = AnnotationSet(self.boxes, self.ignore, source=str(self.path), format=self.fmt)
+        out.image_ids = self.image_ids
+        return out
 
 
 def _xml_root(path: Path, what: str):
@@ -188,6 +191,7 @@ def read_coco(path: Path, *, category: str | int | None = None,
             raise AnnotationError(f"{where}: expected an object with 'id' and 'file_name'")
         files[_key(im["id"], where)] = _resolve(root, im["file_name"])
         col.image(files[_key(im["id"], where)])
+    col.image_ids = dict(files)
     want = None if category is None else str(category)
     if want is not None and want not in names and want not in names.values():
         raise AnnotationError(f"{path}: no category {category!r} (categories: "
@@ -413,6 +417,80 @@ def read_cvat(path: Path, *, category: str | int | None = None,
                 for at in box.findall("attribute"))
             col.add(name, label, _corners(*vals, bw), ignore=ign)
     return col.result()
+
+
+def read_coco_results(path: str | os.PathLike[str], ground_truth: AnnotationSet, *,
+                      category: str | int | None = None) -> dict[str, tuple[Any, Any]]:
+    """Detections in COCO's results format, matched to the images of ``ground_truth``.
+
+    Accepted: a results list ``[{"image_id", "bbox": [x, y, w, h], "score"[, "category_id"]},
+    ...]`` (what COCO tools and ``vjdetect --format coco`` annotations hold), or a whole COCO
+    document whose ``annotations`` carry ``score`` (``vjdetect --format coco`` output). An
+    ``image_id`` is looked up among the ground truth's COCO ids, then as an image path or file
+    name; detections of other categories than ``category`` are left out.
+
+    Returns
+    -------
+    dict
+        ``image path -> (boxes (n, 4) float64, scores (n,) float64)`` for every image of the
+        ground truth (empty where there is no detection).
+
+    Raises
+    ------
+    AnnotationError
+        Malformed file, or an image that is not in the ground truth.
+    """
+    import numpy as np
+
+    path = Path(path)
+    doc = read_json(path, "COCO results")
+    names: dict[str, str] = {}
+    if isinstance(doc, dict):
+        for k, im in enumerate(doc.get("images") or []):
+            if isinstance(im, dict) and "id" in im and isinstance(im.get("file_name"), str):
+                names[_key(im["id"], f"{path}: images[{k}]")] = im["file_name"]
+        cats = {str(c.get("id")): str(c.get("name")) for c in doc.get("categories") or []
+                if isinstance(c, dict)}
+        doc = doc.get("annotations")
+    else:
+        cats = {}
+    if not isinstance(doc, list):
+        raise AnnotationError(f"{path}: expected a list of results or a COCO document with "
+                              "'annotations'")
+    gt_ids = getattr(ground_truth, "image_ids", {}) or {}
+    by_name: dict[str, str] = {}
+    for p in ground_truth:
+        by_name.setdefault(Path(p).name, p)
+    rows: dict[str, list[list[float]]] = {p: [] for p in ground_truth}
+    want = None if category is None else str(category)
+    for k, r in enumerate(doc):
+        where = f"{path}: [{k}]"
+        if not isinstance(r, dict) or "image_id" not in r:
+            raise AnnotationError(f"{where}: expected an object with 'image_id', 'bbox', 'score'")
+        iid = _key(r["image_id"], where)
+        if want is not None and "category_id" in r:
+            cid = _key(r["category_id"], where)
+            if want not in (cid, cats.get(cid)):
+                continue
+        img = gt_ids.get(iid)
+        if img is None:
+            name = names.get(iid, iid)
+            img = name if name in rows else by_name.get(Path(name).name)
+        if img is None:
+            raise AnnotationError(f"{where}: image_id {r['image_id']!r} is not an image of the "
+                                  f"ground truth {ground_truth.source}")
+        bbox = r.get("bbox")
+        if not isinstance(bbox, list) or len(bbox) != 4:
+            raise AnnotationError(f"{where}: 'bbox' must be [x, y, width, height]")
+        x, y, w, h = (_num(v, f"{where}.bbox") for v in bbox)
+        if w <= 0 or h <= 0:
+            raise AnnotationError(f"{where}: bbox {bbox} has no area")
+        rows[img].append([x, y, w, h, _num(r.get("score", 1.0), f"{where}.score")])
+    out = {}
+    for img, v in rows.items():
+        a = np.asarray(v, dtype=np.float64).reshape(-1, 5)
+        out[img] = (a[:, :4], a[:, 4])
+    return out
 
 
 READERS: dict[str, Callable[..., AnnotationSet]] = {

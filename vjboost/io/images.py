@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,12 +27,29 @@ class ImageTooLargeError(ImageReadError, LimitError):
     """An image has more pixels than ``Limits.max_image_pixels`` (found from its header)."""
 
 
+def _probe(path) -> tuple[tuple[int, int] | None, int | None]:
+    """``(size, pixels)`` from the header: size None when unknown; pixels also known for the
+    images Pillow refuses to open as decompression bombs (from its message)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                w, h = int(im.size[0]), int(im.size[1])
+                return (w, h), w * h
+    except Image.DecompressionBombError as exc:
+        m = re.search(r"\((\d+) pixels\)", str(exc))
+        return None, int(m.group(1)) if m else 2 * int(Image.MAX_IMAGE_PIXELS or 0) + 1
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError):
+        return None, None
+
+
 def image_size(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     """``(width, height)`` read from the file header without decoding the pixels.
 
-    Returns None when the header is not one Pillow knows (OpenCV may still decode the file);
-    ``(-1, -1)`` when Pillow refuses to even open it as a decompression bomb (over twice its own
-    ``MAX_IMAGE_PIXELS``).
+    Returns None when Pillow cannot tell (an unknown header; a decompression bomb Pillow
+    refuses to open).
 
     Examples
     --------
@@ -41,17 +59,7 @@ def image_size(path: str | os.PathLike[str]) -> tuple[int, int] | None:
     >>> image_size(p)
     (40, 30)
     """
-    from PIL import Image, UnidentifiedImageError
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-            with Image.open(path) as im:
-                return int(im.size[0]), int(im.size[1])
-    except Image.DecompressionBombError:
-        return -1, -1
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError):
-        return None
+    return _probe(path)[0]
 
 
 def check_image_size(path: str | os.PathLike[str], *, limits: Limits | None = None
@@ -63,22 +71,12 @@ def check_image_size(path: str | os.PathLike[str], *, limits: Limits | None = No
     ImageTooLargeError
         With the file, its size and the limit.
     """
-    from PIL import Image
-
     lim = get_limits(limits)
-    size = image_size(path)
-    if size is None:
-        return None
-    if size == (-1, -1):
-        bomb = 2 * (Image.MAX_IMAGE_PIXELS or 0)
-        if lim.max_image_pixels < bomb:
-            raise _too_large(limit_error(str(path), f"more than {bomb}", lim.max_image_pixels,
-                                         "max_image_pixels", unit=" pixels"))
-        return None
-    w, h = size
-    if w * h > lim.max_image_pixels:
-        raise _too_large(limit_error(str(path), f"{w}x{h} = {w * h}", lim.max_image_pixels,
-                                     "max_image_pixels", unit=" pixels"))
+    size, pixels = _probe(path)
+    if pixels is not None and pixels > lim.max_image_pixels:
+        value = f"{size[0]}x{size[1]} = {pixels}" if size is not None else str(pixels)
+        raise _too_large(limit_error(str(path), value, lim.max_image_pixels, "max_image_pixels",
+                                     unit=" pixels"))
     return size
 
 

@@ -95,8 +95,8 @@ class Source:
 
     @property
     def name(self) -> str:
-        """Printable name (``camera0`` for cameras)."""
-        return f"camera{self.target}" if self.kind == "camera" else str(self.target)
+        """Printable name (``camera 0`` for cameras)."""
+        return f"camera {self.target}" if self.kind == "camera" else str(self.target)
 
 
 @dataclass

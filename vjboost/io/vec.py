@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from pathlib import Path
-
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 

@@ -56,6 +56,7 @@ class VideoFrames:
         self.max_frames = max_frames
         self.gray = gray
         self.what = "camera" if isinstance(target, int) else "video"
+        self.label = f"camera {target}" if isinstance(target, int) else str(target)
         self.n_frames = 0
         self.fps = 25.0
         self.n_read = 0
@@ -67,11 +68,11 @@ class VideoFrames:
         try:
             cap = cv2.VideoCapture(self.target)
         except (cv2.error, OverflowError, SystemError) as exc:
-            raise VideoReadError(f"{self.target}: cannot open the {self.what} ({exc})") from None
+            raise VideoReadError(f"{self.label}: cannot open the {self.what} ({exc})") from None
         if not cap.isOpened():
             cap.release()
             why = "no such camera" if self.what == "camera" else "unreadable or unsupported codec"
-            raise VideoReadError(f"{self.target}: cannot open the {self.what} ({why})")
+            raise VideoReadError(f"{self.label}: cannot open the {self.what} ({why})")
         self._cap = cap
         n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0) if self.what == "video" else 0
         n = max(n, 0)
@@ -102,7 +103,7 @@ class VideoFrames:
                     frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
                 yield k, frame
         if self.n_read == 0:
-            raise VideoReadError(f"{self.target}: no frame could be read from the {self.what}")
+            raise VideoReadError(f"{self.label}: no frame could be read from the {self.what}")
 
 
 def iter_frames(target: str | int, *, every: int = 1, max_frames: int | None = None,
