@@ -371,59 +371,99 @@ def _classes_quadratic(rects: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
     return _labels_from_parent(parent)
 
 
-@njit(cache=True, nogil=True)
 def _classes(r: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
     """Class label per rectangle (0..n_classes-1, in order of first appearance).
 
     Every delta of a pair involving rectangle i is at most ``D_i = eps·(w_i + h_i)/2``, and the
     coordinates are integers, so similar rectangles differ by at most ``K = floor(min(D_i, D_j))``
-    in x and y. Rectangle i lives at level ``L_i = bit_length(K_i)`` (cells of ``2^L_i`` pixels,
-    more than ``K_i``); a rectangle j similar to i with ``L_j <= L_i`` has its corner in one of
-    the 3x3 cells around i's corner in level ``L_j``'s grid.
+    in x and in y. Rectangles are binned by level ``L = bit_length(K)`` and, within a level, by
+    rows of ``2^(L-1)`` pixels of y, sorted by x: the rectangles of level ``L <= L_i`` that can
+    be similar to i are found by one binary search per row over ``|x - x_i| <= K``, so the pairs
+    compared are few more than the similar ones (OpenCV compares all ``n²/2`` pairs).
     """
+    level, kb, row, active, kmax, ok = _partition_keys(r, eps)
+    if not ok:  # sizes beyond the grid's range
+        return _classes_quadratic(r, eps)
+    idx = np.flatnonzero(active)
+    order = idx[np.lexsort((r[idx, 0], row[idx], level[idx]))]
+    return _partition_run(r, eps, order, level, kb, row, kmax)
+
+
+@njit(cache=True, nogil=True)
+def _partition_keys(r, eps):
     n = r.shape[0]
-    parent = np.arange(n)
     level = np.zeros(n, dtype=np.int64)
-    gx = np.zeros(n, dtype=np.int64)
-    gy = np.zeros(n, dtype=np.int64)
+    kb = np.zeros(n, dtype=np.int64)
+    row = np.zeros(n, dtype=np.int64)
     active = np.zeros(n, dtype=np.bool_)
+    kmax = np.full(65, -1, dtype=np.int64)
     for i in range(n):
         d = eps * (r[i, 2] + r[i, 3]) * 0.5
         if not d >= 0.0:  # negative (or NaN) bound: similar to nothing
             continue
-        if d >= 4.0e18:  # beyond the grid's range: compared against every rectangle below
-            return _classes_quadratic(r, eps)
-        L = _bit_length(np.int64(d))
+        if d >= 4.0e18:
+            return level, kb, row, active, kmax, False
+        k = np.int64(d)
+        L = _bit_length(k)
         level[i] = L
-        gx[i] = r[i, 0] >> L
-        gy[i] = r[i, 1] >> L
+        kb[i] = k
+        row[i] = r[i, 1] >> max(L - 1, 0)
         active[i] = True
-    o, kx, ky, lvl_lo, lvl_hi = _grid(level, gx, gy, active)
-    for i in range(n):
-        if not active[i]:
-            continue
-        Li = level[i]
+        if k > kmax[L]:
+            kmax[L] = k
+    return level, kb, row, active, kmax, True
+
+
+@njit(cache=True, nogil=True)
+def _partition_run(r, eps, o, level, kb, row, kmax):
+    n = r.shape[0]
+    parent = np.arange(n)
+    # work in sorted order: the candidates of a query are contiguous in memory
+    m = o.shape[0]
+    rs = np.empty((m, 4), dtype=np.int64)
+    lv = np.empty(m, dtype=np.int64)
+    kk = np.empty(m, dtype=np.int64)
+    krow = np.empty(m, dtype=np.int64)
+    lvl_lo = np.zeros(65, dtype=np.int64)
+    lvl_hi = np.zeros(65, dtype=np.int64)
+    for a in range(m):
+        for d in range(4):
+            rs[a, d] = r[o[a], d]
+        lv[a] = level[o[a]]
+        kk[a] = kb[o[a]]
+        krow[a] = row[o[a]]
+        if a == 0 or lv[a - 1] != lv[a]:
+            lvl_lo[lv[a]] = a
+        lvl_hi[lv[a]] = a + 1
+    kx = rs[:, 0].copy()
+    sparent = np.arange(m)
+    for p in range(m):
+        Li = lv[p]
+        xi, yi = rs[p, 0], rs[p, 1]
         for L in range(Li + 1):
             lo, hi = lvl_lo[L], lvl_hi[L]
             if lo >= hi:
                 continue
-            qx = r[i, 0] >> L
-            qy = r[i, 1] >> L
-            for cx in range(qx - 1, qx + 2):
-                a = _lower(kx, ky, lo, hi, cx, qy - 1)
-                while a < hi and kx[a] == cx and ky[a] <= qy + 1:
-                    j = o[a]
+            b = min(kk[p], kmax[L])
+            sh = max(L - 1, 0)
+            for rw in range((yi - b) >> sh, ((yi + b) >> sh) + 1):
+                a = _lower(krow, kx, lo, hi, rw, xi - b)
+                if L == Li and a <= p:
+                    a = p + 1  # same level: each pair once
+                while a < hi and krow[a] == rw and kx[a] <= xi + b:
+                    q = a
                     a += 1
-                    if L == Li and j <= i:
-                        continue  # same level: each pair once
-                    if _similar(r, i, j, eps):
-                        ra = _find(parent, i)
-                        rb = _find(parent, j)
+                    if _similar(rs, p, q, eps):
+                        ra = _find(sparent, p)
+                        rb = _find(sparent, q)
                         if ra != rb:
                             if ra < rb:
-                                parent[rb] = ra
+                                sparent[rb] = ra
                             else:
-                                parent[ra] = rb
+                                sparent[ra] = rb
+    # back to input order: the parent of each rectangle is the input index of its root
+    for a in range(m):
+        parent[o[a]] = o[_find(sparent, a)]
     return _labels_from_parent(parent)
 
 
