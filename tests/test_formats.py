@@ -274,7 +274,10 @@ def _mutate(text: str, data) -> str:
     return text
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_FIXTURE_OK = [HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=_FIXTURE_OK)
 @given(fmt=st.sampled_from(sorted(_SEEDS)), data=st.data())
 def test_fuzzed_annotations_parse_or_raise_naming_the_file(tmp_path, fmt, data):
     text = _mutate(_SEEDS[fmt], data)
@@ -291,7 +294,7 @@ def test_fuzzed_annotations_parse_or_raise_naming_the_file(tmp_path, fmt, data):
     assert time.perf_counter() - t0 < 5.0
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None, suppress_health_check=_FIXTURE_OK)
 @given(raw=st.binary(max_size=300), fmt=st.sampled_from(sorted(_SEEDS)))
 def test_random_bytes_parse_or_raise(tmp_path, raw, fmt):
     p = tmp_path / f"bytes{_SUFFIX[fmt]}"
