@@ -25,9 +25,6 @@ import numpy as np
 
 __all__ = ["main", "vjtrain"]
 
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
-
-
 class InputError(click.ClickException):
     """Bad input: printed as ``Error: ...`` with exit status 2."""
 
@@ -50,50 +47,43 @@ def _parse_window(value: str) -> tuple[int, int]:
 
 def _background_list(source: str) -> list[str]:
     """Image paths of a folder, a ``bg.txt`` list (paths relative to its folder) or one image."""
-    from vjboost.io import read_bg_list
+    from vjboost.io import list_images
 
-    p = Path(source)
-    if not p.exists():
-        raise InputError(f"{p}: background source does not exist")
-    if p.is_dir():
-        files = sorted(str(f) for f in p.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
-        if not files:
-            raise InputError(f"{p}: the background folder holds no image "
-                             f"({', '.join(_IMAGE_SUFFIXES)})")
-        return files
-    if p.suffix.lower() in _IMAGE_SUFFIXES:
-        return [str(p)]
     try:
-        return read_bg_list(p)
+        return list_images(source, what="background source")
     except ValueError as exc:
         raise InputError(str(exc)) from None
 
 
 def _check_backgrounds(paths: list[str], window: tuple[int, int], echo) -> tuple[list[str],
                                                                                   int]:
-    """Keep the readable backgrounds at least as large as the window; count their windows."""
-    from PIL import Image, UnidentifiedImageError
+    """Keep the readable backgrounds at least as large as the window (and within the image
+    pixel cap, checked from the header); count their windows."""
+    from vjboost.io import ImageTooLargeError, check_image_size
 
     h, w = window
-    ok, missing, bad, small = [], [], [], []
+    ok, missing, bad, small, large = [], [], [], [], []
     n_pixels = 0
     for p in paths:
-        try:
-            with Image.open(p) as im:
-                iw, ih = im.size
-        except FileNotFoundError:
+        if not os.path.isfile(p):
             missing.append(p)
             continue
-        except (UnidentifiedImageError, OSError, ValueError):
+        try:
+            size = check_image_size(p)
+        except ImageTooLargeError as exc:
+            large.append(str(exc))
+            continue
+        if size is None:
             bad.append(p)
             continue
+        iw, ih = size
         if iw < w or ih < h:
             small.append(p)
             continue
         ok.append(p)
         n_pixels += iw * ih
     for what, lst in (("missing", missing), ("unreadable", bad),
-                      (f"smaller than the {w}x{h} window", small)):
+                      (f"smaller than the {w}x{h} window", small), ("too large", large)):
         if lst:
             first = ", ".join(lst[:3])
             echo(f"warning: {len(lst)} background image(s) {what}, skipped: {first}"
@@ -101,8 +91,9 @@ def _check_backgrounds(paths: list[str], window: tuple[int, int], echo) -> tuple
     if not ok:
         raise InputError(
             f"no usable background image among {len(paths)} ({len(missing)} missing, "
-            f"{len(bad)} unreadable, {len(small)} smaller than the {w}x{h} window)"
-            + (f"; e.g. {(missing or bad or small)[0]}" if paths else ""))
+            f"{len(bad)} unreadable, {len(small)} smaller than the {w}x{h} window, "
+            f"{len(large)} too large)"
+            + (f"; e.g. {(missing or bad or small or large)[0]}" if paths else ""))
     return ok, n_pixels
 
 

@@ -356,18 +356,25 @@ def _head(p: Path, n: int = 4096) -> str:
 
 
 def _detect_folder(p: Path) -> str | None:
+    # strict: a folder of crops with a stray README.txt or notes.json must stay a folder of
+    # crops, so each format is recognised by the content of its first file
     try:
-        names = [f.name.lower() for f in p.iterdir()]
+        files = sorted(f for f in p.iterdir() if f.is_file())
     except OSError:
         return None
-    if any(n.endswith(".xml") for n in names):
+    xml = [f for f in files if f.suffix.lower() == ".xml"]
+    if xml and "<annotation" in _head(xml[0]):
         return "voc"
-    if any(n.endswith(".json") for n in names):
+    js = [f for f in files if f.suffix.lower() == ".json"]
+    if js and '"shapes"' in _head(js[0], 1 << 16):
         return "labelme"
-    if "labels" in names and (p / "labels").is_dir():
+    if (p / "labels").is_dir():
         return "yolo"
-    if any(n.endswith(".txt") for n in names if n not in _NAMES_FILES):
-        return "yolo"
+    txt = [f for f in files if f.suffix.lower() == ".txt" and f.name.lower() not in _NAMES_FILES]
+    if txt and all(f.suffix.lower() in (".txt", ".names", ".yaml", ".yml") for f in files):
+        first = next((ln.split() for ln in _head(txt[0]).splitlines() if ln.strip()), [])
+        if len(first) >= 5 and first[0].isdigit():
+            return "yolo"
     return None
 
 
