@@ -126,7 +126,9 @@ def limit_error(what: str, value: object, limit: object, field: str, *,
 
 def pyramid_levels(scale_factor: float, image_size: tuple[int, int],
                    window: tuple[int, int]) -> int:
-    """Scales a pyramid scan visits: ``1 + floor(log(min(W/w, H/h)) / log(scale_factor))``.
+    """Scales a pyramid scan visits, ``1 + floor(log(min((W + ½)/w, (H + ½)/h)) / log(sf))``:
+    the scaled image ``round(W / s)`` still holds the window (exact but for float32 ties, where
+    it may count one more).
 
     Parameters
     ----------
@@ -139,7 +141,7 @@ def pyramid_levels(scale_factor: float, image_size: tuple[int, int],
     >>> pyramid_levels(2.0, (100, 100), (25, 25))
     3
     """
-    ratio = min(image_size[0] / window[0], image_size[1] / window[1])
+    ratio = min((image_size[0] + 0.5) / window[0], (image_size[1] + 0.5) / window[1])
     if ratio < 1:
         return 0
     if not scale_factor > 1:
