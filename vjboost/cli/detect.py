@@ -254,7 +254,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
     # outputs first: a wrong path fails now, not after the whole batch
     out_dir = check_output(output_dir, folder=True, what="--output-dir") if output_dir else None
-    writer = open_detection_writer(save_path, format=fmt, label=label)
+    writer = open_detection_writer(save_path, format=fmt, label=label,
+                                   what="--json" if json_path is not None else "--save")
     try:
         if model_path is None:
             model_path = default_model_path()

@@ -251,7 +251,7 @@ class DetectionWriter:
 
 
 def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl",
-                          label: str = "object") -> DetectionWriter:
+                          label: str = "object", what: str = "output") -> DetectionWriter:
     """Check the output and open a writer (use as a context manager).
 
     Parameters
@@ -262,6 +262,8 @@ def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl"
     format : {"jsonl", "coco", "voc", "yolo"}
     label : str
         Category name of the detections.
+    what : str
+        How the output is called in messages (an option such as ``--save``).
 
     Raises
     ------
@@ -285,9 +287,9 @@ def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl"
     if format in ("voc", "yolo"):
         if path == "-":
             raise OutputError(f"--format {format} writes one file per image: give a folder")
-        check_output(path, folder=True)
+        check_output(path, folder=True, what=what)
     elif path != "-":
-        check_output(path)
+        check_output(path, what=what)
     if format == "jsonl":
         if path == "-":
             w._fh = sys.stdout
