@@ -28,6 +28,7 @@ __all__ = [
     "WindowGroups",
     "check_boxes",
     "clip_boxes",
+    "coverage_matrix",
     "group_detections",
     "group_rectangles",
     "iou_matrix",
@@ -92,13 +93,41 @@ def iou_matrix(a, b) -> np.ndarray:
     [[0.333, 0.0]]
     """
     a, b = check_boxes(a, "a"), check_boxes(b, "b")
+    inter = _intersections(a, b)
+    union = (a[:, 2] * a[:, 3])[:, None] + (b[:, 2] * b[:, 3])[None] - inter
+    return inter / union
+
+
+def _intersections(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ax2, ay2 = a[:, 0] + a[:, 2], a[:, 1] + a[:, 3]
     bx2, by2 = b[:, 0] + b[:, 2], b[:, 1] + b[:, 3]
     iw = np.minimum(ax2[:, None], bx2[None]) - np.maximum(a[:, 0][:, None], b[:, 0][None])
     ih = np.minimum(ay2[:, None], by2[None]) - np.maximum(a[:, 1][:, None], b[:, 1][None])
-    inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
-    union = (a[:, 2] * a[:, 3])[:, None] + (b[:, 2] * b[:, 3])[None] - inter
-    return inter / union
+    return np.clip(iw, 0, None) * np.clip(ih, 0, None)
+
+
+def coverage_matrix(a, b) -> np.ndarray:
+    """Fraction of each box of ``a`` covered by each box of ``b`` (intersection / area of a).
+
+    How COCO decides that a detection falls in a crowd region.
+
+    Parameters
+    ----------
+    a : array-like of shape (n, 4)
+    b : array-like of shape (m, 4)
+        Boxes as (x, y, w, h), positive width and height.
+
+    Returns
+    -------
+    ndarray of shape (n, m), float64 in [0, 1]
+
+    Examples
+    --------
+    >>> coverage_matrix([[0, 0, 10, 10]], [[5, 0, 20, 20]]).tolist()
+    [[0.5]]
+    """
+    a, b = check_boxes(a, "a"), check_boxes(b, "b")
+    return _intersections(a, b) / (a[:, 2] * a[:, 3])[:, None]
 
 
 def clip_boxes(boxes, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:

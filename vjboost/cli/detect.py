@@ -29,7 +29,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
-from .._limits import Limits
+from .._limits import Limits, limit_error
 from ..cascade.shipped import ModelNotFound, default_model, resolve_model
 from ..io import (
     DETECTION_FORMATS,
@@ -144,10 +144,11 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
             task = (progress.add_task(Path(name).name, total=frames.n_frames or None)
                     if progress else None)
             for k, frame in frames:
-                if k == 0 and frame.shape[0] * frame.shape[1] > limits.max_image_pixels:
-                    raise ImageReadError(f"{name}: {frame.shape[1]}x{frame.shape[0]} frames "
-                                         f"exceed the limit of {limits.max_image_pixels} pixels "
-                                         "(raise it with --max-pixels)")
+                h, w = frame.shape[:2]
+                if k == 0 and h * w > limits.max_image_pixels:
+                    raise ImageReadError(str(limit_error(
+                        f"{name}: frames of", f"{w}x{h} = {w * h}", limits.max_image_pixels,
+                        "max_image_pixels", unit=" pixels", option="--max-pixels")))
                 if k % every == 0:
                     det = _detect(detector, frame, name)
                     stats.detections += len(det)

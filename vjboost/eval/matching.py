@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from .._validation import check_array
-from ..boxes import check_boxes, iou_matrix
+from ..boxes import check_boxes, coverage_matrix, iou_matrix
 
 __all__ = ["IGNORED", "iou_matrix", "match_detections"]
 
@@ -38,16 +38,6 @@ def _greedy(iou, order, thr):
             matched[i] = jbest
             taken[jbest] = True
     return matched
-
-
-def _inside_fraction(det: np.ndarray, regions: np.ndarray) -> np.ndarray:
-    """Per detection, the largest fraction of its area covered by one region (n,)."""
-    dx2, dy2 = det[:, 0] + det[:, 2], det[:, 1] + det[:, 3]
-    rx2, ry2 = regions[:, 0] + regions[:, 2], regions[:, 1] + regions[:, 3]
-    iw = np.minimum(dx2[:, None], rx2[None]) - np.maximum(det[:, 0][:, None], regions[:, 0][None])
-    ih = np.minimum(dy2[:, None], ry2[None]) - np.maximum(det[:, 1][:, None], regions[:, 1][None])
-    inter = np.clip(iw, 0, None) * np.clip(ih, 0, None)
-    return (inter / (det[:, 2] * det[:, 3])[:, None]).max(axis=1)
 
 
 def match_detections(
@@ -99,7 +89,7 @@ def match_detections(
         ign = check_boxes(ignore, "ignore")
         free = matched < 0
         if len(ign) and free.any():
-            frac = _inside_fraction(det[free], ign)
+            frac = coverage_matrix(det[free], ign).max(axis=1)
             idx = np.flatnonzero(free)[frac >= iou_threshold]
             matched[idx] = IGNORED
     return matched, order
