@@ -201,23 +201,27 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                    f"{len(failed)} unreadable", err=True)
         results, curves = [], {}
         for label, spec, det in loaded:
-            t0 = time.perf_counter()
-            task = bar.add_task(f"{label}: detecting", total=len(grays)) if bar else None
-            raw = {}
-            for p, g in grays.items():
-                raw[p] = det.raw_windows(g)
-                if task is not None:
-                    bar.update(task, advance=1, description=f"{label}: detecting "
-                               f"({sum(len(b) for b, _ in raw.values())} raw windows)")
-            seconds = time.perf_counter() - t0
-            if task is not None:
-                bar.update(task, description=f"{label}: grouping", completed=0)
+            task = bar.add_task(f"{label}: detecting and grouping", total=len(grays)) \
+                if bar else None
+            timing = {"detect": 0.0, "raw": 0}
+
+            def windows(det=det, label=label, task=task, timing=timing):
+                for p, g in grays.items():
+                    t0 = time.perf_counter()
+                    boxes, scores = det.raw_windows(g)
+                    timing["detect"] += time.perf_counter() - t0
+                    timing["raw"] += len(boxes)
+                    if task is not None:
+                        bar.update(task, advance=1, description=f"{label}: detecting and "
+                                   f"grouping ({timing['raw']} raw windows)")
+                    yield p, (boxes, scores)
+
             t1 = time.perf_counter()
             ts = sorted(set(range(0, max_neighbors + 1)) | {min_neighbors})
-            curve = sweep_min_neighbors(
-                raw, gt, thresholds=ts, image_sizes=sizes, iou_threshold=iou, ignore=gt.ignore,
-                progress=(lambda _n, t=task: bar.advance(t)) if task is not None else None)
-            group_seconds = time.perf_counter() - t1
+            curve = sweep_min_neighbors(windows(), gt, thresholds=ts, image_sizes=sizes,
+                                        iou_threshold=iou, ignore=gt.ignore)
+            seconds = timing["detect"]
+            sweep_seconds = time.perf_counter() - t1 - seconds
             if task is not None:
                 bar.remove_task(task)
             at = curve.at(min_neighbors)
@@ -228,8 +232,8 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                                                            strict=True) if k])
             results.append({
                 "label": label, "model": spec, "detect_seconds": round(seconds, 3),
-                "group_seconds": round(group_seconds, 3),
-                "raw_windows": int(sum(len(b) for b, _ in raw.values())),
+                "sweep_seconds": round(sweep_seconds, 3),
+                "raw_windows": int(timing["raw"]),
                 "at_min_neighbors": {"min_neighbors": min_neighbors, **at.as_dict()},
                 "curve": {"min_neighbors": curves[label].min_neighbors.tolist(),
                           "false_positives": curves[label].false_positives.tolist(),
@@ -261,7 +265,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     click.echo(f"{'model':<34} {'det.rate':>8} {'FP':>5} {'precision':>9} {'AP':>6} {'sec':>7}")
     for r in results:
         a = r.get("at_min_neighbors") or r["all_detections"]
-        sec = f"{r['detect_seconds'] + r['group_seconds']:>7.2f}" if "model" in r else "      -"
+        sec = f"{r['detect_seconds'] + r['sweep_seconds']:>7.2f}" if "model" in r else "      -"
         click.echo(f"{r['label'][:34]:<34} {a['detection_rate']:>8.3f} {a['false_positives']:>5d} "
                    f"{a['precision']:>9.3f} {a['average_precision']:>6.3f} {sec}")
     click.echo(f"(models at min_neighbors {min_neighbors}, detection files with every "

@@ -53,7 +53,8 @@ class NeighborsCurve:
 
 
 def sweep_min_neighbors(
-    raw: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    raw: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    | Iterable[tuple[str, tuple[np.ndarray, np.ndarray]]],
     ground_truth: Mapping[str, np.ndarray],
     *,
     thresholds: Iterable[int] = range(0, 11),
@@ -66,8 +67,10 @@ def sweep_min_neighbors(
 
     Parameters
     ----------
-    raw : mapping image -> (boxes (n, 4), scores (n,))
-        Raw (ungrouped) windows of every image run, including images with none.
+    raw : mapping image -> (boxes (n, 4), scores (n,)), or an iterable of such pairs
+        Raw (ungrouped) windows of every image run, including images with none. An iterable
+        (e.g. a generator running the detector) is consumed one image at a time, so that only
+        one image's raw windows are held at once besides the selections.
     ground_truth : mapping image -> boxes (m, 4)
     thresholds : iterable of int, default=0..10
     image_sizes : mapping image -> (width, height), optional
@@ -95,7 +98,7 @@ def sweep_min_neighbors(
     if not ts or ts[0] < 0:
         raise ValueError(f"thresholds: expected non-negative integers, got {ts}")
     per_t: list[dict[str, tuple[np.ndarray, np.ndarray]]] = [{} for _ in ts]
-    for name, (b, s) in raw.items():
+    for name, (b, s) in (raw.items() if isinstance(raw, Mapping) else raw):
         groups = WindowGroups(b, s)
         size = None if image_sizes is None else image_sizes.get(name)
         for k, t in enumerate(ts):
