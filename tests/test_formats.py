@@ -316,3 +316,20 @@ def test_deep_nesting_and_huge_numbers(tmp_path):
     p.write_text('{"a.png": [[1, 2, 99999999999, 4]]}')
     with pytest.raises(AnnotationError, match="deep.json.*out of range|must be integers"):
         read_annotations(p)
+
+
+def test_positives_from_annotation_formats_exclude_ignore_regions(tmp_path, images):
+    from vjboost.cascade.positives import load_positives
+    from vjboost.cli.train import _load_positives
+
+    img = np.zeros((100, 200), np.uint8)
+    img[20:60, 10:40] = 200  # the object
+    img[10:70, 100:160] = 50  # the crowd
+    cv2.imwrite(str(images / "a.png"), img)
+    p = _coco(tmp_path, images)
+    ps = load_positives(p, (8, 6), category="face")
+    assert len(ps.samples) == 1 and ps.samples.min() == 200  # the crowd box is not a positive
+    with pytest.raises(ValueError, match="holds 2 categories"):
+        load_positives(p, (8, 6))
+    got = _load_positives(str(p), (8, 6), False, print, annotation_format="coco", category="1")
+    np.testing.assert_array_equal(got, ps.samples)

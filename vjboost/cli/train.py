@@ -131,11 +131,13 @@ def _parse_jitter(copies: int | None, spec: str, seed: int):
 
 def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                     crop: tuple[float, float, float, float] | None = None, jitter=None,
-                    shuffle_seed: int | None = None) -> np.ndarray:
+                    shuffle_seed: int | None = None, annotation_format: str | None = None,
+                    category: str | None = None) -> np.ndarray:
     from vjboost.cascade.positives import load_positives
 
     try:
-        ps = load_positives(source, window, mirror=False, crop=crop, jitter=jitter)
+        ps = load_positives(source, window, mirror=False, crop=crop, jitter=jitter,
+                            annotation_format=annotation_format, category=category)
     except (ValueError, OSError) as exc:
         raise InputError(str(exc)) from None
     if ps.skipped:
@@ -201,6 +203,11 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--pos-crop", "pos_crop", metavar="X,Y,W,H",
               help="Cut this sub-rectangle of every positive (fractions of its width and height) "
                    "before resizing to the window: train on a tighter framing than the crops'.")
+@click.option("--pos-format", type=click.Choice(["info", "csv", "json", "coco", "voc", "yolo",
+                                                 "labelme", "cvat"]),
+              help="Annotation format of POS (default: detected from the file or folder).")
+@click.option("--category", help="Object class to train on, when POS's annotations hold "
+                                 "several (a name, or an id for COCO/YOLO).")
 @click.option("--jitter", "jitter", type=click.IntRange(min=1), metavar="N",
               help="Add N randomly rotated, scaled and shifted copies of every positive "
                    "(seeded by --seed; see --jitter-range).")
@@ -230,12 +237,15 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
             weak_learner: str, max_depth: int, weight_trim_rate: float,
             reservoir: int | None, reservoir_strategy: str, mirror: bool,
-            pos_crop: str | None, jitter: int | None, jitter_range: str,
+            pos_crop: str | None, pos_format: str | None, category: str | None,
+            jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
             seed: int, threads: int, resume: bool, max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
-    POS: a folder of crops, an annotation file (info.dat, .csv, .json), a .vec or an .npz.
+    POS: a folder of crops, annotations (info.dat, CSV, JSON, COCO, a Pascal VOC / YOLO /
+    LabelMe folder, CVAT XML: object boxes are cut out, ignore regions are not), a .vec or an
+    .npz.
     NEG: a folder of background images (no object) or a bg.txt list; relative paths in list
     files are resolved against the list file's folder.
     """
@@ -297,7 +307,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                              "or less")
     positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop),
                                 _parse_jitter(jitter, jitter_range, seed),
-                                seed if shuffle_positives else None)
+                                seed if shuffle_positives else None, pos_format, category)
     need = positives_needed(num_pos, stages, min_hit_rate)
     if len(positives) < need:
         most = int(len(positives) / (1 + max(stages - 1, 0) * (1 - min_hit_rate)))
