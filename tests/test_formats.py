@@ -323,7 +323,7 @@ def test_positives_from_annotation_formats_exclude_ignore_regions(tmp_path, imag
     from vjboost.cli.train import _load_positives
 
     img = np.zeros((100, 200), np.uint8)
-    img[20:60, 10:40] = 200  # the object
+    img[20:60, 10:41] = 200  # the object (the box rounds to x 10..40)
     img[10:70, 100:160] = 50  # the crowd
     cv2.imwrite(str(images / "a.png"), img)
     p = _coco(tmp_path, images)
