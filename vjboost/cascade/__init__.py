@@ -11,8 +11,8 @@ Main entry points (imported lazily, so that importing a submodule stays cheap):
 - :class:`CascadeDetector`, :func:`detect_multiscale`, :class:`Detections` — detection
   (``vjboost.cascade.detector``); :class:`Pyramid`, :func:`opencv_scales` — the scan geometry
   (``vjboost.cascade.scan``); :class:`CascadeRunner`, :func:`cascade_accepts` — every
-  window-level evaluation (``vjboost.cascade.runner``); :func:`group_rectangles`, :func:`nms`
-  (``vjboost.cascade.grouping``).
+  window-level evaluation (``vjboost.cascade.runner``); box maths (grouping, NMS, IoU) is in
+  :mod:`vjboost.boxes`.
 """
 
 from __future__ import annotations
@@ -42,8 +42,6 @@ _EXPORTS = {
     "CascadeRunner": "runner",
     "cascade_accepts": "runner",
     "resolve_model": "shipped",
-    "group_rectangles": "grouping",
-    "nms": "grouping",
 }
 
 __all__ = sorted(_EXPORTS)

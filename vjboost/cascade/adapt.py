@@ -36,7 +36,7 @@ import numpy as np
 
 from .._validation import check_in_range
 from ..boost.online import OnlineCoordinateBoost
-from ..eval.matching import iou_matrix
+from ..boxes import iou_matrix
 from .detector import CascadeDetector
 from .kernels import THRESHOLD_EPS
 from .model import CascadeModel, Stage

@@ -42,6 +42,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from .._limits import check_pyramid_levels
+
 __all__ = ["BATCH_BYTES", "Batch", "Level", "Pyramid", "opencv_scales"]
 
 #: integral planes per batch (bytes): larger images are scanned in several batches
@@ -239,6 +241,7 @@ class Pyramid:
         img_w, img_h = (int(v) for v in image_size)
         self.window_shape = (H, W)
         self.image_size = (img_w, img_h)
+        check_pyramid_levels(scale_factor, (img_w, img_h), (W, H))
         self.scales = opencv_scales((W, H), (img_w, img_h), scale_factor,
                                     tuple(min_size), tuple(max_size))
         self.levels: list[Level] = []
