@@ -398,16 +398,18 @@ def _random_mixed_cascade(pool, ids, windows, rng, n_stages=3, n_trees=4, pass_r
     return CascadeModel(pool.window_shape, stages=stages, family=pool, feature_ids=ids)
 
 
-def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray):
-    """Haar + MB-LBP + HOG features in one cascade of depth-2 trees mixing ordered and
-    categorical nodes: the detector (one kernel pass) finds exactly the windows that the
-    families' own evaluation of every cut-out window accepts, at every scale."""
+@pytest.mark.parametrize("names", [("haar", "mblbp", "hog"), ("haar", "mblbp")],
+                         ids=["haar+mblbp+hog", "haar+mblbp"])
+def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
+    """Haar + MB-LBP (+ HOG) features in one cascade of depth-2 trees mixing ordered and
+    categorical nodes: the detector (one kernel pass when every family compiles its features)
+    finds exactly the windows that the families' own evaluation of every cut-out window
+    accepts, at every scale, with the same scores."""
     from vjboost.cascade import CascadeRunner
     from vjboost.features import FeaturePool, get_family_class
 
     win = (16, 16)
-    pool = FeaturePool([get_family_class("haar")(win), get_family_class("mblbp")(win),
-                        get_family_class("hog")(win)])
+    pool = FeaturePool([get_family_class(n)(win) for n in names])
     rng = np.random.default_rng(7)
     ids = np.sort(np.concatenate([rng.choice(np.arange(a, b), 6, replace=False)
                                   for a, b in zip(pool.offsets[:-1], pool.offsets[1:],
@@ -415,7 +417,8 @@ def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray):
     img = np.ascontiguousarray(astronaut_gray[60:150, 150:250])
     sample = np.lib.stride_tricks.sliding_window_view(img, win)[::5, ::5].reshape(-1, *win)
     model = _random_mixed_cascade(pool, ids, sample, rng)
-    assert CascadeRunner(model).compiled is not None  # the kernels run it
+    if all(f.program([0]) is not None for f in pool.families):
+        assert CascadeRunner(model).compiled is not None  # the kernels run it, in one pass
     det = CascadeDetector(model, scale_factor=1.2, min_neighbors=0, mode="clean", step=1,
                           skip_after_stage0=False, min_std=0)
     boxes, scores = det.raw_windows(img)

@@ -96,3 +96,42 @@ def test_shipped_model_meets_its_goal_on_cmu_mit(shared_dir):
     at1, at3 = ours.at(1), ours.at(3)
     assert (at1.detection_rate, at1.false_positives) == (pytest.approx(313 / 354), 31)
     assert (at3.detection_rate, at3.false_positives) == (pytest.approx(294 / 354), 7)
+
+
+def test_no_cascade_classifier_needed_and_clear_error_without_opencv_cascades(monkeypatch):
+    """vjboost's own detector and names work on an OpenCV without CascadeClassifier/cv2.data
+    (OpenCV 5's wheels); opencv: names then fail with one clear line."""
+    import types
+
+    monkeypatch.delattr(cv2, "CascadeClassifier", raising=False)
+    monkeypatch.setattr(cv2, "data", types.SimpleNamespace(), raising=False)
+    img = cv2.cvtColor(__import__("skimage.data").data.astronaut(), cv2.COLOR_RGB2GRAY)
+    assert len(CascadeDetector(load_model(DEFAULT_MODEL)).detect(img)) >= 1
+    with pytest.raises(ModelNotFound, match=r"ships no cascades \(no cv2.data.haarcascades\)"):
+        load_model("opencv:haarcascade_frontalface_default")
+
+
+def test_vjadapt_accepts_model_names(tmp_path):
+    from click.testing import CliRunner
+
+    from vjboost.cli.adapt import vjadapt
+
+    ast = cv2.cvtColor(__import__("skimage.data").data.astronaut(), cv2.COLOR_RGB2GRAY)
+    coffee = cv2.cvtColor(__import__("skimage.data").data.coffee(), cv2.COLOR_RGB2GRAY)
+    patch = cv2.resize(ast[40:190, 150:300], (60, 60), interpolation=cv2.INTER_AREA)
+    bg = cv2.resize(coffee, (160, 120), interpolation=cv2.INTER_AREA)
+    info = []
+    for k in range(6):
+        x, y = 10 + 12 * k, 20 + (k % 3) * 10
+        f = bg.copy()
+        f[y:y + 60, x:x + 60] = patch
+        cv2.imwrite(str(tmp_path / f"f{k}.png"), f)
+        info.append(f"f{k}.png 1 {x + 10} {y + 9} 40 40")
+    (tmp_path / "info.dat").write_text("\n".join(info) + "\n")
+    args = [str(tmp_path), "--boxes", str(tmp_path / "info.dat"), "--min-windows", "3"]
+    r = CliRunner().invoke(vjadapt, [DEFAULT_MODEL, *args, "-o", str(tmp_path / "a.json")])
+    assert r.exit_code == 0, r.output
+    assert load_model(tmp_path / "a.json").n_stages == load_model(DEFAULT_MODEL).n_stages
+    r = CliRunner().invoke(vjadapt, ["vjboost:no_such_model", *args, "-o",
+                                     str(tmp_path / "b.json")])
+    assert r.exit_code == 2 and "no such shipped model" in r.output

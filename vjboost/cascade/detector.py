@@ -30,7 +30,7 @@ import numpy as np
 from ..boxes import group_detections
 from .model import CascadeModel
 from .runner import CascadeRunner
-from .scan import Pyramid, opencv_scales
+from .scan import Pyramid, check_mode, opencv_scales
 
 __all__ = [
     "CascadeDetector",
@@ -220,7 +220,7 @@ class CascadeDetector:
         self.min_std = float(min_std)
         self.threads = threads
         self.channel_order = channel_order
-        self.pyramid(model.window_shape[::-1])  # checks mode and step
+        check_mode(mode, self.step)
         self._runner = CascadeRunner(model, threads=threads)
 
     # -- public API -----------------------------------------------------------------------------

@@ -44,12 +44,21 @@ import numpy as np
 
 from .._limits import check_pyramid_levels
 
-__all__ = ["BATCH_BYTES", "Batch", "Level", "Pyramid", "opencv_scales"]
+__all__ = ["BATCH_BYTES", "Batch", "Level", "Pyramid", "check_mode", "opencv_scales"]
 
 #: integral planes per batch (bytes): larger images are scanned in several batches
 BATCH_BYTES = 192 * 1024**2
 
 MODES = ("opencv", "clean")
+
+
+def check_mode(mode: str, step: int | None) -> None:
+    """Refuse an unknown scan mode, or a step with ``mode="opencv"`` (OpenCV's step is fixed)."""
+    if mode not in MODES:
+        raise ValueError(f"mode: expected 'opencv' or 'clean', got {mode!r}")
+    if mode == "opencv" and step is not None:
+        raise ValueError("step: only configurable with mode='clean' (OpenCV's step is 2 "
+                         "below scale 2, else 1)")
 
 
 def _win(n: int, s: np.float32) -> int:
@@ -232,11 +241,7 @@ class Pyramid:
                  scale_factor: float, min_size: Sequence[int] = (0, 0),
                  max_size: Sequence[int] = (0, 0), mode: str = "opencv",
                  step: int | None = None) -> None:
-        if mode not in MODES:
-            raise ValueError(f"mode: expected 'opencv' or 'clean', got {mode!r}")
-        if mode == "opencv" and step is not None:
-            raise ValueError("step: only configurable with mode='clean' (OpenCV's step is 2 "
-                             "below scale 2, else 1)")
+        check_mode(mode, step)
         H, W = (int(v) for v in window_shape)  # noqa: N806
         img_w, img_h = (int(v) for v in image_size)
         self.window_shape = (H, W)
