@@ -14,12 +14,15 @@ item, see :func:`run_stack`): a window is accepted by training code exactly when
 would accept it.
 
 Specialisations. The kernel is built per (operations, tree shape) pair, both compile-time
-constants of a closure (numba then compiles and caches each pair separately): operations as
-:data:`vjboost.features.program.OPS_HAAR` (OpenCV's Haar features), ``OPS_RECTS``,
-``OPS_MBLBP`` or ``OPS_MIXED`` (read per node); tree shape 1 =
-stumps, 2 = depth-2 trees of three nodes, 3 = other trees of depth <= 2 (root and at most two
-children; both laid out so that the second node and the leaf are picked by arithmetic on the
-decisions instead of branches), 0 = any tree.
+constants of a closure (numba then compiles and caches each pair separately, and only the pairs
+a run meets): operations as :data:`vjboost.features.program.OPS_HAAR` (OpenCV's Haar features),
+``OPS_RECTS``, ``OPS_MBLBP`` or ``OPS_MIXED`` (read per node); tree shape 1 = stumps, 2 =
+depth-2 trees of three nodes, 3 = other trees of depth <= 2 (root and at most two children; both
+laid out so that the second node and the leaf are picked by arithmetic on the decisions instead
+of branches), 0 = any tree. The branches on the tree shape are in the kernel's own body, where
+numba prunes them before inlining (one tree walk per kernel); the node tests of single
+operations are small and inlined, the mixed one is compiled once and linked. That keeps a
+kernel's compilation to a few seconds.
 
 OpenCV's σ gate: when the cascade uses the variance normalisation and ``gate`` is finite, a
 window whose inner-area σ is too small (``area · inv_var >= gate``, OpenCV: ``gate = 0.1``, i.e.
@@ -46,9 +49,12 @@ from vjboost.features.program import (
     _THR_R,
     NORM_VARIANCE,
     OP_RECTS,
+    OPS_MIXED,
     REC,
     Program,
+    mblbp_code,
     node_value,
+    rects_value,
     window_norms,
 )
 
@@ -203,68 +209,70 @@ def _u(i):  # pragma: no cover - numba
     return np.uint64(i)
 
 
+# Node tests, one per ``OPS_*`` constant: each reads only its operation's part of the record,
+# so a kernel specialised for one operation compiles (and runs) only that code.
+
+
 @njit(inline="always", cache=True, nogil=True)
-def _go_left(tab, tabf, nd, buf, p, iv, ig, subsets, ops):  # pragma: no cover - numba
-    """Whether the window at ``p`` goes left at node ``nd``."""
+def _left_haar(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
     o = nd * REC
-    v = node_value(tab, tabf, o, buf, p, iv, ig, ops)
-    if ops == 1 or ops == 3:
-        return v < tabf[_u(o + _THR_R)]
-    if ops == 2 or tab[_u(o + _CAT)] != 0:
-        c = np.int64(v)
-        return ((subsets[_u(nd * 8 + (c >> 5))] >> np.uint32(c & 31)) & np.uint32(1)) != 0
+    return rects_value(tab, tabf, o, buf, p, iv, ig, True) < tabf[_u(o + _THR_R)]
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _left_rects(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
+    o = nd * REC
+    return rects_value(tab, tabf, o, buf, p, iv, ig, False) < tabf[_u(o + _THR_R)]
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _in_subset(subsets, nd, c):  # pragma: no cover - numba
+    return ((subsets[_u(nd * 8 + (c >> 5))] >> np.uint32(c & 31)) & np.uint32(1)) != 0
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _left_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
+    # the integer code, no float round trip
+    return _in_subset(subsets, nd, mblbp_code(tab, nd * REC, buf, p))
+
+
+@njit(cache=True, nogil=True)
+def _left_mixed(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
+    # any operation, read from the record; not inlined, so that kernels for one operation
+    # only link it (compiled once) instead of compiling every operation's code again
+    o = nd * REC
+    v = node_value(tab, tabf, o, buf, p, iv, ig, OPS_MIXED)
+    if tab[_u(o + _CAT)] != 0:
+        return _in_subset(subsets, nd, np.int64(v))
     thr = tabf[_u(o + _THR_R)] if tab[_u(o + _OP)] == 0 else tabf[_u(o + _THR)]
     return v < thr
 
 
 @njit(inline="always", cache=True, nogil=True)
-def _window(buf, p, tab, tabf, pro, prof, gate, stage_first, stage_thr, tree_node0, tree_leaf0,
-            node_left, node_right, subsets, leaves, ops, shape):  # pragma: no cover - numba
-    """Stages passed (``n_stages`` = accepted; -1 = refused by the σ gate) and last score."""
-    iv, ig, nf = window_norms(buf, p, pro, prof)
-    if gate < np.inf:
-        if not (nf > 0.0 and prof[0] * np.float64(iv) < gate):
-            return -1, 0.0
-    n_stages = stage_thr.shape[0]
-    score = 0.0
-    for si in range(n_stages):
-        score = 0.0
-        for t in range(stage_first[si], stage_first[si + 1]):
-            nd = tree_node0[t]
-            if shape >= 2:
-                g0 = np.int64(_go_left(tab, tabf, nd, buf, p, iv, ig, subsets, ops))
-                if shape == 2:  # all trees have 3 nodes: left child nd+1, right nd+2
-                    c = nd + 2 - g0
-                else:
-                    # n nodes: 3 as above; 2 -> the child, nd+1 (evaluated in vain on the
-                    # leaf side); 1 -> the root again
-                    n = np.int64(tree_node0[t + 1] - nd)
-                    c = nd + min(n - 1, 1 + (1 - g0) * (n - 2))
-                g1 = np.int64(_go_left(tab, tabf, c, buf, p, iv, ig, subsets, ops))
-                score += leaves[_u(4 * t + 3 - 2 * g0 - g1)]
-                continue
-            while True:
-                left = _go_left(tab, tabf, nd, buf, p, iv, ig, subsets, ops)
-                if shape == 1:
-                    score += leaves[_u(2 * t)] if left else leaves[_u(2 * t + 1)]
-                    break
-                code = node_left[nd] if left else node_right[nd]
-                if code <= 0:
-                    score += leaves[_u(tree_leaf0[t] - code)]
-                    break
-                nd = tree_node0[t] + code
-        if score < stage_thr[si]:
-            return si, score
-    return n_stages, score
+def _left(ops, tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
+    """Whether the window at ``p`` goes left at node ``nd`` (``ops``: an ``OPS_*`` constant)."""
+    if ops == 1:
+        return _left_rects(tab, tabf, nd, buf, p, iv, ig, subsets)
+    if ops == 2:
+        return _left_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets)
+    if ops == 3:
+        return _left_haar(tab, tabf, nd, buf, p, iv, ig, subsets)
+    return _left_mixed(tab, tabf, nd, buf, p, iv, ig, subsets)
 
 
 def _make_scan(ops: int, shape: int):
-    """The parallel kernel over work items for one (operations, tree shape) pair."""
+    """The parallel kernel over work items for one (operations, tree shape) pair.
+
+    Both are closure constants: numba prunes the branches on ``shape`` in this body before it
+    inlines anything (one tree walk per kernel), and ``ops`` selects one small node test
+    (:func:`_left`); each pair is cached under its own key.
+    """
 
     @njit(cache=True, nogil=True, parallel=True)
     def scan_items(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
                    tree_node0, tree_leaf0, node_left, node_right, subsets, leaves, out_passed,
                    out_score):  # pragma: no cover - numba
+        n_stages = stage_thr.shape[0]
         for it in prange(items.shape[0]):
             row = items[it, 0]
             nx = items[it, 1]
@@ -272,9 +280,54 @@ def _make_scan(ops: int, shape: int):
             obase = items[it, 3]
             x = 0
             while x < nx:
-                k, score = _window(buf, row + x, tab, tabf, pro, prof, gate, stage_first,
-                                   stage_thr, tree_node0, tree_leaf0, node_left, node_right,
-                                   subsets, leaves, ops, shape)
+                p = row + x
+                # the window's normalisers and OpenCV's σ gate (MB-LBP codes need neither)
+                k = n_stages
+                iv = np.float32(1.0)
+                ig = np.float32(1.0)
+                if ops != 2:
+                    iv, ig, nf = window_norms(buf, p, pro, prof)
+                    if gate < np.inf and not (nf > 0.0 and prof[0] * np.float64(iv) < gate):
+                        k = -1
+                score = 0.0
+                si = 0
+                while k == n_stages and si < n_stages:
+                    score = 0.0
+                    for t in range(stage_first[si], stage_first[si + 1]):
+                        nd = tree_node0[t]
+                        if shape == 2 or shape == 3:
+                            # depth <= 2, laid out by compile_cascade: the second node and the
+                            # leaf by arithmetic on the decisions (a branch on them is
+                            # mispredicted about every other tree)
+                            g0 = np.int64(0)
+                            for level in range(2):
+                                g = np.int64(_left(ops, tab, tabf, nd, buf, p, iv, ig, subsets))
+                                if level == 1:
+                                    score += leaves[_u(4 * t + 3 - 2 * g0 - g)]
+                                elif shape == 2:  # three nodes: left child nd+1, right nd+2
+                                    g0 = g
+                                    nd = nd + 2 - g0
+                                else:
+                                    # n nodes: 3 as above; 2 -> the child, nd+1 (evaluated in
+                                    # vain on the leaf side); 1 -> the root again
+                                    g0 = g
+                                    n = np.int64(tree_node0[t + 1] - nd)
+                                    nd = nd + min(n - 1, 1 + (1 - g0) * (n - 2))
+                            continue
+                        while True:
+                            go = _left(ops, tab, tabf, nd, buf, p, iv, ig, subsets)
+                            if shape == 1:
+                                # OpenCV's stump path: leaf 0 left
+                                score += leaves[_u(2 * t)] if go else leaves[_u(2 * t + 1)]
+                                break
+                            code = node_left[nd] if go else node_right[nd]
+                            if code <= 0:
+                                score += leaves[_u(tree_leaf0[t] - code)]
+                                break
+                            nd = tree_node0[t] + code
+                    if score < stage_thr[si]:
+                        k = si
+                    si += 1
                 j = obase + x // step
                 out_passed[j] = k
                 out_score[j] = score
@@ -326,12 +379,13 @@ def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_st
     passed : ndarray of int16, shape (n_out,)
         Stages passed (``n_stages`` = accepted, -1 σ gate, -2 skipped).
     score : ndarray of float64, shape (n_out,)
-        Score of the last stage evaluated (the accepting stage's score for accepted windows).
+        Score of the last stage evaluated (the accepting stage's score for accepted windows;
+        0 for windows refused by the σ gate, undefined for skipped ones).
     """
     bound = cascade.bind(row_stride, plane_stride)
     gate = float(gate) if cascade.variance else np.inf
     out_passed = np.full(n_out, -2, dtype=np.int16)
-    out_score = np.zeros(n_out, dtype=np.float64)
+    out_score = np.empty(n_out, dtype=np.float64)
     if len(items) == 0:
         return out_passed, out_score
     kernel = _kernel(cascade.ops, cascade.shape)

@@ -78,7 +78,10 @@ __all__ = [
     "BoundProgram",
     "Program",
     "evaluate_program",
+    "hog_value",
+    "mblbp_code",
     "node_value",
+    "rects_value",
     "window_norms",
 ]
 
@@ -125,77 +128,72 @@ def _rsum(buf, p, tab, o):  # pragma: no cover - numba
 
 
 @numba.njit(inline="always", **_JIT)
-def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cover - numba
-    """Value of the feature whose record starts at word ``o`` of ``tab`` (``tabf``: the same
-    memory as float32), for the window at offset ``p`` of ``buf`` (int32 integral planes).
+def mblbp_code(tab, o, buf, p):  # pragma: no cover - numba
+    """OpenCV's multi-block LBP code (int, 0..255) of the OP_MBLBP record at word ``o``."""
+    q = o + _OFS
+    a0 = buf[_u(p + tab[_u(q)])]
+    a1 = buf[_u(p + tab[_u(q + 1)])]
+    a2 = buf[_u(p + tab[_u(q + 2)])]
+    a3 = buf[_u(p + tab[_u(q + 3)])]
+    a4 = buf[_u(p + tab[_u(q + 4)])]
+    a5 = buf[_u(p + tab[_u(q + 5)])]
+    a6 = buf[_u(p + tab[_u(q + 6)])]
+    a7 = buf[_u(p + tab[_u(q + 7)])]
+    a8 = buf[_u(p + tab[_u(q + 8)])]
+    a9 = buf[_u(p + tab[_u(q + 9)])]
+    a10 = buf[_u(p + tab[_u(q + 10)])]
+    a11 = buf[_u(p + tab[_u(q + 11)])]
+    a12 = buf[_u(p + tab[_u(q + 12)])]
+    a13 = buf[_u(p + tab[_u(q + 13)])]
+    a14 = buf[_u(p + tab[_u(q + 14)])]
+    a15 = buf[_u(p + tab[_u(q + 15)])]
+    # corner grid c[j*4+i]; block (i, j) = c0 - c1 - c4 + c5; clockwise from the top-left
+    # block, most significant bit first (OpenCV's LBPEvaluator)
+    cv = np.int32(a5 - a6 - a9 + a10)
+    c = 0
+    if np.int32(a0 - a1 - a4 + a5) >= cv:
+        c |= 128
+    if np.int32(a1 - a2 - a5 + a6) >= cv:
+        c |= 64
+    if np.int32(a2 - a3 - a6 + a7) >= cv:
+        c |= 32
+    if np.int32(a6 - a7 - a10 + a11) >= cv:
+        c |= 16
+    if np.int32(a10 - a11 - a14 + a15) >= cv:
+        c |= 8
+    if np.int32(a9 - a10 - a13 + a14) >= cv:
+        c |= 4
+    if np.int32(a8 - a9 - a12 + a13) >= cv:
+        c |= 2
+    if np.int32(a4 - a5 - a8 + a9) >= cv:
+        c |= 1
+    return c
 
-    ``inv_var``/``inv_grad`` are the window's normalisers (:func:`window_norms`). ``ops`` is a
-    compile-time constant when the caller knows the features' operations (``OPS_*``):
-    ``OPS_RECTS`` only OP_RECTS, ``OPS_MBLBP`` only OP_MBLBP, ``OPS_HAAR`` only OP_RECTS with
-    the variance normalisation and unit scale (OpenCV's Haar features: the record's first
-    cache line is all it reads); ``OPS_MIXED`` reads ``op`` from the record. Returns float32
-    (MB-LBP codes as float32 integers).
-    """
-    if ops == 1 or ops == 3:
-        op = 0
-    elif ops == 2:
-        op = 1
-    else:
-        op = tab[_u(o + _OP)]
-    if op == 0:
-        v = tabf[_u(o + _W)] * np.float32(_rsum(buf, p, tab, o + _OFS))
-        v += tabf[_u(o + _W + 1)] * np.float32(_rsum(buf, p, tab, o + _OFS + 4))
-        w2 = tabf[_u(o + _W + 2)]
-        if w2 != 0.0:
-            v += w2 * np.float32(_rsum(buf, p, tab, o + _OFS + 8))
-        if ops == 3:
-            return v * inv_var
-        nk = tab[_u(o + _NORM)]
-        if nk == 1:
-            v = v * inv_var
-        elif nk == 2:
-            v = v * inv_grad
-        return v * tabf[_u(o + _SCALE)]
-    if op == 1:
-        q = o + _OFS
-        a0 = buf[_u(p + tab[_u(q)])]
-        a1 = buf[_u(p + tab[_u(q + 1)])]
-        a2 = buf[_u(p + tab[_u(q + 2)])]
-        a3 = buf[_u(p + tab[_u(q + 3)])]
-        a4 = buf[_u(p + tab[_u(q + 4)])]
-        a5 = buf[_u(p + tab[_u(q + 5)])]
-        a6 = buf[_u(p + tab[_u(q + 6)])]
-        a7 = buf[_u(p + tab[_u(q + 7)])]
-        a8 = buf[_u(p + tab[_u(q + 8)])]
-        a9 = buf[_u(p + tab[_u(q + 9)])]
-        a10 = buf[_u(p + tab[_u(q + 10)])]
-        a11 = buf[_u(p + tab[_u(q + 11)])]
-        a12 = buf[_u(p + tab[_u(q + 12)])]
-        a13 = buf[_u(p + tab[_u(q + 13)])]
-        a14 = buf[_u(p + tab[_u(q + 14)])]
-        a15 = buf[_u(p + tab[_u(q + 15)])]
-        # corner grid c[j*4+i]; block (i, j) = c0 - c1 - c4 + c5; clockwise from the top-left
-        # block, most significant bit first (OpenCV's LBPEvaluator)
-        cv = np.int32(a5 - a6 - a9 + a10)
-        c = 0
-        if np.int32(a0 - a1 - a4 + a5) >= cv:
-            c |= 128
-        if np.int32(a1 - a2 - a5 + a6) >= cv:
-            c |= 64
-        if np.int32(a2 - a3 - a6 + a7) >= cv:
-            c |= 32
-        if np.int32(a6 - a7 - a10 + a11) >= cv:
-            c |= 16
-        if np.int32(a10 - a11 - a14 + a15) >= cv:
-            c |= 8
-        if np.int32(a9 - a10 - a13 + a14) >= cv:
-            c |= 4
-        if np.int32(a8 - a9 - a12 + a13) >= cv:
-            c |= 2
-        if np.int32(a4 - a5 - a8 + a9) >= cv:
-            c |= 1
-        return np.float32(c)
-    # OP_HOG: two passes over the block's n_cells x n_bins sums (no scratch memory)
+
+@numba.njit(inline="always", **_JIT)
+def rects_value(tab, tabf, o, buf, p, inv_var, inv_grad, haar):  # pragma: no cover - numba
+    """Value of the OP_RECTS record at word ``o``: ``(w0·R0 + w1·R1 + w2·R2) · norm · scale``;
+    ``haar``: OpenCV's Haar features (variance normalisation, unit scale: the record's first
+    cache line is all it reads)."""
+    v = tabf[_u(o + _W)] * np.float32(_rsum(buf, p, tab, o + _OFS))
+    v += tabf[_u(o + _W + 1)] * np.float32(_rsum(buf, p, tab, o + _OFS + 4))
+    w2 = tabf[_u(o + _W + 2)]
+    if w2 != 0.0:
+        v += w2 * np.float32(_rsum(buf, p, tab, o + _OFS + 8))
+    if haar:
+        return v * inv_var
+    nk = tab[_u(o + _NORM)]
+    if nk == 1:
+        v = v * inv_var
+    elif nk == 2:
+        v = v * inv_grad
+    return v * tabf[_u(o + _SCALE)]
+
+
+@numba.njit(inline="always", **_JIT)
+def hog_value(tab, tabf, o, buf, p):  # pragma: no cover - numba
+    """Value of the OP_HOG record at word ``o``: two passes over the block's
+    ``n_cells x n_bins`` sums (no scratch memory)."""
     nb = tab[_u(o + _HNB)]
     nc = tab[_u(o + _HNC)]
     tgt = tab[_u(o + _HTGT)]
@@ -226,6 +224,32 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
                 tot2 += x * x
         v = min(target / n1, clip) / math.sqrt(tot2 + eps * eps)
     return np.float32(v) * tabf[_u(o + _SCALE)]
+
+
+@numba.njit(inline="always", **_JIT)
+def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cover - numba
+    """Value of the feature whose record starts at word ``o`` of ``tab`` (``tabf``: the same
+    memory as float32), for the window at offset ``p`` of ``buf`` (int32 integral planes).
+
+    ``inv_var``/``inv_grad`` are the window's normalisers (:func:`window_norms`). ``ops`` is a
+    compile-time constant when the caller knows the features' operations (``OPS_*``):
+    ``OPS_RECTS`` only OP_RECTS, ``OPS_MBLBP`` only OP_MBLBP, ``OPS_HAAR`` only OP_RECTS with
+    the variance normalisation and unit scale (OpenCV's Haar features: the record's first
+    cache line is all it reads); ``OPS_MIXED`` reads ``op`` from the record. Returns float32
+    (MB-LBP codes as float32 integers). Kernels specialised for one operation may call
+    :func:`rects_value`, :func:`mblbp_code` or :func:`hog_value` directly (smaller code).
+    """
+    if ops == 1 or ops == 3:
+        op = 0
+    elif ops == 2:
+        op = 1
+    else:
+        op = tab[_u(o + _OP)]
+    if op == 0:
+        return rects_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops == 3)
+    if op == 1:
+        return np.float32(mblbp_code(tab, o, buf, p))
+    return hog_value(tab, tabf, o, buf, p)
 
 
 @numba.njit(inline="always", **_JIT)
