@@ -87,9 +87,19 @@ def _plot(curves: dict, path: Path, iou: float, mark: int, n_images: int) -> Non
               help="Detector threads (0: all).")
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False), default="vjeval-out",
               show_default=True, help="Where eval.json and curve.png go (created).")
+@click.option("--protocol", type=click.Choice(["boxes", "uiuc"]), default="boxes",
+              show_default=True,
+              help="boxes: ANNOTATIONS are boxes matched by IoU. uiuc: ANNOTATIONS is a UIUC car "
+                   "trueLocations.txt (window corner in the 25 %% ellipse, one detection per car, "
+                   "recall at the equal-error rate; detections ranked by group size) and "
+                   "--images its TestImages folder.")
 def main(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
-         max_neighbors, iou, threads, output_dir) -> None:
+         max_neighbors, iou, threads, output_dir, protocol) -> None:
     """Evaluate cascades on ANNOTATIONS (info.dat, CSV with image,x,y,w,h, or JSON)."""
+    if protocol == "uiuc":
+        _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
+                   threads, output_dir)
+        return
     from ..cascade.detector import CascadeDetector, to_gray
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
@@ -167,6 +177,59 @@ def main(annotations, models, labels, images, scale_factor, min_size, min_neighb
                    f"{r['detect_seconds']:>7.2f}")
     click.echo(f"(min_neighbors {min_neighbors}, IoU >= {iou:g}); wrote {out / 'eval.json'} "
                f"and {out / 'curve.png'}")
+
+
+def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
+               threads, output_dir) -> None:
+    """``--protocol uiuc``: :func:`vjboost.eval.uiuc.run_uiuc` per model, a table, JSON, plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ..cascade.model_io import load_model
+    from ..cascade.opencv_xml import CascadeFormatError
+    from ..eval.uiuc import plot_uiuc_curves, run_uiuc
+    from ..io.uiuc import write_uiuc_locations
+
+    if images is None:
+        raise click.BadParameter("--protocol uiuc needs the test images (e.g. TestImages/)",
+                                 param_hint="--images")
+    paths = _image_list(images, {})
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    evs, rows = {}, []
+    for k, spec in enumerate(models):
+        label = labels[k] if labels else Path(spec.split(":")[-1]).stem
+        try:
+            model = load_model(resolve_model_path(spec))
+            ev, info = run_uiuc(model, annotations, paths, scale_factor=scale_factor,
+                                min_size=min_size or None, threads=threads or None)
+        except (CascadeFormatError, AnnotationError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+        evs[label] = ev
+        op = ev.at_threshold(min_neighbors + 1)  # groups of more than min_neighbors windows
+        rows.append({"label": label, "model": spec, **ev.as_dict(), "at_min_neighbors": {
+            "min_neighbors": min_neighbors, **op}, "detect_seconds": info["detect_seconds"]})
+        write_uiuc_locations(out / f"foundLocations-{label}.txt", info["locations"])
+    atomic_write(out / "eval.json", json.dumps({"protocol": "uiuc", "truth": str(annotations),
+                                                "scale_factor": scale_factor, "models": rows},
+                                               indent=1))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    plot_uiuc_curves(ax, evs, title="UIUC protocol: recall against false positives")
+    fig.tight_layout()
+    save_png(fig, out / "curve.png")
+    plt.close(fig)
+    click.echo(f"{'model':<28} {'EER recall':>10} {'recall':>7} {'precision':>9} {'F':>6} "
+               f"{'FP':>5} {'sec':>7}")
+    for r in rows:
+        a = r["at_min_neighbors"]
+        click.echo(f"{r['label'][:28]:<28} {r['eer_recall']:>10.3f} {a['recall']:>7.3f} "
+                   f"{a['precision']:>9.3f} {a['f_measure']:>6.3f} {a['false_positives']:>5d} "
+                   f"{r['detect_seconds']:>7.2f}")
+    n = rows[0]["n_objects"] if rows else 0
+    click.echo(f"({n} cars; recall/precision/F at min_neighbors {min_neighbors}; EER recall "
+               f"over all group sizes); wrote {out / 'eval.json'} and {out / 'curve.png'}")
 
 
 if __name__ == "__main__":
