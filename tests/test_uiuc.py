@@ -224,3 +224,58 @@ def test_true_locations_file_as_described(shared_dir):
     dets = {k: (np.concatenate([v, v + 1]), np.ones(2 * len(v))) for k, v in truth.items()}
     ev = evaluate_uiuc(dets, truth)
     assert (ev.true_positives, ev.false_positives) == (200, 200)
+
+
+# ------------------------------------------------------------------------------------------------
+# vjeval --protocol uiuc
+# ------------------------------------------------------------------------------------------------
+
+
+def test_vjeval_uiuc_protocol_wiring(tmp_path):
+    import json
+
+    import cv2
+    from click.testing import CliRunner
+
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.opencv_xml import write_opencv_xml
+    from vjboost.cascade.synthetic import random_cascade
+    from vjboost.cli.evaluate import main
+    from vjboost.io.uiuc import read_uiuc_locations
+
+    model = random_cascade("HAAR", window=(50, 20), pass_rate=0.7, seed=4)  # (width, height)
+    write_opencv_xml(model, tmp_path / "cars.xml")
+    rng = np.random.default_rng(0)
+    imgs = tmp_path / "TestImages"
+    imgs.mkdir()
+    for n in range(3):
+        img = cv2.GaussianBlur((rng.random((90, 160)) * 255).astype(np.uint8), (5, 5), 2)
+        cv2.imwrite(str(imgs / f"test-{n}.pgm"), img)
+    (tmp_path / "trueLocations.txt").write_text("0: (20,30)\n1: (5,5) (40,60)\n2:\n")
+    res = CliRunner().invoke(main, [str(tmp_path / "trueLocations.txt"), "--protocol", "uiuc",
+                                    "--images", str(imgs), "-m", str(tmp_path / "cars.xml"),
+                                    "-o", str(tmp_path / "out"), "--min-neighbors", "1"])
+    assert res.exit_code == 0, res.output
+    assert "EER recall" in res.output and "3 cars" in res.output
+    doc = json.loads((tmp_path / "out" / "eval.json").read_text())
+    row = doc["models"][0]
+    assert doc["protocol"] == "uiuc" and row["n_objects"] == 3 and row["n_images"] == 3
+    assert (tmp_path / "out" / "curve.png").stat().st_size > 1000
+    # the same figures from the detector's raw windows, grouped and scored here
+    found = read_uiuc_locations(tmp_path / "out" / "foundLocations-cars.txt")
+    det = CascadeDetector(model, scale_factor=1.1, min_neighbors=0, grouping="none")
+    dets = {}
+    for n in range(3):
+        b, s = det.raw_windows(cv2.imread(str(imgs / f"test-{n}.pgm"), 0))
+        g, c = cascade_detections(b, s, min_neighbors=1)
+        dets[n] = (box_locations(g), c)
+        np.testing.assert_array_equal(found.get(n, np.zeros((0, 2))),
+                                      np.rint(dets[n][0]).astype(int).reshape(-1, 2))
+    ev = evaluate_uiuc(dets, read_uiuc_locations(tmp_path / "trueLocations.txt"))
+    assert row["eer_recall"] == pytest.approx(ev.eer_recall)
+    assert row["n_detections"] == ev.n_detections
+    # the table's operating point: groups of more than --min-neighbors windows
+    assert row["at_min_neighbors"]["false_positives"] == ev.at_threshold(2)["false_positives"]
+    bad = CliRunner().invoke(main, [str(tmp_path / "trueLocations.txt"), "--protocol", "uiuc",
+                                    "-m", str(tmp_path / "cars.xml")])
+    assert bad.exit_code != 0 and "needs the test images" in bad.output
