@@ -8,10 +8,10 @@ one detection per car, recall at the equal-error rate).
 * vjboost: ``vjtrain`` run as a user runs it (the folder of car windows with ``--mirror``, a
   ``bg.txt`` listing the non-car windows and the backgrounds), with the configuration
   :data:`VJ_CONFIG`; detection with :data:`VJ_DETECT`.
-* dlib: ``dlib.train_simple_object_detector`` (HOG + structural linear SVM) on the car windows,
-  whose box is the window less a thin margin (dlib cannot match a box touching the image border),
-  plus the non-car windows and a share of the backgrounds as images without boxes; C and window
-  size from :data:`DLIB_CONFIG`.
+* dlib: ``dlib.train_simple_object_detector`` (HOG + structural linear SVM) on the same car
+  windows, each pasted into a car-free background (dlib mines its negatives inside its training
+  images and cannot use a box that fills its image), plus the non-car windows as images without
+  boxes; C, window size and number of backgrounds from :data:`DLIB_CONFIG`.
 
 Modes:
 
@@ -26,7 +26,7 @@ default
     Train the chosen configurations on all training data, evaluate both on the 170 test scenes,
     print the table, write the curve (``--plot``) and the model (``--save-model``).
 ``--quick``
-    The same pipeline in under a minute: 4 stages, fewer negatives, dlib on the car windows only.
+    The same pipeline in under a minute: 4 stages, fewer negatives, 40 backgrounds for dlib.
 
 The last line is ``RESULT {json}`` with ``eer_recall_vjboost``, ``eer_recall_dlib``, training and
 detection seconds of both and their ratios.
@@ -35,6 +35,7 @@ detection seconds of both and their ratios.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -66,25 +67,30 @@ SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
 DATA = SHARED / "data" / "uiuc-cars"
 BACKGROUNDS = SHARED / "data" / "negatives"
 
-#: background images showing side views of cars or trucks (found by running a preliminary car
-#: detector over all of them and looking at its most confident windows): never used
-EXCLUDED_BACKGROUNDS = ("UMD_020.jpg",)
+#: background images showing cars, vans or trucks (found by running a car cascade trained on the
+#: validation split over all 3,019 and looking at its 120 most confident windows, ``--screen``):
+#: never used
+EXCLUDED_BACKGROUNDS = tuple(f"{n}.jpg" for n in (
+    "UMD_020", "neg-0094", "neg-0095", "neg-0097", "neg-0118", "neg-0157", "neg-0394",
+    "neg-0459", "neg-0491", "neg-0589", "neg-0830", "neg-0832", "neg-1235", "neg-1245",
+    "neg-1283", "neg-1337", "neg-1383", "neg-1395", "neg-1402", "neg-1582", "neg-1617",
+    "neg-4235"))
 
 #: ``vjtrain`` options of the shipped car cascade (chosen on the validation split)
 VJ_CONFIG: dict[str, object] = {
-    "window": "50x20", "features": "haar", "sampler": "laminating", "stages": 16,
-    "num-pos": 840, "num-neg": 2000, "min-hit-rate": 0.995, "max-false-alarm": 0.5,
+    "window": "50x20", "features": "lbp", "sampler": "full", "stages": 20,
+    "num-pos": 800, "num-neg": 2000, "min-hit-rate": 0.995, "max-false-alarm": 0.5,
     "mining-scale-factor": 1.25, "seed": 0,
 }
-#: detection settings of the car cascade (chosen on the validation split)
+#: detection settings of the car cascade (chosen on the validation split); ``n_stages``: the
+#: stages kept of the trained cascade (None: all)
 VJ_DETECT: dict[str, object] = {"scale_factor": 1.1, "min_neighbors": 1,
-                                "confidence": "neighbors"}
+                                "confidence": "neighbors", "n_stages": None}
 #: dlib settings (chosen on the validation split): SVM C, detection window (width, height),
 #: number of non-car background images added as box-free training images
 DLIB_CONFIG: dict[str, object] = {"C": 5.0, "window": (80, 32), "n_backgrounds": 300}
-#: margin of dlib's box inside a 100x40 car window (left, top) in pixels: dlib cannot place a
-#: window on a box that touches the image border; boxes map back by keeping their centre
-DLIB_MARGIN = (5, 2)
+#: dlib's detection threshold offset: low enough that its curve passes the equal-error point
+DLIB_THRESHOLD = -1.5
 #: smallest car the detectors must find: 0.5x the 100x40 training size
 MIN_CAR_WIDTH = 50
 
@@ -247,7 +253,8 @@ def vj_detect(model, images: dict, detect: dict, threads: int, multiscale: bool
               ) -> tuple[dict, float]:
     """Corner locations and confidences per image, and the detection seconds."""
     det = CascadeDetector(model, scale_factor=float(detect["scale_factor"]), min_neighbors=0,
-                          grouping="none", threads=threads)
+                          grouping="none", threads=threads,
+                          n_stages=detect.get("n_stages"))
     out, seconds = {}, 0.0
     for key, img in images.items():
         t0 = time.perf_counter()
@@ -264,16 +271,22 @@ def vj_detect(model, images: dict, detect: dict, threads: int, multiscale: bool
 # ------------------------------------------------------------------------------------------------
 
 
-def train_dlib(cars: list[np.ndarray], negatives: list[np.ndarray], config: dict, threads: int
-               ) -> tuple[object, float]:
-    """``train_simple_object_detector`` on the car windows (+ box-free negative images)."""
+def train_dlib(cars: list[np.ndarray], backgrounds: list[Path], negatives: list[np.ndarray],
+               config: dict, threads: int, seed: int = 0) -> tuple[object, float]:
+    """``train_simple_object_detector`` on the car windows placed in background scenes.
+
+    dlib mines its negatives inside its training images, so a bare 100x40 car window (whose box
+    would touch the border) teaches it nothing about the background: every car is pasted, at
+    its size, into a car-free background (:func:`make_scenes`, ``n_backgrounds`` of them used in
+    turn) and the non-car windows (doubled in size) are added as images without boxes.
+    """
     import dlib
 
-    mx, my = DLIB_MARGIN
-    h, w = OBJECT_SHAPE
-    images = [np.ascontiguousarray(c) for c in cars] + [np.ascontiguousarray(n)
-                                                        for n in negatives]
-    boxes = [[dlib.rectangle(mx, my, w - 1 - mx, h - 1 - my)] for _ in cars]
+    scenes = make_scenes(cars, backgrounds, scales=(1.0, 1.0), seed=seed + 7)
+    images = [im for im, _ in scenes] + [np.ascontiguousarray(n) for n in negatives]
+    h_over_w = OBJECT_SHAPE[0] / OBJECT_SHAPE[1]
+    boxes = [[dlib.rectangle(int(j), int(i), int(j + w - 1), int(i + round(w * h_over_w) - 1))
+              for i, j, w in truth] for _, truth in scenes]
     boxes += [[] for _ in negatives]
     opt = dlib.simple_object_detector_training_options()
     opt.add_left_right_image_flips = True
@@ -294,27 +307,22 @@ def train_dlib(cars: list[np.ndarray], negatives: list[np.ndarray], config: dict
 
 def dlib_upsample(det) -> int:
     """Image doublings needed for dlib's window to reach :data:`MIN_CAR_WIDTH` cars."""
-    full = det.detection_window_width * OBJECT_SHAPE[1] / (OBJECT_SHAPE[1] - 2 * DLIB_MARGIN[0])
-    return max(0, math.ceil(math.log2(full / MIN_CAR_WIDTH) - 0.05))
+    return max(0, math.ceil(math.log2(det.detection_window_width / MIN_CAR_WIDTH) - 0.05))
 
 
 def dlib_detect(det, images: dict, multiscale: bool, upsample: int | None = None
                 ) -> tuple[dict, float]:
-    """dlib's boxes widened by its margin back to the 100x40 framing, with its SVM scores."""
+    """dlib's boxes (framed like the 100x40 windows) with its SVM scores."""
     up = dlib_upsample(det) if upsample is None else upsample
-    fx = OBJECT_SHAPE[1] / (OBJECT_SHAPE[1] - 2 * DLIB_MARGIN[0])
-    fy = OBJECT_SHAPE[0] / (OBJECT_SHAPE[0] - 2 * DLIB_MARGIN[1])
     out, seconds = {}, 0.0
     for key, img in images.items():
         t0 = time.perf_counter()
-        rects, scores, _ = det.run(img, up, -0.5)
+        # a low threshold: the curve must reach past as many detections as cars
+        rects, scores, _ = det.run(img, up, DLIB_THRESHOLD)
         seconds += time.perf_counter() - t0
         b = np.array([[r.left(), r.top(), r.width(), r.height()] for r in rects],
                      dtype=np.float64).reshape(-1, 4)
-        cx, cy = b[:, 0] + b[:, 2] / 2, b[:, 1] + b[:, 3] / 2
-        w, h = b[:, 2] * fx, b[:, 3] * fy
-        boxes = np.stack([cx - w / 2, cy - h / 2, w, h], axis=1)
-        out[key] = (box_locations(boxes, multiscale=multiscale), np.asarray(scores, float))
+        out[key] = (box_locations(b, multiscale=multiscale), np.asarray(scores, float))
     return out, seconds
 
 
@@ -327,23 +335,6 @@ def _pick(paths: list[Path], n: int, seed: int) -> list[Path]:
     """A seeded choice of ``n`` paths (dlib's box-free training images)."""
     idx = np.random.default_rng([seed, 4]).permutation(len(paths))[:n]
     return [paths[i] for i in sorted(idx)]
-
-
-def _resized_negatives(paths: list[Path], longest: int = 320) -> list[np.ndarray]:
-    out = []
-    for p in paths:
-        g = gray(p)
-        f = longest / max(g.shape)
-        out.append(cv2.resize(g, (round(g.shape[1] * f), round(g.shape[0] * f)),
-                              interpolation=cv2.INTER_AREA) if f < 1 else g)
-    return out
-
-
-def _row(name: str, ev, train_s: float, det_s: float, n_img: int) -> dict:
-    return {"name": name, "eer_recall": round(ev.eer_recall, 4), "recall": round(ev.recall, 4),
-            "precision": round(ev.precision, 4), "n_detections": ev.n_detections,
-            "train_seconds": round(train_s, 1),
-            "detect_ms_per_image": round(1000 * det_s / max(n_img, 1), 2)}
 
 
 def validate(args) -> None:
@@ -404,9 +395,9 @@ def validate(args) -> None:
                 wdt, hgt = (int(v) for v in win.split("x"))
                 for nb in args.dlib_backgrounds:
                     cfg = {"C": c_val, "window": (wdt, hgt), "n_backgrounds": nb}
-                    negs = [gray(p) for p in dneg_paths] + _resized_negatives(
-                        _pick([bgs[i] for i in b_tr], nb, args.seed))
-                    det, sec = train_dlib(tr_cars, negs, cfg, args.threads)
+                    negs = [cv2.resize(gray(p), (200, 80)) for p in dneg_paths]
+                    det, sec = train_dlib(tr_cars, _pick([bgs[i] for i in b_tr], nb, args.seed),
+                                          negs, cfg, args.threads, args.seed)
                     score(f"dlib C={c_val} window={win} bg={nb}",
                           lambda ims, ms, d=det: dlib_detect(d, ims, ms), sec)
     if "vjboost" in args.which:
@@ -422,17 +413,18 @@ def validate(args) -> None:
                 cfg[k] = True if v == "" else v
             out = work / ("vj_" + spec.replace(",", "_").replace("=", "-") if spec else "vj_base")
             if (out / "model.json").exists():
-                model_path, sec = out / "model.json", float("nan")
+                model_path = out / "model.json"
+                sec = float(json.loads((out / "report.json").read_text())["training_seconds"])
             else:
                 model_path, sec = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
             model = load_model(model_path)
-            for sf in args.scale_factors:
-                for mn in args.min_neighbors:
-                    for conf in ("neighbors", "score"):
-                        d = dict(detect, scale_factor=sf, min_neighbors=mn, confidence=conf)
-                        score(f"vjboost {spec or 'base'} sf={sf} mn={mn} conf={conf}",
-                              lambda ims, ms, d=d, m=model: vj_detect(m, ims, d, args.threads, ms),
-                              sec)
+            counts = sorted({min(int(n), model.n_stages) for n in args.n_stages}
+                            | {model.n_stages})
+            for ns, sf, mn, conf in itertools.product(counts, args.scale_factors,
+                                                      args.min_neighbors, args.confidences):
+                d = dict(detect, scale_factor=sf, min_neighbors=mn, confidence=conf, n_stages=ns)
+                score(f"vjboost {spec or 'base'} stages={ns} sf={sf} mn={mn} conf={conf}",
+                      lambda ims, ms, d=d, m=model: vj_detect(m, ims, d, args.threads, ms), sec)
     Path(args.work).mkdir(parents=True, exist_ok=True)
     (Path(args.work) / "validation.json").write_text(json.dumps(results, indent=1))
     print("RESULT " + json.dumps({"validation": results}))
@@ -501,25 +493,33 @@ def run(args) -> None:
     if args.quick:
         cfg = dict(VJ_CONFIG, stages=4, **{"num-neg": 500})
         bg_list = list(neg)
-        dcfg = dict(DLIB_CONFIG, n_backgrounds=0)
+        dcfg = dict(DLIB_CONFIG, n_backgrounds=40)
     else:
         cfg, bg_list, dcfg = dict(VJ_CONFIG), list(neg) + bgs, dict(DLIB_CONFIG)
     work = Path(args.work) / ("quick" if args.quick else "full")
     pos_dir, bg_txt = workspace(work, pos, bg_list)
     out = work / "vjboost"
-    if out.exists() and not args.resume:
-        import shutil
+    if args.resume and (out / "model.json").is_file():
+        # trained earlier by the same command: its own clock (vjtrain's training_seconds)
+        model_path = out / "model.json"
+        vj_train_s = float(json.loads((out / "report.json").read_text())["training_seconds"])
+        print(f"reusing {model_path} (trained in {vj_train_s:.0f} s)")
+    else:
+        if out.exists():
+            import shutil
 
-        shutil.rmtree(out)
-    model_path, vj_train_s = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
+            shutil.rmtree(out)
+        model_path, vj_train_s = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
     model = load_model(model_path)
+    if VJ_DETECT.get("n_stages"):
+        model = model.truncated(int(VJ_DETECT["n_stages"]))
     images = {k: gray(p) for k, p in sorted(test_paths.items())}
     vj_dets, vj_det_s = vj_detect(model, images, VJ_DETECT, args.threads, False)
     ev_vj = evaluate_uiuc(vj_dets, truth)
     cars = [gray(p) for p in pos]
-    negs = [gray(p) for p in neg] + _resized_negatives(
-        _pick(bgs, int(dcfg["n_backgrounds"]), args.seed))
-    ddet, dl_train_s = train_dlib(cars, negs, dcfg, args.threads)
+    negs = [cv2.resize(gray(p), (200, 80)) for p in neg]
+    ddet, dl_train_s = train_dlib(cars, _pick(bgs, int(dcfg["n_backgrounds"]), args.seed), negs,
+                                  dcfg, args.threads, args.seed)
     dl_dets, dl_det_s = dlib_detect(ddet, images, False)
     ev_dl = evaluate_uiuc(dl_dets, truth)
     n = len(images)
@@ -536,12 +536,12 @@ def run(args) -> None:
     if args.plot:
         plot_curves({"vjboost (vjtrain)": ev_vj, "dlib HOG + SVM": ev_dl}, Path(args.plot))
     if args.save_model:
-        import shutil
+        from vjboost.cascade.model_io import save_model
+        from vjboost.cascade.opencv_xml import write_opencv_xml
 
-        shutil.copy(model_path, args.save_model)
-        xml = out / "cascade.xml"
-        if xml.exists():
-            shutil.copy(xml, Path(args.save_model).with_suffix(".xml"))
+        save_model(model, args.save_model)
+        if model.feature_type in ("HAAR", "LBP"):
+            write_opencv_xml(model, Path(args.save_model).with_suffix(".xml"))
     result = {
         "quick": args.quick, "n_images": n, "n_cars": ev_vj.n_objects,
         "eer_recall_vjboost": round(ev_vj.eer_recall, 4),
@@ -568,7 +568,8 @@ def main() -> None:
     ap.add_argument("--work", default="runs/bench_cars", help="training outputs (not in git)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--resume", action="store_true", help="keep an earlier run's training folder")
+    ap.add_argument("--resume", action="store_true",
+                    help="use the model an earlier run of the same mode trained in --work")
     ap.add_argument("--plot", help="PNG of recall against false positives of both detectors")
     ap.add_argument("--save-model", help="copy the trained model.json here (+ .xml)")
     ap.add_argument("--which", default="vjboost,dlib", help="(--validate) detectors to tune")
@@ -578,7 +579,10 @@ def main() -> None:
     ap.add_argument("--dlib-windows", default="60x24,80x32")
     ap.add_argument("--dlib-backgrounds", default="300")
     ap.add_argument("--scale-factors", default="1.1")
-    ap.add_argument("--min-neighbors", default="1,2")
+    ap.add_argument("--min-neighbors", default="1")
+    ap.add_argument("--confidences", default="neighbors,score")
+    ap.add_argument("--n-stages", default="", help="(--validate) also score the cascades cut "
+                    "to these stage counts, e.g. 12,16")
     ap.add_argument("--screen", help="a car cascade to run over the backgrounds: contact sheets "
                     "of its most confident windows in WORK/screen/, to look for cars")
     ap.add_argument("--top", type=int, default=120, help="(--screen) windows drawn")
@@ -595,6 +599,8 @@ def main() -> None:
     args.dlib_backgrounds = [int(v) for v in args.dlib_backgrounds.split(",")]
     args.scale_factors = [float(v) for v in args.scale_factors.split(",")]
     args.min_neighbors = [int(v) for v in args.min_neighbors.split(",")]
+    args.confidences = args.confidences.split(",")
+    args.n_stages = [int(v) for v in args.n_stages.split(",") if v]
     if args.screen:
         screen(args)
     elif args.validate:
