@@ -279,3 +279,26 @@ def test_vjeval_uiuc_protocol_wiring(tmp_path):
     bad = CliRunner().invoke(main, [str(tmp_path / "trueLocations.txt"), "--protocol", "uiuc",
                                     "-m", str(tmp_path / "cars.xml")])
     assert bad.exit_code != 0 and "needs the test images" in bad.output
+
+
+def test_shipped_car_cascade_resolves_and_cv2_detects_identically():
+    import cv2
+    from skimage import data
+
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.model_io import load_model
+    from vjboost.cascade.shipped import resolve_model
+
+    path = resolve_model("vjboost:car_side")
+    model = load_model(path)
+    assert model.window_shape == (20, 50) and model.feature_type == "LBP"
+    xml = path.replace(".json", ".xml")
+    assert load_model(xml) == model
+    if not hasattr(cv2, "CascadeClassifier"):
+        pytest.skip("this OpenCV build has no CascadeClassifier")
+    cc = cv2.CascadeClassifier(xml)
+    img = cv2.resize(data.camera(), (320, 240), interpolation=cv2.INTER_AREA)
+    for sf, mn in ((1.1, 0), (1.1, 2), (1.25, 1)):
+        ours = CascadeDetector(model, scale_factor=sf, min_neighbors=mn).detect(img)
+        ref = np.asarray(cc.detectMultiScale(img, scaleFactor=sf, minNeighbors=mn)).reshape(-1, 4)
+        assert sorted(map(tuple, ours.boxes.tolist())) == sorted(map(tuple, ref.tolist()))
