@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_array
-from ..cascade.grouping import group_rectangles
+from ..boxes import group_rectangles
 
 __all__ = [
     "AXIS_FRACTION",
