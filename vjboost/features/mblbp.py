@@ -248,7 +248,9 @@ class MBLBPFamily(FeatureFamily):
         return v
 
     def describe(self, i: int) -> dict[str, Any]:
-        """``rect``: OpenCV XML ``(x, y, block_w, block_h)`` of the top-left block."""
+        """``rect``: OpenCV XML ``(x, y, block_w, block_h)`` of the top-left block; ``cells``:
+        the 9 blocks ``(x, y, w, h)`` row by row, ``centre`` (4) the one compared with the
+        others."""
         i = self._check_index(i)
         x, y, bw, bh = (int(v) for v in self._table[i])
         return {
@@ -256,6 +258,8 @@ class MBLBPFamily(FeatureFamily):
             "index": i,
             "text": f"mblbp 3x3 grid of {bw}x{bh} blocks at (x={x}, y={y})",
             "rect": (x, y, bw, bh),
+            "cells": [(x + c * bw, y + r * bh, bw, bh) for r in range(3) for c in range(3)],
+            "centre": 4,
             "window_shape": self.window_shape,
         }
 
