@@ -66,7 +66,7 @@ figure.plot { display: inline-block; margin: 8px 14px 8px 0; vertical-align: top
 figure.plot img { display: block; max-width: 100%; height: auto; border: 1px solid var(--line); }
 figcaption { color: var(--muted); font-size: 12.5px; margin-top: 3px; max-width: 580px; }
 .gallery { display: flex; flex-wrap: wrap; gap: 6px; margin: 6px 0 4px; }
-.gallery figure { margin: 0; text-align: center; }
+.gallery figure { margin: 0; text-align: center; width: min-content; }
 .gallery img { display: block; border: 1px solid var(--line); }
 .gallery img.px { image-rendering: pixelated; }
 .gallery figcaption { font-size: 11px; margin: 1px 0 0; }

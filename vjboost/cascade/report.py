@@ -588,7 +588,8 @@ def _page(report: dict[str, Any], figures: dict[str, tuple[bytes, str]],
         g.heading("Positives the cascade rejects")
         g.text("Training positives a stage rejected (its lowest sums first), with the stage and "
                "the margin under its threshold.")
-        g.gallery(list(wins), caps, empty="no positive was rejected")
+        g.gallery(list(wins), caps,
+                  empty="no positive was rejected by the stages trained in this run")
     if "time" in figures:
         m = page.section("Time and memory")
         m.figure(*figures["time"])
