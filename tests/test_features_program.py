@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import cv2
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,9 +17,12 @@ from vjboost.features.program import (
     OPS_HAAR,
     OPS_MIXED,
     OPS_RECTS,
+    REC,
     Program,
     evaluate_positions,
     evaluate_program,
+    node_value,
+    window_norms,
 )
 
 
@@ -254,3 +258,37 @@ def test_range_checks(rng):
     with pytest.raises(ValueError, match="outside the 10x10 window"):
         Program.rects((10, 10), ChannelSet(["gradmag"]), rects=[[[0, 1, 3, 3]]],
                       weights=[[1.0]])  # gradients need a one-pixel margin
+
+
+@numba.njit(cache=True)
+def _node_values(tab, tabf, buf, bases, pro, prof, out):  # pragma: no cover - numba
+    for q in range(out.shape[0]):
+        for j in range(bases.shape[0]):
+            iv, ig, _ = window_norms(buf, bases[j], pro, prof)
+            out[q, j] = node_value(tab, tabf, q * REC, buf, bases[j], iv, ig, OPS_MIXED)
+
+
+def test_evaluator_equals_node_value(rng):
+    # evaluate_program (blocks of windows, shared HOG block sums) and node_value (what the
+    # cascade kernels call per node) give the same float32 values
+    from vjboost.features import ChannelFamily, HaarFamily, HOGFamily, MBLBPFamily
+
+    shape = (16, 18)
+    prog = Program.concat([f.program() for f in (
+        HaarFamily(shape, mode="ALL"), MBLBPFamily(shape),
+        HOGFamily(shape, orientations=5, pixels_per_cell=(4, 4), block_norm="L2-Hys"),
+        HOGFamily(shape, orientations=4, pixels_per_cell=(7, 8), cells_per_block=(1, 2),
+                  block_norm="L1-sqrt", signed=True),
+        ChannelFamily(shape, stride=4))])
+    ids = np.concatenate([rng.choice(prog.n_features, 400, replace=False),
+                          np.arange(prog.n_features - 300, prog.n_features)])
+    sub = prog.take(ids)
+    wins = rng.integers(0, 256, (70, *shape), dtype=np.uint8)
+    wins[:10] = (wins[:10] // 100) * 100
+    planes = sub.channels.windows(wins)
+    h, w = shape
+    bound = sub.bind(w + 1, (h + 1) * (w + 1))
+    out = np.empty((sub.n_features, 70), np.float32)
+    _node_values(bound.tab, bound.tabf, planes.reshape(-1),
+                 np.arange(70, dtype=np.int64) * planes[0].size, bound.pro, bound.prof, out)
+    np.testing.assert_array_equal(evaluate_program(sub, planes=planes), out)

@@ -62,7 +62,7 @@ __all__ = [
 
 _JIT = {"cache": True, "nogil": True}
 
-#: gradient magnitudes are stored as ``round(MAG_SCALE * hypot(gx, gy))`` (integers, so that
+#: gradient magnitudes are stored as ``round(MAG_SCALE * sqrt(gx**2 + gy**2))`` (integers, so that
 #: integrals and rectangle sums are exact)
 MAG_SCALE = 8
 
@@ -126,6 +126,27 @@ def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numb
             flat[_u(row + x + 1)] = np.int64(flat[_u(up + x + 1)]) + acc
 
 
+@numba.njit(inline="always", **_JIT)
+def _magnitude(gx, gy):  # pragma: no cover - numba
+    """The quantised gradient magnitude ``round(MAG_SCALE * sqrt(gx**2 + gy**2))`` (int32;
+    computed, not tabulated: a table of all 8-bit gradients does not stay in cache)."""
+    return np.int32(np.rint(MAG_SCALE * math.sqrt(np.float64(gx * gx + gy * gy))))
+
+
+@numba.njit(inline="always", **_JIT)
+def _add_row_prefix(v, flat, row, stride, w):  # pragma: no cover - numba
+    """``flat[row + 1 + x] = flat[row - stride + 1 + x] + sum(v[:x + 1])``; ``v`` (int32, w)
+    is overwritten by its running sum (int32 wrap-around, as the integrals)."""
+    acc = np.int32(0)
+    for x in range(w):
+        acc = np.int32(acc + v[x])
+        v[x] = acc
+    dst = flat[row + 1:row + 1 + w]
+    src = flat[row + 1 - stride:row + 1 - stride + w]
+    for x in range(w):
+        dst[x] = src[x] + v[x]
+
+
 @numba.njit(parallel=True, **_JIT)
 def _integrate_planes(planes, flat, bases, stride, mode):  # pragma: no cover - numba
     """Integrals of ``planes`` (N, C, H, W); plane ``(n, c)`` goes to ``bases[n, c]`` of ``flat``
@@ -150,7 +171,7 @@ def _integrate_gray(imgs, flat, bases, stride, mode):  # pragma: no cover - numb
 
 
 @numba.njit(parallel=True, **_JIT)
-def _integrate_gradient(imgs, mag_table, bin_table, flat, bases, stride, which,
+def _integrate_gradient(imgs, bin_table, flat, bases, stride, which,
                         n_groups):  # pragma: no cover - numba
     """Integrals of gradient planes of ``imgs`` (N, H, W) uint8, gradients computed on the fly.
 
@@ -167,35 +188,38 @@ def _integrate_gradient(imgs, mag_table, bin_table, flat, bases, stride, which,
     for task in prange(n * n_groups):
         i = task // n_groups
         g = task - i * n_groups
-        mrow = np.zeros(w, dtype=np.int64)
-        brow = np.zeros(w, dtype=np.int64)
-        for j in range(g, c, n_groups):
+        mine = np.arange(g, c, n_groups)
+        k_all = mine.shape[0]
+        # this task's planes: row k of `vals` is plane mine[k]; slot[b] the row of bin b
+        slot = np.full(257, -1, dtype=np.int64)
+        for k in range(k_all):
+            slot[which[mine[k]] + 1] = k
+        vals = np.zeros((k_all, w), dtype=np.int32)
+        for k in range(k_all):
             for x in range(w + 1):
-                flat[_u(bases[i, j] + x)] = 0
+                flat[_u(bases[i, mine[k]] + x)] = 0
         for y in range(h):
-            if 0 < y < h - 1:
-                for x in range(1, w - 1):
-                    gx = np.int64(imgs[i, y, x + 1]) - np.int64(imgs[i, y, x - 1]) + 255
-                    gy = np.int64(imgs[i, y + 1, x]) - np.int64(imgs[i, y - 1, x]) + 255
-                    mrow[x] = mag_table[gy, gx]
-                    brow[x] = bin_table[gy, gx]
-            else:
+            # one pass over the pixels scatters each magnitude into its planes' rows ...
+            for k in range(k_all):
                 for x in range(w):
-                    mrow[x] = 0
-            for j in range(g, c, n_groups):
-                b = which[j]
-                row = bases[i, j] + (y + 1) * stride
-                up = row - stride
+                    vals[k, x] = 0
+            if 0 < y < h - 1:
+                km = slot[0]
+                for x in range(1, w - 1):
+                    gx = np.int64(imgs[i, y, x + 1]) - np.int64(imgs[i, y, x - 1])
+                    gy = np.int64(imgs[i, y + 1, x]) - np.int64(imgs[i, y - 1, x])
+                    m = _magnitude(gx, gy)
+                    kb = slot[np.int64(bin_table[gy + 255, gx + 255]) + 1]
+                    if km >= 0:
+                        vals[km, x] = m
+                    if kb >= 0:
+                        vals[kb, x] = m
+            # ... then each plane's integral row: a running sum of the row, plus the row above
+            # (a separate loop, which the compiler vectorises)
+            for k in range(k_all):
+                row = bases[i, mine[k]] + (y + 1) * stride
                 flat[_u(row)] = 0
-                acc = np.int64(0)
-                if b < 0:
-                    for x in range(w):
-                        acc += mrow[x]
-                        flat[_u(row + x + 1)] = np.int32(np.int64(flat[_u(up + x + 1)]) + acc)
-                else:
-                    for x in range(w):
-                        acc += mrow[x] * np.int64(brow[x] == b)
-                        flat[_u(row + x + 1)] = np.int32(np.int64(flat[_u(up + x + 1)]) + acc)
+                _add_row_prefix(vals[k], flat, row, stride, w)
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -227,14 +251,6 @@ def _integrate_labels(labels, ks, vs, flat, bases, stride):  # pragma: no cover 
 # --------------------------------------------------------------------------------------------
 
 _TABLES: dict[tuple, np.ndarray] = {}
-
-
-def _magnitude_table() -> np.ndarray:
-    key = ("mag",)
-    if key not in _TABLES:
-        g = np.arange(-255, 256, dtype=np.float64)
-        _TABLES[key] = np.rint(MAG_SCALE * np.hypot(g[:, None], g[None, :])).astype(np.int32)
-    return _TABLES[key]
 
 
 def orientation_table(n_bins: int, signed: bool) -> np.ndarray:
@@ -437,7 +453,7 @@ def _integrate_gradient_planes(images, params, codes, flat, bases, stride):
     with n_threads(1 if small else None):
         groups = 1 if (g.shape[0] > 1 or small) else max(1, min(len(codes),
                                                                 numba.get_num_threads()))
-        _integrate_gradient(g, _magnitude_table(), orientation_table(n_bins, signed), flat,
+        _integrate_gradient(g, orientation_table(n_bins, signed), flat,
                             bases, stride, np.asarray(codes, np.int64), groups)
 
 

@@ -80,6 +80,7 @@ __all__ = [
     "evaluate_positions",
     "evaluate_program",
     "hog_block_norms",
+    "hog_block_sums",
     "hog_entry",
     "node_value",
     "window_norms",
@@ -202,27 +203,51 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
             c |= 1
         return np.float32(c)
     # OP_HOG: the block's normalisers, then the entry
-    a, b = hog_block_norms(tab, tabf, o, buf, p)
-    return hog_entry(tab, tabf, o, buf, p, a, b)
+    a, b = hog_block_norms(tab, tabf, o, buf, p, _NO_SUMS)
+    return hog_entry(tab, tabf, o, buf, p, a, b, _NO_SUMS)
+
+
+#: "no block sums at hand": the OP_HOG helpers then read the block's rectangle sums themselves
+_NO_SUMS = np.zeros(0, dtype=np.float64)
 
 
 @numba.njit(inline="always", **_JIT)
-def hog_block_norms(tab, tabf, o, buf, p):  # pragma: no cover - numba
+def _hog_sum(tab, o, buf, p, sums, c, b, nb):  # pragma: no cover - numba
+    """Sum of bin ``b`` over cell ``c`` of the OP_HOG block of record ``o`` at window ``p``:
+    from ``sums`` when given, else read from the planes (the same integer either way)."""
+    if sums.shape[0] > 0:
+        return sums[c * nb + b]
+    return np.float64(_rsum(buf, p + b * tab[_u(o + _HPS)], tab, o + _OFS + 4 * c))
+
+
+@numba.njit(inline="always", **_JIT)
+def hog_block_sums(tab, o, buf, p, out):  # pragma: no cover - numba
+    """The ``n_cells × n_bins`` rectangle sums of the OP_HOG block of record ``o`` at window
+    ``p`` into ``out`` (float64, cell-major), for :func:`hog_block_norms`/:func:`hog_entry`."""
+    nb = tab[_u(o + _HNB)]
+    for c in range(tab[_u(o + _HNC)]):
+        for b in range(nb):
+            out[c * nb + b] = _hog_sum(tab, o, buf, p, _NO_SUMS, c, b, nb)
+
+
+@numba.njit(inline="always", **_JIT)
+def hog_block_norms(tab, tabf, o, buf, p, sums):  # pragma: no cover - numba
     """The normalisers ``(a, b)`` of the OP_HOG block of record ``o`` at window ``p``.
 
-    Two passes over the block's ``n_cells × n_bins`` sums (no scratch memory). They depend on
-    the block only, so features of one block may share them (:func:`hog_entry`).
+    Two passes over the block's ``n_cells × n_bins`` sums (``sums`` from
+    :func:`hog_block_sums`, or ``_NO_SUMS`` to read them from the planes without scratch
+    memory). They depend on the block only, so the entries of a block may share them
+    (:func:`hog_entry`).
     """
     nb = tab[_u(o + _HNB)]
     nc = tab[_u(o + _HNC)]
     kind = tab[_u(o + _HNORM)]
-    ps = tab[_u(o + _HPS)]
     eps = np.float64(tabf[_u(o + _HEPS)])
     clip = np.float64(tabf[_u(o + _HCLIP)])
     tot = 0.0
     for c in range(nc):
         for b in range(nb):
-            x = np.float64(_rsum(buf, p + b * ps, tab, o + _OFS + 4 * c))
+            x = _hog_sum(tab, o, buf, p, sums, c, b, nb)
             tot += x if kind <= 1 else x * x
     if kind <= 1:
         return tot + eps, 0.0
@@ -232,20 +257,20 @@ def hog_block_norms(tab, tabf, o, buf, p):  # pragma: no cover - numba
     tot2 = 0.0
     for c in range(nc):
         for b in range(nb):
-            x = min(np.float64(_rsum(buf, p + b * ps, tab, o + _OFS + 4 * c)) / n1, clip)
+            x = min(_hog_sum(tab, o, buf, p, sums, c, b, nb) / n1, clip)
             tot2 += x * x
     return n1, math.sqrt(tot2 + eps * eps)
 
 
 @numba.njit(inline="always", **_JIT)
-def hog_entry(tab, tabf, o, buf, p, a, b):  # pragma: no cover - numba
-    """Value of OP_HOG record ``o`` at window ``p`` given its block's normalisers ``(a, b)``."""
+def hog_entry(tab, tabf, o, buf, p, a, b, sums):  # pragma: no cover - numba
+    """Value of OP_HOG record ``o`` at window ``p`` given its block's normalisers ``(a, b)``
+    (and its sums, or ``_NO_SUMS``)."""
     nb = tab[_u(o + _HNB)]
     tgt = tab[_u(o + _HTGT)]
-    kind = tab[_u(o + _HNORM)]
     c = tgt // nb
-    target = np.float64(_rsum(buf, p + (tgt - c * nb) * tab[_u(o + _HPS)], tab,
-                              o + _OFS + 4 * c))
+    target = _hog_sum(tab, o, buf, p, sums, c, tgt - c * nb, nb)
+    kind = tab[_u(o + _HNORM)]
     if kind == 1:
         v = math.sqrt(target / a)
     elif kind == 3:
@@ -301,12 +326,12 @@ def _make_evaluate(ops: int):
 
     Windows go in blocks of 64 (one thread's share; the block's integrals stay in cache while
     the loop runs over the features). Consecutive OP_HOG features of one block share the
-    block's normalisers (the values are those of :func:`node_value`, which computes the same
-    normalisers per feature).
+    block's sums and normalisers (the values are those of :func:`node_value`, which computes
+    the same integers and the same float64 arithmetic per feature).
     """
 
     @numba.njit(parallel=True, **_JIT)
-    def evaluate(buf, bases, tab, tabf, pro, prof, out):  # pragma: no cover - numba
+    def evaluate(buf, bases, tab, tabf, pro, prof, hog_len, out):  # pragma: no cover - numba
         n_q = out.shape[0]
         n_p = bases.shape[0]
         n_blk = (n_p + 63) // 64
@@ -317,6 +342,7 @@ def _make_evaluate(ops: int):
             ig = np.empty(j1 - j0, dtype=np.float32)
             ha = np.empty(j1 - j0, dtype=np.float64)
             hb = np.empty(j1 - j0, dtype=np.float64)
+            hs = np.empty((j1 - j0, max(hog_len, 1)), dtype=np.float64)
             for j in range(j0, j1):
                 a, b, _ = window_norms(buf, bases[j], pro, prof)
                 iv[j - j0] = a
@@ -327,12 +353,14 @@ def _make_evaluate(ops: int):
                 if ops == OPS_MIXED and tab[_u(o + _OP)] == OP_HOG:
                     if last < 0 or not _same_block(tab, o, last):
                         for j in range(j0, j1):
+                            sums = hs[j - j0]
+                            hog_block_sums(tab, o, buf, bases[j], sums)
                             ha[j - j0], hb[j - j0] = hog_block_norms(tab, tabf, o, buf,
-                                                                     bases[j])
+                                                                     bases[j], sums)
                         last = o
                     for j in range(j0, j1):
                         out[q, j] = hog_entry(tab, tabf, o, buf, bases[j], ha[j - j0],
-                                              hb[j - j0])
+                                              hb[j - j0], hs[j - j0])
                     continue
                 for j in range(j0, j1):
                     out[q, j] = node_value(tab, tabf, o, buf, bases[j], iv[j - j0],
@@ -817,8 +845,11 @@ def _run(program: Program, flat: np.ndarray, bases: np.ndarray, row_stride: int,
     bound = program.bind(row_stride, plane_stride)
     out = np.empty((program.n_features, bases.shape[0]), dtype=np.float32)
     if out.size:
+        hog = program.op == OP_HOG
+        hog_len = int((program.hogi[hog, 0] * program.hogi[hog, 1]).max()) if hog.any() else 0
         _evaluate_kernel(program.ops_mask)(flat, np.ascontiguousarray(bases, dtype=np.int64),
-                                           bound.tab, bound.tabf, bound.pro, bound.prof, out)
+                                           bound.tab, bound.tabf, bound.pro, bound.prof,
+                                           hog_len, out)
     return out
 
 
