@@ -78,6 +78,21 @@ def _u(i):  # pragma: no cover - numba
     return np.uint64(i)
 
 
+@numba.njit(inline="always", **_JIT)
+def _add_row_prefix(v, flat, row, stride, w):  # pragma: no cover - numba
+    """``flat[row + 1 + x] = flat[row - stride + 1 + x] + sum(v[:x + 1])``: one integral row
+    from the row above. ``v`` (w,) is overwritten by its running sum (wrapping in int32 like
+    int32 integrals; exact in int64)."""
+    acc = np.int64(0)
+    for x in range(w):
+        acc += v[x]
+        v[x] = acc
+    dst = flat[row + 1:row + 1 + w]
+    src = flat[row + 1 - stride:row + 1 - stride + w]
+    for x in range(w):
+        dst[x] = src[x] + v[x]
+
+
 @numba.njit(**_JIT)
 def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numba
     """Integral of ``plane`` (H, W) into the 1-D array ``flat``: entry ``(y, x)`` of the
@@ -115,15 +130,13 @@ def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numb
                 for x in range(1, w + 1):
                     flat[_u(row + x)] = diag[cur, x - 1]
         return
+    vals = np.empty(w, dtype=np.int64)
     for y in range(h):
-        row = base + (y + 1) * stride
-        up = row - stride
-        flat[_u(row)] = 0
-        acc = np.int64(0)
         for x in range(w):
             v = np.int64(plane[y, x])
-            acc += v * v if mode == 1 else v
-            flat[_u(row + x + 1)] = np.int64(flat[_u(up + x + 1)]) + acc
+            vals[x] = v * v if mode == 1 else v
+        flat[_u(base + (y + 1) * stride)] = 0
+        _add_row_prefix(vals, flat, base + (y + 1) * stride, stride, w)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -131,20 +144,6 @@ def _magnitude(gx, gy):  # pragma: no cover - numba
     """The quantised gradient magnitude ``round(MAG_SCALE * sqrt(gx**2 + gy**2))`` (int32;
     computed, not tabulated: a table of all 8-bit gradients does not stay in cache)."""
     return np.int32(np.rint(MAG_SCALE * math.sqrt(np.float64(gx * gx + gy * gy))))
-
-
-@numba.njit(inline="always", **_JIT)
-def _add_row_prefix(v, flat, row, stride, w):  # pragma: no cover - numba
-    """``flat[row + 1 + x] = flat[row - stride + 1 + x] + sum(v[:x + 1])``; ``v`` (int32, w)
-    is overwritten by its running sum (int32 wrap-around, as the integrals)."""
-    acc = np.int32(0)
-    for x in range(w):
-        acc = np.int32(acc + v[x])
-        v[x] = acc
-    dst = flat[row + 1:row + 1 + w]
-    src = flat[row + 1 - stride:row + 1 - stride + w]
-    for x in range(w):
-        dst[x] = src[x] + v[x]
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -234,16 +233,14 @@ def _integrate_labels(labels, ks, vs, flat, bases, stride):  # pragma: no cover 
         lab = labels[i, ks[j]]
         v = vs[j]
         base = bases[i, j]
+        vals = np.empty(w, dtype=np.int32)
         for x in range(w + 1):
             flat[_u(base + x)] = 0
         for y in range(h):
-            row = base + (y + 1) * stride
-            up = row - stride
-            flat[_u(row)] = 0
-            acc = np.int32(0)
             for x in range(w):
-                acc += np.int32(lab[y, x] == v)
-                flat[_u(row + x + 1)] = flat[_u(up + x + 1)] + acc
+                vals[x] = lab[y, x] == v
+            flat[_u(base + (y + 1) * stride)] = 0
+            _add_row_prefix(vals, flat, base + (y + 1) * stride, stride, w)
 
 
 # --------------------------------------------------------------------------------------------

@@ -105,6 +105,7 @@ _CAT = 20                           # 1 for categorical features
 _SUB = 21                           # free for compilers (e.g. a subset row)
 _HNB, _HNC, _HTGT, _HNORM, _HPS = 22, 23, 24, 25, 26
 _HEPS, _HCLIP = 27, 28              # float32
+_HCELL = 29                         # OP_HOG: cell of the target entry (target // n_bins)
 
 #: per-feature arrays of a Program
 _FIELDS = ("op", "norm", "plane", "corners", "weights", "scale", "hogi", "hogf", "categorical")
@@ -267,9 +268,8 @@ def hog_entry(tab, tabf, o, buf, p, a, b, sums):  # pragma: no cover - numba
     """Value of OP_HOG record ``o`` at window ``p`` given its block's normalisers ``(a, b)``
     (and its sums, or ``_NO_SUMS``)."""
     nb = tab[_u(o + _HNB)]
-    tgt = tab[_u(o + _HTGT)]
-    c = tgt // nb
-    target = _hog_sum(tab, o, buf, p, sums, c, tgt - c * nb, nb)
+    c = tab[_u(o + _HCELL)]
+    target = _hog_sum(tab, o, buf, p, sums, c, tab[_u(o + _HTGT)] - c * nb, nb)
     kind = tab[_u(o + _HNORM)]
     if kind == 1:
         v = math.sqrt(target / a)
@@ -817,6 +817,7 @@ class Program:
         tabf[:, _SCALE] = self.scale
         tab[:, _CAT] = self.categorical
         tab[:, _HNB:_HNB + 4] = self.hogi
+        tab[:, _HCELL] = self.hogi[:, 2] // np.maximum(self.hogi[:, 0], 1)
         tab[:, _HPS] = plane_stride
         tabf[:, _HEPS:_HEPS + 2] = self.hogf
         h, w = self.window_shape
