@@ -265,6 +265,7 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .._io import save_png
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
     from ..eval.uiuc import plot_uiuc_curves, run_uiuc
