@@ -8,7 +8,7 @@ Sources (``../shared/data`` only; CMU-MIT is never read):
 * MIT CBCL training faces (``faces/cbcl_train.npz``, label 1), 19×19 tight crops.
 * NRC-IIT clips (``video/*.avi``), labelled by a teacher: dlib's HOG detector and OpenCV's alt2
   cascade must both find the face, confidently, at the same place; near-duplicate frames of a
-  clip are skipped.
+  clip (correlated at ``--dup-corr`` with a frame kept before) are skipped.
 
 One framing. Two rulers, dlib's detector and OpenCV's alt2, are run on upscaled, edge-padded
 *training* crops (several upscale factors, so that the detectors' scale grids average out). On
@@ -146,6 +146,14 @@ def cut_window(img: np.ndarray, rect, size: int) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
+def unit_rows(images: np.ndarray) -> np.ndarray:
+    """Images (n, ...) as rows of zero mean and unit norm: dot products are correlations."""
+    z = images.reshape(images.shape[0], -1).astype(np.float32)
+    z -= z.mean(axis=1, keepdims=True)
+    z /= np.linalg.norm(z, axis=1, keepdims=True) + 1e-6
+    return z
+
+
 def near_duplicate_groups(images: np.ndarray, min_corr: float) -> np.ndarray:
     """Cluster ids (0..k-1, in order of first appearance): images whose normalised correlation
     reaches ``min_corr`` are linked, clusters are the connected components.
@@ -164,9 +172,7 @@ def near_duplicate_groups(images: np.ndarray, min_corr: float) -> np.ndarray:
     [0, 1, 0, 2]
     """
     n = images.shape[0]
-    z = images.reshape(n, -1).astype(np.float32)
-    z -= z.mean(axis=1, keepdims=True)
-    z /= np.linalg.norm(z, axis=1, keepdims=True) + 1e-6
+    z = unit_rows(images)
     parent = np.arange(n)
 
     def find(i: int) -> int:
@@ -373,27 +379,32 @@ class Teacher:
     min_score: float
     min_iou: float
 
-    def label(self, gray: np.ndarray) -> tuple[str, np.ndarray | None]:
-        """(outcome, target box): outcome in agreed / dlib_only / alt2_only / disagree / none."""
+    def label(self, gray: np.ndarray) -> tuple[str, np.ndarray | None, np.ndarray | None]:
+        """(outcome, target box, dlib's mapped box relative to alt2's when both fire and agree).
+
+        Outcomes: agreed, low_score (agreed, dlib's score below ``min_score``), disagree,
+        dlib_only, alt2_only, none.
+        """
         up = 1 if gray.shape[1] <= 200 else 0  # faces >= ~40 px in 160x120 clips
         d = self.rulers.dlib(gray, up, 0.0)
         o = self.rulers.opencv(gray, 24, 0, 1.1, 3)
         if not len(d) and not len(o):
-            return "none", None
+            return "none", None, None
         if not len(o):
-            return "dlib_only", None
+            return "dlib_only", None, None
         if not len(d):
-            return "alt2_only", None
+            return "alt2_only", None, None
         best = d[np.argmax(d[:, 4])]
         td = apply_relation(self.rel["dlib"], best[:4])
         to = apply_relation(self.rel["alt2"], o[:, :4])
         ious = [box_iou(td, t) for t in to]
         j = int(np.argmax(ious))
         if ious[j] < self.min_iou:
-            return "disagree", None
+            return "disagree", None, None
+        pair = relation(td, to[j])
         if best[4] < self.min_score:
-            return "low_score", None
-        return "agreed", (td + to[j]) / 2
+            return "low_score", None, pair
+        return "agreed", (td + to[j]) / 2, pair
 
 
 # ------------------------------------------------------------------------------------------------
@@ -417,13 +428,26 @@ class Params:
     frame_step: int = 2
     teacher_min_score: float = 0.5
     teacher_min_iou: float = 0.5
-    min_change: float = 6.0
     scenes: int = 300
     empty_scenes: int = 150
     faces_per_scene: tuple[int, int] = (1, 4)
     face_px: tuple[int, int] = (20, 120)
     scene_max_side: int = 640
-    quick: bool = False
+    model_check_n: int = 400
+    # subsets (None: everything), for --quick and the tests
+    n_webfaces: int | None = None
+    n_cbcl: int | None = None
+    n_persons: int | None = None
+    clips_per_person: int | None = None
+    n_backgrounds: int | None = None
+
+    @classmethod
+    def quick(cls, out: Path, **kw) -> Params:
+        """A small build of every part (under a minute)."""
+        base = dict(n_webfaces=800, n_cbcl=400, n_persons=3, clips_per_person=1, frame_step=6,
+                    n_backgrounds=300, ruler_sample=60, model_check_n=40, scenes=40,
+                    empty_scenes=15)
+        return cls(out=out, **{**base, **kw})
 
     def as_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -464,35 +488,42 @@ def _windows(images: list[np.ndarray] | np.ndarray, boxes: np.ndarray, p: Params
 def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
     clips = sorted((SHARED / "data" / "video").glob("*.avi"))
     persons = sorted({person_of(c.name) for c in clips})
-    if p.quick:
-        persons = persons[:3]
-        clips = [c for c in clips if person_of(c.name) in persons and c.name.endswith("-1.avi")]
+    if p.n_persons is not None:
+        persons = persons[:p.n_persons]
+    clips = [c for c in clips if person_of(c.name) in persons]
+    if p.clips_per_person is not None:
+        clips = [c for c in clips
+                 if [q for q in clips if person_of(q.name) == person_of(c.name)].index(c)
+                 < p.clips_per_person]
     val_persons = sorted(rng.choice(persons, size=min(p.val_persons, len(persons) - 1),
                                     replace=False).tolist())
     stats: dict[str, int] = {}
-    kept_frames, kept_boxes, meta = [], [], []
-    step = p.frame_step * (3 if p.quick else 1)
+    kept_frames, kept_boxes, meta, pairs = [], [], [], []
     for clip in clips:
         frames = read_clip(clip)
-        last = None
-        for fi in range(0, len(frames), step):
-            outcome, box = teacher.label(frames[fi])
+        kept: list[np.ndarray] = []  # unit rows of the clip's kept windows
+        for fi in range(0, len(frames), p.frame_step):
+            outcome, box, pair = teacher.label(frames[fi])
             stats[outcome] = stats.get(outcome, 0) + 1
+            if pair is not None:
+                pairs.append(pair)
             if box is None:
                 continue
-            win = cut_window(frames[fi], window_of(box, p.box_frac), p.size).astype(np.float32)
-            if last is not None and np.abs(win - last).mean() < p.min_change:
+            # a near-duplicate of any frame kept from this clip (the crops' rule) is skipped
+            z = unit_rows(cut_window(frames[fi], window_of(box, p.box_frac), p.size)[None])[0]
+            if kept and float(np.max(np.stack(kept) @ z)) >= p.dup_corr:
                 stats["near_duplicate"] = stats.get("near_duplicate", 0) + 1
                 continue
-            last = win
+            kept.append(z)
             kept_frames.append(frames[fi])
             kept_boxes.append(box)
             meta.append((clip.name, fi, person_of(clip.name)))
-        log(f"  {clip.name}: {len(frames)} frames")
+        log(f"  {clip.name}: {len(frames)} frames, {len(kept)} kept")
     labelled = sum(v for k, v in stats.items() if k != "near_duplicate")
     return {"frames": kept_frames, "boxes": np.asarray(kept_boxes).reshape(-1, 4), "meta": meta,
             "val_persons": val_persons, "persons": persons, "stats": stats,
-            "frames_labelled": labelled, "clips": [c.name for c in clips]}
+            "frames_labelled": labelled, "clips": [c.name for c in clips],
+            "dlib_rel_alt2": (np.round(np.median(pairs, axis=0), 4).tolist() if pairs else None)}
 
 
 def _paste(scene: np.ndarray, face: np.ndarray, rect, feather: float) -> None:
@@ -565,8 +596,8 @@ def build(p: Params, log=print) -> dict:
     cb = np.load(faces_dir / "cbcl_train.npz")
     cbcl = cb["images"][cb["labels"] == 1]
     cbcl_idx = np.flatnonzero(cb["labels"] == 1)
-    if p.quick:
-        web, cbcl, cbcl_idx = web[:800], cbcl[:400], cbcl_idx[:400]
+    web = web[:p.n_webfaces]
+    cbcl, cbcl_idx = cbcl[:p.n_cbcl], cbcl_idx[:p.n_cbcl]
     timing = {}
 
     # groups and the split of the crops
@@ -580,7 +611,7 @@ def build(p: Params, log=print) -> dict:
     # framing, on training crops only
     t = time.perf_counter()
     rulers = Rulers()
-    n_r = 60 if p.quick else p.ruler_sample
+    n_r = p.ruler_sample
     sw = np.sort(np.random.default_rng([p.seed, 3]).choice(np.flatnonzero(~val_web),
                                                             min(n_r, int((~val_web).sum())),
                                                             replace=False))
@@ -650,7 +681,7 @@ def build(p: Params, log=print) -> dict:
     for src, d in per.items():
         idx = np.flatnonzero(~d["val"])
         pick = np.sort(np.random.default_rng([p.seed, 8]).choice(
-            idx, min(len(idx), 40 if p.quick else 400), replace=False)) if len(idx) else idx
+            idx, min(len(idx), p.model_check_n), replace=False)) if len(idx) else idx
         check[src] = model_check(d["images"][pick], box)
     timing["model_check_s"] = round(time.perf_counter() - t, 1)
     log("shipped model on the windows: " + "; ".join(
@@ -659,8 +690,7 @@ def build(p: Params, log=print) -> dict:
 
     # backgrounds: hold out blocks of consecutive names
     bg_all = sorted(str(q) for q in (SHARED / "data" / "negatives").glob("*.jpg"))
-    if p.quick:
-        bg_all = bg_all[:300]
+    bg_all = bg_all[:p.n_backgrounds]
     blocks = np.arange(len(bg_all)) // p.bg_block
     bg_val = split_groups(blocks, p.bg_val_frac, np.random.default_rng([p.seed, 6]))
     bgs_train = [b for b, v in zip(bg_all, bg_val, strict=True) if not v]
@@ -686,10 +716,7 @@ def build(p: Params, log=print) -> dict:
     sources = ([(web[i], t_web) for i in np.flatnonzero(val_web)]
                + [(f, b) for f, b, v in zip(nrc["frames"], nrc["boxes"], val_nrc, strict=True)
                   if v])
-    n_sc = 40 if p.quick else p.scenes
-    n_em = 15 if p.quick else p.empty_scenes
-    scene_p = Params(**{**p.__dict__, "scenes": n_sc, "empty_scenes": n_em})
-    sc_names, sc_rows, empty = _scenes(scene_p, sources, bgs_val,
+    sc_names, sc_rows, empty = _scenes(p, sources, bgs_val,
                                        np.random.default_rng([p.seed, 7]), det / "scenes")
     sc_names = [f"scenes/{n}" for n in sc_names]
     empty = [f"scenes/{n}" for n in empty]
@@ -706,6 +733,7 @@ def build(p: Params, log=print) -> dict:
             lines.append(f"{name},{x0},{y0},{x1 - x0},{y1 - y0}")
             n_boxes += 1
     _write_text(det / "boxes.csv", "\n".join(lines) + "\n")
+    hashes["val/det/boxes.csv"] = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
     _write_text(det / "images.txt", "\n".join(nrc_names + sc_names + empty) + "\n")
     for part, lst in (("nrc", nrc_names), ("scenes", sc_names), ("empty", empty)):
         _write_text(det / f"{part}.txt", "\n".join(lst) + "\n")
@@ -731,6 +759,7 @@ def build(p: Params, log=print) -> dict:
                         "nrc": round(float(pad_nrc.mean()), 4) if len(pad_nrc) else None},
         "nrc": {"clips": nrc["clips"], "persons": nrc["persons"],
                 "val_persons": nrc["val_persons"], "frames_labelled": nrc["frames_labelled"],
+                "dlib_mapped_rel_alt2_mapped": nrc["dlib_rel_alt2"],
                 "teacher": st,
                 "agreed_share": round(st.get("agreed", 0) / labelled, 3),
                 "disagree_share_when_both_fire": round(st.get("disagree", 0) / max(1, both), 3)},
@@ -770,17 +799,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--empty-scenes", type=int, default=150, help="face-free validation scenes")
     ap.add_argument("--frame-step", type=int, default=2, help="teacher runs on every k-th frame")
     ap.add_argument("--teacher-min-score", type=float, default=0.5, help="dlib score to keep")
-    ap.add_argument("--min-change", type=float, default=6.0,
-                    help="mean grey-level change of the face window between kept frames")
+    ap.add_argument("--dup-corr", type=float, default=0.9,
+                    help="near-duplicates: crops / frames of a clip correlated at least this much")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     if REPO in out.parents or out == REPO:
         sys.exit(f"face_data: --out {out} is inside the repository; write data elsewhere")
-    p = Params(out=out, seed=args.seed, size=args.size, box_frac=args.box_frac,
-               val_frac=args.val_frac, val_persons=args.val_persons,
-               bg_val_frac=args.bg_val_frac, scenes=args.scenes, empty_scenes=args.empty_scenes,
-               frame_step=args.frame_step, teacher_min_score=args.teacher_min_score,
-               min_change=args.min_change, quick=args.quick)
+    kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, val_frac=args.val_frac,
+              val_persons=args.val_persons, bg_val_frac=args.bg_val_frac,
+              teacher_min_score=args.teacher_min_score, dup_corr=args.dup_corr)
+    if args.quick:
+        p = Params.quick(out, **kw)
+    else:
+        p = Params(out=out, scenes=args.scenes, empty_scenes=args.empty_scenes,
+                   frame_step=args.frame_step, **kw)
     m = build(p)
     print(summary_line(m))
     print(f"manifest: {out / 'manifest.json'}; train with --pos-crop "
