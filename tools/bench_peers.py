@@ -68,7 +68,7 @@ REFERENCE = "OpenCV default"
 
 
 # ------------------------------------------------------------------------------------------------
-# vjboost's API, in one place (load a model, its window, raw windows, OpenCV grouping)
+# vjboost's API, in one place (load a model, raw windows, OpenCV grouping)
 # ------------------------------------------------------------------------------------------------
 
 
@@ -91,14 +91,19 @@ def vj_detector(model, window: tuple[int, int], *, threads: int | None, min_neig
                            grouping="opencv" if min_neighbors > 0 else "none")
 
 
-def vj_group(boxes: np.ndarray, scores: np.ndarray, min_neighbors: int,
-             size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """OpenCV grouping of raw windows, clipped to the image: (boxes, max score, neighbours)."""
-    from vjboost.cascade.grouping import clip_boxes, group_rectangles
+def vj_groups(boxes: np.ndarray, scores: np.ndarray):
+    """The OpenCV partition of one image's raw windows (independent of ``min_neighbors``)."""
+    from vjboost.boxes import WindowGroups
 
-    b, counts, best = group_rectangles(boxes, min_neighbors, 0.2, scores)
-    b, kept = clip_boxes(b, size[0], size[1])
-    return b, np.asarray(best, np.float64)[kept], np.asarray(counts, np.int64)[kept]
+    return WindowGroups(boxes, scores)
+
+
+def vj_group(groups, min_neighbors: int,
+             size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``detectMultiScale``'s detections at one threshold, clipped to the image:
+    (boxes, best window score, neighbours); ``min_neighbors`` 0 gives the raw windows."""
+    b, sc, nb = groups.select(min_neighbors, size)
+    return b, np.asarray(sc, np.float64), np.asarray(nb, np.int64)
 
 
 def ranking_score(scores: np.ndarray, neighbors: np.ndarray) -> np.ndarray:
@@ -202,11 +207,12 @@ class Cascade:
 def cascade_curves(raw, images, gt, paths, score_neighbors: int) -> tuple[dict, dict]:
     """min_neighbors and score curves of one cascade's raw windows."""
     sizes = [(g.shape[1], g.shape[0]) for g in images]
+    groups = [vj_groups(b, s) for b, s in raw]
     by_m = {}
     for m in range(MAX_NEIGHBORS + 1):
         dets = {}
-        for p, (b, s), sz in zip(paths, raw, sizes, strict=True):
-            gb, gs, gn = vj_group(b, s, m, sz)
+        for p, g, sz in zip(paths, groups, sizes, strict=True):
+            gb, gs, gn = vj_group(g, m, sz)
             dets[p] = (gb, gn.astype(np.float64) if m > 0 else gs)
         by_m[m] = evaluate_detections(dets, gt, iou_threshold=IOU)
     fp = np.array([by_m[m].false_positives for m in by_m])
@@ -216,8 +222,8 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int) -> tuple[dict, 
              "points": {"min_neighbors": list(by_m), "false_positives": fp.tolist(),
                         "detection_rate": [round(float(v), 4) for v in dr]}}
     dets = {}
-    for p, (b, s), sz in zip(paths, raw, sizes, strict=True):
-        gb, gs, gn = vj_group(b, s, score_neighbors, sz)
+    for p, g, sz in zip(paths, groups, sizes, strict=True):
+        gb, gs, gn = vj_group(g, score_neighbors, sz)
         dets[p] = (gb, ranking_score(gs, gn))
     ev = evaluate_detections(dets, gt, iou_threshold=IOU)
     score = {"rates": rates(ev), "points": curve_points(ev),
@@ -312,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
                 out = [fn(g) for g in images]
                 times.setdefault(label, {}).setdefault(th, []).append(time.perf_counter() - t0)
                 if rep == 0 and th == threads[0]:
-                    c = next(c for c in cascades if c.label == label)
-                    ref = [vj_group(b, s, OPERATING_NEIGHBORS, (g.shape[1], g.shape[0]))[0]
+                    ref = [vj_group(vj_groups(b, s), OPERATING_NEIGHBORS,
+                                    (g.shape[1], g.shape[0]))[0]
                            for (b, s), g in zip(raws[label], images, strict=True)]
                     boxes = [o.boxes if hasattr(o, "boxes") else o for o in out]
                     identical[label] = sum(_same(a, b) for a, b in zip(boxes, ref, strict=True))
