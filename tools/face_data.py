@@ -355,18 +355,6 @@ def model_check(windows: np.ndarray, box, spec: str = "vjboost:frontalface") -> 
 # ------------------------------------------------------------------------------------------------
 
 
-def read_clip(path: Path) -> list[np.ndarray]:
-    cap = cv2.VideoCapture(str(path))
-    frames = []
-    while True:
-        ok, f = cap.read()
-        if not ok:
-            break
-        frames.append(cv2.cvtColor(f, cv2.COLOR_BGR2GRAY))
-    cap.release()
-    return frames
-
-
 def person_of(clip: str) -> str:
     """``05s-1.avi`` -> ``05``: the ``s`` clips show the same person as ``05-*``."""
     return clip.split("-")[0].rstrip("s")
@@ -499,26 +487,29 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
                                     replace=False).tolist())
     stats: dict[str, int] = {}
     kept_frames, kept_boxes, meta, pairs = [], [], [], []
+    from vjboost.io import iter_frames
+
     for clip in clips:
-        frames = read_clip(clip)
         kept: list[np.ndarray] = []  # unit rows of the clip's kept windows
-        for fi in range(0, len(frames), p.frame_step):
-            outcome, box, pair = teacher.label(frames[fi])
+        n_read = 0
+        for fi, frame in iter_frames(str(clip), every=p.frame_step, gray=True):
+            n_read += 1
+            outcome, box, pair = teacher.label(frame)
             stats[outcome] = stats.get(outcome, 0) + 1
             if pair is not None:
                 pairs.append(pair)
             if box is None:
                 continue
             # a near-duplicate of any frame kept from this clip (the crops' rule) is skipped
-            z = unit_rows(cut_window(frames[fi], window_of(box, p.box_frac), p.size)[None])[0]
+            z = unit_rows(cut_window(frame, window_of(box, p.box_frac), p.size)[None])[0]
             if kept and float(np.max(np.stack(kept) @ z)) >= p.dup_corr:
                 stats["near_duplicate"] = stats.get("near_duplicate", 0) + 1
                 continue
             kept.append(z)
-            kept_frames.append(frames[fi])
+            kept_frames.append(frame)
             kept_boxes.append(box)
             meta.append((clip.name, fi, person_of(clip.name)))
-        log(f"  {clip.name}: {len(frames)} frames, {len(kept)} kept")
+        log(f"  {clip.name}: {n_read} frames labelled, {len(kept)} kept")
     labelled = sum(v for k, v in stats.items() if k != "near_duplicate")
     return {"frames": kept_frames, "boxes": np.asarray(kept_boxes).reshape(-1, 4), "meta": meta,
             "val_persons": val_persons, "persons": persons, "stats": stats,
