@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from .._io import atomic_write
-from .annotations import AnnotationError
+from .annotations import AnnotationError, _read_text
 
 __all__ = ["read_uiuc_locations", "uiuc_image_number", "write_uiuc_locations"]
 
@@ -59,14 +59,7 @@ def read_uiuc_locations(path: str | os.PathLike[str]) -> dict[int, np.ndarray]:
     ([[61, 20], [63, 140]], [[56, -10]])
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise AnnotationError(f"{path}: no such location file") from None
-    except UnicodeDecodeError:
-        raise AnnotationError(f"{path}: not a text file") from None
-    except OSError as exc:
-        raise AnnotationError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    text = _read_text(path, "location")
     out: dict[int, np.ndarray] = {}
     width = None
     for lineno, line in enumerate(text.splitlines(), 1):
