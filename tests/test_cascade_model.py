@@ -364,7 +364,7 @@ def test_export_float32_exact():
 def test_family_cascades_refused_for_xml_but_saved_in_own_format(tmp_path):
     from vjboost.features import get_family_class
 
-    hog = get_family_class("hog")(window_shape=(16, 16))
+    hog = get_family_class("hog")(window_shape=(16, 16), pixels_per_cell=(7, 7))
     trees = [Tree.stump(0, threshold=0.1, left_value=-1.0, right_value=1.0),
              Tree.stump(1, threshold=0.2, left_value=1.0, right_value=-0.5)]
     m = CascadeModel((16, 16), stages=[Stage(trees, threshold=-0.1)], family=hog,
@@ -472,7 +472,7 @@ def test_version_1_files_still_load(kind):
     assert back == m and back.params == {"note": 1}
     from vjboost.features import get_family_class
 
-    hog = get_family_class("hog")(window_shape=(16, 16))
+    hog = get_family_class("hog")(window_shape=(16, 16), pixels_per_cell=(7, 7))
     v1 = {"format": "vjboost-cascade", "version": 1, "window_shape": [16, 16],
           "feature_type": "family", "family": {"family": "hog", "config": hog.get_config()},
           "features": [4, 9],

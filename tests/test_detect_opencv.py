@@ -353,7 +353,7 @@ def test_kernel_matches_brute_force(kw, astronaut_gray):
 def test_generic_family_path_matches_window_evaluation():
     from vjboost.features import get_family_class
 
-    fam = get_family_class("hog")(window_shape=(16, 16), pixels_per_cell=(8, 8))
+    fam = get_family_class("hog")(window_shape=(16, 16), pixels_per_cell=(4, 4))
     rng = np.random.default_rng(0)
     stages = []
     for _ in range(2):
@@ -409,7 +409,8 @@ def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
     from vjboost.features import FeaturePool, get_family_class
 
     win = (16, 16)
-    pool = FeaturePool([get_family_class(n)(win) for n in names])
+    kw = {"hog": {"pixels_per_cell": (7, 7)}}  # the 16x16 window's interior cells
+    pool = FeaturePool([get_family_class(n)(win, **kw.get(n, {})) for n in names])
     rng = np.random.default_rng(7)
     ids = np.sort(np.concatenate([rng.choice(np.arange(a, b), 6, replace=False)
                                   for a, b in zip(pool.offsets[:-1], pool.offsets[1:],
