@@ -57,7 +57,7 @@ def test_nonsquare_cascade_trains_saves_exports_and_detects_like_cv2(cars, backg
     tr.fit(cars, backgrounds)
     model = tr.model_
     assert model.window_shape == WIN and model.width == 30 and model.height == 12
-    assert model.feature_type == ("HAAR" if features == "haar" else "LBP")
+    assert model.opencv_type == ("HAAR" if features == "haar" else "LBP")
     # every feature lies inside the 30x12 window (none is clipped to a square)
     save_model(model, tmp_path / "m.json")
     write_opencv_xml(model, tmp_path / "m.xml")

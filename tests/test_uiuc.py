@@ -291,7 +291,7 @@ def test_shipped_car_cascade_resolves_and_cv2_detects_identically():
 
     path = resolve_model("vjboost:car_side")
     model = load_model(path)
-    assert model.window_shape == (20, 50) and model.feature_type == "LBP"
+    assert model.window_shape == (20, 50) and model.opencv_type == "LBP"
     xml = path.replace(".json", ".xml")
     assert load_model(xml) == model
     if not hasattr(cv2, "CascadeClassifier"):

@@ -545,7 +545,7 @@ def run(args) -> None:
         from vjboost.cascade.opencv_xml import write_opencv_xml
 
         save_model(model, args.save_model)
-        if model.feature_type in ("HAAR", "LBP"):
+        if model.opencv_type is not None:
             write_opencv_xml(model, Path(args.save_model).with_suffix(".xml"))
     result = {
         "quick": args.quick, "n_images": n, "n_cars": ev_vj.n_objects,

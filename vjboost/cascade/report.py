@@ -36,7 +36,7 @@ import numpy as np
 
 from .._html import Page, figure_png
 from .._io import atomic_write
-from .model import THRESHOLD_EPS
+from .kernels import reject_threshold
 
 __all__ = ["TrainingSamples", "draw_feature", "training_report", "write_report"]
 
@@ -180,7 +180,7 @@ class TrainingSamples:
         if scores.shape != (p + len(negatives),):
             raise ValueError(f"scores: expected {p + len(negatives)} stage sums, got "
                              f"{scores.shape}")
-        reject = float(np.float32(np.float32(threshold) - THRESHOLD_EPS))
+        reject = float(reject_threshold(threshold))
         ns = scores[p:]
         top = _extreme(ns, self.size, largest=True)
         self.negatives = np.array(negatives[top])
