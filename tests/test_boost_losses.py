@@ -204,8 +204,8 @@ def test_trimmed_fit_refits_on_all_examples():
         leaf = est.apply(X.T[est.features_].astype(np.float32))
         w = step.weights
         ref = np.array([np.sum((w * step.y)[leaf == j]) / w[leaf == j].sum() for j in range(2)])
-        np.testing.assert_allclose(est.leaf_values, ref, rtol=1e-9, atol=1e-12)
-        step.update(est.leaf_values[leaf])
+        np.testing.assert_allclose(est.leaves, ref, rtol=1e-9, atol=1e-12)
+        step.update(est.leaves[leaf])
     np.testing.assert_allclose(step.loss(), m.train_loss_[-1], rtol=1e-12)
 
 
@@ -229,16 +229,16 @@ def test_step_interface_on_blocks_equals_full_matrix():
             rows = Xfm[learner.features_]
             cur = step.refit_and_update(learner, rows)
             ref = model.estimators_[t]
-            assert learner.feature == ref.feature
-            assert learner.threshold == ref.threshold
-            np.testing.assert_allclose(learner.leaf_values, ref.leaf_values, rtol=1e-10)
+            np.testing.assert_array_equal(learner.feature, ref.feature)
+            np.testing.assert_array_equal(learner.threshold, ref.threshold)
+            np.testing.assert_allclose(learner.leaves, ref.leaves, rtol=1e-10)
             np.testing.assert_allclose(cur, model.train_loss_[t], rtol=1e-10)
 
 
 def test_multiclass_loss_validation():
     with pytest.raises(ValueError, match=r"y: class indices must be in \[0, 3\)"):
-        MulticlassLoss(np.array([0, 1, 3]), 3)
-    with pytest.raises(ValueError, match="y: labels must be -1 or \\+1"):
+        MulticlassLoss(np.array([0, 1, 3]), n_classes=3)
+    with pytest.raises(ValueError, match="y: labels must be 1 \\(positive\\) and -1"):
         make_loss("gentle", np.array([0, 1, 1]))
     with pytest.raises(ValueError, match="y: only one class"):
         make_loss("gentle", np.array([1, 1, 1]))

@@ -62,6 +62,7 @@ def make_real_data(n_samples: int, n_features: int, seed: int) -> tuple[np.ndarr
     """
     import cv2
 
+    from vjboost.boost.binning import precompute
     from vjboost.features import FeaturePool, HaarFamily
     from vjboost.io import read_image
 
@@ -91,8 +92,8 @@ def make_real_data(n_samples: int, n_features: int, seed: int) -> tuple[np.ndarr
     windows, y = windows[order], y[order]
     pool = FeaturePool([HaarFamily((24, 24))])
     fids = np.sort(rng.choice(pool.n_features, min(n_features, pool.n_features), replace=False))
-    pre = pool.precompute(windows, dtype="uint8", feature_ids=fids, seed=seed)
-    return np.ascontiguousarray(pre.values), y
+    pre = precompute(pool, windows, "uint8", feature_ids=fids, seed=seed)
+    return np.ascontiguousarray(pre.matrix), y
 
 
 def bench_vjboost(B, y, rounds, threads, losses):

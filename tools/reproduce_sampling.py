@@ -25,6 +25,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from vjboost.boost.binning import precompute  # noqa: E402
 from vjboost.boost.sampling import (  # noqa: E402
     SAMPLERS,
     MatrixSource,
@@ -121,7 +122,7 @@ def run_strategy(name, seed, source, part, y, Xte, yte, n_rounds, budget, checkp
 
     model = SampledBoostedClassifier(sampler=sampler, loss="mh", n_estimators=n_rounds,
                                      budget=budget)
-    model.fit_source(source, y, families=part, callback=callback)
+    model.fit_source(source, y, callback=callback)
     return {
         "loss": model.train_loss_, "time": model.times_, "cost": np.cumsum(model.cost_),
         "test_err": test_err, "features": [e.feature for e in model.estimators_],
@@ -161,8 +162,8 @@ def main(argv=None) -> int:
     remap[keep] = np.arange(keep.size)
     part = Partition(remap[fam_of], [names[k] for k in keep])
     t0 = time.perf_counter()
-    pre = pool.precompute(Xtr_w, "uint8", feature_ids=gids)
-    source = MatrixSource(pre.values, pre.edges)
+    pre = precompute(pool, Xtr_w, "uint8", feature_ids=gids)
+    source = MatrixSource(pre.matrix, pre.edges, families=part)
     Xte = pool.evaluate(Xte_w, gids)  # raw float32 (F, n_test): thresholds are raw values
     t_pre = time.perf_counter() - t0
     n, f = Xtr_w.shape[0], gids.size

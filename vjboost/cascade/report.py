@@ -53,7 +53,7 @@ def training_report(trainer: Any) -> dict[str, Any]:
     first = []
     for st in stages[:1]:
         for lr in st.learners[:10]:
-            for g in lr.node_features:
+            for g in lr.feature:
                 first.append(pool.describe(int(g)))
     model = getattr(trainer, "model_", None)
     return {

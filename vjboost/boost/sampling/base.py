@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from vjboost._estimator import Estimator
 from vjboost._validation import check_random_state
 from vjboost.boost.sampling.evaluator import BlockEdges, EdgeEvaluator, WeakLearner
 
@@ -73,7 +74,7 @@ def draw_features(members: np.ndarray, q: int, rng: np.random.Generator) -> np.n
     return members[rng.choice(members.size, size=q, replace=False)]
 
 
-class Sampler(abc.ABC):
+class Sampler(Estimator, abc.ABC):
     """Base class of the strategies choosing one weak learner per round under a cost budget.
 
     Parameters
@@ -83,6 +84,7 @@ class Sampler(abc.ABC):
     """
 
     name: ClassVar[str] = ""
+    _fitted_attribute: ClassVar[str] = "rng_"
 
     def __init__(self, random_state: Any = None) -> None:
         self.random_state = random_state
@@ -135,11 +137,3 @@ class Sampler(abc.ABC):
             b = blocks[0]
             return b.learner(0), b, 0
         return best_block.learner(best_pos), best_block, best_pos
-
-    def get_params(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items()
-                if not k.endswith("_") and not k.startswith("_")}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
