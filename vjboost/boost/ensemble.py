@@ -100,6 +100,8 @@ class _Booster(Estimator):
         check_in_range(self.n_bins, "n_bins", low=2, high=256, integer=True)
         check_in_range(self.weight_trim_rate, "weight_trim_rate", low=0.0, high=1.0,
                        low_inclusive=False)
+        if self.leaf_refit not in ("all", "fitted"):
+            raise ValueError(f"leaf_refit: expected 'all' or 'fitted', got {self.leaf_refit!r}")
         if not isinstance(self.binning, (bool, np.bool_)):
             raise ValueError(f"binning: expected True or False, got {self.binning!r}")
         mf = self.max_features
@@ -238,7 +240,8 @@ class _Booster(Estimator):
 
         res = run_rounds(step, search, n_rounds=self.n_estimators, shape=self._shape(),
                          weight_trim_rate=float(self.weight_trim_rate),
-                         before_round=before_round, callback=after_round)
+                         leaf_refit=self.leaf_refit, before_round=before_round,
+                         callback=after_round)
         if not res.trees:
             raise ValueError("X: no feature can split the training examples (all constant?)")
         self.estimators_ = res.flat
@@ -430,7 +433,10 @@ class BoostedClassifier(_Booster):
         Positives and negatives each start with total weight 1/2 (cascade setting).
     weight_trim_rate : float, default=1.0
         Fit each weak learner on the heaviest examples carrying this fraction of the weight
-        (OpenCV's ``weightTrimRate``, e.g. 0.95); leaves are refitted on all examples.
+        (OpenCV's ``weightTrimRate``, e.g. 0.95).
+    leaf_refit : {"all", "fitted"}, default="all"
+        Refit the leaves on all examples (OpenCV) or on the examples the learner was fitted on
+        (the weight trimming of Friedman, Hastie & Tibshirani).
     max_features : int or float, optional
         Features tried per round (an int, or a fraction), drawn with ``random_state``.
     categorical_features : array-like of int or bool mask, optional
@@ -477,6 +483,7 @@ class BoostedClassifier(_Booster):
         n_parts: int = 8,
         balanced_init: bool = False,
         weight_trim_rate: float = 1.0,
+        leaf_refit: str = "all",
         max_features: int | float | None = None,
         categorical_features: Any = None,
         random_state: Any = None,
@@ -531,6 +538,8 @@ class AdaBoostMH(_Booster):
     n_bins : int, default=256
     weight_trim_rate : float, default=1.0
         Trimming on the per-example total weight (per class with ``per_class``).
+    leaf_refit : {"all", "fitted"}, default="all"
+        As in :class:`BoostedClassifier`.
     max_features : int or float, optional
     random_state : int, Generator or None
     threads : int, optional
@@ -573,6 +582,7 @@ class AdaBoostMH(_Booster):
         binning: bool = True,
         n_bins: int = 256,
         weight_trim_rate: float = 1.0,
+        leaf_refit: str = "all",
         max_features: int | float | None = None,
         random_state: Any = None,
         threads: int | None = None,
@@ -617,6 +627,8 @@ class LogitBoostClassifier(_Booster):
     n_bins : int, default=256
     weight_trim_rate : float, default=1.0
         Per class, fit on the heaviest examples carrying this share of that class's weight.
+    leaf_refit : {"all", "fitted"}, default="all"
+        As in :class:`BoostedClassifier`.
     z_max : float, default=4
         Clip of the working response.
     max_features : int or float, optional
@@ -654,6 +666,7 @@ class LogitBoostClassifier(_Booster):
         binning: bool = True,
         n_bins: int = 256,
         weight_trim_rate: float = 1.0,
+        leaf_refit: str = "all",
         z_max: float = 4.0,
         max_features: int | float | None = None,
         random_state: Any = None,

@@ -8,9 +8,11 @@ run_rounds`) asks it the same four things each round:
     The :class:`Problem` (s) of the round: weights, working response and split criterion of
     each weak learner to fit (one for the two-class losses and AdaBoost.MH, ``J`` for the
     ``J``-class LogitBoost, one regression per class).
-``refit_leaves(k, leaf, hypothesis)``
+``refit_leaves(k, leaf, hypothesis, sample_ids=None)``
     The final leaf values (coefficient included) of the learner fitted to problem ``k``,
-    refitted on **all** examples from their leaf indices.
+    refitted on **all** examples from their leaf indices (or on ``sample_ids`` only: the
+    weight trimming of Friedman, Hastie & Tibshirani, where trimmed examples take no part in
+    the learner).
 ``update(predictions)``
     ``F += predictions``; returns the training loss.
 ``done``
@@ -260,7 +262,7 @@ class BoostingLoss:
         return False
 
     # -- leaves ----------------------------------------------------------------------------------
-    def fit_leaves(self, leaf: Any, hypothesis: Any) -> np.ndarray:
+    def fit_leaves(self, leaf: Any, hypothesis: Any, *, sample_ids: Any = None) -> np.ndarray:
         """Leaf values (coefficient included) refitted on all examples.
 
         Parameters
@@ -269,6 +271,8 @@ class BoostingLoss:
             Leaf index of every training example.
         hypothesis : ndarray of shape (L,)
             The fitted learner's leaf values (signs for Discrete AdaBoost).
+        sample_ids : ndarray of int, optional
+            Refit on these examples only (default all).
 
         Returns
         -------
@@ -280,13 +284,19 @@ class BoostingLoss:
             raise ValueError(f"leaf: expected shape ({self.n_samples},), got {leaf.shape}")
         if leaf.size and (leaf.min() < 0 or leaf.max() >= hyp.shape[0]):
             raise ValueError("leaf: indices out of range of the hypothesis' leaves")
-        return self._fit_leaves(leaf, hyp)
+        return self._fit_leaves(leaf, hyp, _restrict(self.weights, sample_ids),
+                                self.n_samples if sample_ids is None else len(sample_ids))
 
-    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray) -> np.ndarray:
+    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
+                     sample_ids: np.ndarray | None = None) -> np.ndarray:
         """Final leaves of the learner fitted to problem ``k`` (the loop's call)."""
-        return self._fit_leaves(leaf, np.asarray(hypothesis, dtype=np.float64))
+        return self._fit_leaves(leaf, np.asarray(hypothesis, dtype=np.float64),
+                                _restrict(self.weights, sample_ids),
+                                self.n_samples if sample_ids is None else len(sample_ids))
 
-    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray) -> np.ndarray:
+    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray, w: np.ndarray, n_used: int
+                    ) -> np.ndarray:
+        """Leaves from the weights ``w`` (zero for the examples outside the ``n_used`` fitted)."""
         raise NotImplementedError
 
     # -- scores ----------------------------------------------------------------------------------
@@ -312,6 +322,15 @@ class BoostingLoss:
     def loss(self) -> float:
         """Training loss at the current scores."""
         return float(np.sum(self.initial_weights * np.exp(-self.y * self.scores)))
+
+
+def _restrict(w: np.ndarray, sample_ids: np.ndarray | None) -> np.ndarray:
+    """Weights with the examples outside ``sample_ids`` set to zero (rows for (N, K))."""
+    if sample_ids is None:
+        return w
+    out = np.zeros_like(w)
+    out[sample_ids] = w[sample_ids]
+    return out
 
 
 def _leaf_sums(leaf: np.ndarray, n: int, w: np.ndarray, v: np.ndarray
@@ -352,9 +371,9 @@ class DiscreteAdaBoost(BoostingLoss):
     name = "discrete"
     criterion = "discrete"
 
-    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray) -> np.ndarray:
+    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray, w: np.ndarray, n_used: int
+                    ) -> np.ndarray:
         signs = np.where(hyp >= 0, 1.0, -1.0)
-        w = self.weights
         self.last_edge = float(np.sum(w * self.y * signs[leaf]) / w.sum())
         return _alpha(self.last_edge) * signs
 
@@ -372,9 +391,9 @@ class RealAdaBoost(BoostingLoss):
     name = "real"
     criterion = "real"
 
-    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray) -> np.ndarray:
-        w = self.weights
-        return _real_leaves(leaf, hyp.shape[0], w, self.y, w.sum() / (2.0 * self.n_samples))
+    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray, w: np.ndarray, n_used: int
+                    ) -> np.ndarray:
+        return _real_leaves(leaf, hyp.shape[0], w, self.y, w.sum() / (2.0 * n_used))
 
 
 class GentleAdaBoost(BoostingLoss):
@@ -383,8 +402,9 @@ class GentleAdaBoost(BoostingLoss):
     name = "gentle"
     criterion = "regression"
 
-    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray) -> np.ndarray:
-        return _mean_leaves(leaf, hyp.shape[0], self.weights, self.response)
+    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray, w: np.ndarray, n_used: int
+                    ) -> np.ndarray:
+        return _mean_leaves(leaf, hyp.shape[0], w, self.response)
 
 
 def _logit_terms(p: np.ndarray, ystar: np.ndarray, z_max: float
@@ -421,8 +441,9 @@ class LogitBoost(GentleAdaBoost):
         w = self.initial_weights * q
         return w / w.sum(), z
 
-    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray) -> np.ndarray:
-        return 0.5 * super()._fit_leaves(leaf, hyp)
+    def _fit_leaves(self, leaf: np.ndarray, hyp: np.ndarray, w: np.ndarray, n_used: int
+                    ) -> np.ndarray:
+        return 0.5 * super()._fit_leaves(leaf, hyp, w, n_used)
 
     def loss(self) -> float:
         return float(np.sum(self.initial_weights * np.logaddexp(0.0, -2.0 * self.y * self.scores)))
@@ -544,17 +565,18 @@ class MulticlassLoss:
     def done(self) -> bool:
         return self.algorithm == "discrete" and self.last_edge >= 1.0
 
-    def fit_leaves(self, leaf: Any, hypothesis: Any) -> np.ndarray:
-        """Leaf values ``(L, K)`` refitted on all examples (see the class docstring)."""
+    def fit_leaves(self, leaf: Any, hypothesis: Any, *, sample_ids: Any = None) -> np.ndarray:
+        """Leaf values ``(L, K)`` refitted on all examples (or ``sample_ids``)."""
         leaf = np.asarray(leaf, dtype=np.int64)
         hyp = np.asarray(hypothesis, dtype=np.float64)
         if hyp.ndim != 2 or hyp.shape[1] != self.n_outputs:
             raise ValueError(f"hypothesis: expected shape (L, {self.n_outputs}), got {hyp.shape}")
-        w, n = self.weights, hyp.shape[0]
+        w, n = _restrict(self.weights, sample_ids), hyp.shape[0]
         if self.algorithm == "gentle":
             return _mean_leaves(leaf, n, w, self.Y)
         if self.algorithm == "real":
-            return _real_leaves(leaf, n, w, self.Y, w.sum() / (2.0 * w.size))
+            n_used = self.n_samples if sample_ids is None else len(sample_ids)
+            return _real_leaves(leaf, n, w, self.Y, w.sum() / (2.0 * n_used * self.n_outputs))
         # vote vectors: phi per leaf from the hypothesis (up to a global sign, which cancels),
         # v per class refitted on all examples, alpha from the edge on all examples
         phi = np.where(hyp[:, 0] >= 0, 1.0, -1.0)
@@ -563,8 +585,9 @@ class MulticlassLoss:
         self.last_edge = float(corr @ votes)
         return _alpha(self.last_edge) * phi[:, None] * votes[None, :]
 
-    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray) -> np.ndarray:
-        return self.fit_leaves(leaf, hypothesis)
+    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
+                     sample_ids: np.ndarray | None = None) -> np.ndarray:
+        return self.fit_leaves(leaf, hypothesis, sample_ids=sample_ids)
 
     def update(self, predictions: Any) -> float:
         """``F += predictions`` (N, K); returns the new training loss."""
@@ -629,8 +652,9 @@ class OneVsRestLoss:
     def problems(self) -> list[Problem]:
         return [s.problems()[0] for s in self.steps]
 
-    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray) -> np.ndarray:
-        v = self.steps[k].refit_leaves(0, leaf, hypothesis)
+    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
+                     sample_ids: np.ndarray | None = None) -> np.ndarray:
+        v = self.steps[k].refit_leaves(0, leaf, hypothesis, sample_ids)
         out = np.zeros((v.shape[0], self.n_outputs))
         out[:, k] = v
         return out
@@ -713,10 +737,12 @@ class MultiLogitLoss:
                            for j in range(self.n_outputs)]
         return self._cache
 
-    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray) -> np.ndarray:
+    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
+                     sample_ids: np.ndarray | None = None) -> np.ndarray:
         """Leaves ``(L, J)`` of class ``k``'s learner: its least-squares values, centred."""
         p = self.problems()[k]
-        f = _mean_leaves(leaf, np.asarray(hypothesis).shape[0], p.weights, p.response)
+        f = _mean_leaves(leaf, np.asarray(hypothesis).shape[0],
+                         _restrict(p.weights, sample_ids), p.response)
         j = self.n_outputs
         mix = (j - 1.0) / j * ((np.arange(j) == k) - 1.0 / j)
         return f[:, None] * mix[None, :]

@@ -8,8 +8,9 @@ Each round of :func:`run_rounds`:
    LogitBoost) the examples to fit on are the problem's ``sample_ids`` or, with weight trimming,
    the heaviest ones carrying ``weight_trim_rate`` of the weight (OpenCV's ``weightTrimRate``);
    a learner is grown on them (:meth:`TreeShape.grow` over the split ``search``);
-3. every learner's leaves are refitted on **all** examples of the step
-   (``step.refit_leaves``), optionally rounded to ``leaf_dtype`` (cascades store float32
+3. every learner's leaves are refitted on **all** examples of the step (``step.refit_leaves``;
+   ``leaf_refit="fitted"``: on the examples it was fitted on, the weight trimming of Friedman,
+   Hastie & Tibshirani), optionally rounded to ``leaf_dtype`` (cascades store float32
    leaves, so training scores with exactly the values detection uses), and the step's scores
    are updated once with the sum of the round's outputs;
 4. ``callback(RoundResult)`` (optional) returns True to stop (a cascade stage meeting its
@@ -88,6 +89,7 @@ def run_rounds(
     n_rounds: int,
     shape: TreeShape | None = None,
     weight_trim_rate: float = 1.0,
+    leaf_refit: str = "all",
     leaf_dtype: Any = None,
     before_round: Callable[[int], tuple[Any, Any] | None] | None = None,
     callback: Callable[[RoundResult], bool | None] | None = None,
@@ -105,8 +107,10 @@ def run_rounds(
     shape : TreeShape, optional
         The learner grown each round (default a stump).
     weight_trim_rate : float, default=1.0
-        Fit each learner on the heaviest examples carrying this share of its problem's weight
-        (leaves are refitted on all examples whatever the rate).
+        Fit each learner on the heaviest examples carrying this share of its problem's weight.
+    leaf_refit : {"all", "fitted"}, default="all"
+        Refit the leaves on all examples (OpenCV's weight trimming) or on the examples the
+        learner was fitted on (trimmed examples take no part in the learner).
     leaf_dtype : numpy dtype, optional
         Round the final leaves to this type (e.g. ``np.float32`` for cascades).
     before_round : callable, optional
@@ -129,6 +133,8 @@ def run_rounds(
     """
     check_in_range(n_rounds, "n_rounds", low=0, integer=True)
     check_in_range(weight_trim_rate, "weight_trim_rate", low=0.0, high=1.0, low_inclusive=False)
+    if leaf_refit not in ("all", "fitted"):
+        raise ValueError(f"leaf_refit: expected 'all' or 'fitted', got {leaf_refit!r}")
     shape = TreeShape() if shape is None else shape
     out = Rounds()
     for t in range(int(n_rounds)):
@@ -150,7 +156,8 @@ def run_rounds(
                 break
             values, binned = search.rows(tree)
             leaf = tree.apply(values, binned=binned)
-            leaves = step.refit_leaves(k, leaf, tree.leaves)
+            leaves = step.refit_leaves(k, leaf, tree.leaves,
+                                       ids if leaf_refit == "fitted" else None)
             if leaf_dtype is not None:
                 leaves = np.asarray(leaves).astype(leaf_dtype).astype(np.float64)
             tree.leaves = np.ascontiguousarray(leaves, dtype=np.float64)

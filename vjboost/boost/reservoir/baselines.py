@@ -77,7 +77,8 @@ class _SubsampleStep:
                 self._problem = Problem(w, self.y, "discrete", sample_ids=ids)
         return [self._problem]
 
-    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray) -> np.ndarray:
+    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
+                     sample_ids: np.ndarray | None = None) -> np.ndarray:
         p = self._problem
         ids, n_leaves = p.sample_ids, len(hypothesis)
         if self.method == "wss":

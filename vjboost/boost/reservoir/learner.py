@@ -211,7 +211,8 @@ class _KeptStep:
     def problems(self) -> list[Problem]:
         return [Problem(self.weights, self.response, "regression")]
 
-    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray) -> np.ndarray:
+    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
+                     sample_ids: np.ndarray | None = None) -> np.ndarray:
         a = np.bincount(leaf, weights=self.weights, minlength=len(hypothesis))
         b = np.bincount(leaf, weights=self.weights * self.response, minlength=len(hypothesis))
         return self.scale * np.divide(b, a, out=np.zeros_like(a), where=a > 0)
