@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vjboost.cascade.grouping import clip_boxes, group_rectangles, nms, similar_classes
+from vjboost.boxes import clip_boxes, group_rectangles, nms, similar_classes
 
 
 def _similar(a, b, eps):
@@ -120,3 +120,116 @@ def test_nms_and_clip():
         nms(b, [1.0], 0.3)
     with pytest.raises(ValueError, match="rects"):
         group_rectangles(np.zeros((3, 3)), 1)
+
+
+# -- the near-linear partition against OpenCV's all-pairs partition --------------------------------
+
+def _brute_partition(rects, eps):
+    """Connected components of the similarity graph, every pair compared (plain Python)."""
+    n = len(rects)
+    parent = list(range(n))
+
+    def find(i):
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if _similar(rects[i], rects[j], eps):
+                parent[find(j)] = find(i)
+    labels, first = [], {}
+    for i in range(n):
+        labels.append(first.setdefault(find(i), len(first)))
+    return labels
+
+
+wide_rects = st.lists(
+    st.tuples(st.integers(-300, 300), st.integers(-300, 300), st.integers(-5, 400),
+              st.integers(-5, 400)),
+    min_size=0, max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rects=wide_rects, eps=st.sampled_from([0.2, 0.0, 0.05, 0.5, 1.0, 3.0, -0.1]),
+       data=st.data())
+def test_partition_matches_all_pairs(rects, eps, data):
+    # near-duplicates at several scales: the cases where classes chain across grid cells/levels
+    jit = data.draw(st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3),
+                                       st.integers(-4, 4)), min_size=len(rects),
+                             max_size=len(rects)))
+    rects = rects + [(x + dx, y + dy, w + dw, h + dw)
+                     for (x, y, w, h), (dx, dy, dw) in zip(rects, jit, strict=True)]
+    got = similar_classes(np.array(rects, dtype=np.int64).reshape(-1, 4), eps)
+    assert got.tolist() == _brute_partition(rects, eps)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rects=st.lists(st.tuples(st.integers(0, 400), st.integers(0, 400), st.integers(1, 200),
+                                st.integers(1, 200)), min_size=0, max_size=50),
+       thr=st.integers(1, 4), eps=st.sampled_from([0.2, 0.5, 1.5]))
+def test_grouping_many_sizes_matches_reference(rects, thr, eps):
+    # classes of very different sizes: the containment search crosses grid levels
+    rects = rects + [(x + 1, y, w, h) for (x, y, w, h) in rects] + [
+        (x, y + 1, w + 1, h) for (x, y, w, h) in rects[::2]]
+    boxes, _, _ = group_rectangles(np.array(rects, dtype=np.int64).reshape(-1, 4), thr, eps)
+    assert Counter(map(tuple, boxes.tolist())) == _reference(rects, thr, eps)
+
+
+def test_partition_of_detector_like_windows_matches_quadratic():
+    # a dense field of windows at 12 scales, as a cascade accepting a textured region gives
+    from vjboost.boxes import _classes, _classes_quadratic
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for k in range(12):
+        s = 1.1 ** k
+        w = int(round(24 * s))
+        xs = np.arange(0, 300, max(1, int(round(2 * s))))
+        xx, yy = np.meshgrid(xs, xs[: len(xs) // 2])
+        keep = rng.random(xx.size) < 0.3
+        rows.append(np.stack([xx.ravel()[keep], yy.ravel()[keep], np.full(keep.sum(), w),
+                              np.full(keep.sum(), w)], axis=1))
+    r = np.ascontiguousarray(np.concatenate(rows), dtype=np.int64)
+    assert len(r) > 3000
+    for eps in (0.2, 0.05):
+        fast, k1 = _classes(r, eps)
+        slow, k2 = _classes_quadratic(r, eps)
+        assert k1 == k2 and np.array_equal(fast, slow)
+
+
+def test_overlap_counts_matches_dense_formula():
+    from vjboost.boxes import overlap_counts
+
+    rng = np.random.default_rng(1)
+    b = np.concatenate([rng.integers(0, 80, (300, 2)), rng.integers(5, 40, (300, 2))], axis=1)
+    f = b.astype(np.float64)
+    x1, y1, x2, y2 = f[:, 0], f[:, 1], f[:, 0] + f[:, 2], f[:, 1] + f[:, 3]
+    iw = np.clip(np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None]), 0, None)
+    ih = np.clip(np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None]), 0, None)
+    inter = iw * ih
+    area = f[:, 2] * f[:, 3]
+    u = area[:, None] + area[None] - inter
+    for t in (0.0, 0.3, 0.7, 1.0):
+        want = ((inter / np.maximum(u, 1e-12)) > t).sum(axis=1)
+        np.testing.assert_array_equal(overlap_counts(b, t), want)
+
+
+def test_window_groups_select_equals_group_rectangles_at_every_threshold():
+    from vjboost.boxes import WindowGroups, group_detections
+
+    rng = np.random.default_rng(2)
+    base = rng.integers(0, 200, (40, 2))
+    r = np.concatenate([np.concatenate([base + rng.integers(-2, 3, base.shape),
+                                        np.full((40, 2), 30)], axis=1) for _ in range(6)])
+    s = rng.random(len(r))
+    g = WindowGroups(r, s)
+    for t in range(0, 8):
+        b1, c1, best1 = group_rectangles(r, t, 0.2, s)
+        b2, s2, n2 = g.select(t)
+        assert np.array_equal(b1, b2) and np.array_equal(c1, n2) and np.array_equal(best1, s2)
+        b3, s3, n3 = group_detections(r, s, min_neighbors=t, image_size=(150, 120))
+        b4, s4, n4 = g.select(t, (150, 120))
+        assert np.array_equal(b3, b4) and np.array_equal(s3, s4) and np.array_equal(n3, n4)
+        assert (b3[:, 0] + b3[:, 2] <= 150).all() and (b3[:, 1] + b3[:, 3] <= 120).all()

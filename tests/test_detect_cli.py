@@ -140,9 +140,15 @@ def test_video_file(tmp_path, model_xml):
 
 
 def test_unopenable_camera_is_counted(model_xml, tmp_path):
+    # alone: one line and a non-zero exit; in a batch: skipped and counted
     r = CliRunner().invoke(main, ["97", "--model", model_xml, "--max-frames", "1"])
     assert r.exit_code == 1
-    assert "skipped 97: cannot open camera" in r.stderr
+    assert "Error: camera 97: cannot open the camera" in r.stderr and "Traceback" not in r.output
+    (tmp_path / "x.png").write_bytes(cv2.imencode(".png", np.zeros((40, 40), np.uint8))[1])
+    r = CliRunner().invoke(main, ["97", str(tmp_path / "x.png"), "--model", model_xml,
+                                  "--max-frames", "1"])
+    assert r.exit_code == 0
+    assert "skipped camera 97: cannot open the camera" in r.stderr
 
 
 @pytest.mark.shared_data

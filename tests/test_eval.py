@@ -114,7 +114,7 @@ def test_bad_input():
 
 
 def test_sweep_min_neighbors_matches_grouping_by_hand():
-    from vjboost.cascade.grouping import group_rectangles
+    from vjboost.boxes import group_rectangles
     from vjboost.eval.sweep import sweep_min_neighbors
 
     # a face covered by 4 raw windows, a spurious cluster of 2 and a lone false window
@@ -134,3 +134,34 @@ def test_sweep_min_neighbors_matches_grouping_by_hand():
     assert curve.detection_rate_at(0) == 1.0
     with pytest.raises(ValueError, match="not on the curve"):
         curve.at(7)
+
+
+@given(st.lists(box, min_size=1, max_size=4), st.lists(box, min_size=1, max_size=4))
+def test_coverage_matches_pixel_count(a, b):
+    from vjboost.boxes import coverage_matrix
+
+    def cov(x, y):
+        mx = np.zeros((100, 100), bool)
+        my = np.zeros((100, 100), bool)
+        mx[x[1] : x[1] + x[3], x[0] : x[0] + x[2]] = True
+        my[y[1] : y[1] + y[3], y[0] : y[0] + y[2]] = True
+        return (mx & my).sum() / mx.sum()
+
+    np.testing.assert_allclose(coverage_matrix(a, b), [[cov(x, y) for y in b] for x in a])
+
+
+def test_ignore_regions_count_neither_way():
+    from vjboost.eval import IGNORED
+
+    gt = np.array([[0, 0, 10, 10]])
+    det = np.array([[0, 0, 10, 10], [50, 50, 10, 10], [52, 52, 10, 10], [90, 90, 5, 5]])
+    scores = np.array([4.0, 3.0, 2.0, 1.0])
+    crowd = np.array([[45, 45, 20, 20]])  # covers det 1 fully, det 2 by 0.81
+    matched, _ = match_detections(det, scores, gt, iou_threshold=0.5, ignore=crowd)
+    assert matched.tolist() == [0, IGNORED, IGNORED, -1]
+    ev = evaluate_detections({"a": (det, scores)}, {"a": gt}, iou_threshold=0.5,
+                             ignore={"a": crowd})
+    assert (ev.n_detections, ev.true_positives, ev.false_positives) == (2, 1, 1)
+    # a matched detection stays a true positive even inside an ignore region
+    m2, _ = match_detections(det[:1], scores[:1], gt, ignore=[[0, 0, 10, 10]])
+    assert m2.tolist() == [0]

@@ -291,3 +291,54 @@ def test_config_round_trip():
     assert cfg == {"window_shape": [19, 19], "mode": "CORE", "x3_weight": 2.0,
                    "normalize": False, "types": None}
     assert HaarFamily.from_config(cfg) == fam
+
+
+# ------------------------------------------------------------------------------------------
+# explicit tables (OpenCV HAAR cascades)
+
+
+def test_from_rects_reproduces_generated_features(rng):
+    gen = HaarFamily((12, 14), "ALL")
+    ids = np.concatenate([rng.choice(gen.n_features, 40, replace=False),
+                          np.flatnonzero(gen.rects[:, 0, 5] == 1)[:5]])
+    descs = [gen.describe(int(i)) for i in ids]
+    rects = np.zeros((len(ids), 3, 4), np.int64)
+    weights = np.zeros((len(ids), 3))
+    for k, d in enumerate(descs):
+        for j, (x, y, w, h, wt) in enumerate(d["rects"]):
+            rects[k, j] = (x, y, w, h)
+            weights[k, j] = wt
+    fam = HaarFamily.from_rects((12, 14), rects=rects, weights=weights,
+                                tilted=[d["tilted"] for d in descs])
+    assert fam.n_features == len(ids) and fam.opencv_type == "HAAR"
+    for k, d in enumerate(descs):
+        got = fam.describe(k)
+        assert got["rects"] == d["rects"] and got["tilted"] == d["tilted"]
+    wins = rng.integers(0, 256, (6, 12, 14), dtype=np.uint8)
+    np.testing.assert_array_equal(fam.compute(wins), gen.compute(wins, ids))
+    np.testing.assert_array_equal(fam.program().corners, gen.program(ids).corners)
+    cfg = fam.get_config()
+    assert set(cfg) == {"window_shape", "rects", "weights", "tilted", "normalize"}
+    again = HaarFamily.from_config(cfg)
+    assert again == fam and again.get_config() == cfg
+    np.testing.assert_array_equal(again.compute(wins), fam.compute(wins))
+    raw = HaarFamily.from_rects((12, 14), rects=rects[:, :2], weights=weights[:, :2],
+                                tilted=np.zeros(len(ids), bool), normalize=False)
+    assert raw.opencv_type is None and HaarFamily.from_config(raw.get_config()) == raw
+
+
+def test_from_rects_errors_name_the_argument():
+    ok = {"rects": [[[0, 0, 2, 2], [0, 0, 1, 1]]], "weights": [[-1.0, 2.0]], "tilted": [False]}
+    HaarFamily.from_rects((8, 8), **ok)
+    with pytest.raises(ValueError, match="rects: expected a non-empty"):
+        HaarFamily.from_rects((8, 8), **{**ok, "rects": [[0, 0, 2, 2]]})
+    with pytest.raises(ValueError, match="weights: expected shape"):
+        HaarFamily.from_rects((8, 8), **{**ok, "weights": [[1.0]]})
+    with pytest.raises(ValueError, match="tilted: expected"):
+        HaarFamily.from_rects((8, 8), **{**ok, "tilted": [False, True]})
+    with pytest.raises(ValueError, match="rects: rectangle 0 of feature 0"):
+        HaarFamily.from_rects((8, 8), **{**ok, "rects": [[[5, 0, 4, 2], [0, 0, 1, 1]]]})
+    with pytest.raises(ValueError, match=r"rects: rectangle 0 of feature 0 .* \(tilted\)"):
+        HaarFamily.from_rects((8, 8), **{**ok, "tilted": [True]})
+    with pytest.raises(ValueError, match="weights: feature 0 has no rectangle"):
+        HaarFamily.from_rects((8, 8), **{**ok, "weights": [[0.0, 2.0]]})

@@ -136,3 +136,29 @@ def test_bad_input(rng):
         MBLBPFamily((2, 9))
     with pytest.raises(ValueError, match="does not fit"):
         fam.evaluate_at(fam.prepare_image(np.zeros((9, 9), np.uint8)), [0], [[0, 1]])
+
+
+def test_from_blocks_reproduces_generated_features(rng):
+    gen = MBLBPFamily((13, 11))
+    ids = rng.choice(gen.n_features, 30, replace=False)
+    blocks = np.array([gen.describe(int(i))["rect"] for i in ids])
+    fam = MBLBPFamily.from_blocks((13, 11), blocks=blocks)
+    assert fam.n_features == 30 and fam.opencv_type == "LBP"
+    assert [fam.describe(k)["rect"] for k in range(30)] == [tuple(b) for b in blocks.tolist()]
+    wins = rng.integers(0, 256, (5, 13, 11), dtype=np.uint8)
+    np.testing.assert_array_equal(fam.compute(wins), gen.compute(wins, ids))
+    cfg = fam.get_config()
+    assert cfg == {"window_shape": [13, 11], "blocks": blocks.tolist()}
+    assert MBLBPFamily.from_config(cfg) == fam
+    with pytest.raises(ValueError, match="blocks: the 3x3 grid of feature 1"):
+        MBLBPFamily.from_blocks((13, 11), blocks=[[0, 0, 1, 1], [9, 0, 1, 1]])
+    with pytest.raises(ValueError, match="blocks: expected a non-empty"):
+        MBLBPFamily.from_blocks((13, 11), blocks=[0, 0, 1, 1])
+
+
+def test_program_equals_evaluate(rng):
+    from vjboost.features.program import evaluate_program
+
+    fam = MBLBPFamily((12, 12))
+    wins = rng.integers(0, 256, (7, 12, 12), dtype=np.uint8)
+    np.testing.assert_array_equal(evaluate_program(fam.program(), wins), fam.compute(wins))

@@ -94,3 +94,71 @@ def test_vjeval_errors(scene, tmp_path):
         ],
     )
     assert res.exit_code == 1 and "no image could be read" in res.output
+
+
+def test_sweep_reports_the_detectors_boxes_and_scores(scene):
+    # one grouping: the sweep's detections at every threshold are CascadeDetector's
+    from vjboost.cascade import CascadeDetector, load_model
+    from vjboost.eval import sweep_min_neighbors
+
+    tmp, small = scene
+    model = load_model(_cascade_path())
+    raw = CascadeDetector(model, min_neighbors=0, grouping="none").raw_windows(small)
+    name = str(tmp / "astro.png")
+    gt = {name: np.array([[86, 36, 56, 56]])}
+    curve = sweep_min_neighbors({name: raw}, gt, thresholds=range(0, 6),
+                                image_sizes={name: (small.shape[1], small.shape[0])})
+    for t in range(0, 6):
+        det = CascadeDetector(model, min_neighbors=t).detect(small)
+        ref = evaluate_detections({name: (det.boxes, det.scores)}, gt)
+        got = curve.at(t)
+        assert (got.n_detections, got.true_positives) == (len(det), ref.true_positives)
+        np.testing.assert_array_equal(got.thresholds, ref.thresholds)
+
+
+def test_vjeval_scores_saved_detections_and_voc_ignore(scene, tmp_path):
+    from vjboost.cli.detect import main as vjdetect
+
+    tmp, small = scene
+    path = _cascade_path()
+    res = CliRunner().invoke(vjdetect, [str(tmp / "astro.png"), str(tmp / "flat.png"), "-m",
+                                        path, "--format", "coco", "--save",
+                                        str(tmp_path / "d.json"), "--label", "face"])
+    assert res.exit_code == 0, res.output
+    voc = tmp_path / "voc"
+    voc.mkdir()
+    (voc / "astro.xml").write_text(
+        "<annotation><filename>astro.png</filename><object><name>face</name><bndbox>"
+        "<xmin>87</xmin><ymin>37</ymin><xmax>142</xmax><ymax>92</ymax></bndbox></object>"
+        "</annotation>")
+    (voc / "flat.xml").write_text("<annotation><filename>flat.png</filename></annotation>")
+    out = tmp_path / "ev"
+    res = CliRunner().invoke(main, [str(voc), "--image-root", str(tmp), "--detections",
+                                    str(tmp_path / "d.json"), "-m", path, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "eval.json").read_text())
+    assert doc["format"] == "voc" and doc["n_objects"] == 1
+    by_model, by_file = doc["models"]
+    # the saved detections are vjdetect's at min_neighbors 3: the same figures as the model's
+    assert by_file["all_detections"]["true_positives"] == \
+        by_model["at_min_neighbors"]["true_positives"]
+    assert by_file["all_detections"]["false_positives"] == \
+        by_model["at_min_neighbors"]["false_positives"]
+    # marking the face difficult makes it an ignore region: no object left, no false positive
+    (voc / "astro.xml").write_text((voc / "astro.xml").read_text().replace(
+        "<name>face</name>", "<name>face</name><difficult>1</difficult>"))
+    res = CliRunner().invoke(main, [str(voc), "--image-root", str(tmp), "--detections",
+                                    str(tmp_path / "d.json"), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "eval.json").read_text())
+    assert doc["n_objects"] == 0 and doc["n_ignore_regions"] == 1
+    assert by_file["all_detections"]["true_positives"] == 1
+    ev = doc["models"][0]["all_detections"]
+    assert ev["true_positives"] == 0  # the hit on the face is neither a hit nor a false alarm
+    assert ev["false_positives"] == by_file["all_detections"]["false_positives"]
+    assert ev["n_detections"] == by_file["all_detections"]["n_detections"] - 1
+
+
+def test_vjeval_help_explains_framing():
+    res = CliRunner().invoke(main, ["--help"])
+    assert res.exit_code == 0 and "--pos-crop" in res.output and "0.3" in res.output

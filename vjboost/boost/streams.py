@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from vjboost._validation import check_array, check_in_range, check_labels, check_random_state
-from vjboost.io import ImageReadError, VecFormatError, read_image
+from vjboost.io import IMAGE_SUFFIXES, ImageReadError, read_image
+from vjboost.io.vec import decode_vec_pixels, vec_layout
 
 __all__ = [
     "ArrayStream",
@@ -46,9 +47,6 @@ __all__ = [
     "SampleStream",
     "VecStream",
 ]
-
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
-
 
 class SampleStream(abc.ABC):
     """A source of labelled samples drawn in batches (the ``Filter()`` of the learner).
@@ -201,7 +199,7 @@ class ImageFolderStream(_EpochStream):
         window: tuple[int, int] | None = None,
         resize: bool = False,
         gray: bool = True,
-        extensions: Sequence[str] = IMAGE_EXTENSIONS,
+        extensions: Sequence[str] = IMAGE_SUFFIXES,
         shuffle: bool = True,
         seed: Any = None,
     ) -> None:
@@ -279,8 +277,6 @@ class VecStream(_EpochStream):
     seed : int, Generator or None
     """
 
-    _HEADER = 12
-
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -290,55 +286,22 @@ class VecStream(_EpochStream):
         shuffle: bool = True,
         seed: Any = None,
     ) -> None:
-        path = Path(path)
-        try:
-            size = path.stat().st_size
-            with open(path, "rb") as fh:
-                head = fh.read(self._HEADER)
-        except FileNotFoundError:
-            raise VecFormatError(f"{path}: no such .vec file") from None
-        except OSError as exc:
-            raise VecFormatError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-        if len(head) < self._HEADER:
-            raise VecFormatError(f"{path}: too short for a .vec header ({len(head)} bytes)")
-        vec_size = int(np.frombuffer(head[4:8], dtype="<i4")[0])
-        if vec_size <= 0:
-            raise VecFormatError(f"{path}: invalid sample size {vec_size} in the header")
-        if window is None:
-            side = int(round(vec_size**0.5))
-            if side * side != vec_size:
-                raise VecFormatError(
-                    f"{path}: samples have {vec_size} pixels, not a square; give the window "
-                    "size (height, width) explicitly"
-                )
-            window = (side, side)
-        h, w = int(window[0]), int(window[1])
-        if h * w != vec_size:
-            raise VecFormatError(
-                f"{path}: samples have {vec_size} pixels but the window {w}x{h} has {w * h}"
-            )
-        rec = 1 + 2 * vec_size
-        body = size - self._HEADER
-        if body % rec:
-            raise VecFormatError(f"{path}: truncated: {body % rec} trailing bytes")
-        n = body // rec
-        if n == 0:
-            raise VecFormatError(f"{path}: holds no samples")
-        self.path = path
-        self.window = (h, w)
-        self.sample_shape = (h, w)
+        layout = vec_layout(path, window)
+        self.path = layout.path
+        self.window = layout.window
+        self.sample_shape = layout.window
         self.label = label
-        dtype = np.dtype([("gap", "u1"), ("px", "<i2", (vec_size,))])
-        self._records = np.memmap(path, dtype=dtype, mode="r", offset=self._HEADER, shape=(n,))
+        self._layout = layout
+        self._records = np.memmap(layout.path, dtype=layout.record_dtype, mode="r",
+                                  offset=layout.offset, shape=(layout.n_samples,))
+        n = layout.n_samples
         super().__init__(n, shuffle, seed)
 
     def _read(self, ids: np.ndarray) -> np.ndarray:
         order = np.argsort(ids, kind="stable")
         px = np.asarray(self._records["px"][ids[order]])
-        if px.size and (px.min() < 0 or px.max() > 255):
-            raise VecFormatError(f"{self.path}: pixel values outside 0..255")
         out = np.empty((ids.size, *self.window), dtype=np.uint8)
-        out[order] = px.reshape(ids.size, *self.window).astype(np.uint8)
+        out[order] = decode_vec_pixels(px, self._layout)
         return out
 
     def _labels(self, ids: np.ndarray) -> np.ndarray:

@@ -9,8 +9,7 @@ Main entry points (imported lazily, so that importing a submodule stays cheap):
 - :func:`load_model`, :func:`save_model` — any model file; vjboost's JSON format
   (``vjboost.cascade.model_io``);
 - :class:`CascadeDetector`, :func:`detect_multiscale`, :class:`Detections` — detection
-  (``vjboost.cascade.detector``); :func:`group_rectangles`, :func:`nms`
-  (``vjboost.cascade.grouping``).
+  (``vjboost.cascade.detector``); box maths (grouping, NMS, IoU) is in :mod:`vjboost.boxes`.
 """
 
 from __future__ import annotations
@@ -40,8 +39,6 @@ _EXPORTS = {
     "detect_multiscale": "detector",
     "detect_images": "detector",
     "opencv_scales": "detector",
-    "group_rectangles": "grouping",
-    "nms": "grouping",
 }
 
 __all__ = sorted(_EXPORTS)

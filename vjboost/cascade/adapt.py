@@ -37,7 +37,7 @@ import numpy as np
 
 from .._validation import check_in_range
 from ..boost.online import OnlineCoordinateBoost
-from ..eval.matching import iou_matrix
+from ..boxes import iou_matrix
 from .detector import CascadeDetector, opencv_scales
 from .model import THRESHOLD_EPS, CascadeModel, Stage, Tree
 from .positives import resize_to_window

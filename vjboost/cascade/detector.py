@@ -32,9 +32,10 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from .._limits import check_pyramid_levels
 from .._memory import check_memory
 from .._threads import n_threads
-from .grouping import clip_boxes, group_rectangles, nms
+from ..boxes import group_detections
 from .model import CascadeModel
 
 __all__ = [
@@ -697,6 +698,7 @@ class CascadeDetector:
         """
         W, H = self.model.width, self.model.height
         img_h, img_w = gray.shape[:2]
+        check_pyramid_levels(self.scale_factor, (img_w, img_h), (W, H))
         scales = opencv_scales((W, H), (img_w, img_h), self.scale_factor, self.min_size,
                                self.max_size)
         if not scales:
@@ -903,39 +905,11 @@ class CascadeDetector:
     # -- grouping -------------------------------------------------------------------------------
 
     def _group(self, boxes, scores, img_w, img_h) -> Detections:
-        n_raw = len(boxes)
-        n_st = self.model.n_stages
-        if self.grouping == "opencv" and self.min_neighbors > 0:
-            b, cnt, best = group_rectangles(boxes, self.min_neighbors, 0.2, scores)
-        elif self.grouping == "nms":
-            if self.min_neighbors > 0 and n_raw:
-                labels_cnt = _overlap_counts(boxes, self.nms_iou)
-                ok = labels_cnt > self.min_neighbors
-                boxes, scores = boxes[ok], scores[ok]
-                c0 = labels_cnt[ok]
-            else:
-                c0 = np.ones(len(boxes), dtype=np.int32)
-            keep = nms(boxes, scores, self.nms_iou)
-            b, cnt, best = boxes[keep], c0[keep].astype(np.int32), scores[keep]
-        else:
-            b, cnt, best = boxes, np.ones(n_raw, dtype=np.int32), scores
-        b, kept = clip_boxes(b, img_w, img_h)
-        return Detections(b, np.asarray(best, dtype=np.float64)[kept],
-                          np.asarray(cnt, dtype=np.int32)[kept],
-                          np.full(len(kept), n_st, dtype=np.int32), raw_count=n_raw)
-
-
-def _overlap_counts(boxes: np.ndarray, iou: float) -> np.ndarray:
-    """Per box, the number of raw boxes (itself included) overlapping it at IoU > ``iou``."""
-    b = boxes.astype(np.float64)
-    x1, y1 = b[:, 0], b[:, 1]
-    x2, y2 = x1 + b[:, 2], y1 + b[:, 3]
-    iw = np.clip(np.minimum(x2[:, None], x2[None]) - np.maximum(x1[:, None], x1[None]), 0, None)
-    ih = np.clip(np.minimum(y2[:, None], y2[None]) - np.maximum(y1[:, None], y1[None]), 0, None)
-    inter = iw * ih
-    area = b[:, 2] * b[:, 3]
-    u = area[:, None] + area[None] - inter
-    return ((inter / np.maximum(u, 1e-12)) > iou).sum(axis=1).astype(np.int32)
+        b, best, cnt = group_detections(boxes, scores, method=self.grouping,
+                                        min_neighbors=self.min_neighbors,
+                                        image_size=(img_w, img_h), nms_iou=self.nms_iou)
+        return Detections(b, best, cnt, np.full(len(b), self.model.n_stages, dtype=np.int32),
+                          raw_count=len(boxes))
 
 
 def detect_multiscale(

@@ -20,15 +20,22 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from ..io import ImageReadError, read_annotations, read_image, read_vec
+from ..io import (
+    IMAGE_SUFFIXES,
+    ImageReadError,
+    detect_format,
+    image_files,
+    read_annotations,
+    read_image,
+    read_vec,
+)
 
 __all__ = [
-    "IMAGE_SUFFIXES", "Jitter", "PositiveSet", "crop_fraction", "jittered_cut", "load_positives",
+    "Jitter", "PositiveSet", "crop_fraction", "jittered_cut", "load_positives",
     "resize_to_window",
 ]
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
-_ANNOTATION_SUFFIXES = (".dat", ".txt", ".csv", ".json", ".info", ".lst")
+_ANNOTATION_SUFFIXES = (".dat", ".txt", ".csv", ".json", ".info", ".lst", ".xml")
 
 
 @dataclass
@@ -247,7 +254,7 @@ class _Cutter:
 
 
 def _from_folder(folder: Path, cut: _Cutter) -> list[str]:
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = image_files(folder)
     if not files:
         raise ValueError(
             f"{folder}: no image files in this folder (looked for {', '.join(IMAGE_SUFFIXES)})"
@@ -263,8 +270,10 @@ def _from_folder(folder: Path, cut: _Cutter) -> list[str]:
     return skipped
 
 
-def _from_annotations(path: Path, cut: _Cutter) -> list[str]:
-    ann = read_annotations(path)
+def _from_annotations(path: Path, cut: _Cutter, fmt: str | None = None,
+                      category: str | int | None = None) -> list[str]:
+    # object boxes only: ignore regions (crowds, difficult objects) are never positives
+    ann = read_annotations(path, format=fmt, category=category)
     skipped = []
     for image_path, boxes in ann.items():
         if len(boxes) == 0:
@@ -291,14 +300,18 @@ def load_positives(
     max_count: int | None = None,
     crop: tuple[float, float, float, float] | None = None,
     jitter: Jitter | None = None,
+    annotation_format: str | None = None,
+    category: str | int | None = None,
 ) -> PositiveSet:
     """Load positive samples of size ``window``.
 
     Parameters
     ----------
     source : path-like
-        A folder of crops, an annotation file (``info.dat``/``.txt``/``.dat``, ``.csv``,
-        ``.json``), a ``.vec`` file or an ``.npz`` holding ``images`` (n, h, w) uint8.
+        A folder of crops, annotations in any format :func:`vjboost.io.read_annotations`
+        reads (``info.dat``, CSV, JSON, COCO, a Pascal VOC / YOLO / LabelMe folder, CVAT XML:
+        every object box is cut out, ignore regions are not), a ``.vec`` file or an ``.npz``
+        holding ``images`` (n, h, w) uint8.
     window : (height, width)
         Sample size in pixels.
     mirror : bool, default=False
@@ -311,6 +324,11 @@ def load_positives(
     jitter : Jitter, optional
         Also add ``jitter.copies`` distorted copies of every positive (after all the plain
         positives, the copies of a positive next to each other; mirroring applies to all).
+    annotation_format : str, optional
+        Format of an annotation source (default: detected; see
+        :data:`vjboost.io.FORMATS`).
+    category : str or int, optional
+        Object class to take from annotations that hold several.
 
     Returns
     -------
@@ -334,7 +352,9 @@ def load_positives(
     skipped: list[str] = []
     suffix = path.suffix.lower()
     if path.is_dir():
-        skipped = _from_folder(path, cut)
+        fmt = annotation_format or detect_format(path)
+        skipped = (_from_annotations(path, cut, fmt, category) if fmt is not None
+                   else _from_folder(path, cut))
     elif suffix in (".vec", ".npz"):
         if suffix == ".vec":
             # without a crop or jitter the samples must have the window's size (read_vec checks
@@ -351,8 +371,8 @@ def load_positives(
                 )
         for im in imgs[:max_count]:
             cut.add(im)
-    elif suffix in _ANNOTATION_SUFFIXES:
-        skipped = _from_annotations(path, cut)
+    elif suffix in _ANNOTATION_SUFFIXES or annotation_format is not None:
+        skipped = _from_annotations(path, cut, annotation_format, category)
     else:
         raise ValueError(
             f"{path}: unknown positives source; give a folder of crops, an annotation file "

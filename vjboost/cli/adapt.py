@@ -43,11 +43,6 @@ import numpy as np
 
 __all__ = ["main", "read_frame_boxes", "vjadapt"]
 
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".pbm", ".tif", ".tiff",
-                   ".webp")
-_VIDEO_SUFFIXES = (".avi", ".mp4", ".mov", ".mkv", ".mpg", ".mpeg", ".wmv", ".webm", ".m4v")
-
-
 class InputError(click.ClickException):
     """Bad input: printed as ``Error: ...`` with exit status 2."""
 
@@ -122,49 +117,23 @@ def read_frame_boxes(path: str | os.PathLike[str]) -> FrameBoxes:
 
 def _sources(inputs: tuple[str, ...]) -> list[tuple[str, str]]:
     """``(kind, path)`` for every input: videos, images, folders expanded to their images."""
-    out: list[tuple[str, str]] = []
-    for raw in inputs:
-        p = Path(raw)
-        if not p.exists():
-            raise InputError(f"{raw}: no such file or folder")
-        if p.is_dir():
-            files = sorted(f for f in p.iterdir()
-                           if f.is_file() and f.suffix.lower() in _IMAGE_SUFFIXES)
-            if not files:
-                raise InputError(f"{raw}: the folder holds no image "
-                                 f"({', '.join(_IMAGE_SUFFIXES)})")
-            out += [("image", str(f)) for f in files]
-        elif p.suffix.lower() in _VIDEO_SUFFIXES:
-            out.append(("video", raw))
-        elif p.suffix.lower() in _IMAGE_SUFFIXES:
-            out.append(("image", raw))
-        else:
-            raise InputError(f"{raw}: not a video ({', '.join(_VIDEO_SUFFIXES)}) or image "
-                             f"({', '.join(_IMAGE_SUFFIXES)}) file")
-    return out
+    from vjboost.io import expand_inputs
+
+    got = expand_inputs(inputs, kinds=("image", "video"), list_files=False)
+    if got.problems:
+        src, why = got.problems[0]
+        raise InputError(f"{src}: {why}")
+    return [(s.kind, str(s.target)) for s in got.sources]
 
 
 def _video_frames(path: str, every: int, max_frames: int | None) -> Iterator[tuple[int,
                                                                                    np.ndarray]]:
-    import cv2
+    from vjboost.io import VideoReadError, iter_frames
 
-    cap = cv2.VideoCapture(path)
-    if not cap.isOpened():
-        raise InputError(f"{path}: cannot open the video (unreadable or unsupported codec)")
-    k = n = 0
     try:
-        while max_frames is None or k < max_frames:
-            ok, frame = cap.read()
-            if not ok or frame is None:
-                break
-            n += 1
-            if k % every == 0:
-                yield k, (frame if frame.ndim == 2 else cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY))
-            k += 1
-    finally:
-        cap.release()
-    if n == 0:
-        raise InputError(f"{path}: no frame could be read from the video")
+        yield from iter_frames(path, every=every, max_frames=max_frames, gray=True)
+    except VideoReadError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _video_lookup(boxes: FrameBoxes, path: str, n_videos: int) -> dict[int, np.ndarray]:
@@ -206,8 +175,13 @@ def _check_params(pos_iou: float, neg_iou: float, min_hit_rate: float | None, bl
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
               help="Adapted model: .json (vjboost) or .xml (OpenCV, HAAR/LBP cascades).")
 @click.option("--boxes", "boxes_path", type=str,
-              help="Object boxes: CSV frame,x,y,w,h[,source] for videos; info.dat, CSV "
-                   "image,x,y,w,h or JSON for images.")
+              help="Object boxes: CSV frame,x,y,w,h[,source] for videos; for images any "
+                   "annotation vjeval reads (info.dat, CSV image,x,y,w,h, JSON, COCO, a VOC / "
+                   "YOLO / LabelMe folder, CVAT XML).")
+@click.option("--boxes-format", type=click.Choice(["info", "csv", "json", "coco", "voc", "yolo",
+                                                   "labelme", "cvat"]),
+              help="Format of --boxes for images (default: detected).")
+@click.option("--category", help="Object class to take from --boxes holding several.")
 @click.option("--self-label", is_flag=True,
               help="No box file: the cascade's confident detections are the objects (frames "
                    "without one are skipped; every object of such a frame must be confidently "
@@ -248,7 +222,8 @@ def _check_params(pos_iou: float, neg_iou: float, min_hit_rate: float | None, bl
               help="JSON report (default: OUTPUT with the suffix .report.json).")
 @click.option("--quiet", "-q", is_flag=True, help="Only errors.")
 def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: str | None,
-            self_label: bool, confident_neighbors: int, every: int, max_frames: int | None,
+            boxes_format: str | None, category: str | None, self_label: bool,
+            confident_neighbors: int, every: int, max_frames: int | None,
             order: int, min_hit_rate: float | None, candidate_stages: int, pos_iou: float,
             neg_iou: float, max_negatives: int, min_windows: int, blend: float, holdout: float,
             scale_factor: float, min_size: int, seed: int, report_path: str | None,
@@ -284,8 +259,8 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     frame_boxes: FrameBoxes = {}
     image_boxes: dict[str, np.ndarray] = {}
     if boxes_path is not None:
-        if not Path(boxes_path).is_file():
-            raise InputError(f"--boxes: {boxes_path}: no such file")
+        if not Path(boxes_path).exists():
+            raise InputError(f"--boxes: {boxes_path}: no such file or folder")
         if 0 < n_videos < len(sources):
             raise InputError("--boxes: give either videos or images, not both (a box file "
                              "describes frames of videos or image files)")
@@ -293,7 +268,8 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
             if n_videos:
                 frame_boxes = read_frame_boxes(boxes_path)
             if n_videos < len(sources):
-                image_boxes = read_annotations(boxes_path)
+                image_boxes = read_annotations(boxes_path, format=boxes_format,
+                                               category=category)
         except ValueError as exc:
             raise InputError(f"--boxes: {exc}") from None
     col = StreamCollector(model, candidate_stages=candidate_stages, scale_factor=scale_factor,

@@ -1,44 +1,48 @@
-"""``vjdetect``: run a cascade on images, folders, globs, videos and cameras.
+"""``vjdetect``: run a cascade on images, folders, globs, list files, videos and cameras.
 
-Writes one JSON line per detection (``source, frame, x, y, w, h, score, neighbors``) to stdout or
-``--json FILE``, and with ``--output-dir`` annotated copies of the images and videos. Unreadable
-inputs are skipped and counted; the exit status is 1 when nothing at all could be read.
+Writes the detections as JSON lines (``source, frame, x, y, w, h, score, neighbors``) to stdout
+or ``--save FILE``, or as COCO JSON, Pascal VOC XML or YOLO txt (``--format``), and with
+``--output-dir`` annotated copies of the images and videos. Unreadable and oversized inputs are
+skipped and counted; the exit status is 1 when nothing at all could be read. Output paths are
+checked before any detection runs.
 
 Examples::
 
     vjdetect photo.jpg
     vjdetect --model cascade.xml --scale-factor 1.2 --min-size 40 photos/ -o annotated/
-    vjdetect "shots/*.png" --json dets.jsonl
+    vjdetect "shots/*.png" --save dets.jsonl
+    vjdetect photos/ --format coco --save dets.json     # scored by vjeval --detections
+    vjdetect photos/ --format voc --save voc_out/        # one XML per image
     vjdetect clip.avi -o out/            # annotated video out/clip_det.avi
     vjdetect 0 --max-frames 200          # camera 0
 """
 
 from __future__ import annotations
 
-import glob
-import json
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import click
 import cv2
 import numpy as np
 
+from .._errors import InputError, LimitError, OutputError, VJBoostError
+from .._limits import Limits, limit_error
 from ..cascade.shipped import ModelNotFound, default_model, resolve_model
+from ..io import (
+    DETECTION_FORMATS,
+    ImageReadError,
+    Source,
+    VideoFrames,
+    check_output,
+    expand_inputs,
+    open_detection_writer,
+    read_image,
+)
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".pbm", ".tif", ".tiff",
-                  ".webp", ".jp2", ".sr", ".ras")
-VIDEO_SUFFIXES = (".avi", ".mp4", ".mov", ".mkv", ".mpg", ".mpeg", ".wmv", ".webm", ".m4v",
-                  ".flv", ".3gp")
-
-
-@dataclass
-class _Source:
-    kind: str  # "image" | "video" | "camera"
-    target: str | int
+__all__ = ["default_model_path", "main"]
 
 
 @dataclass
@@ -47,6 +51,10 @@ class _Stats:
     frames: int = 0
     detections: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+
+    def fail(self, source: str, exc: Exception | str) -> None:
+        msg = str(exc)
+        self.failed.append((source, msg.removeprefix(f"{source}: ")))
 
 
 def default_model_path() -> str | None:
@@ -64,40 +72,10 @@ def _parse_size(value: str | None, name: str) -> tuple[int, int] | None:
         raise click.BadParameter(f"expected N or WxH, got {value!r}", param_hint=name) from None
     if len(nums) == 1:
         nums = nums * 2
-    if len(nums) != 2 or min(nums) < 0:
-        raise click.BadParameter(f"expected N or WxH with N >= 0, got {value!r}",
+    if len(nums) != 2 or min(nums) < 0 or max(nums) > 2**31 - 1:
+        raise click.BadParameter(f"expected N or WxH with 0 <= N < 2^31, got {value!r}",
                                  param_hint=name)
     return nums[0], nums[1]
-
-
-def _expand(inputs: tuple[str, ...], recursive: bool, stats: _Stats) -> list[_Source]:
-    out: list[_Source] = []
-    for raw in inputs:
-        if raw.isdigit() and not os.path.exists(raw):
-            out.append(_Source("camera", int(raw)))
-            continue
-        p = Path(raw)
-        if p.is_dir():
-            pattern = "**/*" if recursive else "*"
-            files = sorted(f for f in p.glob(pattern)
-                           if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES + VIDEO_SUFFIXES)
-            if not files:
-                stats.failed.append((raw, "folder holds no images or videos"))
-            out += [_classify(str(f)) for f in files]
-        elif p.exists():
-            out.append(_classify(raw))
-        elif glob.has_magic(raw):
-            files = sorted(f for f in glob.glob(raw, recursive=True) if os.path.isfile(f))
-            if not files:
-                stats.failed.append((raw, "pattern matches no file"))
-            out += [_classify(f) for f in files]
-        else:
-            stats.failed.append((raw, "no such file, folder or camera"))
-    return out
-
-
-def _classify(path: str) -> _Source:
-    return _Source("video" if Path(path).suffix.lower() in VIDEO_SUFFIXES else "image", path)
 
 
 def _annotate(img_bgr: np.ndarray, det) -> np.ndarray:
@@ -108,13 +86,6 @@ def _annotate(img_bgr: np.ndarray, det) -> np.ndarray:
         cv2.putText(out, f"{s:.2f}", (int(x), max(int(y) - 3, 10)), cv2.FONT_HERSHEY_SIMPLEX,
                     0.4 * thick, (0, 255, 0), 1, cv2.LINE_AA)
     return out
-
-
-def _emit(fh: IO[str], det, source: str, frame: int) -> int:
-    for rec in det.records(source, frame):
-        rec["score"] = round(rec["score"], 6)
-        fh.write(json.dumps(rec) + "\n")
-    return len(det)
 
 
 def _out_path(out_dir: Path, source: str, suffix: str, used: set[str]) -> Path:
@@ -128,75 +99,77 @@ def _out_path(out_dir: Path, source: str, suffix: str, used: set[str]) -> Path:
     return out_dir / name
 
 
-def _run_image(detector, src: _Source, fh, out_dir, used, stats: _Stats) -> None:
-    from ..io.images import ImageReadError, read_image
+class _ParameterLimit(Exception):
+    """A detection parameter hit a limit: every input would fail the same way."""
+
+
+def _detect(detector, image: np.ndarray, name: str):
+    try:
+        return detector.detect(image)
+    except LimitError as exc:
+        raise _ParameterLimit(str(exc)) from None
+    except ValueError as exc:
+        raise ImageReadError(f"{name}: {exc}") from None
+
+
+def _run_image(detector, src: Source, writer, out_dir, used, stats: _Stats,
+               limits: Limits) -> None:
+    from .._io import atomic_write
 
     path = str(src.target)
     try:
-        rgb = read_image(path, gray=False)
+        rgb = read_image(path, gray=False, limits=limits)
+        bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+        det = _detect(detector, bgr, path)
     except ImageReadError as exc:
-        stats.failed.append((path, str(exc)))
-        return
-    bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
-    try:
-        det = detector.detect(bgr)
-    except ValueError as exc:
-        stats.failed.append((path, str(exc)))
+        stats.fail(path, exc)
         return
     stats.read += 1
     stats.frames += 1
-    stats.detections += _emit(fh, det, path, 0)
+    stats.detections += len(det)
+    writer.add(path, det.boxes, det.scores, det.neighbors,
+               image_size=(bgr.shape[1], bgr.shape[0]))
     if out_dir is not None:
-        ok, buf = cv2.imencode(".png" if Path(path).suffix.lower() not in (".jpg", ".jpeg")
-                               else ".jpg", _annotate(bgr, det))
-        suffix = ".jpg" if Path(path).suffix.lower() in (".jpg", ".jpeg") else ".png"
-        from .._io import atomic_write
-
-        atomic_write(_out_path(out_dir, path, suffix, used), buf.tobytes())
+        jpg = Path(path).suffix.lower() in (".jpg", ".jpeg")
+        ok, buf = cv2.imencode(".jpg" if jpg else ".png", _annotate(bgr, det))
+        atomic_write(_out_path(out_dir, path, ".jpg" if jpg else ".png", used), buf.tobytes())
 
 
-def _run_video(detector, src: _Source, fh, out_dir, used, stats: _Stats, max_frames,
-               every: int, progress) -> None:
-    cap = cv2.VideoCapture(src.target)
-    name = str(src.target)
-    if not cap.isOpened():
-        what = "camera" if src.kind == "camera" else "video"
-        stats.failed.append((name, f"cannot open {what}"))
-        return
-    n_total = int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) if src.kind == "video" else 0
-    if max_frames:
-        n_total = min(n_total, max_frames) if n_total > 0 else max_frames
-    fps = cap.get(cv2.CAP_PROP_FPS) or 25.0
-    writer = None
-    task = progress.add_task(Path(name).name, total=n_total or None) if progress else None
-    frame_idx = 0
-    n_read = 0
+def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_frames,
+               every: int, progress, limits: Limits) -> None:
+    name = src.name if src.kind == "camera" else str(src.target)
+    vw = None
     try:
-        while max_frames is None or frame_idx < max_frames:
-            ok, frame = cap.read()
-            if not ok or frame is None:
-                break
-            if frame_idx % every == 0:
-                det = detector.detect(frame)
-                stats.detections += _emit(fh, det, name, frame_idx)
-                frame = _annotate(frame, det)
-            n_read += 1
-            if out_dir is not None:
-                if writer is None:
-                    path = _out_path(out_dir, name, ".avi", used)
-                    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), fps,
-                                             (frame.shape[1], frame.shape[0]))
-                writer.write(frame)
-            frame_idx += 1
-            if task is not None:
-                progress.advance(task)
-    finally:
-        cap.release()
-        if writer is not None:
-            writer.release()
-    if n_read == 0:
-        stats.failed.append((name, "no frame could be read"))
+        with VideoFrames(src.target, max_frames=max_frames) as frames:
+            task = (progress.add_task(Path(name).name, total=frames.n_frames or None)
+                    if progress else None)
+            for k, frame in frames:
+                h, w = frame.shape[:2]
+                if k == 0 and h * w > limits.max_image_pixels:
+                    raise ImageReadError(str(limit_error(
+                        f"{name}: frames of", f"{w}x{h} = {w * h}", limits.max_image_pixels,
+                        "max_image_pixels", unit=" pixels", option="--max-pixels")))
+                if k % every == 0:
+                    det = _detect(detector, frame, name)
+                    stats.detections += len(det)
+                    writer.add(str(src.target), det.boxes, det.scores, det.neighbors, frame=k,
+                               image_size=(frame.shape[1], frame.shape[0]))
+                    frame = _annotate(frame, det)
+                if out_dir is not None:
+                    if vw is None:
+                        path = _out_path(out_dir, str(src.target), ".avi", used)
+                        vw = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"),
+                                             frames.fps, (frame.shape[1], frame.shape[0]))
+                    vw.write(frame)
+                if task is not None:
+                    progress.advance(task)
+            n_read = frames.n_read
+    except InputError as exc:  # VideoReadError, ImageReadError
+        stats.fail(name, exc)
         return
+    finally:
+        if vw is not None:
+            vw.release()
     stats.read += 1
     stats.frames += n_read
 
@@ -214,15 +187,32 @@ def _run_video(detector, src: _Source, fh, out_dir, used, stats: _Stats, max_fra
 @click.option("--min-size", help="Smallest object, N or WxH pixels.")
 @click.option("--max-size", help="Largest object, N or WxH pixels.")
 @click.option("--mode", type=click.Choice(["opencv", "clean"]), default="opencv",
-              show_default=True, help="opencv: identical to cv2 detectMultiScale.")
+              show_default=True,
+              help="opencv: identical to cv2 detectMultiScale (its row cut-off included); "
+                   "clean: every row of every scale is scanned.")
 @click.option("--grouping", type=click.Choice(["opencv", "nms", "none"]), default="opencv",
-              show_default=True)
+              show_default=True,
+              help="opencv: groupRectangles (windows averaged per cluster); nms: keep the "
+                   "best-scored window of each overlapping set; none: raw windows.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0: all).")
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False),
               help="Write annotated images (<name>_det.png/jpg) and videos (<name>_det.avi).")
-@click.option("--json", "json_path", default="-", show_default=True,
-              help="JSON-lines destination ('-' for stdout).")
+@click.option("--format", "fmt", type=click.Choice(DETECTION_FORMATS), default="jsonl",
+              show_default=True,
+              help="Detection output: JSON lines, one COCO JSON file (images, annotations with "
+                   "scores), or one Pascal VOC XML / YOLO txt per image in a folder.")
+@click.option("--save", "save_path", default=None,
+              help="Where the detections go: a file for jsonl/coco ('-': stdout, the default), "
+                   "a folder for voc/yolo (created if its parent exists).")
+@click.option("--json", "json_path", default=None,
+              help="Same as --format jsonl --save FILE.")
+@click.option("--label", default="object", show_default=True,
+              help="Category name written to coco/voc/yolo output.")
+@click.option("--max-pixels", type=click.IntRange(min=1), default=None,
+              help="Largest image or frame processed, in pixels, checked from the file header "
+                   f"(default {Limits().max_image_pixels}, or VJBOOST_MAX_IMAGE_PIXELS); larger "
+                   "ones are skipped.")
 @click.option("--recursive", "-r", is_flag=True, help="Descend into sub-folders.")
 @click.option("--max-frames", type=click.IntRange(min=1),
               help="Frames per video/camera (default: all; cameras: 300).")
@@ -231,46 +221,76 @@ def _run_video(detector, src: _Source, fh, out_dir, used, stats: _Stats, max_fra
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-         threads, output_dir, json_path, recursive, max_frames, every, progress) -> None:
-    """Detect objects in INPUTS: image files, folders, glob patterns, video files or camera
-    indexes (0, 1, ...). Prints one JSON line per detection."""
+         threads, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
+         max_frames, every, progress) -> None:
+    """Detect objects in INPUTS: image files, folders, glob patterns, list files (.txt, one
+    image per line), video files or camera indexes (0, 1, ...). Prints one JSON line per
+    detection (or writes --format coco|voc|yolo)."""
+    try:
+        _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode,
+              grouping, threads, output_dir, fmt, save_path, json_path, label, max_pixels,
+              recursive, max_frames, every, progress)
+    except (OutputError, LimitError, _ParameterLimit) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
+          threads, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
+          max_frames, every, progress) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
 
-    if model_path is None:
-        model_path = default_model_path()
+    if json_path is not None:
+        if save_path is not None or fmt != "jsonl":
+            raise click.UsageError("--json FILE is --format jsonl --save FILE; give one of them")
+        save_path = json_path
+    if save_path is None:
+        if fmt in ("voc", "yolo"):
+            raise click.UsageError(f"--format {fmt} writes one file per image: give a folder "
+                                   "with --save")
+        save_path = "-"
+    limits = Limits.from_env()
+    if max_pixels is not None:
+        limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
+    # outputs first: a wrong path fails now, not after the whole batch
+    out_dir = check_output(output_dir, folder=True, what="--output-dir") if output_dir else None
+    writer = open_detection_writer(save_path, format=fmt, label=label,
+                                   what="--json" if json_path is not None else "--save")
+    try:
         if model_path is None:
-            raise click.UsageError("no --model given and neither vjboost's models/ folder nor "
-                                   "OpenCV's frontal-face cascade is installed; pass --model")
-    try:
-        model = load_model(resolve_model(model_path))
-    except (ModelNotFound, CascadeFormatError) as exc:
-        raise click.BadParameter(str(exc), param_hint="--model") from None
-    try:
-        detector = CascadeDetector(
-            model, scale_factor=scale_factor, min_neighbors=min_neighbors,
-            min_size=_parse_size(min_size, "--min-size"),
-            max_size=_parse_size(max_size, "--max-size"), mode=mode, grouping=grouping,
-            threads=threads or None,
-        )
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    stats = _Stats()
-    sources = _expand(inputs, recursive, stats)
-    out_dir = Path(output_dir) if output_dir else None
-    if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    used: set[str] = set()
-    show = sys.stderr.isatty() if progress is None else progress
-    fh = sys.stdout if json_path == "-" else open(json_path, "w", encoding="utf-8")  # noqa: SIM115
-    try:
-        _run_all(detector, sources, fh, out_dir, used, stats, max_frames, every, show)
-    finally:
-        if fh is not sys.stdout:
-            fh.close()
-        else:
-            fh.flush()
+            model_path = default_model_path()
+            if model_path is None:
+                raise click.UsageError("no --model given and neither vjboost's models/ folder "
+                                       "nor OpenCV's frontal-face cascade is installed; pass "
+                                       "--model")
+        try:
+            model = load_model(resolve_model(model_path))
+        except (ModelNotFound, CascadeFormatError, VJBoostError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--model") from None
+        try:
+            detector = CascadeDetector(
+                model, scale_factor=scale_factor, min_neighbors=min_neighbors,
+                min_size=_parse_size(min_size, "--min-size"),
+                max_size=_parse_size(max_size, "--max-size"), mode=mode, grouping=grouping,
+                threads=threads or None,
+            )
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+        stats = _Stats()
+        expanded = expand_inputs(inputs, recursive=recursive)
+        for src, why in expanded.problems:
+            stats.fail(src, why)
+        single = len(inputs) == 1 and len(expanded.sources) <= 1
+        _run_all(detector, expanded.sources, writer, out_dir, stats, max_frames, every,
+                 progress, limits)
+    except BaseException:
+        writer.abort()
+        raise
+    writer.close()
+    if single and stats.read == 0 and stats.failed:
+        src, why = stats.failed[0]
+        raise click.ClickException(f"{src}: {why}")
     for src, why in stats.failed:
         click.echo(f"vjdetect: skipped {src}: {why}", err=True)
     click.echo(
@@ -280,32 +300,26 @@ def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mo
         sys.exit(1)
 
 
-def _run_all(detector, sources, fh, out_dir, used, stats, max_frames, every, show) -> None:
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-    )
+def _run_all(detector, sources, writer, out_dir, stats, max_frames, every, show,
+             limits) -> None:
+    from ._progress import progress_line
 
-    progress: Any = None
-    if show:
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    progress: Any = progress_line(show)
+    used: set[str] = set()
+    if progress is not None:
         progress.start()
     try:
         images = [s for s in sources if s.kind == "image"]
         task = progress.add_task("images", total=len(images)) if progress and images else None
         for src in sources:
             if src.kind == "image":
-                _run_image(detector, src, fh, out_dir, used, stats)
+                _run_image(detector, src, writer, out_dir, used, stats, limits)
                 if task is not None:
                     progress.advance(task)
             else:
                 mf = max_frames if max_frames or src.kind == "video" else 300
-                _run_video(detector, src, fh, out_dir, used, stats, mf, every, progress)
+                _run_video(detector, src, writer, out_dir, used, stats, mf, every, progress,
+                           limits)
     finally:
         if progress is not None:
             progress.stop()

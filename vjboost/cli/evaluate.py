@@ -1,8 +1,10 @@
-"""``vjeval``: evaluate one or more cascades on an annotated image set.
+"""``vjeval``: evaluate cascades, or saved detections, on an annotated image set.
 
-For every model the raw windows of every image are computed once; grouping them with each
-``min_neighbors`` value gives the detection-rate / false-positive curve. Prints a table, writes
-``eval.json`` and ``curve.png`` (all models on one plot) to the output folder.
+For every model the raw windows of every image are computed once and partitioned once into
+OpenCV's groups; selecting the groups at each ``min_neighbors`` value gives the detection-rate /
+false-positive curve (the detections ``vjdetect -n N`` would return). Saved detections in COCO's
+results format (``--detections``) are scored the same way. Prints a table, writes ``eval.json``
+and ``curve.png`` (all models on one plot) to the output folder.
 """
 
 from __future__ import annotations
@@ -14,13 +16,28 @@ from pathlib import Path
 
 import click
 
+from .._errors import VJBoostError
 from .._io import atomic_write, save_png
+from .._limits import Limits
 from ..cascade.shipped import ModelNotFound, resolve_model
-from ..io import AnnotationError, ImageReadError, read_annotations, read_bg_list, read_image
+from ..io import (
+    FORMATS,
+    AnnotationError,
+    ImageReadError,
+    check_output,
+    list_images,
+    read_annotations,
+    read_image,
+)
 
 __all__ = ["main", "resolve_model_path"]
 
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
+FRAMING_HELP = (
+    "IoU for a detection to match a ground-truth box. Boxes of a detector are framed like its "
+    "training crops: when they are framed differently from the annotation (e.g. a cascade "
+    "trained on tight face crops against forehead-to-chin boxes), no IoU threshold is fair; "
+    "train with vjtrain --pos-crop to frame positives like the test set, or compare at 0.3 "
+    "(the README's figures) rather than PASCAL's 0.5.")
 
 
 def resolve_model_path(spec: str) -> str:
@@ -31,20 +48,13 @@ def resolve_model_path(spec: str) -> str:
         raise click.BadParameter(str(exc), param_hint="--model") from None
 
 
-def _image_list(images: str | None, annotations: dict) -> list[str]:
+def _image_list(images: str | None, annotations) -> list[str]:
     if images is None:
         return list(annotations)
-    p = Path(images)
-    if p.is_dir():
-        files = sorted(
-            str(f.resolve()) for f in p.rglob("*") if f.suffix.lower() in _IMAGE_SUFFIXES
-        )
-        if not files:
-            raise click.BadParameter(f"{p}: no image files in this folder", param_hint="--images")
-        return files
     try:
-        return read_bg_list(p)
-    except AnnotationError as exc:
+        return [str(Path(p).resolve()) for p in list_images(images, recursive=True,
+                                                             what="--images source")]
+    except VJBoostError as exc:
         raise click.BadParameter(str(exc), param_hint="--images") from None
 
 
@@ -64,42 +74,84 @@ def _plot(curves: dict, path: Path, iou: float, mark: int, n_images: int) -> Non
     plt.close(fig)
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("annotations", type=click.Path(dir_okay=False))
-@click.option("--model", "-m", "models", multiple=True, required=True,
+@click.command(context_settings={"help_option_names": ["-h", "--help"],
+                                 "max_content_width": 100})
+@click.argument("annotations", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Annotation format (default: detected from the file or folder).")
+@click.option("--category", default=None,
+              help="Object class to evaluate (name, or id for COCO/YOLO); needed when the "
+                   "annotations hold several.")
+@click.option("--image-root", default=None, type=click.Path(file_okay=False),
+              help="Folder the annotation's image names are relative to (default: see "
+                   "vjboost.io.read_annotations).")
+@click.option("--model", "-m", "models", multiple=True,
               help="Cascade: vjboost JSON or OpenCV XML, vjboost:NAME for a cascade shipped in "
                    "models/ (vjboost:frontalface), or opencv:NAME for one shipped with OpenCV "
                    "(e.g. opencv:haarcascade_frontalface_default). Repeatable.")
-@click.option("--label", "labels", multiple=True, help="Legend name per --model (in order).")
+@click.option("--detections", "detection_files", multiple=True, type=click.Path(dir_okay=False),
+              help="Saved detections to score instead of (or besides) running a model: COCO "
+                   "results JSON ([{image_id, bbox, score}, ...]) or vjdetect --format coco "
+                   "output. Repeatable.")
+@click.option("--label", "labels", multiple=True,
+              help="Legend name per --model, then per --detections (in order).")
 @click.option("--images", help="Image list file (one path per line, relative to the list) or a "
                                "folder; default: the annotated images. Images without boxes "
                                "count: every detection there is a false positive.")
-@click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True)
+@click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True,
+              help="Ratio between successive scales of the detection scan (> 1).")
 @click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="Smallest object side in pixels (0: the cascade's window).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
               help="The operating point reported in the table.")
 @click.option("--max-neighbors", type=click.IntRange(min=1), default=10, show_default=True,
               help="Sweep min_neighbors from 0 to this value for the curve.")
-@click.option("--iou", type=click.FloatRange(0, 1, min_open=True), default=0.5, show_default=True,
-              help="IoU for a detection to match a ground-truth box.")
+@click.option("--iou", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
+              help=FRAMING_HELP)
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Detector threads (0: all).")
+@click.option("--max-pixels", type=click.IntRange(min=1), default=None,
+              help="Largest image read, in pixels (default "
+                   f"{Limits().max_image_pixels}, or VJBOOST_MAX_IMAGE_PIXELS); larger ones "
+                   "are skipped.")
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False), default="vjeval-out",
               show_default=True, help="Where eval.json and curve.png go (created).")
-def main(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
-         max_neighbors, iou, threads, output_dir) -> None:
-    """Evaluate cascades on ANNOTATIONS (info.dat, CSV with image,x,y,w,h, or JSON)."""
+@click.option("--progress/--no-progress", default=None,
+              help="Progress line (default: when stderr is a terminal).")
+def main(annotations, fmt, category, image_root, models, detection_files, labels, images,
+         scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
+         output_dir, progress) -> None:
+    """Evaluate cascades (--model) or saved detections (--detections) on ANNOTATIONS: an
+    info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
+    folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
+    (crowd, difficult, ignore) count neither as hits nor as false positives."""
+    try:
+        _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
+              scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
+              output_dir, progress)
+    except VJBoostError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
+          scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
+          output_dir, progress) -> None:
     from ..cascade.detector import CascadeDetector, to_gray
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
-    from ..eval.sweep import sweep_min_neighbors
+    from ..eval import evaluate_detections, sweep_min_neighbors
+    from ..io.formats import read_coco_results
+    from ._progress import progress_line
 
-    if labels and len(labels) != len(models):
-        raise click.BadParameter(f"{len(labels)} labels for {len(models)} models",
-                                 param_hint="--label")
+    if not models and not detection_files:
+        raise click.UsageError("give at least one --model or --detections")
+    n_runs = len(models) + len(detection_files)
+    if labels and len(labels) != n_runs:
+        raise click.BadParameter(f"{len(labels)} labels for {n_runs} models and detection "
+                                 "files", param_hint="--label")
+    out = check_output(output_dir, folder=True, what="--output-dir")
     try:
-        gt = read_annotations(annotations)
+        gt = read_annotations(annotations, format=fmt, category=category, images=image_root)
     except AnnotationError as exc:
         raise click.BadParameter(str(exc), param_hint="ANNOTATIONS") from None
     paths = _image_list(images, gt)
@@ -114,59 +166,110 @@ def main(annotations, models, labels, images, scale_factor, min_size, min_neighb
             raise click.BadParameter(str(exc), param_hint="--model") from None
         loaded.append((labels[k] if labels else Path(spec.split(":")[-1]).stem, spec, det))
 
+    limits = Limits.from_env()
+    if max_pixels is not None:
+        limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
     grays, sizes, failed = {}, {}, []
-    for p in paths:
-        try:
-            img = read_image(p)
-        except ImageReadError as exc:
-            failed.append(str(exc))
-            continue
-        grays[p] = to_gray(img)
-        sizes[p] = (img.shape[1], img.shape[0])
-    for msg in failed[:5]:
-        click.echo(f"vjeval: skipped {msg}", err=True)
-    if not grays:
-        click.echo("vjeval: no image could be read", err=True)
-        sys.exit(1)
-    gt = {k: v for k, v in gt.items() if k in grays}
-    n_gt = sum(len(v) for v in gt.values())
-    click.echo(f"vjeval: {len(grays)} image(s), {n_gt} annotated object(s), "
-               f"{len(failed)} unreadable", err=True)
+    bar = progress_line(progress)
+    if bar is not None:
+        bar.start()
+    try:
+        if loaded:
+            task = bar.add_task("reading images", total=len(paths)) if bar else None
+            for p in paths:
+                try:
+                    img = read_image(p, limits=limits)
+                except ImageReadError as exc:
+                    failed.append(str(exc))
+                else:
+                    grays[p] = to_gray(img)
+                    sizes[p] = (img.shape[1], img.shape[0])
+                if task is not None:
+                    bar.advance(task)
+            if bar is not None:
+                bar.remove_task(task)
+        else:
+            grays = dict.fromkeys(paths)
+        for msg in failed[:5]:
+            click.echo(f"vjeval: skipped {msg}", err=True)
+        if not grays:
+            click.echo("vjeval: no image could be read", err=True)
+            sys.exit(1)
+        gt = gt.restrict(grays)
+        n_gt = gt.n_objects
+        click.echo(f"vjeval: {len(grays)} image(s), {n_gt} annotated object(s), "
+                   f"{len(failed)} unreadable", err=True)
+        results, curves = [], {}
+        for label, spec, det in loaded:
+            task = bar.add_task(f"{label}: detecting and grouping", total=len(grays)) \
+                if bar else None
+            timing = {"detect": 0.0, "raw": 0}
 
-    results, curves = [], {}
-    for label, spec, det in loaded:
-        t0 = time.perf_counter()
-        raw = {p: det.raw_windows(g) for p, g in grays.items()}
-        seconds = time.perf_counter() - t0
-        curve = sweep_min_neighbors(raw, gt, thresholds=range(0, max_neighbors + 1),
-                                    image_sizes=sizes, iou_threshold=iou)
-        curves[label] = curve
-        at = curve.at(min_neighbors) if min_neighbors <= max_neighbors else None
-        if at is None:
-            at = sweep_min_neighbors(raw, gt, thresholds=[min_neighbors], image_sizes=sizes,
-                                     iou_threshold=iou).evaluations[0]
-        results.append({
-            "label": label, "model": spec, "detect_seconds": round(seconds, 3),
-            "at_min_neighbors": {"min_neighbors": min_neighbors, **at.as_dict()},
-            "curve": {"min_neighbors": curve.min_neighbors.tolist(),
-                      "false_positives": curve.false_positives.tolist(),
-                      "detection_rate": curve.detection_rate.tolist()},
-        })
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    summary = {"annotations": str(annotations), "n_images": len(grays), "n_objects": n_gt,
+            def windows(det=det, label=label, task=task, timing=timing):
+                for p, g in grays.items():
+                    t0 = time.perf_counter()
+                    boxes, scores = det.raw_windows(g)
+                    timing["detect"] += time.perf_counter() - t0
+                    timing["raw"] += len(boxes)
+                    if task is not None:
+                        bar.update(task, advance=1, description=f"{label}: detecting and "
+                                   f"grouping ({timing['raw']} raw windows)")
+                    yield p, (boxes, scores)
+
+            t1 = time.perf_counter()
+            ts = sorted(set(range(0, max_neighbors + 1)) | {min_neighbors})
+            curve = sweep_min_neighbors(windows(), gt, thresholds=ts, image_sizes=sizes,
+                                        iou_threshold=iou, ignore=gt.ignore)
+            seconds = timing["detect"]
+            sweep_seconds = time.perf_counter() - t1 - seconds
+            if task is not None:
+                bar.remove_task(task)
+            at = curve.at(min_neighbors)
+            keep = curve.min_neighbors <= max_neighbors
+            curves[label] = type(curve)(curve.min_neighbors[keep], curve.false_positives[keep],
+                                        curve.detection_rate[keep],
+                                        [e for e, k in zip(curve.evaluations, keep,
+                                                           strict=True) if k])
+            results.append({
+                "label": label, "model": spec, "detect_seconds": round(seconds, 3),
+                "sweep_seconds": round(sweep_seconds, 3),
+                "raw_windows": int(timing["raw"]),
+                "at_min_neighbors": {"min_neighbors": min_neighbors, **at.as_dict()},
+                "curve": {"min_neighbors": curves[label].min_neighbors.tolist(),
+                          "false_positives": curves[label].false_positives.tolist(),
+                          "detection_rate": curves[label].detection_rate.tolist()},
+            })
+        for k, path in enumerate(detection_files):
+            label = labels[len(models) + k] if labels else Path(path).stem
+            dets = read_coco_results(path, gt, category=category)
+            dets = {p: dets.get(p, (None, None)) for p in grays}
+            dets = {p: v if v[0] is not None else ([], []) for p, v in dets.items()}
+            ev = evaluate_detections(dets, gt, iou_threshold=iou, ignore=gt.ignore)
+            results.append({"label": label, "detections": str(path),
+                            "all_detections": ev.as_dict(),
+                            "detection_rate_at_fp": {str(f): ev.detection_rate_at(f)
+                                                     for f in (0, 10, 50, 100)}})
+    finally:
+        if bar is not None:
+            bar.stop()
+    summary = {"annotations": str(annotations), "format": gt.format, "n_images": len(grays),
+               "n_objects": n_gt, "n_ignore_regions": int(sum(len(v) for v in
+                                                              gt.ignore.values())),
                "iou_threshold": iou, "scale_factor": scale_factor, "models": results}
     atomic_write(out / "eval.json", json.dumps(summary, indent=2))
-    _plot(curves, out / "curve.png", iou, min_neighbors, len(grays))
+    wrote = f"{out / 'eval.json'}"
+    if curves:
+        _plot(curves, out / "curve.png", iou, min_neighbors, len(grays))
+        wrote += f" and {out / 'curve.png'}"
 
     click.echo(f"{'model':<34} {'det.rate':>8} {'FP':>5} {'precision':>9} {'AP':>6} {'sec':>7}")
     for r in results:
-        a = r["at_min_neighbors"]
+        a = r.get("at_min_neighbors") or r["all_detections"]
+        sec = f"{r['detect_seconds'] + r['sweep_seconds']:>7.2f}" if "model" in r else "      -"
         click.echo(f"{r['label'][:34]:<34} {a['detection_rate']:>8.3f} {a['false_positives']:>5d} "
-                   f"{a['precision']:>9.3f} {a['average_precision']:>6.3f} "
-                   f"{r['detect_seconds']:>7.2f}")
-    click.echo(f"(min_neighbors {min_neighbors}, IoU >= {iou:g}); wrote {out / 'eval.json'} "
-               f"and {out / 'curve.png'}")
+                   f"{a['precision']:>9.3f} {a['average_precision']:>6.3f} {sec}")
+    click.echo(f"(models at min_neighbors {min_neighbors}, detection files with every "
+               f"detection; IoU >= {iou:g}); wrote {wrote}")
 
 
 if __name__ == "__main__":

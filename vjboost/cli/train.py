@@ -25,9 +25,6 @@ import numpy as np
 
 __all__ = ["main", "vjtrain"]
 
-_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".pgm", ".ppm", ".tif", ".tiff", ".webp")
-
-
 class InputError(click.ClickException):
     """Bad input: printed as ``Error: ...`` with exit status 2."""
 
@@ -50,50 +47,43 @@ def _parse_window(value: str) -> tuple[int, int]:
 
 def _background_list(source: str) -> list[str]:
     """Image paths of a folder, a ``bg.txt`` list (paths relative to its folder) or one image."""
-    from vjboost.io import read_bg_list
+    from vjboost.io import list_images
 
-    p = Path(source)
-    if not p.exists():
-        raise InputError(f"{p}: background source does not exist")
-    if p.is_dir():
-        files = sorted(str(f) for f in p.iterdir() if f.suffix.lower() in _IMAGE_SUFFIXES)
-        if not files:
-            raise InputError(f"{p}: the background folder holds no image "
-                             f"({', '.join(_IMAGE_SUFFIXES)})")
-        return files
-    if p.suffix.lower() in _IMAGE_SUFFIXES:
-        return [str(p)]
     try:
-        return read_bg_list(p)
+        return list_images(source, what="background source")
     except ValueError as exc:
         raise InputError(str(exc)) from None
 
 
 def _check_backgrounds(paths: list[str], window: tuple[int, int], echo) -> tuple[list[str],
                                                                                   int]:
-    """Keep the readable backgrounds at least as large as the window; count their windows."""
-    from PIL import Image, UnidentifiedImageError
+    """Keep the readable backgrounds at least as large as the window (and within the image
+    pixel cap, checked from the header); count their windows."""
+    from vjboost.io import ImageTooLargeError, check_image_size
 
     h, w = window
-    ok, missing, bad, small = [], [], [], []
+    ok, missing, bad, small, large = [], [], [], [], []
     n_pixels = 0
     for p in paths:
-        try:
-            with Image.open(p) as im:
-                iw, ih = im.size
-        except FileNotFoundError:
+        if not os.path.isfile(p):
             missing.append(p)
             continue
-        except (UnidentifiedImageError, OSError, ValueError):
+        try:
+            size = check_image_size(p)
+        except ImageTooLargeError as exc:
+            large.append(str(exc))
+            continue
+        if size is None:
             bad.append(p)
             continue
+        iw, ih = size
         if iw < w or ih < h:
             small.append(p)
             continue
         ok.append(p)
         n_pixels += iw * ih
     for what, lst in (("missing", missing), ("unreadable", bad),
-                      (f"smaller than the {w}x{h} window", small)):
+                      (f"smaller than the {w}x{h} window", small), ("too large", large)):
         if lst:
             first = ", ".join(lst[:3])
             echo(f"warning: {len(lst)} background image(s) {what}, skipped: {first}"
@@ -101,8 +91,9 @@ def _check_backgrounds(paths: list[str], window: tuple[int, int], echo) -> tuple
     if not ok:
         raise InputError(
             f"no usable background image among {len(paths)} ({len(missing)} missing, "
-            f"{len(bad)} unreadable, {len(small)} smaller than the {w}x{h} window)"
-            + (f"; e.g. {(missing or bad or small)[0]}" if paths else ""))
+            f"{len(bad)} unreadable, {len(small)} smaller than the {w}x{h} window, "
+            f"{len(large)} too large)"
+            + (f"; e.g. {(missing or bad or small or large)[0]}" if paths else ""))
     return ok, n_pixels
 
 
@@ -140,11 +131,13 @@ def _parse_jitter(copies: int | None, spec: str, seed: int):
 
 def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                     crop: tuple[float, float, float, float] | None = None, jitter=None,
-                    shuffle_seed: int | None = None) -> np.ndarray:
+                    shuffle_seed: int | None = None, annotation_format: str | None = None,
+                    category: str | None = None) -> np.ndarray:
     from vjboost.cascade.positives import load_positives
 
     try:
-        ps = load_positives(source, window, mirror=False, crop=crop, jitter=jitter)
+        ps = load_positives(source, window, mirror=False, crop=crop, jitter=jitter,
+                            annotation_format=annotation_format, category=category)
     except (ValueError, OSError) as exc:
         raise InputError(str(exc)) from None
     if ps.skipped:
@@ -210,6 +203,11 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--pos-crop", "pos_crop", metavar="X,Y,W,H",
               help="Cut this sub-rectangle of every positive (fractions of its width and height) "
                    "before resizing to the window: train on a tighter framing than the crops'.")
+@click.option("--pos-format", type=click.Choice(["info", "csv", "json", "coco", "voc", "yolo",
+                                                 "labelme", "cvat"]),
+              help="Annotation format of POS (default: detected from the file or folder).")
+@click.option("--category", help="Object class to train on, when POS's annotations hold "
+                                 "several (a name, or an id for COCO/YOLO).")
 @click.option("--jitter", "jitter", type=click.IntRange(min=1), metavar="N",
               help="Add N randomly rotated, scaled and shifted copies of every positive "
                    "(seeded by --seed; see --jitter-range).")
@@ -239,12 +237,15 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
             weak_learner: str, max_depth: int, weight_trim_rate: float,
             reservoir: int | None, reservoir_strategy: str, mirror: bool,
-            pos_crop: str | None, jitter: int | None, jitter_range: str,
+            pos_crop: str | None, pos_format: str | None, category: str | None,
+            jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
             seed: int, threads: int, resume: bool, max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
-    POS: a folder of crops, an annotation file (info.dat, .csv, .json), a .vec or an .npz.
+    POS: a folder of crops, annotations (info.dat, CSV, JSON, COCO, a Pascal VOC / YOLO /
+    LabelMe folder, CVAT XML: object boxes are cut out, ignore regions are not), a .vec or an
+    .npz.
     NEG: a folder of background images (no object) or a bg.txt list; relative paths in list
     files are resolved against the list file's folder.
     """
@@ -306,7 +307,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                              "or less")
     positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop),
                                 _parse_jitter(jitter, jitter_range, seed),
-                                seed if shuffle_positives else None)
+                                seed if shuffle_positives else None, pos_format, category)
     need = positives_needed(num_pos, stages, min_hit_rate)
     if len(positives) < need:
         most = int(len(positives) / (1 + max(stages - 1, 0) * (1 - min_hit_rate)))

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from .matching import iou_matrix, match_detections
+from ..boxes import iou_matrix
+from .matching import IGNORED, match_detections
 from .metrics import DetectionEvaluation, evaluate_detections
+from .sweep import NeighborsCurve, sweep_min_neighbors
 
-__all__ = ["DetectionEvaluation", "evaluate_detections", "iou_matrix", "match_detections"]
+__all__ = [
+    "IGNORED",
+    "DetectionEvaluation",
+    "NeighborsCurve",
+    "evaluate_detections",
+    "iou_matrix",
+    "match_detections",
+    "sweep_min_neighbors",
+]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .matching import match_detections
+from .matching import IGNORED, match_detections
 
 __all__ = ["DetectionEvaluation", "evaluate_detections"]
 
@@ -73,7 +73,8 @@ def evaluate_detections(
     detections: Mapping[str, tuple[np.ndarray, np.ndarray]],
     ground_truth: Mapping[str, np.ndarray],
     *,
-    iou_threshold: float = 0.5,
+    iou_threshold: float = 0.3,
+    ignore: Mapping[str, np.ndarray] | None = None,
 ) -> DetectionEvaluation:
     """Evaluate detections on an image set.
 
@@ -85,11 +86,25 @@ def evaluate_detections(
     ground_truth : mapping image -> boxes (m, 4)
         Images missing here have no object: all their detections are false positives. Images
         present here but missing from ``detections`` are refused (they were not run).
-    iou_threshold : float, default=0.5
+    iou_threshold : float, default=0.3
+        Minimum IoU for a match (0.3 suits detectors whose boxes are framed differently from
+        the annotation; 0.5 is the PASCAL criterion).
+    ignore : mapping image -> boxes (k, 4), optional
+        Ignore regions (crowds, ``difficult`` objects): detections there that match no
+        ground-truth box count neither as true nor as false positives.
 
     Returns
     -------
     DetectionEvaluation
+
+    Examples
+    --------
+    >>> gt = {"a.png": np.array([[0, 0, 10, 10]])}
+    >>> dets = {"a.png": (np.array([[0, 0, 10, 10], [40, 40, 9, 9]]), np.array([2.0, 1.0])),
+    ...         "b.png": (np.array([[5, 5, 9, 9]]), np.array([0.5]))}
+    >>> ev = evaluate_detections(dets, gt)
+    >>> ev.true_positives, ev.false_positives, ev.detection_rate
+    (1, 2, 1.0)
     """
     missing = [k for k in ground_truth if k not in detections]
     if missing:
@@ -102,9 +117,13 @@ def evaluate_detections(
     for name, (boxes, scores) in detections.items():
         gt = ground_truth.get(name, np.zeros((0, 4)))
         n_gt += len(gt)
-        matched, order = match_detections(boxes, scores, gt, iou_threshold=iou_threshold)
-        all_scores.append(np.asarray(scores, dtype=np.float64)[order])
-        all_tp.append(matched[order] >= 0)
+        ign = None if ignore is None else ignore.get(name)
+        matched, order = match_detections(boxes, scores, gt, iou_threshold=iou_threshold,
+                                          ignore=ign)
+        m = matched[order]
+        keep = m != IGNORED
+        all_scores.append(np.asarray(scores, dtype=np.float64)[order][keep])
+        all_tp.append(m[keep] >= 0)
     scores = np.concatenate(all_scores) if all_scores else np.zeros(0)
     tp = np.concatenate(all_tp) if all_tp else np.zeros(0, dtype=bool)
     order = np.argsort(-scores, kind="stable")

@@ -1,21 +1,23 @@
 """Detection-rate / false-positive curves by sweeping ``min_neighbors`` over raw windows.
 
-A cascade's raw windows are computed once per image; grouping them with OpenCV's
-``groupRectangles`` at each threshold gives the detections that ``detectMultiScale`` would return
-with that ``minNeighbors``. This is the usual way to draw a cascade's ROC-style curve.
+A cascade's raw windows are computed once per image and partitioned once into OpenCV's classes
+of similar rectangles (:class:`vjboost.boxes.WindowGroups`; the partition does not depend on the
+threshold); selecting the classes at each ``min_neighbors`` gives the detections, boxes and
+scores, that ``CascadeDetector(min_neighbors=t)`` returns. This is the usual way to draw a
+cascade's ROC-style curve.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..cascade.grouping import clip_boxes, group_rectangles
+from ..boxes import WindowGroups
 from .metrics import DetectionEvaluation, evaluate_detections
 
-__all__ = ["NeighborsCurve", "group_at", "sweep_min_neighbors"]
+__all__ = ["NeighborsCurve", "sweep_min_neighbors"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,8 @@ class NeighborsCurve:
     false_positives : ndarray of shape (k,), int
     detection_rate : ndarray of shape (k,)
     evaluations : list of DetectionEvaluation
-        Full evaluation at each threshold (scores = group sizes).
+        Full evaluation at each threshold (detections ranked by the detector's scores: the best
+        window score of each group).
     """
 
     min_neighbors: np.ndarray
@@ -49,55 +52,62 @@ class NeighborsCurve:
         return float(self.detection_rate[ok].max()) if ok.any() else 0.0
 
 
-def group_at(
-    boxes: np.ndarray, scores: np.ndarray, min_neighbors: int, image_size: tuple[int, int] | None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Group raw windows like ``detectMultiScale`` (then clip to the image when its size is known).
-
-    Returns the grouped boxes and their group sizes as scores (raw windows: their own scores).
-    """
-    grouped, counts, _ = group_rectangles(boxes, min_neighbors, 0.2, scores)
-    sc = counts.astype(np.float64) if min_neighbors > 0 else np.asarray(scores, np.float64)
-    if image_size is not None and len(grouped):
-        grouped, keep = clip_boxes(grouped, image_size[0], image_size[1])
-        sc = sc[keep]
-    return grouped, sc
-
-
 def sweep_min_neighbors(
-    raw: Mapping[str, tuple[np.ndarray, np.ndarray]],
+    raw: Mapping[str, tuple[np.ndarray, np.ndarray]]
+    | Iterable[tuple[str, tuple[np.ndarray, np.ndarray]]],
     ground_truth: Mapping[str, np.ndarray],
     *,
     thresholds: Iterable[int] = range(0, 11),
     image_sizes: Mapping[str, tuple[int, int]] | None = None,
-    iou_threshold: float = 0.5,
+    iou_threshold: float = 0.3,
+    ignore: Mapping[str, np.ndarray] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> NeighborsCurve:
     """Evaluate the grouped detections at several ``min_neighbors`` values.
 
     Parameters
     ----------
-    raw : mapping image -> (boxes (n, 4), scores (n,))
-        Raw (ungrouped) windows of every image run, including images with none.
+    raw : mapping image -> (boxes (n, 4), scores (n,)), or an iterable of such pairs
+        Raw (ungrouped) windows of every image run, including images with none. An iterable
+        (e.g. a generator running the detector) is consumed one image at a time, so that only
+        one image's raw windows are held at once besides the selections.
     ground_truth : mapping image -> boxes (m, 4)
     thresholds : iterable of int, default=0..10
     image_sizes : mapping image -> (width, height), optional
         For clipping grouped boxes to the image, as OpenCV does.
-    iou_threshold : float, default=0.5
+    iou_threshold : float, default=0.3
+    ignore : mapping image -> boxes (k, 4), optional
+        Ignore regions (see :func:`evaluate_detections`).
+    progress : callable, optional
+        Called with each image's name once its windows are grouped.
 
     Returns
     -------
     NeighborsCurve
+
+    Examples
+    --------
+    >>> face = np.array([[10, 10, 20, 20], [11, 10, 20, 20], [10, 11, 20, 20]])
+    >>> raw = {"a.png": (face, np.ones(3)), "b.png": (np.zeros((0, 4)), np.zeros(0))}
+    >>> curve = sweep_min_neighbors(raw, {"a.png": np.array([[10, 10, 20, 20]])},
+    ...                             thresholds=[1, 2, 3])
+    >>> curve.detection_rate.tolist(), curve.false_positives.tolist()
+    ([1.0, 1.0, 0.0], [0, 0, 0])
     """
     ts = sorted({int(t) for t in thresholds})
     if not ts or ts[0] < 0:
         raise ValueError(f"thresholds: expected non-negative integers, got {ts}")
-    evals = []
-    for t in ts:
-        dets = {
-            name: group_at(b, s, t, None if image_sizes is None else image_sizes.get(name))
-            for name, (b, s) in raw.items()
-        }
-        evals.append(evaluate_detections(dets, ground_truth, iou_threshold=iou_threshold))
+    per_t: list[dict[str, tuple[np.ndarray, np.ndarray]]] = [{} for _ in ts]
+    for name, (b, s) in (raw.items() if isinstance(raw, Mapping) else raw):
+        groups = WindowGroups(b, s)
+        size = None if image_sizes is None else image_sizes.get(name)
+        for k, t in enumerate(ts):
+            boxes, scores, _ = groups.select(t, size)
+            per_t[k][name] = (boxes, scores)
+        if progress is not None:
+            progress(name)
+    evals = [evaluate_detections(d, ground_truth, iou_threshold=iou_threshold, ignore=ignore)
+             for d in per_t]
     return NeighborsCurve(
         min_neighbors=np.asarray(ts, dtype=np.int64),
         false_positives=np.asarray([e.false_positives for e in evals], dtype=np.int64),

@@ -442,6 +442,20 @@ class FeatureFamily(abc.ABC):
         ndarray of float32, shape (Q, P)
         """
 
+    # -- compiled programs and OpenCV export ---------------------------------------------------
+
+    def program(self, feature_ids: Any = None) -> Any:
+        """The features ``feature_ids`` (default all) as a compiled
+        :class:`~vjboost.features.program.Program`, or None for families that are not
+        integral-channel reads (their cascades run the generic path)."""
+        return None
+
+    @property
+    def opencv_type(self) -> str | None:
+        """``"HAAR"`` or ``"LBP"`` when a cascade over this family can be written as OpenCV
+        XML, else None."""
+        return None
+
     # -- optional ----------------------------------------------------------------------------
 
     def kind(self, i: int) -> FeatureKind:

@@ -59,6 +59,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from vjboost._errors import InputError
 from vjboost._memory import check_memory
 from vjboost.features.base import (
     Channels,
@@ -72,6 +73,7 @@ from vjboost.features.base import (
     check_windows,
     register_family,
 )
+from vjboost.features.channels import ChannelSet
 from vjboost.features.integral import (
     _integral_into,
     _sq_integral_into,
@@ -81,6 +83,7 @@ from vjboost.features.integral import (
     rect_corner_offsets,
     weighted_rect_sums_kernel,
 )
+from vjboost.features.program import NORM_NONE, NORM_VARIANCE, Program
 
 __all__ = ["HAAR_TYPES", "HaarFamily", "haar_feature_table", "haar_pool_size"]
 
@@ -242,6 +245,56 @@ def haar_feature_table(
     return {"rects": rect_arr, "weights": weights, "type": type_idx, "anchor": anchor}
 
 
+def _explicit_table(window_shape: tuple[int, int], rects: Any, weights: Any,
+                    tilted: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Validate an explicit feature table; returns the internal (F, 3, 6) rects and weights."""
+    h, w = window_shape
+    r = np.asarray(rects)
+    if r.ndim != 3 or r.shape[2] != 4 or not 1 <= r.shape[1] <= 3 or r.shape[0] == 0:
+        raise InputError(f"rects: expected a non-empty (F, R<=3, 4) table of (x, y, w, h), got "
+                         f"shape {r.shape}")
+    if r.dtype.kind not in "iu":
+        raise InputError(f"rects: expected integers, got dtype {r.dtype}")
+    f, n_r = r.shape[:2]
+    wt = np.asarray(weights, dtype=np.float64)
+    if wt.shape != (f, n_r):
+        raise InputError(f"weights: expected shape {(f, n_r)} to match rects, got {wt.shape}")
+    if not np.isfinite(wt).all():
+        raise InputError("weights: contains NaN or infinite values")
+    tl = np.asarray(tilted)
+    if tl.shape != (f,) or tl.dtype.kind not in "biu":
+        raise InputError(f"tilted: expected ({f},) booleans, got shape {tl.shape} dtype "
+                         f"{tl.dtype}")
+    tl = tl.astype(bool)
+    used = wt != 0
+    if not used[:, 0].all():
+        k = int(np.flatnonzero(~used[:, 0])[0])
+        raise InputError(f"weights: feature {k} has no rectangle (its first weight is 0)")
+    if (used & ~np.cumprod(used, axis=1).astype(bool)).any():
+        k = int(np.flatnonzero((used & ~np.cumprod(used, axis=1).astype(bool)).any(1))[0])
+        raise InputError(f"weights: feature {k} has a used rectangle after an unused one "
+                         "(weight 0 must end the list)")
+    x, y, rw, rh = (r[..., k].astype(np.int64) for k in range(4))
+    t = tl[:, None]
+    upright_ok = (x >= 0) & (y >= 0) & (x + rw <= w) & (y + rh <= h)
+    tilted_ok = (x - rh >= 0) & (y >= 0) & (x + rw <= w) & (y + rw + rh <= h)
+    ok = (rw >= 1) & (rh >= 1) & np.where(t, tilted_ok, upright_ok)
+    bad = used & ~ok
+    if bad.any():
+        k, j = (int(v[0]) for v in np.nonzero(bad))
+        raise InputError(f"rects: rectangle {j} of feature {k} {tuple(int(v) for v in r[k, j])}"
+                         f"{' (tilted)' if tl[k] else ''} does not fit the {w}x{h} window")
+    table = np.zeros((f, 3, 6), dtype=np.int32)
+    weights3 = np.zeros((f, 3), dtype=np.float64)
+    table[:, :n_r, 0] = np.where(t, _CH_TILT, _CH_SUM)
+    table[:, :n_r, 1:5] = r
+    table[:, :n_r, 5] = t
+    table[:, :, 3:5] = np.where(table[:, :, 3:5] == 0, 1, table[:, :, 3:5])
+    table[~np.pad(used, ((0, 0), (0, 3 - n_r)))] = (0, 0, 0, 1, 1, 0)
+    weights3[:, :n_r] = np.where(used, wt, 0.0)
+    return table, weights3
+
+
 def haar_pool_size(window_shape: tuple[int, int], mode: str = "BASIC") -> int:
     """Number of Haar features of ``mode`` in a window (OpenCV's pool size)."""
     return int(haar_feature_table(window_shape, mode)["type"].shape[0])
@@ -344,14 +397,67 @@ class HaarFamily(FeatureFamily):
             raise ValueError(
                 f"window_shape {self.window_shape} holds no Haar feature of types {self.types}"
             )
-        self._rects = table["rects"]
-        self._weights = table["weights"]
-        self._type = table["type"]
-        self._anchor = table["anchor"]
-        self.n_features = int(self._type.shape[0])
+        self._explicit = False
+        self._set_table(table["rects"], table["weights"], table["type"], table["anchor"])
+
+    def _set_table(self, rects: np.ndarray, weights: np.ndarray, type_idx: np.ndarray | None,
+                   anchor: np.ndarray | None) -> None:
+        self._rects = rects
+        self._weights = weights
+        self._type = type_idx
+        self._anchor = anchor
+        self.n_features = int(rects.shape[0])
         self._tilted = bool((self._rects[:, :, 5] != 0).any())
         self._n_channels = 3 if self._tilted else 2
         self._win_offsets: np.ndarray | None = None
+        self._program: Program | None = None
+
+    @classmethod
+    def from_rects(cls, window_shape: tuple[int, int], *, rects: Any, weights: Any, tilted: Any,
+                   normalize: bool = True) -> HaarFamily:
+        """A family of explicitly listed Haar features (e.g. those of an OpenCV HAAR cascade).
+
+        Parameters
+        ----------
+        window_shape : (int, int)
+            ``(height, width)``.
+        rects : array-like of int, shape (F, R, 4), R <= 3
+            ``(x, y, w, h)`` of each rectangle in OpenCV XML semantics (tilted rectangles hang
+            from corner ``(x, y)``, ``w`` along the down-right and ``h`` along the down-left
+            diagonal).
+        weights : array-like of float, shape (F, R)
+            Rectangle weights; 0 marks an unused rectangle (only after the used ones).
+        tilted : array-like of bool, shape (F,)
+            45° features (all rectangles of a feature share the flag, as in OpenCV).
+        normalize : bool, default True
+            OpenCV's variance normalisation (a HAAR cascade's features are normalised).
+
+        Returns
+        -------
+        HaarFamily
+            Feature ``i`` is row ``i`` of the table; :meth:`get_config` stores the table.
+
+        Examples
+        --------
+        >>> fam = HaarFamily.from_rects((24, 24), rects=[[[0, 0, 4, 2], [0, 1, 4, 1]]],
+        ...                             weights=[[-1.0, 2.0]], tilted=[False])
+        >>> fam.n_features, fam.describe(0)["rects"]
+        (1, [(0, 0, 4, 2, -1.0), (0, 1, 4, 1, 2.0)])
+        """
+        self = cls.__new__(cls)
+        self.window_shape = check_window_shape(window_shape)
+        self.mode = None
+        self.x3_weight = None
+        self.types = None
+        self.normalize = bool(normalize)
+        h, w = self.window_shape
+        if self.normalize and (h < 3 or w < 3):
+            raise InputError(f"window_shape: normalize=True needs windows of at least 3x3, got "
+                             f"{h}x{w}")
+        table, wts = _explicit_table(self.window_shape, rects, weights, tilted)
+        self._explicit = True
+        self._set_table(table, wts, None, None)
+        return self
 
     # -- description ---------------------------------------------------------------------------
 
@@ -369,9 +475,32 @@ class HaarFamily(FeatureFamily):
         v.flags.writeable = False
         return v
 
-    def feature_type(self, i: int) -> str:
-        """Type name of feature ``i`` (see :data:`HAAR_TYPES`)."""
-        return HAAR_TYPES[self._type[self._check_index(i)]]
+    def feature_type(self, i: int) -> str | None:
+        """Type name of feature ``i`` (see :data:`HAAR_TYPES`; None in an explicit table)."""
+        i = self._check_index(i)
+        return None if self._type is None else HAAR_TYPES[self._type[i]]
+
+    @property
+    def opencv_type(self) -> str | None:
+        """``"HAAR"`` when the features are OpenCV's (normalised), else None."""
+        return "HAAR" if self.normalize else None
+
+    def program(self, feature_ids: Any = None) -> Program:
+        """The features as a :class:`~vjboost.features.program.Program` (OP_RECTS).
+
+        Upright features read the ``gray`` plane, tilted ones the ``tilted`` plane; normalised
+        families use NORM_VARIANCE (OpenCV's), others NORM_NONE.
+        """
+        if self._program is None:
+            tilted = self._rects[:, 0, 5] != 0
+            chans = ChannelSet(["gray", "tilted"] if tilted.any() else ["gray"])
+            self._program = Program.rects(
+                self.window_shape, chans, rects=self._rects[:, :, 1:5],
+                weights=self._weights, planes=np.where(tilted, 1, 0)[:, None],
+                tilted=tilted[:, None], norm=NORM_VARIANCE if self.normalize else NORM_NONE)
+        if feature_ids is None:
+            return self._program
+        return self._program.take(check_feature_ids(feature_ids, self.n_features))
 
     def describe(self, i: int) -> dict[str, Any]:
         """Geometry of feature ``i`` in OpenCV XML semantics.
@@ -384,15 +513,19 @@ class HaarFamily(FeatureFamily):
             ``normalized`` (bool).
         """
         i = self._check_index(i)
-        t = HAAR_TYPES[self._type[i]]
+        t = self.feature_type(i)
         n_r = int(np.count_nonzero(self._weights[i]))
         rects = [
             (int(r[1]), int(r[2]), int(r[3]), int(r[4]), float(wt))
             for r, wt in zip(self._rects[i, :n_r], self._weights[i, :n_r], strict=True)
         ]
-        x, y, dx, dy = (int(v) for v in self._anchor[i])
         tilted = bool(self._rects[i, 0, 5])
-        text = f"haar {t} at (x={x}, y={y}) unit {dx}x{dy}" + (" tilted 45deg" if tilted else "")
+        if self._anchor is None:
+            text = "haar " + " + ".join(f"{wt:g}*[{x},{y},{w},{h}]" for x, y, w, h, wt in rects)
+        else:
+            x, y, dx, dy = (int(v) for v in self._anchor[i])
+            text = f"haar {t} at (x={x}, y={y}) unit {dx}x{dy}"
+        text += " tilted 45deg" if tilted else ""
         return {
             "family": self.name,
             "index": i,
@@ -405,6 +538,15 @@ class HaarFamily(FeatureFamily):
         }
 
     def get_config(self) -> dict[str, Any]:
+        if self._explicit:
+            n_r = int(np.count_nonzero(self._weights.any(axis=0)))
+            return {
+                "window_shape": list(self.window_shape),
+                "rects": self._rects[:, :n_r, 1:5].tolist(),
+                "weights": self._weights[:, :n_r].tolist(),
+                "tilted": (self._rects[:, 0, 5] != 0).tolist(),
+                "normalize": self.normalize,
+            }
         all_types = self.types == _MODE_TYPES[self.mode]
         return {
             "window_shape": list(self.window_shape),
@@ -418,6 +560,8 @@ class HaarFamily(FeatureFamily):
     def from_config(cls, cfg: Any) -> HaarFamily:
         cfg = dict(cfg)
         cfg["window_shape"] = tuple(cfg.get("window_shape", (24, 24)))
+        if "rects" in cfg:
+            return cls.from_rects(cfg.pop("window_shape"), **cfg)
         return cls(**cfg)
 
     def channels_nbytes(self, n_samples: int) -> int:

@@ -28,6 +28,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from vjboost._errors import InputError
 from vjboost._memory import check_memory
 from vjboost.features.base import (
     Channels,
@@ -42,6 +43,7 @@ from vjboost.features.base import (
     register_family,
 )
 from vjboost.features.integral import _integral_into, integral_dtype
+from vjboost.features.program import Program
 
 __all__ = ["MBLBPFamily", "mblbp_feature_table", "mblbp_reference"]
 
@@ -173,9 +175,70 @@ class MBLBPFamily(FeatureFamily):
             table = table[(table[:, 2] <= mbw) & (table[:, 3] <= mbh)]
             max_block = [mbh, mbw]
         self.max_block = max_block
-        self._table = np.ascontiguousarray(table)
+        self._explicit = False
+        self._set_table(table)
+
+    def _set_table(self, table: np.ndarray) -> None:
+        self._table = np.ascontiguousarray(table, dtype=np.int32)
         self.n_features = int(table.shape[0])
-        self._win_grid = _grid_offsets(self._table, w + 1)
+        self._win_grid = _grid_offsets(self._table, self.window_shape[1] + 1)
+        self._program: Program | None = None
+
+    @classmethod
+    def from_blocks(cls, window_shape: tuple[int, int], *, blocks: Any) -> MBLBPFamily:
+        """A family of explicitly listed MB-LBP features (e.g. those of an OpenCV LBP cascade).
+
+        Parameters
+        ----------
+        window_shape : (int, int)
+            ``(height, width)``.
+        blocks : array-like of int, shape (F, 4)
+            ``(x, y, w, h)`` of the top-left block of each 3×3 grid (OpenCV XML ``rect``).
+
+        Returns
+        -------
+        MBLBPFamily
+            Feature ``i`` is row ``i``; :meth:`get_config` stores the table.
+
+        Examples
+        --------
+        >>> fam = MBLBPFamily.from_blocks((24, 24), blocks=[[0, 0, 2, 3], [5, 4, 6, 6]])
+        >>> fam.n_features, fam.describe(1)["rect"]
+        (2, (5, 4, 6, 6))
+        """
+        self = cls.__new__(cls)
+        self.window_shape = check_window_shape(window_shape)
+        h, w = self.window_shape
+        b = np.asarray(blocks)
+        if b.ndim != 2 or b.shape[1] != 4 or b.shape[0] == 0:
+            raise InputError(f"blocks: expected a non-empty (F, 4) table of (x, y, w, h), got "
+                             f"shape {b.shape}")
+        if b.dtype.kind not in "iu":
+            raise InputError(f"blocks: expected integers, got dtype {b.dtype}")
+        b = b.astype(np.int64)
+        x, y, bw, bh = b.T
+        bad = (x < 0) | (y < 0) | (bw < 1) | (bh < 1) | (x + 3 * bw > w) | (y + 3 * bh > h)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise InputError(f"blocks: the 3x3 grid of feature {k} {tuple(int(v) for v in b[k])} "
+                             f"does not fit the {w}x{h} window")
+        self.max_block = None
+        self._explicit = True
+        self._set_table(b)
+        return self
+
+    @property
+    def opencv_type(self) -> str:
+        """``"LBP"``: MB-LBP features are OpenCV's LBP cascade features."""
+        return "LBP"
+
+    def program(self, feature_ids: Any = None) -> Program:
+        """The features as a :class:`~vjboost.features.program.Program` (OP_MBLBP, gray)."""
+        if self._program is None:
+            self._program = Program.mblbp(self.window_shape, blocks=self._table)
+        if feature_ids is None:
+            return self._program
+        return self._program.take(check_feature_ids(feature_ids, self.n_features))
 
     @property
     def table(self) -> np.ndarray:
@@ -197,12 +260,16 @@ class MBLBPFamily(FeatureFamily):
         }
 
     def get_config(self) -> dict[str, Any]:
+        if self._explicit:
+            return {"window_shape": list(self.window_shape), "blocks": self._table.tolist()}
         return {"window_shape": list(self.window_shape), "max_block": self.max_block}
 
     @classmethod
     def from_config(cls, cfg: Any) -> MBLBPFamily:
         cfg = dict(cfg)
         cfg["window_shape"] = tuple(cfg.get("window_shape", (24, 24)))
+        if "blocks" in cfg:
+            return cls.from_blocks(cfg.pop("window_shape"), **cfg)
         if cfg.get("max_block") is not None:
             cfg["max_block"] = tuple(cfg["max_block"])
         return cls(**cfg)

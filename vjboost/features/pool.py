@@ -28,6 +28,7 @@ from vjboost.features.base import (
     family_from_dict,
     family_to_dict,
 )
+from vjboost.features.program import Program
 
 __all__ = ["FeaturePool", "PoolChannels"]
 
@@ -92,6 +93,7 @@ class FeaturePool:
         self.n_features = int(self.offsets[-1])
         self.color = any(bool(f.color) for f in families)
         self._kinds: np.ndarray | None = None
+        self._program: Program | None = None
 
     # -- numbering ----------------------------------------------------------------------------
 
@@ -151,6 +153,23 @@ class FeaturePool:
         d["family_index"] = int(fam[0])
         d["local_index"] = int(loc[0])
         return d
+
+    @property
+    def opencv_type(self) -> str | None:
+        """The family's ``opencv_type`` for a one-family pool, else None."""
+        return self.families[0].opencv_type if self.n_families == 1 else None
+
+    def program(self, feature_ids: Any = None) -> Program | None:
+        """Global ``feature_ids`` (default all) as one compiled program (in that order), or
+        None when some family has no program."""
+        gids = check_feature_ids(feature_ids, self.n_features)
+        progs = [f.program() for f in self.families]
+        if any(p is None for p in progs):
+            return None
+        if self._program is None:
+            self._program = progs[0] if len(progs) == 1 else Program.concat(progs)
+        full = self._program
+        return full if feature_ids is None else full.take(gids)
 
     def kinds(self) -> np.ndarray:
         """(n_features,) bool: True where the feature is categorical."""

@@ -1,27 +1,84 @@
-"""Reading the data of detector training and evaluation.
+"""Reading and writing the data of detector training and evaluation.
 
-Images (with errors that name the file), OpenCV ``.vec`` positive files, ``bg.txt`` background
-lists, and box annotations (OpenCV ``info.dat``, CSV, JSON). Relative paths inside list files are
-resolved against the list file's folder, never the working directory.
+* inputs: one list of image and video suffixes, one expansion of command-line inputs (files,
+  folders, globs, list files, videos, cameras) — :mod:`vjboost.io.inputs`;
+* images (a pixel cap checked from the header before decoding) and video frames;
+* OpenCV ``.vec`` positive files and ``bg.txt`` background lists;
+* box annotations in every supported format, one result type (:class:`AnnotationSet`: boxes
+  and ignore regions per image) — OpenCV ``info.dat``, CSV, JSON, COCO, Pascal VOC, YOLO,
+  LabelMe, CVAT;
+* where negatives may be taken in annotated images (:func:`negative_mask`);
+* detection output in JSON lines, COCO, VOC and YOLO (:func:`open_detection_writer`).
+
+Relative paths inside list and annotation files are resolved against the file's folder, never
+the working directory.
 """
 
 from __future__ import annotations
 
 from .annotations import (
+    FORMATS,
     AnnotationError,
+    AnnotationSet,
+    detect_format,
     read_annotations,
     read_bg_list,
     read_boxes_csv,
     read_boxes_json,
     read_info_dat,
 )
-from .images import ImageReadError, read_image, read_images
-from .vec import VecFormatError, read_vec, write_vec
+from .images import (
+    ImageReadError,
+    ImageTooLargeError,
+    check_image_size,
+    image_size,
+    read_image,
+    read_images,
+)
+from .inputs import (
+    IMAGE_SUFFIXES,
+    VIDEO_SUFFIXES,
+    ExpandedInputs,
+    Source,
+    expand_inputs,
+    image_files,
+    is_image_file,
+    is_video_file,
+    list_images,
+)
+from .regions import negative_mask, negative_regions, windows_outside
+from .vec import VecFormatError, read_vec, vec_layout, write_vec
+from .video import VideoFrames, VideoReadError, iter_frames
+from .writers import DETECTION_FORMATS, DetectionWriter, check_output, open_detection_writer
 
 __all__ = [
+    "DETECTION_FORMATS",
+    "FORMATS",
+    "IMAGE_SUFFIXES",
+    "VIDEO_SUFFIXES",
     "AnnotationError",
+    "AnnotationSet",
+    "DetectionWriter",
+    "ExpandedInputs",
     "ImageReadError",
+    "ImageTooLargeError",
+    "Source",
     "VecFormatError",
+    "VideoFrames",
+    "VideoReadError",
+    "check_image_size",
+    "check_output",
+    "detect_format",
+    "expand_inputs",
+    "image_files",
+    "image_size",
+    "is_image_file",
+    "is_video_file",
+    "iter_frames",
+    "list_images",
+    "negative_mask",
+    "negative_regions",
+    "open_detection_writer",
     "read_annotations",
     "read_bg_list",
     "read_boxes_csv",
@@ -30,5 +87,7 @@ __all__ = [
     "read_images",
     "read_info_dat",
     "read_vec",
+    "vec_layout",
+    "windows_outside",
     "write_vec",
 ]

@@ -1,10 +1,19 @@
-"""Background lists and box annotations.
+"""Background lists and box annotations: one result type for every format.
 
 Every reader returns absolute paths: a relative path in a list file is resolved against the folder
 of that list file (``opencv_traincascade`` resolved ``bg.txt`` entries against the working
 directory, a classic cause of "Train dataset for temp stage can not be filled").
 
-Boxes are ``(x, y, w, h)`` in pixels, top-left corner plus size, as int arrays of shape (k, 4).
+Boxes are ``(x, y, w, h)`` in pixels, top-left corner plus size, as int64 arrays of shape (k, 4);
+coordinates given as floats (COCO, YOLO, LabelMe, CVAT) are rounded corner by corner. Every
+reader returns an :class:`AnnotationSet`: a mapping image path -> object boxes, plus *ignore
+regions* per image (COCO ``iscrowd``, VOC ``difficult``, CVAT ``occluded`` or an ``ignore``
+attribute, boxes labelled ``ignore``/``dontcare``), which are neither positives nor negatives.
+
+Formats (:func:`detect_format` tells them apart, :func:`read_annotations` reads any):
+OpenCV ``info.dat``, CSV ``image,x,y,w,h``, vjboost's JSON, COCO JSON, Pascal VOC XML (a file
+or a folder), YOLO txt folders with their images, LabelMe JSON (a file or a folder), CVAT XML
+(for images 1.1).
 """
 
 from __future__ import annotations
@@ -12,12 +21,19 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
+from .._errors import InputError
+
 __all__ = [
+    "FORMATS",
     "AnnotationError",
+    "AnnotationSet",
+    "detect_format",
     "read_annotations",
     "read_bg_list",
     "read_boxes_csv",
@@ -25,11 +41,83 @@ __all__ = [
     "read_info_dat",
 ]
 
-Annotations = dict[str, np.ndarray]
+FORMATS = ("info", "csv", "json", "coco", "voc", "yolo", "labelme", "cvat")
+"""Annotation formats :func:`read_annotations` reads (``format=`` names)."""
 
 
-class AnnotationError(ValueError):
-    """A list or annotation file is malformed; the message names the file and line."""
+class AnnotationError(InputError):
+    """A list or annotation file is malformed; the message names the file and line or element."""
+
+
+def _empty() -> np.ndarray:
+    return np.zeros((0, 4), dtype=np.int64)
+
+
+class AnnotationSet(Mapping):
+    """Boxes per image, and ignore regions: what every annotation reader returns.
+
+    A read-only mapping ``image path -> boxes (k, 4) int64`` (``(x, y, w, h)``), listing every
+    annotated image, also those with no object.
+
+    Parameters
+    ----------
+    boxes : mapping str -> array (k, 4)
+    ignore : mapping str -> array (k, 4), optional
+        Ignore regions per image (crowds, ``difficult`` objects...).
+    source : str
+        The file or folder read.
+    format : str
+        One of :data:`FORMATS`.
+
+    Examples
+    --------
+    >>> a = AnnotationSet({"a.png": [[1, 2, 3, 4]], "b.png": []}, {"a.png": [[0, 0, 9, 9]]})
+    >>> len(a), a["a.png"].tolist(), a.ignore_for("b.png").shape, a.n_objects
+    (2, [[1, 2, 3, 4]], (0, 4), 1)
+    """
+
+    def __init__(self, boxes: Mapping[str, object], ignore: Mapping[str, object] | None = None,
+                 *, source: str = "", format: str = "") -> None:
+        self._boxes = {k: np.asarray(v, dtype=np.int64).reshape(-1, 4) for k, v in boxes.items()}
+        self.ignore = {k: np.asarray(v, dtype=np.int64).reshape(-1, 4)
+                       for k, v in (ignore or {}).items() if len(v)}
+        for k in self.ignore:
+            self._boxes.setdefault(k, _empty())
+        self.source = source
+        self.format = format
+        self.image_ids: dict[str, str] = {}  # COCO image id -> path (COCO files only)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self._boxes[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._boxes)
+
+    def __len__(self) -> int:
+        return len(self._boxes)
+
+    def __repr__(self) -> str:
+        return (f"AnnotationSet({len(self)} images, {self.n_objects} objects, "
+                f"{sum(len(v) for v in self.ignore.values())} ignore regions, "
+                f"format={self.format!r})")
+
+    @property
+    def n_objects(self) -> int:
+        """Object boxes over all images."""
+        return int(sum(len(v) for v in self._boxes.values()))
+
+    def ignore_for(self, image: str) -> np.ndarray:
+        """Ignore regions of one image ((0, 4) when it has none)."""
+        return self.ignore.get(image, _empty())
+
+    def restrict(self, images) -> AnnotationSet:
+        """The same annotations for the given images only."""
+        keep = set(images)
+        out = AnnotationSet({k: v for k, v in self._boxes.items() if k in keep},
+                            {k: v for k, v in self.ignore.items() if k in keep},
+                            source=self.source, format=self.format)
+        out.image_ids = {i: p for i, p in self.image_ids.items() if p in keep}
+        return out
 
 
 def _resolve(base: Path, entry: str) -> str:
@@ -66,13 +154,18 @@ def read_bg_list(path: str | os.PathLike[str]) -> list[str]:
     return out
 
 
+_INT = re.compile(r"[+-]?[0-9]{1,10}")
+MAX_COORD = 2**31 - 1
+"""Largest coordinate or size accepted in a box (int32, as OpenCV's rectangles)."""
+
+
 def _check_box(vals: list[str], where: str) -> list[int]:
-    try:
-        box = [int(v) for v in vals]
-    except ValueError:
-        raise AnnotationError(
-            f"{where}: box values must be integers, got {' '.join(vals)!r}"
-        ) from None
+    if not all(_INT.fullmatch(v) for v in vals):
+        raise AnnotationError(f"{where}: box values must be integers, got {' '.join(vals)!r}")
+    box = [int(v) for v in vals]
+    if max(abs(v) for v in box) > MAX_COORD or box[0] + box[2] > MAX_COORD \
+            or box[1] + box[3] > MAX_COORD:
+        raise AnnotationError(f"{where}: box {box} out of range (coordinates up to {MAX_COORD})")
     if box[2] <= 0 or box[3] <= 0 or box[0] < 0 or box[1] < 0:
         raise AnnotationError(f"{where}: invalid box {box} (x, y must be >= 0 and w, h > 0)")
     return box
@@ -82,7 +175,7 @@ def _as_boxes(rows: list[list[int]]) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64).reshape(-1, 4)
 
 
-def read_info_dat(path: str | os.PathLike[str]) -> Annotations:
+def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
     """Read an OpenCV ``info.dat``: ``image n x1 y1 w1 h1 ... xn yn wn hn`` per entry.
 
     Entries may wrap over lines (as OpenCV's reader allows); an image may appear with ``n = 0``.
@@ -123,10 +216,11 @@ def read_info_dat(path: str | os.PathLike[str]) -> Annotations:
         i += 2 + 4 * n
     if not out:
         raise AnnotationError(f"{path}: no entries")
-    return {k: _as_boxes(v) for k, v in out.items()}
+    return AnnotationSet({k: _as_boxes(v) for k, v in out.items()}, source=str(path),
+                         format="info")
 
 
-def read_boxes_csv(path: str | os.PathLike[str]) -> Annotations:
+def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
     """Read boxes from a CSV with a header naming ``image, x, y, w, h`` (any column order)."""
     path = Path(path)
     base = path.parent.resolve()
@@ -155,10 +249,11 @@ def read_boxes_csv(path: str | os.PathLike[str]) -> Annotations:
         out.setdefault(_resolve(base, vals[0]), []).append(
             _check_box(vals[1:], f"{path}, line {lineno}")
         )
-    return {k: _as_boxes(v) for k, v in out.items()}
+    return AnnotationSet({k: _as_boxes(v) for k, v in out.items()}, source=str(path),
+                         format="csv")
 
 
-def read_boxes_json(path: str | os.PathLike[str]) -> Annotations:
+def read_boxes_json(path: str | os.PathLike[str]) -> AnnotationSet:
     """Read boxes from JSON.
 
     Accepted shapes: ``{"image.png": [[x, y, w, h], ...], ...}`` or
@@ -166,10 +261,7 @@ def read_boxes_json(path: str | os.PathLike[str]) -> Annotations:
     """
     path = Path(path)
     base = path.parent.resolve()
-    try:
-        doc = json.loads(_read_text(path, "JSON"))
-    except json.JSONDecodeError as exc:
-        raise AnnotationError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    doc = read_json(path)
     if isinstance(doc, dict):
         items = list(doc.items())
     elif isinstance(doc, list):
@@ -190,15 +282,160 @@ def read_boxes_json(path: str | os.PathLike[str]) -> Annotations:
         for b in boxes:
             if not isinstance(b, list | tuple) or len(b) != 4:
                 raise AnnotationError(f"{path}: entry {name!r}: box {b!r} is not [x, y, w, h]")
-            rows.append(_check_box([str(v) for v in b], f"{path}: entry {name!r}"))
-    return {k: _as_boxes(v) for k, v in out.items()}
+            rows.append(_check_box([_int_text(v) for v in b], f"{path}: entry {name!r}"))
+    return AnnotationSet({k: _as_boxes(v) for k, v in out.items()}, source=str(path),
+                         format="json")
 
 
-def read_annotations(path: str | os.PathLike[str]) -> Annotations:
-    """Read boxes from ``info.dat`` / ``.txt`` / ``.dat``, ``.csv`` or ``.json`` by extension."""
-    suffix = Path(path).suffix.lower()
+def read_json(path: Path, what: str = "JSON"):
+    """Parse a JSON file; errors name the file and line (also for absurd nesting)."""
+    text = _read_text(path, what)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise AnnotationError(f"{path}, line {exc.lineno}: invalid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise AnnotationError(f"{path}: JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of thousands of digits
+        raise AnnotationError(f"{path}: invalid JSON ({exc})") from None
+
+
+def _int_text(v) -> str:
+    # JSON numbers as the text _check_box parses: 3.0 -> "3"; bools and others stay invalid
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v) if not isinstance(v, bool) else repr(v)
+
+
+def detect_format(path: str | os.PathLike[str]) -> str | None:
+    """The annotation format of a file or folder, from its name and first bytes.
+
+    Returns
+    -------
+    str or None
+        One of :data:`FORMATS`; None for a folder without annotation files (e.g. a folder of
+        images) or a file of unknown kind.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ann.json"
+    >>> _ = p.write_text('{"images": [], "annotations": [], "categories": []}')
+    >>> detect_format(p)
+    'coco'
+    """
+    p = Path(path)
+    if p.is_dir():
+        return _detect_folder(p)
+    suffix = p.suffix.lower()
     if suffix == ".csv":
-        return read_boxes_csv(path)
+        return "csv"
+    if suffix == ".xml":
+        head = _head(p)
+        return "cvat" if "<annotations" in head else "voc"
     if suffix == ".json":
-        return read_boxes_json(path)
-    return read_info_dat(path)
+        head = _head(p, 1 << 16)
+        if '"shapes"' in head:
+            return "labelme"
+        if '"annotations"' in head and '"images"' in head:
+            return "coco"
+        if '"annotations"' in head or '"categories"' in head:
+            return "coco"
+        return "json"
+    if suffix in (".dat", ".txt", ".info", ".lst", ""):
+        return "info"
+    return None
+
+
+def _head(p: Path, n: int = 4096) -> str:
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(n).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _detect_folder(p: Path) -> str | None:
+    # strict: a folder of crops with a stray README.txt or notes.json must stay a folder of
+    # crops, so each format is recognised by the content of its first file
+    try:
+        files = sorted(f for f in p.iterdir() if f.is_file())
+    except OSError:
+        return None
+    xml = [f for f in files if f.suffix.lower() == ".xml"]
+    if xml and "<annotation" in _head(xml[0]):
+        return "voc"
+    js = [f for f in files if f.suffix.lower() == ".json"]
+    if js and '"shapes"' in _head(js[0], 1 << 16):
+        return "labelme"
+    if (p / "labels").is_dir():
+        return "yolo"
+    txt = [f for f in files if f.suffix.lower() == ".txt" and f.name.lower() not in _NAMES_FILES]
+    if txt and all(f.suffix.lower() in (".txt", ".names", ".yaml", ".yml") for f in files):
+        first = next((ln.split() for ln in _head(txt[0]).splitlines() if ln.strip()), [])
+        if len(first) >= 5 and first[0].isdigit():
+            return "yolo"
+    return None
+
+
+_NAMES_FILES = ("classes.txt", "obj.names", "names.txt", "classes.names")
+
+
+def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
+                     category: str | int | None = None,
+                     images: str | os.PathLike[str] | None = None) -> AnnotationSet:
+    """Read boxes from any supported annotation file or folder.
+
+    Parameters
+    ----------
+    path : path-like
+        The annotation file, or folder (Pascal VOC XML files, YOLO txt files, LabelMe JSON
+        files).
+    format : str, optional
+        One of :data:`FORMATS`; default: :func:`detect_format`.
+    category : str or int, optional
+        The object class to read (name, or id for COCO and YOLO). Required when the file holds
+        several; boxes of other classes are left out (neither objects nor ignore regions).
+    images : path-like, optional
+        Folder the image names are relative to (default: COCO and CVAT: the file's folder;
+        VOC: a sibling ``JPEGImages`` folder if there is one, else the XML folder; YOLO: a
+        sibling ``images`` folder of ``labels``, else the label folder; LabelMe: the JSON
+        file's folder).
+
+    Returns
+    -------
+    AnnotationSet
+
+    Raises
+    ------
+    AnnotationError
+        Malformed content: the message names the file, the line or element, and what is wrong.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "boxes.csv").write_text("image,x,y,w,h\\na.png,1,2,30,40\\n")
+    >>> ann = read_annotations(d / "boxes.csv")
+    >>> ann.format, [b.tolist() for b in ann.values()]
+    ('csv', [[[1, 2, 30, 40]]])
+    """
+    p = Path(path)
+    if not p.exists():
+        raise AnnotationError(f"{p}: no such annotation file or folder")
+    fmt = format or detect_format(p)
+    if fmt is None:
+        raise AnnotationError(
+            f"{p}: not a known annotation format (give --format: {', '.join(FORMATS)})")
+    if fmt not in FORMATS:
+        raise AnnotationError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt in ("info", "csv", "json"):
+        if p.is_dir():
+            raise AnnotationError(f"{p}: is a folder; the {fmt} format is one file")
+        reader = {"info": read_info_dat, "csv": read_boxes_csv, "json": read_boxes_json}[fmt]
+        if category is not None:
+            raise AnnotationError(f"{p}: the {fmt} format has no categories; drop the category")
+        return reader(p)
+    from . import formats
+
+    return formats.READERS[fmt](p, category=category, images=images)

@@ -1,8 +1,10 @@
-"""Image reading with clear errors."""
+"""Image reading with clear errors and a pixel cap checked before decoding."""
 
 from __future__ import annotations
 
 import os
+import re
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,14 +12,80 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-__all__ = ["ImageReadError", "ReadReport", "read_image", "read_images"]
+from .._errors import InputError, LimitError
+from .._limits import Limits, get_limits, limit_error
+
+__all__ = ["ImageReadError", "ImageTooLargeError", "ReadReport", "check_image_size",
+           "image_size", "read_image", "read_images"]
 
 
-class ImageReadError(ValueError):
+class ImageReadError(InputError):
     """An image file is missing, unreadable or not an image."""
 
 
-def read_image(path: str | os.PathLike[str], *, gray: bool = True) -> np.ndarray:
+class ImageTooLargeError(ImageReadError, LimitError):
+    """An image has more pixels than ``Limits.max_image_pixels`` (found from its header)."""
+
+
+def _probe(path) -> tuple[tuple[int, int] | None, int | None]:
+    """``(size, pixels)`` from the header: size None when unknown; pixels also known for the
+    images Pillow refuses to open as decompression bombs (from its message)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                w, h = int(im.size[0]), int(im.size[1])
+                return (w, h), w * h
+    except Image.DecompressionBombError as exc:
+        m = re.search(r"\((\d+) pixels\)", str(exc))
+        return None, int(m.group(1)) if m else 2 * int(Image.MAX_IMAGE_PIXELS or 0) + 1
+    except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError):
+        return None, None
+
+
+def image_size(path: str | os.PathLike[str]) -> tuple[int, int] | None:
+    """``(width, height)`` read from the file header without decoding the pixels.
+
+    Returns None when Pillow cannot tell (an unknown header; a decompression bomb Pillow
+    refuses to open).
+
+    Examples
+    --------
+    >>> import tempfile, cv2, numpy as np
+    >>> p = tempfile.mkdtemp() + "/a.png"
+    >>> _ = cv2.imwrite(p, np.zeros((30, 40), np.uint8))
+    >>> image_size(p)
+    (40, 30)
+    """
+    return _probe(path)[0]
+
+
+def check_image_size(path: str | os.PathLike[str], *, limits: Limits | None = None
+                     ) -> tuple[int, int] | None:
+    """Refuse an image over ``max_image_pixels`` from its header; return its size if known.
+
+    Raises
+    ------
+    ImageTooLargeError
+        With the file, its size and the limit.
+    """
+    lim = get_limits(limits)
+    size, pixels = _probe(path)
+    if pixels is not None and pixels > lim.max_image_pixels:
+        value = f"{size[0]}x{size[1]} = {pixels}" if size is not None else str(pixels)
+        raise _too_large(limit_error(str(path), value, lim.max_image_pixels, "max_image_pixels",
+                                     unit=" pixels"))
+    return size
+
+
+def _too_large(exc: LimitError) -> ImageTooLargeError:
+    return ImageTooLargeError(str(exc))
+
+
+def read_image(path: str | os.PathLike[str], *, gray: bool = True,
+               limits: Limits | None = None) -> np.ndarray:
     """Read an image file.
 
     Parameters
@@ -26,13 +94,28 @@ def read_image(path: str | os.PathLike[str], *, gray: bool = True) -> np.ndarray
         Any format OpenCV decodes (PNG, JPEG, BMP, PGM, TIFF, WebP...).
     gray : bool, default=True
         Return an (H, W) uint8 grayscale image; otherwise (H, W, 3) uint8 **RGB**.
+    limits : Limits, optional
+        Caps in force (default: :meth:`Limits.from_env`); the pixel count is checked from the
+        header before the pixels are decoded.
 
     Raises
     ------
     ImageReadError
         If the file is missing, empty or cannot be decoded; the message names the file.
+    ImageTooLargeError
+        If the image has more pixels than allowed (a kind of ImageReadError).
+
+    Examples
+    --------
+    >>> import tempfile, cv2, numpy as np
+    >>> p = tempfile.mkdtemp() + "/a.png"
+    >>> _ = cv2.imwrite(p, np.full((3, 4), 7, np.uint8))
+    >>> read_image(p).shape
+    (3, 4)
     """
     path = Path(path)
+    if path.is_file():
+        check_image_size(path, limits=limits)
     try:
         data = np.fromfile(path, dtype=np.uint8)
     except FileNotFoundError:
@@ -44,7 +127,11 @@ def read_image(path: str | os.PathLike[str], *, gray: bool = True) -> np.ndarray
     if data.size == 0:
         raise ImageReadError(f"{path}: empty file")
     flag = cv2.IMREAD_GRAYSCALE if gray else cv2.IMREAD_COLOR
-    img = cv2.imdecode(data, flag)
+    try:
+        img = cv2.imdecode(data, flag)
+    except cv2.error as exc:  # OpenCV's own size cap, out of memory, codec failures
+        msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else "decoder error"
+        raise ImageReadError(f"{path}: cannot be decoded ({msg})") from None
     if img is None:
         raise ImageReadError(f"{path}: not a readable image (corrupt or unsupported format)")
     if not gray:
@@ -70,9 +157,9 @@ class ReadReport:
 
 
 def read_images(
-    paths: Iterable[str | os.PathLike[str]], *, gray: bool = True
+    paths: Iterable[str | os.PathLike[str]], *, gray: bool = True, limits: Limits | None = None
 ) -> tuple[list[np.ndarray], list[str], ReadReport]:
-    """Read several images, skipping (and counting) the unreadable ones.
+    """Read several images, skipping (and counting) the unreadable and the oversized ones.
 
     Returns
     -------
@@ -81,10 +168,11 @@ def read_images(
         The paths that were read, in input order.
     report : ReadReport
     """
+    limits = get_limits(limits)
     images, names, report = [], [], ReadReport()
     for p in paths:
         try:
-            images.append(read_image(p, gray=gray))
+            images.append(read_image(p, gray=gray, limits=limits))
         except ImageReadError as exc:
             report.failed.append((str(p), str(exc)))
             continue

@@ -9,46 +9,87 @@ from __future__ import annotations
 
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from .._errors import InputError
 from .._io import atomic_open
 
-__all__ = ["VecFormatError", "read_vec", "write_vec"]
+__all__ = ["VecFormatError", "VecLayout", "decode_vec_pixels", "read_vec", "vec_layout",
+           "write_vec"]
 
 _HEADER = np.dtype([("count", "<i4"), ("vec_size", "<i4"), ("min", "<i2"), ("max", "<i2")])
 
 
-class VecFormatError(ValueError):
+class VecFormatError(InputError):
     """A ``.vec`` file is malformed or does not match the requested window size."""
 
 
-def read_vec(path: str | os.PathLike[str], window: tuple[int, int] | None = None) -> np.ndarray:
-    """Read the samples of a ``.vec`` file.
+@dataclass(frozen=True)
+class VecLayout:
+    """Where the samples of a ``.vec`` file are (from its header and size, nothing decoded).
+
+    Attributes
+    ----------
+    path : Path
+    n_samples : int
+        Complete records in the file.
+    window : (height, width)
+    header_count : int
+        The count the header announces (may overstate ``n_samples``).
+    offset : int
+        Byte offset of the first record.
+    record_dtype : numpy dtype
+        One record: a gap byte and ``h*w`` little-endian int16 pixels.
+    """
+
+    path: Path
+    n_samples: int
+    window: tuple[int, int]
+    header_count: int
+    offset: int = _HEADER.itemsize
+
+    @property
+    def record_dtype(self) -> np.dtype:
+        h, w = self.window
+        return np.dtype([("gap", "u1"), ("px", "<i2", (h * w,))])
+
+
+def vec_layout(path: str | os.PathLike[str], window: tuple[int, int] | None = None) -> VecLayout:
+    """Check a ``.vec`` file's header and size against ``window``; locate its samples.
 
     Parameters
     ----------
     path : path-like
-        The ``.vec`` file.
     window : (height, width), optional
         Sample size. The file stores only ``w·h``; without ``window`` a square size is assumed
         and an error asks for the size when ``w·h`` is not a perfect square.
 
     Returns
     -------
-    samples : ndarray of shape (n_samples, height, width), uint8
+    VecLayout
+
+    Raises
+    ------
+    VecFormatError
+        Missing, unreadable, truncated or empty file, or a window that does not match.
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            head = fh.read(_HEADER.itemsize)
     except FileNotFoundError:
         raise VecFormatError(f"{path}: no such .vec file") from None
+    except IsADirectoryError:
+        raise VecFormatError(f"{path}: is a folder, not a .vec file") from None
     except OSError as exc:
         raise VecFormatError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    if len(raw) < _HEADER.itemsize:
-        raise VecFormatError(f"{path}: too short for a .vec header ({len(raw)} bytes)")
-    header = np.frombuffer(raw[: _HEADER.itemsize], dtype=_HEADER)[0]
+    if len(head) < _HEADER.itemsize:
+        raise VecFormatError(f"{path}: too short for a .vec header ({len(head)} bytes)")
+    header = np.frombuffer(head, dtype=_HEADER)[0]
     vec_size = int(header["vec_size"])
     if vec_size <= 0:
         raise VecFormatError(f"{path}: invalid sample size {vec_size} in the header")
@@ -67,7 +108,7 @@ def read_vec(path: str | os.PathLike[str], window: tuple[int, int] | None = None
             "use the window size the file was created with"
         )
     rec = 1 + 2 * vec_size
-    body = len(raw) - _HEADER.itemsize
+    body = size - _HEADER.itemsize
     n = body // rec
     if body % rec:
         raise VecFormatError(
@@ -75,16 +116,53 @@ def read_vec(path: str | os.PathLike[str], window: tuple[int, int] | None = None
         )
     if n == 0:
         raise VecFormatError(f"{path}: holds no samples")
-    count = int(header["count"])
-    if count != n:
+    return VecLayout(path, int(n), (h, w), int(header["count"]))
+
+
+def decode_vec_pixels(px: np.ndarray, layout: VecLayout) -> np.ndarray:
+    """int16 pixel records (k, h*w) -> uint8 samples (k, h, w); refuses values outside 0..255."""
+    if px.size and (px.min() < 0 or px.max() > 255):
+        raise VecFormatError(f"{layout.path}: pixel values outside 0..255")
+    return px.reshape(-1, *layout.window).astype(np.uint8)
+
+
+def read_vec(path: str | os.PathLike[str], window: tuple[int, int] | None = None) -> np.ndarray:
+    """Read the samples of a ``.vec`` file.
+
+    Parameters
+    ----------
+    path : path-like
+        The ``.vec`` file.
+    window : (height, width), optional
+        Sample size. The file stores only ``w·h``; without ``window`` a square size is assumed
+        and an error asks for the size when ``w·h`` is not a perfect square.
+
+    Returns
+    -------
+    samples : ndarray of shape (n_samples, height, width), uint8
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> p = tempfile.mkdtemp() + "/a.vec"
+    >>> write_vec(p, np.full((2, 3, 4), 9, np.uint8))
+    >>> read_vec(p, (3, 4)).shape
+    (2, 3, 4)
+    """
+    layout = vec_layout(path, window)
+    if layout.header_count != layout.n_samples:
         warnings.warn(
-            f"{path}: header says {count} samples, the file holds {n}; using {n}", stacklevel=2
+            f"{layout.path}: header says {layout.header_count} samples, the file holds "
+            f"{layout.n_samples}; using {layout.n_samples}", stacklevel=2
         )
-    records = np.frombuffer(raw, dtype=np.uint8, offset=_HEADER.itemsize).reshape(n, rec)
-    pixels = records[:, 1:].copy().view("<i2").reshape(n, h, w)
-    if pixels.min() < 0 or pixels.max() > 255:
-        raise VecFormatError(f"{path}: pixel values outside 0..255")
-    return pixels.astype(np.uint8)
+    try:
+        records = np.fromfile(layout.path, dtype=layout.record_dtype, count=layout.n_samples,
+                              offset=layout.offset)
+    except OSError as exc:
+        raise VecFormatError(f"{layout.path}: cannot be read ({exc.strerror or exc})") from None
+    if len(records) != layout.n_samples:
+        raise VecFormatError(f"{layout.path}: changed while being read")
+    return decode_vec_pixels(records["px"], layout)
 
 
 def write_vec(path: str | os.PathLike[str], samples: np.ndarray) -> None:

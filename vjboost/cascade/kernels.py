@@ -1,0 +1,399 @@
+"""The cascade kernel: run the stages of a cascade at many window positions, rejecting early.
+
+A cascade is compiled once (:func:`compile_cascade`) into flat arrays: per stage its first tree
+and float32 reject threshold; per tree its first node and leaves; per *tree node* one record of
+:mod:`vjboost.features.program` (the node's feature, bound to the buffer layout, with the split
+threshold and the category subset row written into the record's free words). The kernel then
+walks work items — runs of window positions along one row of a buffer of integral planes — and,
+for every window, computes the normalisers once, sums the trees of each stage and stops at the
+first stage whose score is below its threshold.
+
+The same kernel serves detection (items are the rows of every pyramid level of a batch),
+hard-negative mining (the same, on background images) and window stacks (each window its own
+item, see :func:`run_stack`): a window is accepted by training code exactly when the detector
+would accept it.
+
+Specialisations. The kernel is built per (operations, tree shape) pair, both compile-time
+constants of a closure (numba then compiles and caches each pair separately): operations as
+:data:`vjboost.features.program.OPS_HAAR` (OpenCV's Haar features), ``OPS_RECTS``,
+``OPS_MBLBP`` or ``OPS_MIXED`` (read per node); tree shape 1 =
+stumps, 2 = depth-2 trees of three nodes, 3 = other trees of depth <= 2 (root and at most two
+children; both laid out so that the second node and the leaf are picked by arithmetic on the
+decisions instead of branches), 0 = any tree.
+
+OpenCV's σ gate: when the cascade uses the variance normalisation and ``gate`` is finite, a
+window whose inner-area σ is too small (``area · inv_var >= gate``, OpenCV: ``gate = 0.1``, i.e.
+σ <= 10 grey levels) is rejected before the first stage, as ``cv2.CascadeClassifier`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from vjboost._threads import n_threads
+from vjboost.boost.tree import Tree
+from vjboost.features.program import (
+    _CAT,
+    _OP,
+    _SUB,
+    _THR,
+    _THR_R,
+    NORM_VARIANCE,
+    OP_RECTS,
+    REC,
+    Program,
+    node_value,
+    window_norms,
+)
+
+__all__ = ["CompiledCascade", "compile_cascade", "run_stack", "scan"]
+
+#: OpenCV's stage-threshold tolerance: reject iff ``score < float32(threshold) - THRESHOLD_EPS``.
+THRESHOLD_EPS = np.float32(1e-5)
+
+_CHUNK = 2  # work items per dynamically scheduled chunk (load balance between threads)
+
+
+def reject_threshold(threshold: float) -> np.float32:
+    """``float32(threshold) - 1e-5`` in float32: stage scores below it are rejected (OpenCV)."""
+    return np.float32(np.float32(threshold) - THRESHOLD_EPS)
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledCascade:
+    """A cascade as flat arrays for the kernel (see :func:`compile_cascade`)."""
+
+    program: Program            # the features of every tree node, node order
+    stage_first: np.ndarray     # int64 (n_stages + 1,): first tree of each stage
+    stage_thr: np.ndarray       # float32 (n_stages,): reject thresholds
+    tree_node0: np.ndarray      # int64 (n_trees + 1,): first node of each tree
+    tree_leaf0: np.ndarray      # int64 (n_trees,): first leaf of each tree
+    node_left: np.ndarray       # int64 (n_nodes,): child codes (shape 0)
+    node_right: np.ndarray
+    node_thr: np.ndarray        # float32 (n_nodes,)
+    node_cat: np.ndarray        # bool (n_nodes,)
+    subsets: np.ndarray         # uint32 (n_nodes * 8,)
+    leaves: np.ndarray          # float64: per tree 2 (shape 1), 4 (shapes 2, 3) or n + 1
+    shape: int
+    ops: int
+    variance: bool              # some node uses the variance normalisation (σ gate applies)
+
+    @property
+    def n_stages(self) -> int:
+        return int(self.stage_thr.shape[0])
+
+    def bind(self, row_stride: int, plane_stride: int):
+        """Node records for a buffer layout, with thresholds and subset rows written in."""
+        bound = self.program.bind(row_stride, plane_stride)
+        tab = bound.tab.reshape(-1, REC)
+        rect = self.program.op == OP_RECTS
+        tab.view(np.float32)[rect, _THR_R] = self.node_thr[rect]
+        tab.view(np.float32)[~rect, _THR] = self.node_thr[~rect]
+        tab[:, _CAT] = self.node_cat
+        tab[:, _SUB] = np.arange(tab.shape[0], dtype=np.int32)
+        return bound
+
+
+def _root_kids(t: Tree) -> list[int]:
+    """The root's children that are nodes (not leaves), left first."""
+    return [int(c) for c in (t.left[0], t.right[0]) if c > 0]
+
+
+def _depth2(t: Tree) -> bool:
+    """At most two levels of nodes: the root's children are leaves or nodes with two leaves."""
+    return all(int(t.left[c]) <= 0 and int(t.right[c]) <= 0 for c in _root_kids(t))
+
+
+def compile_cascade(stages: Sequence[tuple[Sequence[Tree], float]], program: Program
+                    ) -> CompiledCascade:
+    """Flatten a cascade for the kernel.
+
+    Parameters
+    ----------
+    stages : sequence of (trees, threshold)
+        Per stage its trees (``Tree.feature`` indexes ``program``'s features) and its threshold
+        (a stage passes iff its summed leaf values are ``>= float32(threshold) - 1e-5``).
+    program : Program
+        The cascade's features.
+
+    Returns
+    -------
+    CompiledCascade
+    """
+    trees = [t for trees, _ in stages for t in trees]
+    if not trees:
+        raise ValueError("stages: a cascade needs at least one tree")
+    stage_first = np.zeros(len(stages) + 1, dtype=np.int64)
+    stage_first[1:] = np.cumsum([len(tr) for tr, _ in stages])
+    stage_thr = np.array([reject_threshold(thr) for _, thr in stages], dtype=np.float32)
+    n_nodes = np.array([t.n_nodes for t in trees])
+    tree_node0 = np.zeros(len(trees) + 1, dtype=np.int64)
+    tree_node0[1:] = np.cumsum(n_nodes)
+    tree_leaf0 = np.zeros(len(trees), dtype=np.int64)
+    tree_leaf0[1:] = np.cumsum(n_nodes + 1)[:-1]
+    if n_nodes.max() == 1:
+        shape = 1
+    elif all(_depth2(t) for t in trees):
+        shape = 2 if n_nodes.min() == 3 else 3
+    else:
+        shape = 0
+    feat = np.concatenate([t.feature for t in trees])
+    thr = np.concatenate([t.threshold for t in trees]).astype(np.float32)
+    cat = np.concatenate([t.categorical for t in trees])
+    sub = np.concatenate([t.subsets for t in trees]).astype(np.uint32)
+    left = np.concatenate([t.left for t in trees]).astype(np.int64)
+    right = np.concatenate([t.right for t in trees]).astype(np.int64)
+    # leaves are float32 in models (OpenCV): sum them as float64 of the float32 values
+    leaves32 = [t.leaves.astype(np.float32).astype(np.float64) for t in trees]
+    if any(t.leaves.ndim != 1 for t in trees):
+        raise ValueError("stages: cascade trees need scalar leaves")
+    if shape == 1:
+        # OpenCV's stump path reads leaf 0 on the left whatever the child codes say
+        leaves = np.concatenate(leaves32)
+        left = np.zeros(len(trees), dtype=np.int64)
+        right = np.full(len(trees), -1, dtype=np.int64)
+    elif shape >= 2:
+        # root, then the root's children that are nodes; four leaves per tree by path
+        # (LL, LR, RL, RR; a leaf met at the root fills both entries of its side)
+        perm = np.empty(len(feat), dtype=np.int64)
+        leaves = np.empty(4 * len(trees), dtype=np.float64)
+        for i, (t, lv) in enumerate(zip(trees, leaves32, strict=True)):
+            b = int(tree_node0[i])
+            kids = _root_kids(t)
+            perm[b:b + 1 + len(kids)] = [b] + [b + c for c in kids]
+            for side, code in enumerate((int(t.left[0]), int(t.right[0]))):
+                pair = ((lv[-int(t.left[code])], lv[-int(t.right[code])])
+                        if code > 0 else (lv[-code], lv[-code]))
+                leaves[4 * i + 2 * side:4 * i + 2 * side + 2] = pair
+        feat, thr, cat, sub = feat[perm], thr[perm], cat[perm], sub[perm]
+        left, right = left[perm], right[perm]
+    else:
+        leaves = np.concatenate(leaves32)
+    if feat.max() >= program.n_features:
+        raise ValueError(f"stages: a tree reads feature {int(feat.max())}, the program has "
+                         f"{program.n_features}")
+    node_prog = program.take(feat)
+    kinds = node_prog.categorical
+    if (kinds != cat).any():
+        n = int(np.argmax(kinds != cat))
+        raise ValueError(f"stages: node {n} splits feature {int(feat[n])} "
+                         f"{'categorically' if cat[n] else 'by threshold'}, but the feature is "
+                         f"{'categorical' if kinds[n] else 'ordered'}")
+    return CompiledCascade(
+        program=node_prog, stage_first=stage_first, stage_thr=stage_thr,
+        tree_node0=tree_node0, tree_leaf0=tree_leaf0, node_left=left, node_right=right,
+        node_thr=thr, node_cat=cat, subsets=np.ascontiguousarray(sub.reshape(-1)),
+        leaves=leaves, shape=shape, ops=node_prog.ops_mask,
+        variance=bool((node_prog.norm == NORM_VARIANCE).any()))
+
+
+# ------------------------------------------------------------------------------------------------
+# Kernel
+# ------------------------------------------------------------------------------------------------
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _u(i):  # pragma: no cover - numba
+    return np.uint64(i)
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _go_left(tab, tabf, nd, buf, p, iv, ig, subsets, ops):  # pragma: no cover - numba
+    """Whether the window at ``p`` goes left at node ``nd``."""
+    o = nd * REC
+    v = node_value(tab, tabf, o, buf, p, iv, ig, ops)
+    if ops == 1 or ops == 3:
+        return v < tabf[_u(o + _THR_R)]
+    if ops == 2 or tab[_u(o + _CAT)] != 0:
+        c = np.int64(v)
+        return ((subsets[_u(nd * 8 + (c >> 5))] >> np.uint32(c & 31)) & np.uint32(1)) != 0
+    thr = tabf[_u(o + _THR_R)] if tab[_u(o + _OP)] == 0 else tabf[_u(o + _THR)]
+    return v < thr
+
+
+@njit(inline="always", cache=True, nogil=True)
+def _window(buf, p, tab, tabf, pro, prof, gate, stage_first, stage_thr, tree_node0, tree_leaf0,
+            node_left, node_right, subsets, leaves, ops, shape):  # pragma: no cover - numba
+    """Stages passed (``n_stages`` = accepted; -1 = refused by the σ gate) and last score."""
+    iv, ig, nf = window_norms(buf, p, pro, prof)
+    if gate < np.inf:
+        if not (nf > 0.0 and prof[0] * np.float64(iv) < gate):
+            return -1, 0.0
+    n_stages = stage_thr.shape[0]
+    score = 0.0
+    for si in range(n_stages):
+        score = 0.0
+        for t in range(stage_first[si], stage_first[si + 1]):
+            nd = tree_node0[t]
+            if shape >= 2:
+                g0 = np.int64(_go_left(tab, tabf, nd, buf, p, iv, ig, subsets, ops))
+                if shape == 2:  # all trees have 3 nodes: left child nd+1, right nd+2
+                    c = nd + 2 - g0
+                else:
+                    # n nodes: 3 as above; 2 -> the child, nd+1 (evaluated in vain on the
+                    # leaf side); 1 -> the root again
+                    n = np.int64(tree_node0[t + 1] - nd)
+                    c = nd + min(n - 1, 1 + (1 - g0) * (n - 2))
+                g1 = np.int64(_go_left(tab, tabf, c, buf, p, iv, ig, subsets, ops))
+                score += leaves[_u(4 * t + 3 - 2 * g0 - g1)]
+                continue
+            while True:
+                left = _go_left(tab, tabf, nd, buf, p, iv, ig, subsets, ops)
+                if shape == 1:
+                    score += leaves[_u(2 * t)] if left else leaves[_u(2 * t + 1)]
+                    break
+                code = node_left[nd] if left else node_right[nd]
+                if code <= 0:
+                    score += leaves[_u(tree_leaf0[t] - code)]
+                    break
+                nd = tree_node0[t] + code
+        if score < stage_thr[si]:
+            return si, score
+    return n_stages, score
+
+
+def _make_scan(ops: int, shape: int):
+    """The parallel kernel over work items for one (operations, tree shape) pair."""
+
+    @njit(cache=True, nogil=True, parallel=True)
+    def scan_items(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
+                   tree_node0, tree_leaf0, node_left, node_right, subsets, leaves, out_passed,
+                   out_score):  # pragma: no cover - numba
+        for it in prange(items.shape[0]):
+            row = items[it, 0]
+            nx = items[it, 1]
+            step = items[it, 2]
+            obase = items[it, 3]
+            x = 0
+            while x < nx:
+                k, score = _window(buf, row + x, tab, tabf, pro, prof, gate, stage_first,
+                                   stage_thr, tree_node0, tree_leaf0, node_left, node_right,
+                                   subsets, leaves, ops, shape)
+                j = obase + x // step
+                out_passed[j] = k
+                out_score[j] = score
+                if k == 0 and skip0:
+                    # OpenCV skips the next position after a stage-0 rejection (its output
+                    # keeps the initial "skipped" mark)
+                    x += step
+                x += step
+
+    return scan_items
+
+
+_KERNELS: dict[tuple[int, int], Any] = {}
+
+
+def _kernel(ops: int, shape: int):
+    key = (ops, shape)
+    if key not in _KERNELS:
+        _KERNELS[key] = _make_scan(ops, shape)
+    return _KERNELS[key]
+
+
+def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_stride: int,
+         plane_stride: int, n_out: int, gate: float = np.inf, skip0: bool = False,
+         threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Run the cascade on the windows of ``items``.
+
+    Parameters
+    ----------
+    cascade : CompiledCascade
+    buf : ndarray of int32, 1-D
+        Integral planes (``cascade.program.channels`` order), rows ``row_stride`` and planes
+        ``plane_stride`` entries apart.
+    items : ndarray of int64, shape (I, 4)
+        ``(row_offset, n_x, step, out_offset)``: windows at ``row_offset + x`` for
+        ``x = 0, step, 2·step, ... < n_x``; results at ``out_offset + x // step``.
+    n_out : int
+        Length of the outputs.
+    gate : float, default=inf
+        OpenCV's σ gate on ``area · inv_var`` (0.1 for σ > 10); only used when the cascade has
+        variance-normalised features.
+    skip0 : bool, default=False
+        Skip the position after a stage-0 rejection (OpenCV's detector); skipped windows get
+        ``passed = -2``.
+    threads : int, optional
+
+    Returns
+    -------
+    passed : ndarray of int16, shape (n_out,)
+        Stages passed (``n_stages`` = accepted, -1 σ gate, -2 skipped).
+    score : ndarray of float64, shape (n_out,)
+        Score of the last stage evaluated (the accepting stage's score for accepted windows).
+    """
+    bound = cascade.bind(row_stride, plane_stride)
+    gate = float(gate) if cascade.variance else np.inf
+    out_passed = np.full(n_out, -2, dtype=np.int16)
+    out_score = np.zeros(n_out, dtype=np.float64)
+    if len(items) == 0:
+        return out_passed, out_score
+    kernel = _kernel(cascade.ops, cascade.shape)
+    with n_threads(threads) as nt:
+        old = numba.get_parallel_chunksize()
+        if nt > 1:
+            numba.set_parallel_chunksize(_CHUNK)
+        try:
+            kernel(buf, np.ascontiguousarray(items, dtype=np.int64), bound.tab, bound.tabf,
+                   bound.pro, bound.prof, gate, bool(skip0), cascade.stage_first,
+                   cascade.stage_thr, cascade.tree_node0, cascade.tree_leaf0, cascade.node_left,
+                   cascade.node_right, cascade.subsets, cascade.leaves, out_passed, out_score)
+        finally:
+            if nt > 1:
+                numba.set_parallel_chunksize(old)
+    return out_passed, out_score
+
+
+def run_stack(cascade: CompiledCascade, windows: Any = None, *, planes: np.ndarray | None = None,
+              gate: float = np.inf, chunk: int = 4096, threads: int | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """Run the cascade on a stack of windows (each window its own work item).
+
+    Parameters
+    ----------
+    cascade : CompiledCascade
+    windows : ndarray of uint8, shape (S, H, W) or (S, H, W, 3), optional
+        Windows of the cascade's size (their planes are computed chunk by chunk, so memory
+        stays bounded); or give ``planes``.
+    planes : ndarray of int32, shape (S, P, H + 1, W + 1), optional
+    gate : float, default=inf
+        As in :func:`scan` (the detector's σ gate, for "would the detector accept it").
+    chunk : int, default=4096
+        Windows per batch when ``windows`` are given.
+    threads : int, optional
+
+    Returns
+    -------
+    passed : ndarray of int16, shape (S,)
+    score : ndarray of float64, shape (S,)
+    """
+    prog = cascade.program
+    h, w = prog.window_shape
+    plane_stride = (h + 1) * (w + 1)
+    win_stride = prog.channels.n_planes * plane_stride
+    if planes is not None:
+        n = planes.shape[0]
+        items = np.zeros((n, 4), dtype=np.int64)
+        items[:, 0] = np.arange(n) * win_stride
+        items[:, 1] = 1
+        items[:, 2] = 1
+        items[:, 3] = np.arange(n)
+        return scan(cascade, np.ascontiguousarray(planes).reshape(-1), items,
+                    row_stride=w + 1, plane_stride=plane_stride, n_out=n, gate=gate,
+                    threads=threads)
+    if windows is None:
+        raise ValueError("run_stack: give windows or planes")
+    n = len(windows)
+    passed = np.empty(n, dtype=np.int16)
+    score = np.empty(n, dtype=np.float64)
+    for a in range(0, n, chunk):
+        pl = prog.channels.windows(windows[a:a + chunk])
+        passed[a:a + len(pl)], score[a:a + len(pl)] = run_stack(
+            cascade, planes=pl, gate=gate, threads=threads)
+    return passed, score

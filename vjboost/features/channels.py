@@ -1,0 +1,684 @@
+"""Integral channel planes: what every compiled feature reads, for windows and whole images.
+
+A *channel* is a per-pixel function of the input (grey level, squared grey level, quantised
+gradient magnitude, gradient magnitude in one orientation bin, an LUV plane, an LBP code...). The
+features of the integral-channel families are weighted rectangle sums over such channels, so
+each channel is stored as its integral image (OpenCV layout: one row and one column more than the
+input, zero first row and column), all planes of one input in one int32 array ``(P, H + 1,
+W + 1)`` (a window stack: ``(S, P, H + 1, W + 1)``).
+
+The same code fills the planes of a stack of training windows and of a whole (scaled) image, so a
+feature computed on a window cut out of an image equals the feature computed at that position of
+the image, bit for bit, provided the feature's rectangles keep ``margin`` pixels away from the
+window's edge: a channel with margin ``m`` (gradients: 1) reads neighbours up to ``m`` pixels
+away, which a cut-out window does not have at its border. Integrals are int32 with wrap-around:
+a rectangle sum is exact whenever its true value fits in 32 bits (OpenCV's convention for the
+squared sums of its Haar detector), which :func:`check_rect_sum_range` verifies for a window.
+
+Channel keys are short strings, ``kind`` or ``kind(params)`` with ``#plane`` for kinds with
+several planes, e.g. ``"gray"``, ``"gray2"``, ``"tilted"``, ``"gradmag"``, ``"orient(6,u)#2"``,
+``"luv#0"``, ``"lbp(8,1,default)"``. Families may register their own kinds
+(:func:`register_channel_kind`).
+
+Examples
+--------
+>>> import numpy as np
+>>> cs = ChannelSet(["gray", "gradmag", "orient(4,u)#1"])
+>>> cs.n_planes, cs.margin
+(3, 1)
+>>> windows = np.zeros((2, 8, 10), np.uint8)
+>>> cs.windows(windows).shape
+(2, 3, 9, 11)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numba
+import numpy as np
+from numba import prange
+
+from vjboost._errors import InputError
+from vjboost._memory import check_memory
+from vjboost._threads import n_threads
+
+__all__ = [
+    "MAG_SCALE",
+    "ChannelKind",
+    "ChannelSet",
+    "channel_kinds",
+    "check_rect_sum_range",
+    "orientation_table",
+    "parse_channel_key",
+    "register_channel_kind",
+]
+
+_JIT = {"cache": True, "nogil": True}
+
+#: gradient magnitudes are stored as ``round(MAG_SCALE * hypot(gx, gy))`` (integers, so that
+#: integrals and rectangle sums are exact)
+MAG_SCALE = 8
+
+
+# --------------------------------------------------------------------------------------------
+# Kernels
+# --------------------------------------------------------------------------------------------
+
+
+@numba.njit(**_JIT, inline="always")
+def _u(i):  # pragma: no cover - numba
+    # unsigned index: numba then skips the negative-index wrap-around check
+    return np.uint64(i)
+
+
+@numba.njit(**_JIT)
+def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numba
+    """Integral of ``plane`` (H, W) into the int32 ``flat`` array: entry ``(y, x)`` of the
+    integral at ``base + y * stride + x`` (wrapping mod 2**32). ``mode``: 0 upright, 1 squared
+    values, 2 OpenCV's 45° tilted integral.
+
+    Tilted (``cv2.integral3``'s third output): with ``diag[r % 2, x]`` the anti-diagonal running
+    sum ``I[r, x] + I[r-1, x+1] + ...``, ``T[y, 0] = T[y-1, 0] + diag[y-2, 0]`` and
+    ``T[y, x] = T[y-1, x-1] + diag[y-1, x-1] + diag[y-2, x-1]`` for ``x >= 1``.
+    """
+    h, w = plane.shape
+    for x in range(w + 1):
+        flat[_u(base + x)] = 0
+    if mode == 2:
+        diag = np.zeros((2, max(w, 1)), dtype=np.int64)
+        for y in range(1, h + 1):
+            r = y - 1
+            cur = r & 1
+            prev = cur ^ 1
+            for x in range(w):
+                v = np.int64(plane[r, x])
+                if r > 0 and x + 1 < w:
+                    diag[cur, x] = v + diag[prev, x + 1]
+                else:
+                    diag[cur, x] = v
+            row = base + y * stride
+            up = row - stride
+            if y >= 2:
+                flat[_u(row)] = np.int32(np.int64(flat[_u(up)]) + diag[prev, 0])
+                for x in range(1, w + 1):
+                    flat[_u(row + x)] = np.int32(np.int64(flat[_u(up + x - 1)])
+                                                 + diag[cur, x - 1] + diag[prev, x - 1])
+            else:
+                flat[_u(row)] = 0
+                for x in range(1, w + 1):
+                    flat[_u(row + x)] = np.int32(diag[cur, x - 1])
+        return
+    for y in range(h):
+        row = base + (y + 1) * stride
+        up = row - stride
+        flat[_u(row)] = 0
+        acc = np.int64(0)
+        for x in range(w):
+            v = np.int64(plane[y, x])
+            acc += v * v if mode == 1 else v
+            flat[_u(row + x + 1)] = np.int32(np.int64(flat[_u(up + x + 1)]) + acc)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _integrate_planes(planes, flat, bases, stride, mode):  # pragma: no cover - numba
+    """Integrals of ``planes`` (N, C, H, W); plane ``(n, c)`` goes to ``bases[n, c]`` of ``flat``
+    (row stride ``stride``); ``mode[c]`` as in :func:`_integrate_into`."""
+    n, c = planes.shape[0], planes.shape[1]
+    for k in prange(n * c):
+        i = k // c
+        j = k - i * c
+        _integrate_into(planes[i, j], flat, bases[i, j], stride, mode[j])
+
+
+@numba.njit(parallel=True, **_JIT)
+def _integrate_gray(imgs, flat, bases, stride, mode):  # pragma: no cover - numba
+    """Integrals straight from grey pixels ``imgs`` (N, H, W) uint8; as
+    :func:`_integrate_planes` with every plane read from the pixels."""
+    n = imgs.shape[0]
+    c = bases.shape[1]
+    for k in prange(n * c):
+        i = k // c
+        j = k - i * c
+        _integrate_into(imgs[i], flat, bases[i, j], stride, mode[j])
+
+
+@numba.njit(parallel=True, **_JIT)
+def _integrate_gradient(imgs, mag_table, bin_table, flat, bases, stride, which,
+                        n_groups):  # pragma: no cover - numba
+    """Integrals of gradient planes of ``imgs`` (N, H, W) uint8, gradients computed on the fly.
+
+    Plane ``j`` (written at ``bases[n, j]`` of ``flat``, row stride ``stride``) is the quantised
+    magnitude (``which[j] = -1``) or the magnitude of the pixels whose orientation bin is
+    ``which[j]`` (0 elsewhere). Border pixels (a neighbour missing on one side) count 0:
+    features keep a margin of one pixel, so a window cut out of an image and the image agree on
+    every pixel read. Task ``(i, g)`` computes the gradient rows of input ``i`` once and updates
+    its share ``j = g, g + n_groups, ...`` of the planes (``n_groups`` > 1 splits one large
+    image between threads).
+    """
+    n, h, w = imgs.shape
+    c = bases.shape[1]
+    for task in prange(n * n_groups):
+        i = task // n_groups
+        g = task - i * n_groups
+        mrow = np.zeros(w, dtype=np.int64)
+        brow = np.zeros(w, dtype=np.int64)
+        for j in range(g, c, n_groups):
+            for x in range(w + 1):
+                flat[_u(bases[i, j] + x)] = 0
+        for y in range(h):
+            if 0 < y < h - 1:
+                for x in range(1, w - 1):
+                    gx = np.int64(imgs[i, y, x + 1]) - np.int64(imgs[i, y, x - 1]) + 255
+                    gy = np.int64(imgs[i, y + 1, x]) - np.int64(imgs[i, y - 1, x]) + 255
+                    mrow[x] = mag_table[gy, gx]
+                    brow[x] = bin_table[gy, gx]
+            else:
+                for x in range(w):
+                    mrow[x] = 0
+            for j in range(g, c, n_groups):
+                b = which[j]
+                row = bases[i, j] + (y + 1) * stride
+                up = row - stride
+                flat[_u(row)] = 0
+                acc = np.int64(0)
+                if b < 0:
+                    for x in range(w):
+                        acc += mrow[x]
+                        flat[_u(row + x + 1)] = np.int32(np.int64(flat[_u(up + x + 1)]) + acc)
+                else:
+                    for x in range(w):
+                        acc += mrow[x] * np.int64(brow[x] == b)
+                        flat[_u(row + x + 1)] = np.int32(np.int64(flat[_u(up + x + 1)]) + acc)
+
+
+# --------------------------------------------------------------------------------------------
+# Lookup tables (gradients of 8-bit images are integers in -255..255)
+# --------------------------------------------------------------------------------------------
+
+_TABLES: dict[tuple, np.ndarray] = {}
+
+
+def _magnitude_table() -> np.ndarray:
+    key = ("mag",)
+    if key not in _TABLES:
+        g = np.arange(-255, 256, dtype=np.float64)
+        _TABLES[key] = np.rint(MAG_SCALE * np.hypot(g[:, None], g[None, :])).astype(np.int32)
+    return _TABLES[key]
+
+
+def orientation_table(n_bins: int, signed: bool) -> np.ndarray:
+    """Orientation bin of every integer gradient: ``table[gy + 255, gx + 255]`` (uint8).
+
+    The angle is ``degrees(atan2(gy, gx))`` taken modulo 180 (360 when ``signed``); bin ``b``
+    holds ``b * span <= angle < (b + 1) * span`` with ``span = 180 / n_bins`` (360 / n_bins).
+    ``gy`` grows downwards (image rows), as in scikit-image's HOG.
+
+    Parameters
+    ----------
+    n_bins : int
+        1 to 255.
+    signed : bool
+
+    Returns
+    -------
+    ndarray of uint8, shape (511, 511)
+
+    Examples
+    --------
+    >>> t = orientation_table(4, False)
+    >>> int(t[255, 256]), int(t[256, 255])   # gradient along +x (0 deg), along +y (90 deg)
+    (0, 2)
+    """
+    if isinstance(n_bins, bool) or not isinstance(n_bins, int | np.integer) \
+            or not 1 <= int(n_bins) <= 255:
+        raise InputError(f"n_bins: expected 1..255 orientation bins, got {n_bins!r}")
+    key = ("orient", int(n_bins), bool(signed))
+    if key not in _TABLES:
+        g = np.arange(-255, 256, dtype=np.float64)
+        deg = np.degrees(np.arctan2(g[:, None], g[None, :]))
+        period = 360.0 if signed else 180.0
+        deg = np.mod(deg, period)
+        span = period / int(n_bins)
+        b = np.floor(deg / span).astype(np.int64)
+        _TABLES[key] = np.clip(b, 0, int(n_bins) - 1).astype(np.uint8)
+    return _TABLES[key]
+
+
+# --------------------------------------------------------------------------------------------
+# Channel kinds
+# --------------------------------------------------------------------------------------------
+
+#: ``integrate(images, params, planes, flat, bases, stride)``: write the integrals of the kind's
+#: planes ``planes`` (int array, length C) of ``images`` (N, H, W[, 3]) uint8 into the int32 array
+#: ``flat`` (1-D): plane ``j`` of input ``n`` starts at ``bases[n, j]`` (int64 (N, C)), rows are
+#: ``stride`` entries apart (``H + 1`` rows of ``W + 1`` entries each).
+Integrator = Callable[[np.ndarray, tuple, np.ndarray, np.ndarray, np.ndarray, int], None]
+
+
+@dataclass(frozen=True, eq=False)
+class ChannelKind:
+    """A per-pixel function of the input with one or more planes.
+
+    Attributes
+    ----------
+    name : str
+        Key prefix (``"gray"``, ``"orient"``...).
+    n_planes : callable
+        ``n_planes(params) -> int``; raises :class:`~vjboost._errors.InputError` for bad params.
+    integrate : callable
+        Writes the integrals of some planes (see ``Integrator`` above).
+    margin : callable
+        ``margin(params) -> int``: pixels from the window edge at which the plane's values may
+        differ between a cut-out window and the same window inside a larger image.
+    max_value : callable
+        ``max_value(params) -> int``: largest value of a plane pixel (for range checks).
+    color : bool
+        Needs RGB input.
+    fuse : str
+        Kinds with the same non-empty ``fuse`` name are computed in one call of the first one's
+        ``integrate``, which then receives ``code(params, plane)`` of each plane instead of the
+        plane index, and the non-empty ``params`` of the group (kinds without parameters join
+        any group of their fuse name). Lets the grey planes (sum, squared sum, tilted sum) or
+        the gradient planes (magnitude, orientation bins) share one pass over the pixels.
+    code : callable
+        ``code(params, plane) -> int`` (see ``fuse``; default the plane index).
+    """
+
+    name: str
+    n_planes: Callable[[tuple], int]
+    integrate: Integrator
+    margin: Callable[[tuple], int]
+    max_value: Callable[[tuple], int]
+    color: bool = False
+    fuse: str = ""
+    code: Callable[[tuple, int], int] = lambda params, plane: plane
+
+    @classmethod
+    def from_planes(cls, name: str, n_planes: Callable[[tuple], int],
+                    compute: Callable[[np.ndarray, tuple], np.ndarray], *,
+                    margin: Callable[[tuple], int] = lambda p: 0,
+                    max_value: Callable[[tuple], int] = lambda p: 255,
+                    color: bool = False) -> ChannelKind:
+        """A kind from a function computing its planes: ``compute(images, params)`` returns
+        ``(N, n_planes, H, W)`` integers (values within int32) for ``images`` (N, H, W[, 3])."""
+
+        def integrate(images, params, planes, flat, bases, stride):
+            vals = np.ascontiguousarray(np.asarray(compute(images, params))[:, planes],
+                                        dtype=np.int32)
+            with n_threads(1 if _small(images, len(planes)) else None):
+                _integrate_planes(vals, flat, bases, stride, np.zeros(len(planes), np.int64))
+
+        return cls(name, n_planes, integrate, margin, max_value, color)
+
+
+_KINDS: dict[str, ChannelKind] = {}
+
+
+def register_channel_kind(kind: ChannelKind) -> ChannelKind:
+    """Register a channel kind under ``kind.name`` (re-registering the same object is a no-op).
+
+    Parameters
+    ----------
+    kind : ChannelKind
+
+    Returns
+    -------
+    ChannelKind
+        ``kind`` (usable as ``KIND = register_channel_kind(ChannelKind(...))``).
+    """
+    if not isinstance(kind, ChannelKind):
+        raise TypeError(f"kind: expected a ChannelKind, got {type(kind).__name__}")
+    if not re.fullmatch(r"[a-z][a-z0-9_]*", kind.name):
+        raise ValueError(f"kind.name: expected lower-case letters, digits and '_', got "
+                         f"{kind.name!r}")
+    old = _KINDS.get(kind.name)
+    if old is not None and old is not kind:
+        raise ValueError(f"channel kind {kind.name!r} is already registered")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def channel_kinds() -> dict[str, ChannelKind]:
+    """A copy of the registry of channel kinds: name → kind."""
+    return dict(_KINDS)
+
+
+def _gray_of(images: np.ndarray) -> np.ndarray:
+    if images.ndim == 3:
+        return np.ascontiguousarray(images)
+    n, h, w, _ = images.shape
+    flat = np.ascontiguousarray(images.reshape(n * h, w, 3))
+    return cv2.cvtColor(flat, cv2.COLOR_RGB2GRAY).reshape(n, h, w)
+
+
+def _small(images: np.ndarray, n_planes: int) -> bool:
+    # thread start-up costs more than it saves on small work (and waits on a busy machine)
+    return images.shape[0] * images.shape[1] * images.shape[2] * n_planes < 1_000_000
+
+
+def _integrate_gray_planes(images, params, codes, flat, bases, stride):
+    """Grey planes: ``codes`` 0 sum, 1 squared sum, 2 tilted sum (one pass per plane)."""
+    with n_threads(1 if _small(images, len(codes)) else None):
+        _integrate_gray(_gray_of(images), flat, bases, stride, np.asarray(codes, np.int64))
+
+
+def _orient_params(params: tuple) -> tuple[int, bool]:
+    if len(params) != 2:
+        raise InputError(f"orient: expected (n_bins, u|s), got {params}")
+    n_bins = params[0]
+    sign = str(params[1]).lower()
+    if sign not in ("u", "s"):
+        raise InputError(f"orient: expected 'u' (unsigned) or 's' (signed), got {params[1]!r}")
+    orientation_table(n_bins, sign == "s")  # validates n_bins
+    return int(n_bins), sign == "s"
+
+
+def _integrate_gradient_planes(images, params, codes, flat, bases, stride):
+    """Gradient planes: ``codes`` -1 the magnitude, ``b >= 0`` orientation bin ``b`` of the
+    group's ``orient`` parameters (gradients computed once per row for all planes)."""
+    g = _gray_of(images)
+    n_bins, signed = _orient_params(params) if params else (1, False)
+    small = _small(g, len(codes))
+    with n_threads(1 if small else None):
+        groups = 1 if (g.shape[0] > 1 or small) else max(1, min(len(codes),
+                                                                numba.get_num_threads()))
+        _integrate_gradient(g, _magnitude_table(), orientation_table(n_bins, signed), flat,
+                            bases, stride, np.asarray(codes, np.int64), groups)
+
+
+def _luv_planes(images: np.ndarray, params: tuple) -> np.ndarray:
+    n, h, w, _ = images.shape
+    flat = np.ascontiguousarray(images.reshape(n * h, w, 3))
+    luv = cv2.cvtColor(flat, cv2.COLOR_RGB2Luv).reshape(n, h, w, 3)
+    return luv.transpose(0, 3, 1, 2)
+
+
+def _no_params(name: str) -> Callable[[tuple], int]:
+    def n_planes(params: tuple) -> int:
+        if params:
+            raise InputError(f"{name}: takes no parameters, got {params}")
+        return 1
+
+    return n_planes
+
+
+_GRAD_MAX = int(math.ceil(MAG_SCALE * 255 * 2**0.5))
+
+register_channel_kind(ChannelKind("gray", _no_params("gray"), _integrate_gray_planes,
+                                  lambda p: 0, lambda p: 255, fuse="gray",
+                                  code=lambda p, k: 0))
+register_channel_kind(ChannelKind("gray2", _no_params("gray2"), _integrate_gray_planes,
+                                  lambda p: 0, lambda p: 255 * 255, fuse="gray",
+                                  code=lambda p, k: 1))
+register_channel_kind(ChannelKind("tilted", _no_params("tilted"), _integrate_gray_planes,
+                                  lambda p: 0, lambda p: 255, fuse="gray",
+                                  code=lambda p, k: 2))
+register_channel_kind(ChannelKind("gradmag", _no_params("gradmag"), _integrate_gradient_planes,
+                                  lambda p: 1, lambda p: _GRAD_MAX, fuse="gradient",
+                                  code=lambda p, k: -1))
+register_channel_kind(ChannelKind("orient", lambda p: _orient_params(p)[0],
+                                  _integrate_gradient_planes, lambda p: 1, lambda p: _GRAD_MAX,
+                                  fuse="gradient"))
+register_channel_kind(ChannelKind.from_planes("luv", lambda p: 3, _luv_planes, color=True))
+
+
+# --------------------------------------------------------------------------------------------
+# Keys
+# --------------------------------------------------------------------------------------------
+
+_KEY = re.compile(r"^([a-z][a-z0-9_]*)(?:\(([^()#]*)\))?(?:#(\d+))?$")
+
+
+def _param(v: str) -> Any:
+    v = v.strip()
+    try:
+        return int(v)
+    except ValueError:
+        pass
+    try:
+        return float(v)
+    except ValueError:
+        return v
+
+
+def parse_channel_key(key: str) -> tuple[str, tuple, int]:
+    """Split a channel key into ``(kind, params, plane)`` and check it names a real plane.
+
+    Parameters
+    ----------
+    key : str
+        ``kind``, ``kind(params)`` or ``kind(params)#plane``.
+
+    Returns
+    -------
+    (str, tuple, int)
+
+    Examples
+    --------
+    >>> parse_channel_key("orient(6,u)#2")
+    ('orient', (6, 'u'), 2)
+    """
+    if not isinstance(key, str):
+        raise InputError(f"channel key: expected a string, got {key!r}")
+    m = _KEY.match(key.strip())
+    if m is None:
+        raise InputError(f"channel key {key!r}: expected 'kind', 'kind(params)' or "
+                         "'kind(params)#plane'")
+    kind, params, plane = m.group(1), m.group(2), m.group(3)
+    if kind not in _KINDS:
+        raise InputError(f"channel key {key!r}: unknown channel kind {kind!r}; known: "
+                         f"{sorted(_KINDS)}")
+    ptuple = tuple(_param(v) for v in params.split(",")) if params else ()
+    n = _KINDS[kind].n_planes(ptuple)
+    k = int(plane) if plane is not None else 0
+    if not 0 <= k < n:
+        raise InputError(f"channel key {key!r}: plane {k} outside 0..{n - 1}")
+    return kind, ptuple, k
+
+
+def _canonical(kind: str, params: tuple, plane: int) -> str:
+    p = f"({','.join(str(v) for v in params)})" if params else ""
+    multi = _KINDS[kind].n_planes(params) > 1
+    return f"{kind}{p}#{plane}" if multi else f"{kind}{p}"
+
+
+# --------------------------------------------------------------------------------------------
+# Channel sets
+# --------------------------------------------------------------------------------------------
+
+
+class ChannelSet:
+    """An ordered set of channel planes, computed and integrated together.
+
+    Parameters
+    ----------
+    keys : iterable of str
+        Channel keys (duplicates are dropped, order kept).
+
+    Attributes
+    ----------
+    keys : tuple of str
+        Canonical keys, one per plane, in plane order.
+    n_planes : int
+    margin : int
+        Largest margin of the planes.
+    color : bool
+        Some plane needs RGB input.
+    """
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        parsed: list[tuple[str, tuple, int]] = []
+        seen: set[str] = set()
+        for k in keys:
+            pk = parse_channel_key(k)
+            canon = _canonical(*pk)
+            if canon not in seen:
+                seen.add(canon)
+                parsed.append(pk)
+        self.keys = tuple(_canonical(*k) for k in parsed)
+        self._index = {k: i for i, k in enumerate(self.keys)}
+        self.n_planes = len(parsed)
+        self.margin = max((_KINDS[k].margin(p) for k, p, _ in parsed), default=0)
+        self.color = any(_KINDS[k].color for k, _, _ in parsed)
+        self._max = [int(_KINDS[k].max_value(p)) for k, p, _ in parsed]
+        # planes grouped by kind and parameters (or by fuse name): one call per group
+        groups: dict[tuple, list] = {}
+        for i, (kind, params, plane) in enumerate(parsed):
+            k = _KINDS[kind]
+            if k.fuse:
+                key = next((g for g in groups if g[0] == k.fuse and (not params or not g[1]
+                                                                      or g[1] == params)),
+                           (k.fuse, params))
+                if key not in groups:
+                    groups[key] = [k, params, [], []]
+                entry = groups.pop(key)
+                if params and not entry[1]:
+                    key, entry[1] = (k.fuse, params), params
+                groups[key] = entry
+                entry[2].append(k.code(params, plane))
+            else:
+                entry = groups.setdefault((kind, params), [k, params, [], []])
+                entry[2].append(plane)
+            entry[3].append(i)
+        self._groups = [(k, params, np.asarray(codes, np.int64), np.asarray(dst, np.int64))
+                        for k, params, codes, dst in groups.values()]
+
+    # -- set operations -------------------------------------------------------------------------
+
+    def index(self, key: str) -> int:
+        """Plane index of ``key``."""
+        canon = _canonical(*parse_channel_key(key))
+        try:
+            return self._index[canon]
+        except KeyError:
+            raise KeyError(f"channel {key!r} is not in this set {self.keys}") from None
+
+    def union(self, *others: ChannelSet) -> ChannelSet:
+        """The planes of this set followed by those of ``others`` that it lacks."""
+        keys = list(self.keys)
+        for o in others:
+            keys.extend(o.keys)
+        return ChannelSet(keys)
+
+    def max_value(self, plane: int) -> int:
+        """Largest pixel value of ``plane`` before integration."""
+        return self._max[plane]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChannelSet) and self.keys == other.keys
+
+    def __hash__(self) -> int:
+        return hash(self.keys)
+
+    def __len__(self) -> int:
+        return self.n_planes
+
+    def __repr__(self) -> str:
+        return f"ChannelSet({list(self.keys)!r})"
+
+    # -- computation ----------------------------------------------------------------------------
+
+    def _check_input(self, arr: Any, stack: bool, name: str) -> np.ndarray:
+        arr = np.asarray(arr)
+        if arr.dtype != np.uint8:
+            raise InputError(f"{name}: expected uint8 pixels, got dtype {arr.dtype}")
+        base = 3 if stack else 2
+        rgb = arr.ndim == base + 1 and arr.shape[-1] == 3
+        if self.color and not rgb:
+            raise InputError(f"{name}: channels {list(self.keys)} need RGB input "
+                             f"{'(S, H, W, 3)' if stack else '(H, W, 3)'}, got shape "
+                             f"{arr.shape}")
+        if not rgb and arr.ndim != base:
+            raise InputError(f"{name}: expected {'(S, H, W)' if stack else '(H, W)'} pixels, "
+                             f"got shape {arr.shape}")
+        return np.ascontiguousarray(arr)
+
+    def _fill(self, images: np.ndarray, out: np.ndarray, y0: int, x0: int) -> None:
+        """Integrals of ``images`` (N, H, W[, 3]) into ``out`` (N, P, rows, cols) int32
+        (C-contiguous) at row ``y0``, column ``x0`` of every plane."""
+        n, p, rows, cols = out.shape
+        flat = out.reshape(-1)
+        origin = y0 * cols + x0
+        for kind, params, codes, dst in self._groups:
+            bases = (np.arange(n, dtype=np.int64)[:, None] * (p * rows * cols)
+                     + dst[None, :] * (rows * cols) + origin)
+            kind.integrate(images, params, codes, flat, bases, cols)
+
+    def nbytes(self, n: int, height: int, width: int) -> int:
+        """Bytes of the integral planes of ``n`` inputs of ``height x width`` pixels (plus the
+        transient per-pixel planes of one kind)."""
+        return 4 * int(n) * (self.n_planes * (height + 1) * (width + 1) + 2 * height * width)
+
+    def windows(self, windows: Any, *, name: str = "windows") -> np.ndarray:
+        """Integral planes of a window stack.
+
+        Parameters
+        ----------
+        windows : ndarray of uint8, shape (S, H, W) or (S, H, W, 3)
+
+        Returns
+        -------
+        ndarray of int32, shape (S, P, H + 1, W + 1)
+        """
+        arr = self._check_input(windows, True, name)
+        s, h, w = arr.shape[:3]
+        check_memory(self.nbytes(s, h, w), f"integral channels of {s} windows",
+                     advice="Evaluate the windows in smaller batches.")
+        out = np.empty((s, self.n_planes, h + 1, w + 1), dtype=np.int32)
+        if s:
+            self._fill(arr, out, 0, 0)
+        return out
+
+    def image(self, image: Any, *, name: str = "image") -> np.ndarray:
+        """Integral planes of one image, shape ``(P, H + 1, W + 1)`` int32."""
+        arr = self._check_input(image, False, name)
+        h, w = arr.shape[:2]
+        check_memory(self.nbytes(1, h, w), f"integral channels of a {w}x{h} image",
+                     advice="Use a smaller image or a larger minimum object size.")
+        out = np.empty((1, self.n_planes, h + 1, w + 1), dtype=np.int32)
+        self._fill(arr[None], out, 0, 0)
+        return out[0]
+
+    def fill(self, image: Any, out: np.ndarray, y0: int = 0, x0: int = 0) -> None:
+        """Write the integral planes of ``image`` into ``out[:, y0:y0+H+1, x0:x0+W+1]``.
+
+        ``out`` is a ``(P, rows, cols)`` int32 array holding several images side by side (the
+        detector's batches of pyramid levels share one row stride).
+        """
+        arr = self._check_input(image, False, "image")
+        h, w = arr.shape[:2]
+        if out.dtype != np.int32 or out.ndim != 3 or out.shape[0] != self.n_planes:
+            raise ValueError(f"out: expected int32 ({self.n_planes}, rows, cols), got "
+                             f"{out.dtype} {out.shape}")
+        if y0 + h + 1 > out.shape[1] or x0 + w + 1 > out.shape[2]:
+            raise ValueError(f"out: a {w}x{h} image at ({x0}, {y0}) does not fit {out.shape}")
+        if not out.flags.c_contiguous:
+            raise ValueError("out: expected a C-contiguous array")
+        self._fill(arr[None], out[None], int(y0), int(x0))
+
+
+def check_rect_sum_range(channels: ChannelSet, window_shape: Sequence[int]) -> None:
+    """Refuse windows so large that a plane's sum over the whole window overflows 32 bits.
+
+    Rectangle sums are exact while their true value fits in int32 (unsigned for ``gray2``, as
+    OpenCV's detector reads it); the largest rectangle is the window.
+
+    Parameters
+    ----------
+    channels : ChannelSet
+    window_shape : (height, width)
+    """
+    h, w = (int(v) for v in window_shape)
+    for i, key in enumerate(channels.keys):
+        peak = channels.max_value(i) * h * w
+        limit = 2**32 - 1 if key == "gray2" else 2**31 - 1
+        if peak > limit:
+            raise InputError(
+                f"window_shape: a {w}x{h} window is too large for channel {key!r} (its sums "
+                f"could reach {peak}, over the 32-bit range); use a smaller window")

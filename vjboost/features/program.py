@@ -1,0 +1,709 @@
+"""Compiled features: every integral-channel feature as a fixed-size record, one evaluator.
+
+A :class:`Program` describes ``Q`` features of one window size as reads of integral channel
+planes (:mod:`vjboost.features.channels`): which planes, which rectangle corners, which weights,
+which per-window normalisation. Binding it to a memory layout (:meth:`Program.bind`: the row and
+plane strides of the int32 buffer that holds the planes) turns every feature into a record of
+``REC`` int32 words (float32 fields viewed in place), and :func:`node_value` computes a feature
+from its record at a window whose top-left integral entry is at offset ``p``.
+
+That one function serves every place a feature is computed: the families' ``evaluate`` on
+training windows (:func:`evaluate_program`), the cascade runner on window stacks, hard-negative
+mining and detection over image pyramids (``vjboost.cascade.kernels``). A feature therefore has
+exactly the same float32 value wherever it is computed.
+
+Operations (``op``):
+
+``OP_RECTS``
+    ``(w0·R0 + w1·R1 + w2·R2) · norm · scale`` in float32, ``R_r`` the int32 sum of rectangle
+    ``r`` (upright or 45° tilted corners; weight 0 ends the list), summed in that order as
+    OpenCV's Haar evaluator does.
+``OP_MBLBP``
+    OpenCV's multi-block LBP code (0..255) of a 3×3 grid of blocks (categorical).
+``OP_HOG``
+    One entry of a block-normalised histogram of oriented gradients: the sum of orientation
+    plane ``b`` over cell ``c`` of a block of up to 4 cells, normalised over all the block's
+    ``n_cells × n_bins`` sums (L1, L1-sqrt, L2 or L2-Hys).
+
+Per-window normalisations (``norm``):
+
+``NORM_NONE``
+    1.
+``NORM_VARIANCE``
+    OpenCV's ``1 / sqrt(A·Σv² − (Σv)²)`` over the inner window ``(1, 1, W − 2, H − 2)`` (planes
+    ``gray`` and ``gray2``), 0 where that is not positive; the detector also rejects windows
+    whose grey-level σ is at most ``min_std`` (OpenCV's gate) when a cascade uses it.
+``NORM_GRADIENT``
+    ``A / (Σ m + MAG_SCALE·A)`` over the inner window of the ``gradmag`` plane: the inverse of
+    (mean quantised gradient magnitude + one grey level), a contrast normalisation.
+
+Examples
+--------
+>>> import numpy as np
+>>> from vjboost.features.channels import ChannelSet
+>>> prog = Program.rects((4, 4), ChannelSet(["gray"]), rects=[[[0, 0, 2, 4], [2, 0, 2, 4]]],
+...                      weights=[[1.0, -1.0]])
+>>> w = np.array([[[9, 9, 1, 1]] * 4], np.uint8)      # one 4x4 window: bright left half
+>>> evaluate_program(prog, w).tolist()
+[[64.0]]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numba
+import numpy as np
+from numba import prange
+
+from vjboost._errors import InputError
+from vjboost.features.channels import MAG_SCALE, ChannelSet, check_rect_sum_range
+
+__all__ = [
+    "HOG_NORMS",
+    "OPS_HAAR",
+    "OPS_MBLBP",
+    "OPS_MIXED",
+    "OPS_RECTS",
+    "NORM_GRADIENT",
+    "NORM_NONE",
+    "NORM_VARIANCE",
+    "OP_HOG",
+    "OP_MBLBP",
+    "OP_RECTS",
+    "REC",
+    "BoundProgram",
+    "Program",
+    "evaluate_program",
+    "node_value",
+    "window_norms",
+]
+
+_JIT = {"cache": True, "nogil": True}
+
+OP_RECTS, OP_MBLBP, OP_HOG = 0, 1, 2
+NORM_NONE, NORM_VARIANCE, NORM_GRADIENT = 0, 1, 2
+#: block normalisations of OP_HOG, by code
+HOG_NORMS = ("L1", "L1-sqrt", "L2", "L2-Hys")
+
+#: int32 words per bound record (two 64-byte cache lines; a Haar node's data fills the first)
+REC = 32
+# word offsets inside a record
+_OFS = 0                            # 16 corner offsets at 0..15 (OP_MBLBP grid, OP_HOG cells)
+_W = 12                             # OP_RECTS: 12 offsets at 0..11, 3 float32 weights at 12..14
+_THR_R = 15                         # OP_RECTS: float32 split threshold (set by cascade compilers)
+_OP, _NORM, _SCALE = 16, 17, 18     # op code, normalisation, float32 scale
+_THR = 19                           # other ordered ops: float32 split threshold
+_CAT = 20                           # 1 for categorical features
+_SUB = 21                           # free for compilers (e.g. a subset row)
+_HNB, _HNC, _HTGT, _HNORM, _HPS = 22, 23, 24, 25, 26
+_HEPS, _HCLIP = 27, 28              # float32
+
+#: ``ops`` constants of :func:`node_value` (and of the cascade kernels built on it)
+OPS_MIXED, OPS_RECTS, OPS_MBLBP, OPS_HAAR = 0, 1, 2, 3
+
+
+# --------------------------------------------------------------------------------------------
+# The node evaluator (shared by every kernel that computes features)
+# --------------------------------------------------------------------------------------------
+
+
+@numba.njit(inline="always", **_JIT)
+def _u(i):  # pragma: no cover - numba
+    # unsigned index: numba then skips the negative-index wrap-around check
+    return np.uint64(i)
+
+
+@numba.njit(inline="always", **_JIT)
+def _rsum(buf, p, tab, o):  # pragma: no cover - numba
+    """int32 sum of the rectangle whose 4 corner offsets start at ``tab[o]``."""
+    return np.int32(buf[_u(p + tab[_u(o)])] - buf[_u(p + tab[_u(o + 1)])]
+                    - buf[_u(p + tab[_u(o + 2)])] + buf[_u(p + tab[_u(o + 3)])])
+
+
+@numba.njit(inline="always", **_JIT)
+def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cover - numba
+    """Value of the feature whose record starts at word ``o`` of ``tab`` (``tabf``: the same
+    memory as float32), for the window at offset ``p`` of ``buf`` (int32 integral planes).
+
+    ``inv_var``/``inv_grad`` are the window's normalisers (:func:`window_norms`). ``ops`` is a
+    compile-time constant when the caller knows the features' operations (``OPS_*``):
+    ``OPS_RECTS`` only OP_RECTS, ``OPS_MBLBP`` only OP_MBLBP, ``OPS_HAAR`` only OP_RECTS with
+    the variance normalisation and unit scale (OpenCV's Haar features: the record's first
+    cache line is all it reads); ``OPS_MIXED`` reads ``op`` from the record. Returns float32
+    (MB-LBP codes as float32 integers).
+    """
+    if ops == 1 or ops == 3:
+        op = 0
+    elif ops == 2:
+        op = 1
+    else:
+        op = tab[_u(o + _OP)]
+    if op == 0:
+        v = tabf[_u(o + _W)] * np.float32(_rsum(buf, p, tab, o + _OFS))
+        v += tabf[_u(o + _W + 1)] * np.float32(_rsum(buf, p, tab, o + _OFS + 4))
+        w2 = tabf[_u(o + _W + 2)]
+        if w2 != 0.0:
+            v += w2 * np.float32(_rsum(buf, p, tab, o + _OFS + 8))
+        if ops == 3:
+            return v * inv_var
+        nk = tab[_u(o + _NORM)]
+        if nk == 1:
+            v = v * inv_var
+        elif nk == 2:
+            v = v * inv_grad
+        return v * tabf[_u(o + _SCALE)]
+    if op == 1:
+        q = o + _OFS
+        a0 = buf[_u(p + tab[_u(q)])]
+        a1 = buf[_u(p + tab[_u(q + 1)])]
+        a2 = buf[_u(p + tab[_u(q + 2)])]
+        a3 = buf[_u(p + tab[_u(q + 3)])]
+        a4 = buf[_u(p + tab[_u(q + 4)])]
+        a5 = buf[_u(p + tab[_u(q + 5)])]
+        a6 = buf[_u(p + tab[_u(q + 6)])]
+        a7 = buf[_u(p + tab[_u(q + 7)])]
+        a8 = buf[_u(p + tab[_u(q + 8)])]
+        a9 = buf[_u(p + tab[_u(q + 9)])]
+        a10 = buf[_u(p + tab[_u(q + 10)])]
+        a11 = buf[_u(p + tab[_u(q + 11)])]
+        a12 = buf[_u(p + tab[_u(q + 12)])]
+        a13 = buf[_u(p + tab[_u(q + 13)])]
+        a14 = buf[_u(p + tab[_u(q + 14)])]
+        a15 = buf[_u(p + tab[_u(q + 15)])]
+        # corner grid c[j*4+i]; block (i, j) = c0 - c1 - c4 + c5; clockwise from the top-left
+        # block, most significant bit first (OpenCV's LBPEvaluator)
+        cv = np.int32(a5 - a6 - a9 + a10)
+        c = 0
+        if np.int32(a0 - a1 - a4 + a5) >= cv:
+            c |= 128
+        if np.int32(a1 - a2 - a5 + a6) >= cv:
+            c |= 64
+        if np.int32(a2 - a3 - a6 + a7) >= cv:
+            c |= 32
+        if np.int32(a6 - a7 - a10 + a11) >= cv:
+            c |= 16
+        if np.int32(a10 - a11 - a14 + a15) >= cv:
+            c |= 8
+        if np.int32(a9 - a10 - a13 + a14) >= cv:
+            c |= 4
+        if np.int32(a8 - a9 - a12 + a13) >= cv:
+            c |= 2
+        if np.int32(a4 - a5 - a8 + a9) >= cv:
+            c |= 1
+        return np.float32(c)
+    # OP_HOG: two passes over the block's n_cells x n_bins sums (no scratch memory)
+    nb = tab[_u(o + _HNB)]
+    nc = tab[_u(o + _HNC)]
+    tgt = tab[_u(o + _HTGT)]
+    kind = tab[_u(o + _HNORM)]
+    ps = tab[_u(o + _HPS)]
+    eps = np.float64(tabf[_u(o + _HEPS)])
+    clip = np.float64(tabf[_u(o + _HCLIP)])
+    tot = 0.0
+    target = 0.0
+    for c in range(nc):
+        for b in range(nb):
+            x = np.float64(_rsum(buf, p + b * ps, tab, o + _OFS + 4 * c))
+            if c * nb + b == tgt:
+                target = x
+            tot += x if kind <= 1 else x * x
+    if kind == 0:
+        v = target / (tot + eps)
+    elif kind == 1:
+        v = math.sqrt(target / (tot + eps))
+    elif kind == 2:
+        v = target / math.sqrt(tot + eps * eps)
+    else:
+        n1 = math.sqrt(tot + eps * eps)
+        tot2 = 0.0
+        for c in range(nc):
+            for b in range(nb):
+                x = min(np.float64(_rsum(buf, p + b * ps, tab, o + _OFS + 4 * c)) / n1, clip)
+                tot2 += x * x
+        v = min(target / n1, clip) / math.sqrt(tot2 + eps * eps)
+    return np.float32(v) * tabf[_u(o + _SCALE)]
+
+
+@numba.njit(inline="always", **_JIT)
+def window_norms(buf, p, pro, prof):  # pragma: no cover - numba
+    """The window's normalisers and its variance term: ``(inv_var, inv_grad, nf)``.
+
+    ``pro`` (int64, 12): corner offsets of the inner window in the ``gray``, ``gray2`` and
+    ``gradmag`` planes; ``prof`` (float64, 2): the inner area when the variance / gradient
+    normalisation is used, else 0. ``nf = A·Σv² − (Σv)²`` (0 when unused) feeds the detector's
+    σ gate.
+    """
+    inv_var = np.float32(1.0)
+    inv_grad = np.float32(1.0)
+    nf = 0.0
+    area = prof[0]
+    if area > 0.0:
+        vs = np.int32(buf[_u(p + pro[0])] - buf[_u(p + pro[1])] - buf[_u(p + pro[2])]
+                      + buf[_u(p + pro[3])])
+        vq = (np.int64(buf[_u(p + pro[4])]) - np.int64(buf[_u(p + pro[5])])
+              - np.int64(buf[_u(p + pro[6])]) + np.int64(buf[_u(p + pro[7])])) & 0xFFFFFFFF
+        nf = area * np.float64(vq) - np.float64(vs) * np.float64(vs)
+        inv_var = np.float32(1.0 / math.sqrt(nf)) if nf > 0.0 else np.float32(0.0)
+    area_g = prof[1]
+    if area_g > 0.0:
+        tot = np.int32(buf[_u(p + pro[8])] - buf[_u(p + pro[9])] - buf[_u(p + pro[10])]
+                       + buf[_u(p + pro[11])])
+        inv_grad = np.float32(area_g / (np.float64(tot) + MAG_SCALE * area_g))
+    return inv_var, inv_grad, nf
+
+
+@numba.njit(parallel=True, **_JIT)
+def _evaluate_kernel(buf, bases, tab, tabf, pro, prof, out):  # pragma: no cover - numba
+    """``out[q, j]`` = feature ``q`` at window offset ``bases[j]`` (blocks of 64 windows)."""
+    n_q = out.shape[0]
+    n_p = bases.shape[0]
+    n_blk = (n_p + 63) // 64
+    for blk in prange(n_blk):
+        j0 = blk * 64
+        j1 = min(n_p, j0 + 64)
+        iv = np.empty(j1 - j0, dtype=np.float32)
+        ig = np.empty(j1 - j0, dtype=np.float32)
+        for j in range(j0, j1):
+            a, b, _ = window_norms(buf, bases[j], pro, prof)
+            iv[j - j0] = a
+            ig[j - j0] = b
+        for q in range(n_q):
+            o = q * REC
+            for j in range(j0, j1):
+                out[q, j] = node_value(tab, tabf, o, buf, bases[j], iv[j - j0], ig[j - j0],
+                                       OPS_MIXED)
+
+
+# --------------------------------------------------------------------------------------------
+# Programs
+# --------------------------------------------------------------------------------------------
+
+
+def _f32(v: Any) -> np.ndarray:
+    return np.asarray(v, dtype=np.float64).astype(np.float32)
+
+
+def _rect_corners(x, y, w, h, tilted) -> list[tuple[int, int]]:
+    """Corners ``(dx, dy)`` of a rectangle, in the order ``+p0 − p1 − p2 + p3``."""
+    if tilted:
+        return [(x, y), (x - h, y + h), (x + w, y + w), (x + w - h, y + w + h)]
+    return [(x, y), (x + w, y), (x, y + h), (x + w, y + h)]
+
+
+@dataclass(frozen=True, eq=False)
+class BoundProgram:
+    """A program bound to a buffer layout: what the kernels read.
+
+    Attributes
+    ----------
+    tab : ndarray of int32, shape (Q * REC,)
+        The records (``tabf`` is the same memory as float32).
+    pro : ndarray of int64, shape (12,)
+    prof : ndarray of float64, shape (2,)
+        Normaliser corners and areas (:func:`window_norms`).
+    """
+
+    tab: np.ndarray
+    pro: np.ndarray
+    prof: np.ndarray
+
+    @property
+    def tabf(self) -> np.ndarray:
+        return self.tab.view(np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """``Q`` features as reads of integral channel planes (see the module docstring).
+
+    Build programs with :meth:`rects`, :meth:`mblbp`, :meth:`hog` and combine them with
+    :meth:`concat`; :meth:`take` selects features. Arrays are indexed by feature.
+
+    Attributes
+    ----------
+    window_shape : (height, width)
+    channels : ChannelSet
+    op, norm : ndarray of int8, shape (Q,)
+    plane : ndarray of int32, shape (Q, 4)
+        Plane (index into ``channels``) of each rectangle group (OP_RECTS: rectangle r;
+        OP_MBLBP / OP_HOG: entry 0, for HOG the first orientation plane).
+    corners : ndarray of int32, shape (Q, 16, 2)
+        ``(dx, dy)`` corners in window coordinates: 4 per rectangle (OP_RECTS, OP_HOG cells) or
+        the 4×4 grid (OP_MBLBP).
+    weights : ndarray of float32, shape (Q, 3)
+    scale : ndarray of float32, shape (Q,)
+    hogi : ndarray of int32, shape (Q, 4)
+        ``(n_bins, n_cells, target, norm code)`` of OP_HOG features.
+    hogf : ndarray of float32, shape (Q, 2)
+        ``(eps, clip)`` of OP_HOG features.
+    categorical : ndarray of bool, shape (Q,)
+    """
+
+    window_shape: tuple[int, int]
+    channels: ChannelSet
+    op: np.ndarray
+    norm: np.ndarray
+    plane: np.ndarray
+    corners: np.ndarray
+    weights: np.ndarray
+    scale: np.ndarray
+    hogi: np.ndarray
+    hogf: np.ndarray
+    categorical: np.ndarray
+    _checked: bool = field(default=False, repr=False)
+
+    def __post_init__(self) -> None:
+        q = self.op.shape[0]
+        for name, shape in (("norm", (q,)), ("plane", (q, 4)), ("corners", (q, 16, 2)),
+                            ("weights", (q, 3)), ("scale", (q,)), ("hogi", (q, 4)),
+                            ("hogf", (q, 2)), ("categorical", (q,))):
+            if getattr(self, name).shape != shape:
+                raise ValueError(f"Program.{name}: expected shape {shape}, got "
+                                 f"{getattr(self, name).shape}")
+        if not self._checked:
+            self._check()
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _empty(q: int) -> dict[str, np.ndarray]:
+        return {
+            "op": np.zeros(q, np.int8), "norm": np.zeros(q, np.int8),
+            "plane": np.zeros((q, 4), np.int32), "corners": np.zeros((q, 16, 2), np.int32),
+            "weights": np.zeros((q, 3), np.float32), "scale": np.ones(q, np.float32),
+            "hogi": np.zeros((q, 4), np.int32), "hogf": np.zeros((q, 2), np.float32),
+            "categorical": np.zeros(q, bool),
+        }
+
+    @classmethod
+    def _with_norm_planes(cls, channels: ChannelSet, norm: np.ndarray) -> ChannelSet:
+        extra = []
+        if (norm == NORM_VARIANCE).any():
+            extra += ["gray", "gray2"]
+        if (norm == NORM_GRADIENT).any():
+            extra += ["gradmag"]
+        return channels.union(ChannelSet(extra)) if extra else channels
+
+    @classmethod
+    def rects(cls, window_shape: Sequence[int], channels: ChannelSet, *, rects: Any,
+              weights: Any, planes: Any = None, tilted: Any = None, norm: Any = NORM_NONE,
+              scale: Any = 1.0) -> Program:
+        """Weighted sums of up to 3 rectangles per feature (OP_RECTS).
+
+        Parameters
+        ----------
+        window_shape : (height, width)
+        channels : ChannelSet
+            Planes the rectangles read (normalisation planes are added as needed).
+        rects : array-like of int, shape (Q, R, 4), R <= 3
+            ``(x, y, w, h)`` per rectangle (tilted: OpenCV's 45° rectangle hanging from
+            corner ``(x, y)``, ``w`` along the down-right diagonal, ``h`` along the down-left).
+        weights : array-like of float, shape (Q, R)
+            A zero weight ends a feature's list (its later rectangles are ignored).
+        planes : array-like of int, shape (Q, R) or (Q,), optional
+            Plane of each rectangle (index into ``channels``; default 0).
+        tilted : array-like of bool, shape (Q, R) or (Q,), optional
+            45° rectangles (their plane should be the ``tilted`` integral).
+        norm : int or array-like of int, shape (Q,)
+        scale : float or array-like, shape (Q,)
+        """
+        r = np.asarray(rects, dtype=np.int64)
+        if r.ndim != 3 or r.shape[2] != 4 or not 1 <= r.shape[1] <= 3:
+            raise ValueError(f"rects: expected (Q, R<=3, 4) (x, y, w, h), got {r.shape}")
+        q, n_r = r.shape[:2]
+        wts = np.asarray(weights, dtype=np.float64).reshape(q, n_r)
+        pl = (np.zeros((q, n_r), np.int64) if planes is None
+              else np.broadcast_to(np.asarray(planes, np.int64).reshape(q, -1), (q, n_r)))
+        tl = (np.zeros((q, n_r), bool) if tilted is None
+              else np.broadcast_to(np.asarray(tilted, bool).reshape(q, -1), (q, n_r)))
+        d = cls._empty(q)
+        d["op"][:] = OP_RECTS
+        d["norm"][:] = np.broadcast_to(np.asarray(norm, np.int8), (q,))
+        d["scale"][:] = _f32(np.broadcast_to(np.asarray(scale, np.float64), (q,)))
+        d["weights"][:, :n_r] = _f32(wts)
+        for k in range(n_r):
+            d["plane"][:, k] = pl[:, k]
+            x, y, w, h = (r[:, k, j] for j in range(4))
+            t = tl[:, k]
+            cx = np.stack([x, np.where(t, x - h, x + w), np.where(t, x + w, x),
+                           np.where(t, x + w - h, x + w)], axis=1)
+            cy = np.stack([y, np.where(t, y + h, y), np.where(t, y + w, y + h),
+                           np.where(t, y + w + h, y + h)], axis=1)
+            d["corners"][:, 4 * k:4 * k + 4, 0] = cx
+            d["corners"][:, 4 * k:4 * k + 4, 1] = cy
+        used = np.cumprod(d["weights"] != 0, axis=1).astype(bool)  # a zero weight ends the list
+        d["weights"][~used] = 0
+        for k in range(3):
+            d["corners"][~used[:, k], 4 * k:4 * k + 4] = 0
+            d["plane"][~used[:, k], k] = 0
+        chans = cls._with_norm_planes(channels, d["norm"])
+        return cls(tuple(int(v) for v in window_shape), chans, **d)
+
+    @classmethod
+    def mblbp(cls, window_shape: Sequence[int], *, blocks: Any,
+              channels: ChannelSet | None = None, plane: int = 0) -> Program:
+        """Multi-block LBP codes (OP_MBLBP, categorical) of 3×3 grids of ``w×h`` blocks.
+
+        Parameters
+        ----------
+        window_shape : (height, width)
+        blocks : array-like of int, shape (Q, 4)
+            ``(x, y, w, h)``: the top-left block of each grid.
+        channels : ChannelSet, optional
+            Default ``ChannelSet(["gray"])``; ``plane`` is the plane the grid reads.
+        """
+        b = np.asarray(blocks, dtype=np.int64).reshape(-1, 4)
+        q = b.shape[0]
+        d = cls._empty(q)
+        d["op"][:] = OP_MBLBP
+        d["categorical"][:] = True
+        d["plane"][:, 0] = plane
+        j, i = np.divmod(np.arange(16), 4)
+        d["corners"][:, :, 0] = b[:, 0:1] + i[None] * b[:, 2:3]
+        d["corners"][:, :, 1] = b[:, 1:2] + j[None] * b[:, 3:4]
+        chans = channels if channels is not None else ChannelSet(["gray"])
+        return cls(tuple(int(v) for v in window_shape), chans, **d)
+
+    @classmethod
+    def hog(cls, window_shape: Sequence[int], channels: ChannelSet, *, first_plane: Any,
+            n_bins: int, cells: Any, target: Any, block_norm: str = "L2-Hys",
+            eps: float = 1.0, clip: float = 0.2, scale: Any = 1.0) -> Program:
+        """Block-normalised orientation histogram entries (OP_HOG).
+
+        Parameters
+        ----------
+        window_shape : (height, width)
+        channels : ChannelSet
+            Holds the orientation planes; bin ``b`` of a feature is plane
+            ``first_plane + b`` (consecutive planes).
+        first_plane : int or array-like, shape (Q,)
+        n_bins : int
+        cells : array-like of int, shape (Q, C, 4), C <= 4
+            ``(x, y, w, h)`` of the block's cells.
+        target : array-like of int, shape (Q,)
+            ``cell * n_bins + bin`` of the entry.
+        block_norm : {"L1", "L1-sqrt", "L2", "L2-Hys"}
+        eps : float
+            Regulariser, in units of the summed plane values.
+        clip : float
+            L2-Hys clipping level.
+        """
+        if block_norm not in HOG_NORMS:
+            raise InputError(f"block_norm: expected one of {HOG_NORMS}, got {block_norm!r}")
+        c = np.asarray(cells, dtype=np.int64)
+        if c.ndim != 3 or c.shape[2] != 4 or not 1 <= c.shape[1] <= 4:
+            raise ValueError(f"cells: expected (Q, C<=4, 4), got {c.shape}")
+        q, n_c = c.shape[:2]
+        d = cls._empty(q)
+        d["op"][:] = OP_HOG
+        d["plane"][:, 0] = np.broadcast_to(np.asarray(first_plane, np.int64), (q,))
+        d["scale"][:] = _f32(np.broadcast_to(np.asarray(scale, np.float64), (q,)))
+        tgt = np.broadcast_to(np.asarray(target, np.int64), (q,))
+        d["hogi"][:] = np.stack([np.full(q, n_bins), np.full(q, n_c), tgt,
+                                np.full(q, HOG_NORMS.index(block_norm))], axis=1)
+        d["hogf"][:] = _f32([eps, clip])
+        for k in range(n_c):
+            x, y, w, h = (c[:, k, j] for j in range(4))
+            d["corners"][:, 4 * k:4 * k + 4, 0] = np.stack([x, x + w, x, x + w], axis=1)
+            d["corners"][:, 4 * k:4 * k + 4, 1] = np.stack([y, y, y + h, y + h], axis=1)
+        return cls(tuple(int(v) for v in window_shape), channels, **d)
+
+    @classmethod
+    def concat(cls, programs: Sequence[Program]) -> Program:
+        """One program with the features of ``programs`` in order (channels united)."""
+        programs = list(programs)
+        if not programs:
+            raise ValueError("programs: nothing to concatenate")
+        shape = programs[0].window_shape
+        if any(p.window_shape != shape for p in programs):
+            raise ValueError(f"programs: window shapes differ "
+                             f"{sorted({p.window_shape for p in programs})}")
+        chans = programs[0].channels.union(*(p.channels for p in programs[1:]))
+        parts = []
+        for p in programs:
+            remap = np.array([chans.index(k) for k in p.channels.keys], dtype=np.int32)
+            parts.append(remap[p.plane])
+        d = {k: np.concatenate([getattr(p, k) for p in programs])
+             for k in ("op", "norm", "corners", "weights", "scale", "hogi", "hogf",
+                       "categorical")}
+        return cls(shape, chans, plane=np.concatenate(parts), _checked=True, **d)
+
+    def take(self, ids: Any) -> Program:
+        """The features ``ids`` (in that order)."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1)
+        d = {k: getattr(self, k)[ids] for k in ("op", "norm", "plane", "corners", "weights",
+                                                 "scale", "hogi", "hogf", "categorical")}
+        return Program(self.window_shape, self.channels, _checked=True, **d)
+
+    # -- properties -----------------------------------------------------------------------------
+
+    @property
+    def n_features(self) -> int:
+        return int(self.op.shape[0])
+
+    def __len__(self) -> int:
+        return self.n_features
+
+    @property
+    def ops_mask(self) -> int:
+        """The ``OPS_*`` constant of these features (see :func:`node_value`)."""
+        kinds = set(np.unique(self.op).tolist())
+        if kinds == {OP_RECTS} and not self.categorical.any():
+            haar = (self.norm == NORM_VARIANCE).all() and (self.scale == 1).all()
+            return OPS_HAAR if haar else OPS_RECTS
+        return OPS_MBLBP if kinds == {OP_MBLBP} else OPS_MIXED
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def _reads(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per feature, the corners actually read (mask (Q, 16)) and their planes (Q, 16)."""
+        q = self.n_features
+        mask = np.zeros((q, 16), bool)
+        planes = np.zeros((q, 16), np.int64)
+        rect = self.op == OP_RECTS
+        for k in range(3):
+            used = rect & (self.weights[:, k] != 0)
+            mask[used, 4 * k:4 * k + 4] = True
+            planes[used, 4 * k:4 * k + 4] = self.plane[used, k:k + 1]
+        lbp = self.op == OP_MBLBP
+        mask[lbp] = True
+        planes[lbp] = self.plane[lbp, 0:1]
+        for k in range(4):
+            used = (self.op == OP_HOG) & (self.hogi[:, 1] > k)
+            mask[used, 4 * k:4 * k + 4] = True
+            planes[used, 4 * k:4 * k + 4] = self.plane[used, 0:1]
+        return mask, planes
+
+    def _check(self) -> None:
+        """Every corner inside the window (and its margin), every plane in the set."""
+        h, w = self.window_shape
+        if h < 1 or w < 1:
+            raise InputError(f"window_shape: expected positive (height, width), got "
+                             f"{self.window_shape}")
+        check_rect_sum_range(self.channels, self.window_shape)
+        p = self.channels.n_planes
+        mask, planes = self._reads()
+        hog = self.op == OP_HOG
+        last = planes + np.where(hog[:, None], self.hogi[:, 0:1] - 1, 0)
+        if mask.any() and (planes[mask].min() < 0 or last[mask].max() >= p):
+            raise InputError(f"program: a feature reads a plane outside 0..{p - 1}")
+        if ((self.norm == NORM_VARIANCE) & (h < 3 or w < 3)).any():
+            raise InputError(f"window_shape: the variance normalisation needs windows of at "
+                             f"least 3x3 pixels, got {w}x{h}")
+        # margins: a plane with margin m may only be read m pixels inside the window
+        margins = np.array([ChannelSet([k]).margin for k in self.channels.keys], np.int64)
+        m = np.zeros_like(planes)
+        if mask.any():
+            m[mask] = margins[np.minimum(last[mask], p - 1)]
+        cx, cy = self.corners[..., 0], self.corners[..., 1]
+        # corner (dx, dy) reads integral entry (dy, dx): pixels [m, W - m) need m <= d <= W - m
+        bad = mask & ((cx < m) | (cy < m) | (cx > w - m) | (cy > h - m))
+        if bad.any():
+            f = int(np.nonzero(bad.any(axis=1))[0][0])
+            raise InputError(f"program: feature {f} reads corners "
+                             f"{self.corners[f][mask[f]].tolist()} outside the {w}x{h} window "
+                             f"(or its margin)")
+
+    # -- binding and evaluation -----------------------------------------------------------------
+
+    def bind(self, row_stride: int, plane_stride: int) -> BoundProgram:
+        """Records for a buffer whose rows are ``row_stride`` and planes ``plane_stride``
+        entries apart (offsets relative to a window's top-left integral entry)."""
+        q = self.n_features
+        # 64-byte aligned records: a Haar node's data is one cache line
+        raw = np.zeros(q * REC + 16, dtype=np.int32)
+        start = (-raw.ctypes.data % 64) // 4
+        tab = raw[start:start + q * REC].reshape(q, REC)
+        tabf = tab.view(np.float32)
+        mask, planes = self._reads()
+        ofs = (planes * plane_stride + self.corners[..., 1].astype(np.int64) * row_stride
+               + self.corners[..., 0])
+        ofs[~mask] = 0
+        if q and (np.abs(ofs).max() >= 2**31 or plane_stride * self.channels.n_planes >= 2**31):
+            raise InputError("program: the buffer is too large for 32-bit record offsets; "
+                             "process the image in smaller parts")
+        tab[:, _OP] = self.op
+        tab[:, _NORM] = self.norm
+        tab[:, _OFS:_OFS + 16] = ofs
+        rect = self.op == OP_RECTS
+        tabf[rect, _W:_W + 3] = self.weights[rect]
+        tabf[:, _SCALE] = self.scale
+        tab[:, _CAT] = self.categorical
+        tab[:, _HNB:_HNB + 4] = self.hogi
+        tab[:, _HPS] = plane_stride
+        tabf[:, _HEPS:_HEPS + 2] = self.hogf
+        h, w = self.window_shape
+        pro = np.zeros(12, dtype=np.int64)
+        prof = np.zeros(2, dtype=np.float64)
+        inner = np.array([1 * row_stride + 1, 1 * row_stride + w - 1,
+                          (h - 1) * row_stride + 1, (h - 1) * row_stride + w - 1], np.int64)
+        if (self.norm == NORM_VARIANCE).any():
+            pro[0:4] = self.channels.index("gray") * plane_stride + inner
+            pro[4:8] = self.channels.index("gray2") * plane_stride + inner
+            prof[0] = float((w - 2) * (h - 2))
+        if (self.norm == NORM_GRADIENT).any():
+            pro[8:12] = self.channels.index("gradmag") * plane_stride + inner
+            prof[1] = float((w - 2) * (h - 2))
+        return BoundProgram(tab.reshape(-1), pro, prof)
+
+    def features_nbytes(self, n_windows: int) -> int:
+        """Bytes of the integral planes of ``n_windows`` windows."""
+        h, w = self.window_shape
+        return self.channels.nbytes(n_windows, h, w)
+
+
+def evaluate_program(program: Program, windows: Any = None, *, planes: np.ndarray | None = None,
+                     feature_ids: Any = None, sample_ids: Any = None) -> np.ndarray:
+    """Values of a program's features on windows.
+
+    Parameters
+    ----------
+    program : Program
+    windows : ndarray of uint8, shape (S, H, W) or (S, H, W, 3), optional
+        The windows (their planes are computed); or give ``planes``.
+    planes : ndarray of int32, shape (S, P, H + 1, W + 1), optional
+        Planes from ``program.channels.windows(windows)`` (prepared once, evaluated often).
+    feature_ids, sample_ids : array-like of int, optional
+        Subsets (default all).
+
+    Returns
+    -------
+    ndarray of float32, shape (len(feature_ids), len(sample_ids))
+    """
+    if planes is None:
+        if windows is None:
+            raise ValueError("evaluate_program: give windows or planes")
+        planes = program.channels.windows(windows)
+    h, w = program.window_shape
+    if planes.ndim != 4 or planes.shape[1:] != (program.channels.n_planes, h + 1, w + 1):
+        raise InputError(f"planes: expected (S, {program.channels.n_planes}, {h + 1}, {w + 1}), "
+                         f"got {planes.shape}")
+    prog = program if feature_ids is None else program.take(feature_ids)
+    n = planes.shape[0]
+    sids = (np.arange(n, dtype=np.int64) if sample_ids is None
+            else np.asarray(sample_ids, dtype=np.int64).reshape(-1))
+    bound = prog.bind(w + 1, (h + 1) * (w + 1))
+    bases = sids * (planes.shape[1] * (h + 1) * (w + 1))
+    out = np.empty((prog.n_features, sids.shape[0]), dtype=np.float32)
+    if out.size:
+        _evaluate_kernel(planes.reshape(-1), bases, bound.tab, bound.tabf, bound.pro,
+                         bound.prof, out)
+    return out
+
+
+def _evaluate_positions(program: Program, planes: np.ndarray, positions: np.ndarray,
+                        feature_ids: Any = None) -> np.ndarray:
+    """Values at window top-left ``positions`` (P, 2) ``(y, x)`` of image planes (C, H+1, W+1)."""
+    prog = program if feature_ids is None else program.take(feature_ids)
+    _, rows, cols = planes.shape
+    bound = prog.bind(cols, rows * cols)
+    bases = positions[:, 0].astype(np.int64) * cols + positions[:, 1]
+    out = np.empty((prog.n_features, bases.shape[0]), dtype=np.float32)
+    if out.size:
+        _evaluate_kernel(np.ascontiguousarray(planes).reshape(-1), bases, bound.tab,
+                         bound.tabf, bound.pro, bound.prof, out)
+    return out

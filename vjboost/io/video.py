@@ -1,0 +1,119 @@
+"""Video and camera frames, read in one place (OpenCV's ``VideoCapture``) with clear errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .._errors import InputError
+
+__all__ = ["VideoFrames", "VideoReadError", "iter_frames"]
+
+
+class VideoReadError(InputError):
+    """A video file or camera cannot be opened or yields no frame."""
+
+
+class VideoFrames:
+    """The frames of a video file or a camera, as a context manager.
+
+    Parameters
+    ----------
+    target : str or int
+        A video file or a camera index.
+    every : int, default=1
+        Yield frames ``0, every, 2·every...`` (indices count every frame read).
+    max_frames : int, optional
+        Stop after reading this many frames (also those skipped by ``every``).
+    gray : bool, default=False
+        Yield (H, W) uint8 gray frames instead of OpenCV's (H, W, 3) BGR.
+
+    Attributes
+    ----------
+    n_frames : int
+        Frame count the container announces (0 when unknown, e.g. cameras), capped by
+        ``max_frames``.
+    fps : float
+        Frames per second (25 when unknown).
+    n_read : int
+        Frames read so far.
+
+    Raises
+    ------
+    VideoReadError
+        On entering, when the source cannot be opened; after iterating, when it yielded no
+        frame at all.
+    """
+
+    def __init__(self, target: str | int, *, every: int = 1, max_frames: int | None = None,
+                 gray: bool = False) -> None:
+        if every < 1:
+            raise ValueError(f"every: expected an integer >= 1, got {every}")
+        self.target = target
+        self.every = int(every)
+        self.max_frames = max_frames
+        self.gray = gray
+        self.what = "camera" if isinstance(target, int) else "video"
+        self.label = f"camera {target}" if isinstance(target, int) else str(target)
+        self.n_frames = 0
+        self.fps = 25.0
+        self.n_read = 0
+        self._cap: Any = None
+
+    def __enter__(self) -> VideoFrames:
+        import cv2
+
+        try:
+            cap = cv2.VideoCapture(self.target)
+        except (cv2.error, OverflowError, SystemError) as exc:
+            raise VideoReadError(f"{self.label}: cannot open the {self.what} ({exc})") from None
+        if not cap.isOpened():
+            cap.release()
+            why = "no such camera" if self.what == "camera" else "unreadable or unsupported codec"
+            raise VideoReadError(f"{self.label}: cannot open the {self.what} ({why})")
+        self._cap = cap
+        n = int(cap.get(cv2.CAP_PROP_FRAME_COUNT) or 0) if self.what == "video" else 0
+        n = max(n, 0)
+        if self.max_frames:
+            n = min(n, self.max_frames) if n > 0 else self.max_frames
+        self.n_frames = n
+        self.fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0) or 25.0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._cap is not None:
+            self._cap.release()
+            self._cap = None
+
+    def __iter__(self) -> Iterator[tuple[int, np.ndarray]]:
+        import cv2
+
+        if self._cap is None:
+            raise RuntimeError("VideoFrames: iterate inside its 'with' block")
+        while self.max_frames is None or self.n_read < self.max_frames:
+            ok, frame = self._cap.read()
+            if not ok or frame is None:
+                break
+            k = self.n_read
+            self.n_read += 1
+            if k % self.every == 0:
+                if self.gray and frame.ndim == 3:
+                    frame = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
+                yield k, frame
+        if self.n_read == 0:
+            raise VideoReadError(f"{self.label}: no frame could be read from the {self.what}")
+
+
+def iter_frames(target: str | int, *, every: int = 1, max_frames: int | None = None,
+                gray: bool = False) -> Iterator[tuple[int, np.ndarray]]:
+    """``(index, frame)`` of a video or camera (see :class:`VideoFrames` for the arguments).
+
+    Raises
+    ------
+    VideoReadError
+        When the source cannot be opened or yields no frame at all.
+    """
+    with VideoFrames(target, every=every, max_frames=max_frames, gray=gray) as frames:
+        yield from frames

@@ -1,0 +1,302 @@
+"""Writing detections: JSON lines, COCO, Pascal VOC and YOLO, atomically.
+
+A :class:`DetectionWriter` is opened once per run (:func:`open_detection_writer`), receives the
+detections of every image or frame, and writes its files on :meth:`~DetectionWriter.close`, each
+through a temporary file renamed into place, so that a failed run leaves no half-written file.
+:func:`check_output` refuses an output that cannot be written before any work starts.
+
+Formats
+-------
+``jsonl``
+    One JSON object per detection: ``source, frame, x, y, w, h, score, neighbors``.
+``coco``
+    One COCO JSON document: ``images`` (``file_name``, ``width``, ``height``), ``annotations``
+    with ``bbox`` and ``score``, one category; readable by :func:`vjboost.io.read_annotations`
+    and scored by ``vjeval --detections``.
+``voc``
+    A folder with one Pascal VOC XML per image (1-based inclusive corners).
+``yolo``
+    A folder with one ``<stem>.txt`` per image: ``class cx cy w h score`` (fractions of the
+    image size), and ``classes.txt``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+from .._errors import OutputError
+from .._io import atomic_open, atomic_write
+
+__all__ = ["DETECTION_FORMATS", "DetectionWriter", "check_output", "open_detection_writer"]
+
+DETECTION_FORMATS = ("jsonl", "coco", "voc", "yolo")
+"""Output formats of :func:`open_detection_writer`."""
+
+
+def check_output(path: str | os.PathLike[str], *, folder: bool = False,
+                 what: str = "output") -> Path:
+    """Check that an output file or folder can be written, before any work is done.
+
+    A file's folder must exist and be writable, and the file must not be a folder; an output
+    folder is created when its parent exists.
+
+    Parameters
+    ----------
+    path : path-like
+    folder : bool, default=False
+        The output is a folder (created if missing).
+    what : str
+        Name used in messages (an option such as ``--save``).
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    OutputError
+        One line naming the path and the reason.
+
+    Examples
+    --------
+    >>> check_output("/nonexistent/dir/out.jsonl")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    vjboost._errors.OutputError: ...
+    """
+    p = Path(path)
+    if folder:
+        if p.exists() and not p.is_dir():
+            raise OutputError(f"{what}: {p} exists and is not a folder")
+        if not p.exists():
+            if not p.parent.is_dir():
+                raise OutputError(f"{what}: cannot create {p}: the folder {p.parent} does not "
+                                  "exist")
+            try:
+                p.mkdir()
+            except OSError as exc:
+                raise OutputError(f"{what}: cannot create {p} ({exc.strerror or exc})") from None
+        target = p
+    else:
+        if p.is_dir():
+            raise OutputError(f"{what}: {p} is a folder; give a file name")
+        target = p.parent if str(p.parent) else Path(".")
+        if not target.is_dir():
+            raise OutputError(f"{what}: cannot write {p}: the folder {target} does not exist")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise OutputError(f"{what}: cannot write in {target} (permission denied)")
+    return p
+
+
+@dataclass
+class _Image:
+    name: str
+    frame: int
+    width: int
+    height: int
+    boxes: np.ndarray
+    scores: np.ndarray
+    neighbors: np.ndarray
+
+
+@dataclass
+class DetectionWriter:
+    """Collects detections and writes them in one format (see :func:`open_detection_writer`).
+
+    Attributes
+    ----------
+    format : str
+    path : str
+        File (jsonl, coco; ``"-"``: stdout) or folder (voc, yolo).
+    label : str
+        Category name written to coco/voc/yolo.
+    n_detections : int
+    """
+
+    format: str
+    path: str
+    label: str = "object"
+    n_detections: int = 0
+    _images: list[_Image] = field(default_factory=list)
+    _fh: IO[str] | None = None
+    _ctx: Any = None
+
+    def add(self, source: str, boxes, scores, neighbors=None, *, frame: int = 0,
+            image_size: tuple[int, int] = (0, 0)) -> None:
+        """Record one image's (or frame's) detections.
+
+        Parameters
+        ----------
+        source : str
+            Image path (or video path; frames are told apart by ``frame``).
+        boxes : array-like (n, 4)
+        scores : array-like (n,)
+        neighbors : array-like (n,), optional
+        frame : int
+        image_size : (width, height)
+            Needed by coco, voc and yolo.
+        """
+        b = np.asarray(boxes, dtype=np.int64).reshape(-1, 4)
+        s = np.asarray(scores, dtype=np.float64).reshape(-1)
+        nb = (np.ones(len(b), dtype=np.int64) if neighbors is None
+              else np.asarray(neighbors, dtype=np.int64).reshape(-1))
+        self.n_detections += len(b)
+        if self.format == "jsonl":
+            assert self._fh is not None
+            for (x, y, w, h), sc, n in zip(b.tolist(), s.tolist(), nb.tolist(), strict=True):
+                self._fh.write(json.dumps({"source": source, "frame": int(frame), "x": x, "y": y,
+                                           "w": w, "h": h, "score": round(sc, 6),
+                                           "neighbors": n}) + "\n")
+            return
+        self._images.append(_Image(source, int(frame), int(image_size[0]), int(image_size[1]),
+                                   b, s, nb))
+
+    def close(self) -> None:
+        """Write the files (atomically) and release the output."""
+        try:
+            if self.format == "jsonl":
+                if self._ctx is not None:
+                    self._ctx.__exit__(None, None, None)
+                elif self._fh is not None:
+                    self._fh.flush()
+            elif self.format == "coco":
+                self._write_coco()
+            elif self.format == "voc":
+                self._write_voc()
+            elif self.format == "yolo":
+                self._write_yolo()
+        except OSError as exc:
+            raise OutputError(f"{self.path}: cannot be written ({exc.strerror or exc})") from None
+        finally:
+            self._fh = self._ctx = None
+
+    def abort(self) -> None:
+        """Drop what was collected (a jsonl temporary file is removed)."""
+        if self._ctx is not None:
+            import contextlib
+
+            with contextlib.suppress(Exception):
+                self._ctx.__exit__(RuntimeError, RuntimeError("aborted"), None)
+        self._fh = self._ctx = None
+
+    def __enter__(self) -> DetectionWriter:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+    def _stem(self, im: _Image, used: set[str]) -> str:
+        stem = Path(im.name).stem + (f"_{im.frame:06d}" if im.frame else "")
+        name, k = stem, 1
+        while name in used:
+            name = f"{stem}_{k}"
+            k += 1
+        used.add(name)
+        return name
+
+    def _write_coco(self) -> None:
+        images, anns = [], []
+        for i, im in enumerate(self._images, 1):
+            entry = {"id": i, "file_name": im.name, "width": im.width, "height": im.height}
+            if im.frame:
+                entry["frame"] = im.frame
+            images.append(entry)
+            for (x, y, w, h), sc, n in zip(im.boxes.tolist(), im.scores.tolist(),
+                                           im.neighbors.tolist(), strict=True):
+                anns.append({"id": len(anns) + 1, "image_id": i, "category_id": 1,
+                             "bbox": [x, y, w, h], "area": w * h, "iscrowd": 0,
+                             "score": round(sc, 6), "neighbors": n})
+        doc = {"images": images, "annotations": anns,
+               "categories": [{"id": 1, "name": self.label}]}
+        text = json.dumps(doc, indent=1) + "\n"
+        if self.path == "-":
+            sys.stdout.write(text)
+        else:
+            atomic_write(self.path, text)
+
+    def _write_voc(self) -> None:
+        used: set[str] = set()
+        for im in self._images:
+            objs = "".join(
+                f"  <object>\n    <name>{escape(self.label)}</name>\n    <score>{sc:.6f}</score>\n"
+                f"    <difficult>0</difficult>\n    <bndbox><xmin>{x + 1}</xmin><ymin>{y + 1}"
+                f"</ymin><xmax>{x + w}</xmax><ymax>{y + h}</ymax></bndbox>\n  </object>\n"
+                for (x, y, w, h), sc in zip(im.boxes.tolist(), im.scores.tolist(), strict=True))
+            xml = (f"<annotation>\n  <filename>{escape(Path(im.name).name)}</filename>\n"
+                   f"  <path>{escape(im.name)}</path>\n  <size><width>{im.width}</width>"
+                   f"<height>{im.height}</height><depth>3</depth></size>\n{objs}</annotation>\n")
+            atomic_write(Path(self.path) / f"{self._stem(im, used)}.xml", xml)
+
+    def _write_yolo(self) -> None:
+        used: set[str] = set()
+        for im in self._images:
+            if im.width <= 0 or im.height <= 0:
+                raise OutputError(f"{im.name}: the image size is unknown; YOLO labels need it")
+            lines = "".join(
+                f"0 {(x + w / 2) / im.width:.6f} {(y + h / 2) / im.height:.6f} "
+                f"{w / im.width:.6f} {h / im.height:.6f} {sc:.6f}\n"
+                for (x, y, w, h), sc in zip(im.boxes.tolist(), im.scores.tolist(), strict=True))
+            atomic_write(Path(self.path) / f"{self._stem(im, used)}.txt", lines)
+        atomic_write(Path(self.path) / "classes.txt", self.label + "\n")
+
+
+def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl",
+                          label: str = "object", what: str = "output") -> DetectionWriter:
+    """Check the output and open a writer (use as a context manager).
+
+    Parameters
+    ----------
+    path : path-like or "-"
+        jsonl and coco: a file (``"-"``: standard output); voc and yolo: a folder (created
+        when its parent exists).
+    format : {"jsonl", "coco", "voc", "yolo"}
+    label : str
+        Category name of the detections.
+    what : str
+        How the output is called in messages (an option such as ``--save``).
+
+    Raises
+    ------
+    OutputError
+        When the output cannot be written (checked now, before any detection runs).
+
+    Examples
+    --------
+    >>> import tempfile, json
+    >>> p = tempfile.mkdtemp() + "/d.json"
+    >>> with open_detection_writer(p, format="coco", label="face") as w:
+    ...     w.add("a.png", [[1, 2, 30, 30]], [0.9], image_size=(64, 48))
+    >>> json.load(open(p))["annotations"][0]["bbox"]
+    [1, 2, 30, 30]
+    """
+    if format not in DETECTION_FORMATS:
+        raise ValueError(f"format: expected one of {', '.join(DETECTION_FORMATS)}, got "
+                         f"{format!r}")
+    path = os.fspath(path)
+    w = DetectionWriter(format, path, label)
+    if format in ("voc", "yolo"):
+        if path == "-":
+            raise OutputError(f"--format {format} writes one file per image: give a folder")
+        check_output(path, folder=True, what=what)
+    elif path != "-":
+        check_output(path, what=what)
+    if format == "jsonl":
+        if path == "-":
+            w._fh = sys.stdout
+        else:
+            w._ctx = atomic_open(path, "w")
+            try:
+                w._fh = w._ctx.__enter__()
+            except OSError as exc:
+                raise OutputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+    return w
