@@ -23,8 +23,9 @@ estimators:
     with and without weight trimming (``weight_trim_rate = 0.9``, the paper's beta = 0.1;
     trimmed examples take no part in the learner, ``leaf_refit="fitted"``).
 ``margins``
-    Cumulative distributions of the normalised training margins (``margins_``) of Satimage
-    LogitBoost and Real AdaBoost (8 terminal nodes) after several numbers of iterations.
+    Cumulative distributions of the normalised training margins (``margins_``) after several
+    numbers of iterations: Satimage LogitBoost and Real AdaBoost (8 terminal nodes), and
+    Discrete AdaBoost with stumps on the two-class additive problem.
 
 Trees with "J terminal nodes" are grown best-first (``max_leaves=J``), as in the paper.
 Writes PNG plots to ``--out`` (default docs/img) and ends with one line ``RESULT {json}``.
@@ -188,20 +189,30 @@ def run_simulation(kind: str, args, rounds: int, reps: int, n_test: int, log,
 
 
 def run_margins(args, rounds: int, log) -> dict:
+    """Training-margin distributions: Satimage (8 terminal nodes) and the two-class additive
+    problem (Discrete AdaBoost with stumps, Schapire et al.'s setting)."""
     Xtr, ytr, _, _ = load_satimage(Path(args.shared))
     stops = sorted({max(1, rounds // 40), max(2, rounds // 4), rounds})
     out = {}
     for name in ("LogitBoost", "Real"):
         m = multiclass_model(name, 8, rounds).fit(Xtr, ytr)
         out[name] = {str(t): np.sort(m.margins_(Xtr, ytr, n_rounds=t)).tolist() for t in stops}
+    Xa, ya, _ = simulate("additive", 2000 if not args.quick else 1000,
+                         np.random.default_rng([args.seed, 0, SECTION_SEED["additive"]]))
+    two = sorted({max(1, rounds // 20), rounds, 4 * rounds})
+    m = binary_model("Discrete", 2, two[-1]).fit(Xa, ya)
+    out["Discrete (additive, 2 classes)"] = {
+        str(t): np.sort(m.margins_(Xa, ya, n_rounds=t)).tolist() for t in two}
+    for name, by in out.items():
         log(f"margins {name}: " + ", ".join(
-            f"{t} it.: min {min(v):+.3f}, median {np.median(v):+.3f}"
-            for t, v in ((t, out[name][str(t)]) for t in stops)))
-    return {"stops": stops, "margins": out}
+            f"{t} it.: min {min(v):+.3f}, median {np.median(v):+.3f}, "
+            f"{np.mean(np.asarray(v) <= 0):.1%} <= 0" for t, v in by.items()))
+    return {"margins": out}
 
 
 # ----------------------------------------------------------------------------------- plots
 def plot_all(res: dict, out: Path) -> list[str]:
+    """The PNG plots of the sections present in ``res``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -211,25 +222,29 @@ def plot_all(res: dict, out: Path) -> list[str]:
     written = []
     colors = {"LogitBoost": "C2", "Real": "C3", "Gentle": "C0", "Discrete": "k"}
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), dpi=90, sharey=True)
-    for ax, leaves in zip(axes, (2, 8), strict=True):
-        for name in ALGORITHMS:
-            err = res["satimage"]["curves"][f"{name}/{leaves}"]
-            ax.plot(np.arange(1, len(err) + 1), err, color=colors[name], label=name)
-            if name in PAPER.get(leaves, {}):
-                ax.plot(CHECKPOINTS, PAPER[leaves][name], "o", mfc="none", color=colors[name])
-        ax.axhline(PAPER_CART, ls=":", color="grey", lw=1)
-        ax.set_title(f"Satimage, {leaves} terminal nodes (circles: paper)")
-        ax.set_xlabel("iterations")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("test error")
-    axes[0].set_ylim(0.07, 0.2)
-    axes[0].legend(fontsize=8)
-    written.append(_save(fig, out / "boosting_satimage.png"))
+    if "satimage" in res:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), dpi=90, sharey=True)
+        for ax, leaves in zip(axes, (2, 8), strict=True):
+            for name in ALGORITHMS:
+                err = res["satimage"]["curves"][f"{name}/{leaves}"]
+                ax.plot(np.arange(1, len(err) + 1), err, color=colors[name], label=name)
+                if name in PAPER.get(leaves, {}):
+                    ax.plot(CHECKPOINTS, PAPER[leaves][name], "o", mfc="none",
+                            color=colors[name])
+            ax.axhline(PAPER_CART, ls=":", color="grey", lw=1)
+            ax.set_title(f"Satimage, {leaves} terminal nodes (circles: paper)")
+            ax.set_xlabel("iterations")
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("test error")
+        axes[0].set_ylim(0.07, 0.2)
+        axes[0].legend(fontsize=8)
+        written.append(_save(fig, out / "boosting_satimage.png"))
 
     for kind, title in (("additive", "Additive: nested spheres"),
                         ("nonadditive", "Non-additive log-odds"),
                         ("overfit", "Two Gaussians, Bayes error 0.25")):
+        if kind not in res:
+            continue
         sim = res[kind]
         fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=90)
         for key, err in sim["curves"].items():
@@ -247,18 +262,22 @@ def plot_all(res: dict, out: Path) -> list[str]:
         ax.legend(fontsize=7, ncol=2)
         written.append(_save(fig, out / f"boosting_{kind}.png"))
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), dpi=90, sharey=True)
-    for ax, name in zip(axes, ("LogitBoost", "Real"), strict=True):
-        for t in res["margins"]["stops"]:
-            m = np.asarray(res["margins"]["margins"][name][str(t)])
-            ax.plot(m, np.arange(1, m.size + 1) / m.size, label=f"{t} iterations")
-        ax.axvline(0, color="grey", lw=1)
-        ax.set_title(f"Satimage training margins, {name}, 8 nodes")
-        ax.set_xlabel("normalised margin")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    axes[0].set_ylabel("cumulative distribution")
-    written.append(_save(fig, out / "boosting_margins.png"))
+    if "margins" in res:
+        panels = res["margins"]["margins"]
+        fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), dpi=90,
+                                 sharey=True)
+        for ax, (name, by) in zip(axes, panels.items(), strict=True):
+            for t, m in by.items():
+                m = np.asarray(m)
+                ax.plot(m, np.arange(1, m.size + 1) / m.size, label=f"{t} iterations")
+            ax.axvline(0, color="grey", lw=1)
+            where = name if "additive" in name else f"Satimage, {name}, 8 nodes"
+            ax.set_title(where, fontsize=10)
+            ax.set_xlabel("normalised training margin")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+        axes[0].set_ylabel("cumulative distribution")
+        written.append(_save(fig, out / "boosting_margins.png"))
     return written
 
 
@@ -310,8 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         res["overfit"]["variance"] = gaussian_variance(OVERFIT_BAYES)
     if "margins" in sections:
         res["margins"] = run_margins(args, 40 if args.quick else 200, log)
-    if sections >= {"satimage", "additive", "nonadditive", "overfit", "margins"}:
-        res["plots"] = plot_all(res, Path(args.out))
+    res["plots"] = plot_all(res, Path(args.out))
     res["seconds"] = time.perf_counter() - t_start
     summary = {
         "quick": res["quick"], "seconds": round(res["seconds"], 1),
