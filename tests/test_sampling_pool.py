@@ -99,17 +99,10 @@ def test_full_sampler_trees_equal_exhaustive_trees(rng):
 def test_sampled_trees_on_a_lazy_pool(pool, monkeypatch):
     """Laminating picks every node's feature from blocks evaluated lazily: no call evaluates
     the whole pool, the cost stays within a budget per node, trees mix node kinds."""
-    from vjboost.features.pool import FeaturePool
-
     calls = []
-    evaluate = FeaturePool.evaluate
-
-    def spy(self, windows, feature_ids=None, sample_ids=None, **k):
-        out = evaluate(self, windows, feature_ids, sample_ids, **k)
-        calls.append(out.shape)
-        return out
-
-    monkeypatch.setattr(FeaturePool, "evaluate", spy)
+    values = PoolSource.values
+    monkeypatch.setattr(PoolSource, "values", lambda self, f, s=None: (
+        calls.append((f.size, s.size)) or values(self, f, s)))
     w, y = _windows(300, 5)
     m = SampledBoostedClassifier(sampler="laminating", loss="gentle", weak_learner="tree",
                                  max_depth=2, n_estimators=6, budget=3000,

@@ -161,7 +161,6 @@ class StreamedSearch:
         self.block = max(1, int(block))
         self.threads = threads
         self.categorical = source.categorical if source.categorical.any() else None
-        self._all = np.arange(source.n_samples, dtype=np.int64)
 
     def best_splits(self, problem: Problem, node_ids: list[np.ndarray | None]
                     ) -> list[tuple[Split | None, Any]]:
@@ -169,7 +168,7 @@ class StreamedSearch:
         n = self.source.n_features
         for a in range(0, n, self.block):
             gids = np.arange(a, min(a + self.block, n), dtype=np.int64)
-            vals = self.source.values(gids, self._all)
+            vals = self.source.values(gids)
             cat = None if self.categorical is None else self.categorical[gids]
             for k, ids in enumerate(node_ids):
                 if ids is not None and ids.size < 2:
@@ -183,12 +182,11 @@ class StreamedSearch:
         return [(b, None) for b in best]
 
     def go_left(self, split: Split, ids: np.ndarray | None) -> np.ndarray:
-        ids = self._all if ids is None else ids
         x = self.source.values(np.array([split.feature], dtype=np.int64), ids)[0]
         return go_left(split, x, False)
 
     def rows(self, tree: Tree) -> tuple[np.ndarray, bool]:
-        return self.source.values(tree.features_, self._all), False
+        return self.source.values(tree.features_), False
 
     def fit_partition(self, problem: Problem, ids: Any, n_parts: int) -> Any:
         raise ValueError("weak_learner: the histogram learner needs a precomputed matrix")

@@ -4,9 +4,10 @@ Boosting never asks *how* a feature value is computed. It sees a :class:`Feature
 
 ``n_features``, ``n_samples``
     The size of the (possibly never materialised) feature-major matrix.
-``values(feature_ids, sample_ids)``
-    The ``(Q, S)`` block of those features on those examples: float32 raw values, or uint8
-    bins for a binned matrix (``edges`` then maps bins back to raw thresholds).
+``values(feature_ids, sample_ids=None)``
+    The ``(Q, S)`` block of those features on those examples (all of them by default): float32
+    raw values, or uint8 bins for a binned matrix (``edges`` then maps bins back to raw
+    thresholds).
 ``categorical``
     ``(n_features,)`` bool: features whose values are 8-bit codes (MB-LBP), split by 256-way
     subsets.
@@ -133,8 +134,10 @@ class FeatureSource(Protocol):
     categorical: np.ndarray
     partition: Partition
 
-    def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray) -> np.ndarray:
-        """Values ``(Q, S)``: float32 raw values, or uint8 bins/codes."""
+    def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
+               ) -> np.ndarray:
+        """Values ``(Q, S)`` (``sample_ids=None``: all examples): float32 raw values, or uint8
+        bins/codes."""
         ...
 
 
@@ -219,7 +222,10 @@ class MatrixSource(_Source):
     def binned(self) -> bool:
         return self.matrix.dtype == np.uint8
 
-    def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray) -> np.ndarray:
+    def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
+               ) -> np.ndarray:
+        if sample_ids is None:
+            return self.matrix[np.asarray(feature_ids)]
         return self.matrix[np.ix_(feature_ids, sample_ids)]
 
 
@@ -241,7 +247,10 @@ class CallableSource(_Source):
         self.fn = fn
         self._init_meta(n_features, n_samples, categorical, families)
 
-    def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray) -> np.ndarray:
+    def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
+               ) -> np.ndarray:
+        if sample_ids is None:
+            sample_ids = np.arange(self.n_samples)
         out = np.asarray(self.fn(feature_ids, sample_ids))
         if out.shape != (feature_ids.size, sample_ids.size):
             raise ValueError(f"feature source returned shape {out.shape}, expected "

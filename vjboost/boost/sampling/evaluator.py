@@ -325,8 +325,4 @@ class EdgeEvaluator:
 
     def column(self, feature: int) -> np.ndarray:
         """Values of one feature on all examples (for refitting; adds nothing to :attr:`cost`)."""
-        src = self.source
-        if isinstance(src, MatrixSource):
-            return src.matrix[feature]
-        all_ids = np.arange(self.n_samples)
-        return np.asarray(src.values(np.array([feature], dtype=np.int64), all_ids))[0]
+        return np.asarray(self.source.values(np.array([feature], dtype=np.int64)))[0]
