@@ -223,7 +223,8 @@ class TreeShape:
 
     def _set_split(self, node: _Node, split: Split) -> None:
         node.split = split
-        node.gain = split.score - _node_score(node.problem, node.ids)
+        if self.max_leaves is not None:  # gains only order best-first growth
+            node.gain = split.score - _node_score(node.problem, node.ids)
 
     def _children(self, search: Any, node: _Node) -> list[_Node]:
         """Route the node's examples and make its two (unsearched) children."""
