@@ -101,8 +101,8 @@ class MatrixSearch(_NodeByNode):
         self.edges = values.edges
         self.binned = values.binned
         self.categorical = values.categorical if values.categorical.any() else None
+        self._identity = values._feature_ids is None
         self.feature_ids = values.feature_ids
-        self._identity = bool(np.array_equal(self.feature_ids, np.arange(self.feature_ids.size)))
         self.row_subset = None if rows is None else np.asarray(rows, dtype=np.int64)
         self.threads = threads
 

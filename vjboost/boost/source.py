@@ -166,7 +166,17 @@ class _Source:
         self.n_features = int(n_features)
         self.n_samples = int(n_samples)
         self.categorical = _categorical(categorical, self.n_features)
-        self.partition = Partition.of(families, self.n_features)
+        self._families = families
+        self._partition: Partition | None = None
+        if families is not None:
+            self._partition = Partition.of(families, self.n_features)
+
+    @property
+    def partition(self) -> Partition:
+        """The families (one family unless given); built on first use."""
+        if self._partition is None:
+            self._partition = Partition.of(self._families, self.n_features)
+        return self._partition
 
 
 class MatrixSource(_Source):
@@ -213,10 +223,17 @@ class MatrixSource(_Source):
             edges = np.ascontiguousarray(edges)
         self.edges = edges
         self._init_meta(*self.matrix.shape, categorical, families)
-        self.feature_ids = (np.arange(self.n_features, dtype=np.int64) if feature_ids is None
-                            else np.asarray(feature_ids, dtype=np.int64).reshape(-1))
-        if self.feature_ids.shape != (self.n_features,):
+        self._feature_ids = (None if feature_ids is None
+                             else np.asarray(feature_ids, dtype=np.int64).reshape(-1))
+        if self._feature_ids is not None and self._feature_ids.shape != (self.n_features,):
             raise ValueError(f"feature_ids: expected {self.n_features} ids (one per row)")
+
+    @property
+    def feature_ids(self) -> np.ndarray:
+        """The global id of each row (the row itself unless given)."""
+        if self._feature_ids is None:
+            return np.arange(self.n_features, dtype=np.int64)
+        return self._feature_ids
 
     @property
     def binned(self) -> bool:
