@@ -47,7 +47,7 @@ def _binary_problem(n=400, f=60, seed=0):
 
 
 def _evaluator(X, y, sizes, loss="discrete"):
-    ev = EdgeEvaluator(MatrixSource(X), Partition.from_sizes(sizes))
+    ev = EdgeEvaluator(MatrixSource(X), partition=Partition.from_sizes(sizes))
     step = make_loss(loss, y)
     ev.set_problem(problem_from_loss(step))
     return ev, step
@@ -161,7 +161,7 @@ def test_partition_and_bad_parameters():
     with pytest.raises(ValueError, match="sample_ids"):
         ev.block([0], [-1])
     with pytest.raises(ValueError, match="partition"):
-        EdgeEvaluator(MatrixSource(X), Partition.from_sizes([10]))
+        EdgeEvaluator(MatrixSource(X), partition=Partition.from_sizes([10]))
     with pytest.raises(ValueError, match="budget"):
         laminating_schedule(10, 64, q0=64, s0=1)
     with pytest.raises(ValueError, match="families"):

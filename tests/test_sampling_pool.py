@@ -62,7 +62,7 @@ def test_categorical_family_gets_categorical_splits(pool):
     ch = pool.prepare(w)
     src = PoolSource(pool, ch)
     part = Partition.from_sizes(pool.family_sizes())
-    ev = EdgeEvaluator(src, part, categorical=pool.kinds())
+    ev = EdgeEvaluator(src, partition=part, categorical=pool.kinds())
     ev.set_problem(problem_from_loss(make_loss("gentle", y.astype(float))))
     fids = part.members[2][:20]
     b = ev.block(fids, np.arange(300), weighted=True)
@@ -102,7 +102,7 @@ def test_sampled_trees_on_a_lazy_pool(pool, monkeypatch):
     calls = []
     values = PoolSource.values
     monkeypatch.setattr(PoolSource, "values", lambda self, f, s=None: (
-        calls.append((f.size, s.size)) or values(self, f, s)))
+        calls.append((f.size, self.n_samples if s is None else s.size)) or values(self, f, s)))
     w, y = _windows(300, 5)
     m = SampledBoostedClassifier(sampler="laminating", loss="gentle", weak_learner="tree",
                                  max_depth=2, n_estimators=6, budget=3000,

@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     part = Partition(remap[fam_of], [names[k] for k in keep])
     t0 = time.perf_counter()
     pre = precompute(pool, Xtr_w, "uint8", feature_ids=gids)
-    source = MatrixSource(pre.matrix, pre.edges, families=part)
+    source = MatrixSource(pre.matrix, edges=pre.edges, families=part)
     Xte = pool.evaluate(Xte_w, gids)  # raw float32 (F, n_test): thresholds are raw values
     t_pre = time.perf_counter() - t0
     n, f = Xtr_w.shape[0], gids.size

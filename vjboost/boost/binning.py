@@ -314,5 +314,5 @@ def precompute(
                 out_edges[a + cat_rows] = categorical_edges(cat_rows.size, out_edges.shape[1])
         with np.errstate(invalid="ignore"):  # inf - inf in the +inf padding checks
             values[a:b] = bin_values(raw, out_edges[a:b], threads=threads)
-    return MatrixSource(values, out_edges, **meta)
+    return MatrixSource(values, edges=out_edges, **meta)
 

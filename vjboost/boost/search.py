@@ -94,7 +94,7 @@ class MatrixSearch(_NodeByNode):
     def __init__(self, values: Any, *, edges: Any = None, categorical: Any = None,
                  feature_ids: Any = None, rows: Any = None, threads: int | None = None) -> None:
         if not isinstance(values, MatrixSource):
-            values = MatrixSource(values, edges, categorical=categorical,
+            values = MatrixSource(values, edges=edges, categorical=categorical,
                                   feature_ids=feature_ids)
         self.source = values
         self.values = values.matrix
@@ -156,7 +156,8 @@ class StreamedSearch:
 
     binned = False
 
-    def __init__(self, source: FeatureSource, block: int, *, threads: int | None = None) -> None:
+    def __init__(self, source: FeatureSource, *, block: int, threads: int | None = None
+                 ) -> None:
         self.source = source
         self.block = max(1, int(block))
         self.threads = threads

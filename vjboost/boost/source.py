@@ -204,7 +204,7 @@ class MatrixSource(_Source):
     [[3.0, 5.0]]
     """
 
-    def __init__(self, matrix: Any, edges: Any = None, *, categorical: Any = None,
+    def __init__(self, matrix: Any, *, edges: Any = None, categorical: Any = None,
                  families: Any = None, feature_ids: Any = None) -> None:
         m = np.asarray(matrix)
         if m.dtype not in (np.uint8, np.float32):

@@ -705,7 +705,7 @@ class CascadeTrainer:
             source.channels.nbytes + 4 * block * n))
         log(f"  feature matrix ({format_bytes(need)}) over the memory budget "
             f"({format_bytes(budget)}): features are recomputed every round in blocks of {block}")
-        return StreamedSearch(source, block, threads=self.threads), info
+        return StreamedSearch(source, block=block, threads=self.threads), info
 
     def _shape(self) -> TreeShape:
         return TreeShape.of(self.weak_learner, max_depth=int(self.max_depth))

@@ -122,13 +122,13 @@ class SampledBoostedClassifier(Estimator):
         with n_threads(self.threads) as nt:
             edges = compute_bin_edges(raw, self.n_bins, threads=nt)
             bins = bin_values(raw, edges, threads=nt)
-        return self.fit_source(MatrixSource(bins, edges, families=families), y)
+        return self.fit_source(MatrixSource(bins, edges=edges, families=families), y)
 
     def fit_feature_major(
         self, X: Any, y: Any, *, bin_edges: Any = None, families: Any = None
     ) -> SampledBoostedClassifier:
         """Fit on a feature-major matrix (float32 raw values, or uint8 bins with ``bin_edges``)."""
-        return self.fit_source(MatrixSource(np.asarray(X), bin_edges, families=families), y)
+        return self.fit_source(MatrixSource(np.asarray(X), edges=bin_edges, families=families), y)
 
     def fit_pool(self, pool: Any, windows: Any, y: Any) -> SampledBoostedClassifier:
         """Fit with features of a :class:`vjboost.features.pool.FeaturePool` evaluated lazily.

@@ -151,8 +151,8 @@ class EdgeEvaluator:
     def __init__(
         self,
         source: FeatureSource,
-        partition: Partition | None = None,
         *,
+        partition: Partition | None = None,
         categorical: Any = None,
         threads: int | None = None,
     ) -> None:
