@@ -1,6 +1,7 @@
 """The sampler interface.
 
-At every boosting round the booster installs the loss's weights in an
+At every boosting round (for a tree: at every node, the evaluator restricted to the node's
+examples) the booster installs the loss's weights in an
 :class:`~vjboost.boost.sampling.evaluator.EdgeEvaluator` and calls
 ``sampler.select(evaluator, budget)``. The sampler decides which blocks ``(feature ids x example
 ids)`` to evaluate, within ``budget`` feature evaluations, and returns a :class:`Selection`: the
@@ -35,7 +36,8 @@ class Selection:
     Attributes
     ----------
     learner : WeakLearner
-        The chosen stump (leaves/votes estimated on the sample; refitted by the booster).
+        The chosen split (leaves/votes estimated on the sample; refitted by the booster), of
+        a stump or of one node of a tree.
     cost : int
         Feature evaluations spent this round (including one-off set-up costs paid this round).
     info : dict

@@ -1,7 +1,7 @@
 """Lazy edge evaluation of (feature ids x example ids) blocks, with exact cost accounting.
 
 A sampler never sees feature values. It asks an :class:`EdgeEvaluator` for the *edges* of the best
-weak learner (stump) of each feature of a block ``(feature_ids, sample_ids)``; the evaluator gets
+split (a stump) of each feature of a block ``(feature_ids, sample_ids)``; the evaluator gets
 the values of the block from a :class:`~vjboost.boost.source.FeatureSource` (a precomputed
 matrix, a callable, or a feature pool evaluated lazily through the family kernels), runs the split
 search of :func:`vjboost.boost.stumps.search_splits` on it and adds ``Q * S`` to its cost counter:
