@@ -29,3 +29,25 @@ def shared_dir() -> Path:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def small_face_set(tmp_path_factory) -> Path:
+    """A small training set from scikit-image's data: ``pos.npz`` (the 100 LFW faces at 16×16,
+    array ``images``) and ``bg/`` (8 face-free sample images at half size, PNG). Modules add
+    their own files beside them."""
+    import cv2
+    import skimage.data as d
+
+    root = tmp_path_factory.mktemp("faces16")
+    faces = (d.lfw_subset()[:100] * 255).round().astype(np.uint8)
+    faces = np.stack([cv2.resize(f, (16, 16), interpolation=cv2.INTER_AREA) for f in faces])
+    np.savez(root / "pos.npz", images=faces)
+    (root / "bg").mkdir()
+    for name in ("coins", "moon", "page", "text", "brick", "grass", "clock", "coffee"):
+        im = getattr(d, name)()
+        if im.ndim == 3:
+            im = cv2.cvtColor(im, cv2.COLOR_RGB2GRAY)
+        im = cv2.resize(im, (im.shape[1] // 2, im.shape[0] // 2), interpolation=cv2.INTER_AREA)
+        cv2.imwrite(str(root / "bg" / f"{name}.png"), im)
+    return root

@@ -333,7 +333,7 @@ def test_export_float32_exact():
 def test_family_cascades_refused_for_xml_but_saved_in_own_format(tmp_path):
     from vjboost.features import get_family_class
 
-    hog = get_family_class("hog")(window_shape=(16, 16))
+    hog = get_family_class("hog")(window_shape=(16, 16), pixels_per_cell=(7, 7))
     tree = Tree.stump(0, 0.1, -1.0, 1.0)
     m = CascadeModel((16, 16), [Stage([tree, Tree.stump(1, 0.2, 1.0, -0.5)], -0.1)], [3, 7],
                      "family", hog, params={"note": "x"})

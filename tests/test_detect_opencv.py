@@ -341,7 +341,7 @@ def test_kernel_matches_brute_force(kw, astronaut_gray):
 def test_generic_family_path_matches_window_evaluation():
     from vjboost.features import get_family_class
 
-    fam = get_family_class("hog")(window_shape=(16, 16), pixels_per_cell=(8, 8))
+    fam = get_family_class("hog")(window_shape=(16, 16), pixels_per_cell=(4, 4))
     rng = np.random.default_rng(0)
     stages = []
     for _ in range(2):

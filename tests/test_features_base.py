@@ -1,4 +1,5 @@
-"""Family interface, registry, validation helpers, integral images and rectangle sums."""
+"""Family interface (validation in the base class), registry, validation helpers, integral images
+and the cascade's float64 rectangle sums."""
 
 from __future__ import annotations
 
@@ -59,6 +60,15 @@ def brute_tilted(img: np.ndarray) -> np.ndarray:
     return out
 
 
+def rect_sum_reference(image, x, y, w, h, tilted):
+    """Brute-force rectangle sum: upright slice, or the tilted integral's definition."""
+    img = np.asarray(image, dtype=np.int64)
+    if not tilted:
+        return float(img[y:y + h, x:x + w].sum())
+    t = brute_tilted(img)
+    return float(t[y, x] - t[y + h, x - h] - t[y + w, x + w] + t[y + w + h, x + w - h])
+
+
 # ------------------------------------------------------------------------------------------
 # integral images
 
@@ -102,17 +112,6 @@ def test_integral_dtype_policy():
     assert q.dtype == np.int64 and q[0, -1, -1] == 300 * 300 * 255**2
 
 
-def test_integral_channels_float_and_indicator(rng):
-    f = rng.random((3, 4, 6, 5))
-    out = I.integral_channels(f)
-    assert out.shape == (3, 4, 7, 6) and out.dtype == np.float64
-    np.testing.assert_allclose(out[1, 2, 1:, 1:], np.cumsum(np.cumsum(f[1, 2], 0), 1))
-    b = rng.random((2, 3, 5, 5)) > 0.5
-    out_b = I.integral_channels(b)
-    assert out_b.dtype.kind == "i"
-    np.testing.assert_array_equal(out_b[1, 0], brute_integral(b[1, 0].astype(np.uint8)))
-
-
 def test_integral_bad_input():
     with pytest.raises(ValueError, match="2-D"):
         I.integral_image(np.zeros((2, 3, 4), np.uint8))
@@ -120,10 +119,8 @@ def test_integral_bad_input():
         I.integral_image(np.zeros((3, 3), np.float32))
     with pytest.raises(ValueError, match="empty"):
         I.integral_images(np.zeros((0, 3, 3), np.uint8))
-    with pytest.raises(ValueError, match="4-D"):
-        I.integral_channels(np.zeros((3, 3, 3)))
-    with pytest.raises(ValueError, match="NaN"):
-        I.integral_channels(np.full((1, 1, 2, 2), np.nan))
+    with pytest.raises(ValueError, match="0..255"):
+        I.integral_image(np.full((3, 3), 256))
 
 
 # ------------------------------------------------------------------------------------------
@@ -165,7 +162,7 @@ def test_weighted_rect_sums_against_brute_force(seed):
                 break
             _, x, y, rw, rh, t = rects[f, k]
             for j in range(s):
-                ref[f, j] += weights[f, k] * I.rect_sum_reference(win[j], x, y, rw, rh, bool(t))
+                ref[f, j] += weights[f, k] * rect_sum_reference(win[j], x, y, rw, rh, bool(t))
     np.testing.assert_allclose(out, ref.astype(np.float32), rtol=1e-6, atol=1e-3)
     # subsets of samples and a per-window divisor
     div = np.array([2.0, 0.0, 4.0], np.float32)
@@ -175,58 +172,18 @@ def test_weighted_rect_sums_against_brute_force(seed):
     np.testing.assert_allclose(sub[:, 2], out[:, 2] / 4, rtol=1e-6)
 
 
-@given(st.integers(1, 5), st.integers(1, 5))
-def test_tilted_rect_footprint_is_2wh_and_inside(rw, rh):
-    # a 45-degree rectangle with sides w, h covers 2*w*h pixels, all inside its bounding window
-    h, w = rw + rh, rw + rh
-    win = np.ones((1, h, w), np.uint8)
-    stack = I.tilted_integral_images(win)[:, None]
-    val = I.weighted_rect_sums(stack, [[0, rh, 0, rw, rh, 1]], [1.0])
-    assert val[0, 0] == 2 * rw * rh
-    # embedded in a larger image, the same rect at an offset gives the same sum
-    img = np.zeros((h + 3, w + 4), np.uint8)
-    img[2 : 2 + h, 3 : 3 + w] = 1
-    ii = I.tilted_integral_image(img)[None]
-    at = I.weighted_rect_sums_at(ii, [[0, rh, 0, rw, rh, 1]], [1.0], [[2, 3]], (h, w))
-    assert at[0, 0] == 2 * rw * rh
-
-
-def test_weighted_rect_sums_at_equals_windows(rng):
-    img = rng.integers(0, 256, (30, 41), dtype=np.uint8)
-    h, w = 12, 10
-    ii = np.stack([I.integral_image(img), I.tilted_integral_image(img)])
-    rects = _random_rects(rng, 40, h, w, tilted_channel=1)
-    wts = rng.normal(size=40)
-    pos = np.array([[0, 0], [18, 31], [5, 17], [7, 3]])
-    at = I.weighted_rect_sums_at(ii, rects, wts, pos, (h, w))
-    wins = np.stack([img[y : y + h, x : x + w] for y, x in pos])
-    stack = np.stack([I.integral_images(wins), I.tilted_integral_images(wins)], axis=1)
-    np.testing.assert_allclose(at, I.weighted_rect_sums(stack, rects, wts), rtol=1e-6)
-
-
-def test_float_channel_rect_sums(rng):
-    chans = rng.random((4, 3, 8, 8))
-    ii = I.integral_channels(chans)
-    rects = np.array([[2, 1, 2, 3, 4, 0], [0, 0, 0, 8, 8, 0]])
-    out = I.rect_sums(ii, rects)
-    np.testing.assert_allclose(out[0], chans[:, 2, 2:6, 1:4].sum(axis=(1, 2)), rtol=1e-5)
-    np.testing.assert_allclose(out[1], chans[:, 0].sum(axis=(1, 2)), rtol=1e-5)
-
-
-def test_rect_sums_bad_input(rng):
-    ii = I.integral_channels(rng.integers(0, 2, (2, 1, 5, 5)))
+def test_weighted_rect_sums_bad_input(rng):
+    ii = I.integral_images(rng.integers(0, 256, (2, 5, 5), dtype=np.uint8))[:, None]
     with pytest.raises(ValueError, match="does not fit"):
-        I.rect_sums(ii, [[0, 3, 0, 3, 1, 0]])
+        I.weighted_rect_sums(ii, [[[0, 3, 0, 3, 1, 0]]], [[1.0]])
     with pytest.raises(ValueError, match="does not fit"):
-        I.rect_sums(ii, [[1, 0, 0, 1, 1, 0]])  # channel 1 of 1
+        I.weighted_rect_sums(ii, [[[1, 0, 0, 1, 1, 0]]], [[1.0]])  # channel 1 of 1
     with pytest.raises(ValueError, match=r"\(F, R, 6\)"):
         I.weighted_rect_sums(ii, np.zeros((2, 3, 5), int), np.ones((2, 3)))
     with pytest.raises(ValueError, match="weights"):
         I.weighted_rect_sums(ii, np.zeros((2, 1, 6), int), np.ones((3, 1)))
     with pytest.raises(ValueError, match="sample id 2 out of range"):
-        I.rect_sums(ii, [[0, 0, 0, 1, 1, 0]], sample_ids=[2])
-    with pytest.raises(ValueError, match="does not fit"):
-        I.weighted_rect_sums_at(ii[:1], [[0, 0, 0, 1, 1, 0]], [1.0], [[1, 1]], (5, 5))
+        I.weighted_rect_sums(ii, [[[0, 0, 0, 1, 1, 0]]], [[1.0]], sample_ids=[2])
 
 
 # ------------------------------------------------------------------------------------------
@@ -281,7 +238,7 @@ def test_check_ids_and_positions():
 
 
 class _Mean(FeatureFamily):
-    """Minimal family for interface tests: feature i = mean of row i."""
+    """Minimal generic (non-program) family: feature i = mean of row i."""
 
     name = "test_row_mean"
 
@@ -295,24 +252,20 @@ class _Mean(FeatureFamily):
     def get_config(self):
         return {"window_shape": list(self.window_shape)}
 
-    def prepare(self, windows):
-        w = check_windows(windows, self.window_shape)
-        return Channels(self.name, "windows", self.window_shape, w.shape[0], {"w": w})
+    def _prepare(self, windows):
+        return Channels(self.name, "windows", self.window_shape, windows.shape[0],
+                        {"w": windows})
 
-    def evaluate(self, channels, feature_ids=None, sample_ids=None):
-        f = check_feature_ids(feature_ids, self.n_features)
-        s = check_sample_ids(sample_ids, channels.n_samples)
-        return channels["w"].mean(axis=2).T[f][:, s].astype(np.float32)
+    def _evaluate(self, channels, feature_ids, sample_ids):
+        return channels["w"].mean(axis=2).T[feature_ids][:, sample_ids].astype(np.float32)
 
-    def prepare_image(self, image):
-        img = check_image(image, self.window_shape)
-        return Channels(self.name, "image", img.shape, 1, {"img": img})
+    def _prepare_image(self, image):
+        return Channels(self.name, "image", image.shape, 1, {"img": image})
 
-    def evaluate_at(self, channels, feature_ids, positions):
+    def _evaluate_at(self, channels, feature_ids, positions):
         h, w = self.window_shape
-        pos = check_positions(positions, channels.shape, self.window_shape)
-        wins = np.stack([channels["img"][y : y + h, x : x + w] for y, x in pos])
-        return self.evaluate(self.prepare(wins), feature_ids)
+        wins = np.stack([channels["img"][y : y + h, x : x + w] for y, x in positions])
+        return self._evaluate(self._prepare(wins), feature_ids, np.arange(len(wins)))
 
 
 def test_registry_round_trip():
@@ -347,6 +300,14 @@ def test_interface_defaults():
     with pytest.raises(TypeError, match="integer"):
         fam.kind(1.5)
     ch = fam.prepare(w)
-    assert ch.nbytes == w.nbytes
+    assert ch.nbytes == w.nbytes and fam.program() is None
     with pytest.raises(KeyError, match="no array 'x'"):
         ch["x"]
+    # the base class validates before the family's code runs
+    with pytest.raises(ValueError, match="feature_ids: feature id 4 out of range"):
+        fam.evaluate(ch, [4])
+    with pytest.raises(ValueError, match="positions"):
+        fam.evaluate_at(fam.prepare_image(np.zeros((5, 5), np.uint8)), [0], [[2, 0]])
+    img = np.arange(30, dtype=np.uint8).reshape(5, 6)
+    np.testing.assert_allclose(fam.evaluate_at(fam.prepare_image(img), [1], [[1, 2]]),
+                               [[img[2, 2:5].mean()]])

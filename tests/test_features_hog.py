@@ -1,8 +1,12 @@
-"""HOG family: scikit-image agreement, a brute-force NumPy reference, detection path, errors."""
+"""HOG family: an exact NumPy reference of the definition (interior cells), scikit-image.
+
+(Windows vs image positions, subsets, configs and generic errors:
+tests/test_features_conformance.py.)
+"""
 
 from __future__ import annotations
 
-import json
+import math
 
 import numpy as np
 import pytest
@@ -10,15 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from skimage.feature import hog as sk_hog
 
-from vjboost.features import family_from_dict, family_to_dict
 from vjboost.features.hog import HOGFamily, hog_descriptor
 
 CASES = [
-    ((24, 24), 9, (8, 8), (2, 2), "L2-Hys"),
-    ((32, 40), 4, (4, 5), (3, 2), "L2-Hys"),
-    ((30, 30), 8, (5, 5), (1, 1), "L1"),
-    ((17, 23), 7, (3, 4), (2, 3), "L2"),
-    ((16, 16), 6, (4, 4), (2, 2), "L1-sqrt"),
+    ((26, 26), 9, (8, 8), (2, 2), "L2-Hys"),
+    ((34, 42), 4, (4, 5), (2, 2), "L2-Hys"),
+    ((32, 32), 8, (5, 5), (1, 1), "L1"),
+    ((19, 25), 7, (3, 4), (1, 3), "L2"),
+    ((18, 18), 6, (4, 4), (2, 2), "L1-sqrt"),
 ]
 
 
@@ -30,160 +33,122 @@ def _windows(rng, n, h, w):
 
 
 def hog_reference(win, n, ppc, cpb, norm, signed):
-    """Brute-force HOG following the documented definition (float64 throughout)."""
-    img = win.astype(np.float64)
-    gr = np.zeros_like(img)
-    gc = np.zeros_like(img)
-    gr[1:-1] = img[2:] - img[:-2]
-    gc[:, 1:-1] = img[:, 2:] - img[:, :-2]
-    mag = np.hypot(gr, gc)
+    """The documented definition, computed with NumPy and plain loops in the kernel's order
+    (integer cell sums, then float64 normalisation), so the float32 results are identical."""
+    img = win.astype(np.int64)
+    h, w = img.shape
+    gr = img[2:, 1:-1] - img[:-2, 1:-1]            # interior pixels only
+    gc = img[1:-1, 2:] - img[1:-1, :-2]
+    mag = np.rint(8 * np.hypot(gr, gc)).astype(np.int64)
     period = 360.0 if signed else 180.0
-    deg = np.rad2deg(np.arctan2(gr, gc)) % period
-    span = period / n
+    deg = np.mod(np.degrees(np.arctan2(gr, gc)), period)
+    bins = np.clip(np.floor(deg / (period / n)).astype(np.int64), 0, n - 1)
     ch, cw = ppc
-    ncr, ncc = img.shape[0] // ch, img.shape[1] // cw
-    cells = np.zeros((ncr, ncc, n))
-    for b in range(n):
-        m = np.where((deg >= span * b) & (deg < span * (b + 1)), mag, 0.0)
-        m = m[: ncr * ch, : ncc * cw].reshape(ncr, ch, ncc, cw)
-        cells[:, :, b] = m.sum(axis=(1, 3)) / (ch * cw)
+    ncr, ncc = (h - 2) // ch, (w - 2) // cw
+    cells = np.zeros((ncr, ncc, n), np.int64)
+    for i in range(ncr):
+        for j in range(ncc):
+            m = mag[i * ch:(i + 1) * ch, j * cw:(j + 1) * cw]
+            b = bins[i * ch:(i + 1) * ch, j * cw:(j + 1) * cw]
+            for k in range(n):
+                cells[i, j, k] = m[b == k].sum()
     br, bc = cpb
-    eps = 1e-5
+    eps = float(np.float32(1e-5 * 8 * ch * cw))
+    clip = float(np.float32(0.2))
     out = []
     for i in range(ncr - br + 1):
         for j in range(ncc - bc + 1):
-            v = cells[i:i + br, j:j + bc].ravel()
-            if norm == "L2-Hys":
-                v = v / np.sqrt((v**2).sum() + eps**2)
-                v = np.minimum(v, 0.2)
-                v = v / np.sqrt((v**2).sum() + eps**2)
-            elif norm == "L2":
-                v = v / np.sqrt((v**2).sum() + eps**2)
-            elif norm == "L1":
-                v = v / (np.abs(v).sum() + eps)
+            v = [float(x) for x in cells[i:i + br, j:j + bc].reshape(-1)]
+            if norm in ("L1", "L1-sqrt"):
+                a = 0.0
+                for x in v:
+                    a += x
+                a += eps
+                vals = [t / a for t in v] if norm == "L1" else [math.sqrt(t / a) for t in v]
             else:
-                v = np.sqrt(v / (np.abs(v).sum() + eps))
-            out.append(v)
-    return np.concatenate(out)
-
-
-@pytest.mark.parametrize(("shape", "n", "ppc", "cpb", "norm"), CASES)
-def test_matches_skimage(rng, shape, n, ppc, cpb, norm):
-    wins = _windows(rng, 9, *shape)
-    fam = HOGFamily(shape, n, ppc, cpb, norm)
-    ours = fam.compute(wins)
-    ref = np.stack([sk_hog(w, orientations=n, pixels_per_cell=ppc, cells_per_block=cpb,
-                           block_norm=norm) for w in wins], axis=1)
-    assert ours.shape == ref.shape == (fam.n_features, 9)
-    # scikit-image accumulates cell sums in float32
-    np.testing.assert_allclose(ours, ref, rtol=1e-4, atol=2e-6)
+                tot = 0.0
+                for x in v:
+                    tot += x * x
+                n1 = math.sqrt(tot + eps * eps)
+                if norm == "L2":
+                    vals = [t / n1 for t in v]
+                else:
+                    tot2 = 0.0
+                    for x in v:
+                        c = min(x / n1, clip)
+                        tot2 += c * c
+                    n2 = math.sqrt(tot2 + eps * eps)
+                    vals = [min(t / n1, clip) / n2 for t in v]
+            out += vals
+    return np.array(out, dtype=np.float32)
 
 
 @pytest.mark.parametrize("signed", [False, True])
 @pytest.mark.parametrize(("shape", "n", "ppc", "cpb", "norm"), CASES)
-def test_matches_numpy_reference(rng, shape, n, ppc, cpb, norm, signed):
+def test_equals_numpy_reference_exactly(rng, shape, n, ppc, cpb, norm, signed):
     wins = _windows(rng, 6, *shape)
-    fam = HOGFamily(shape, n, ppc, cpb, norm, signed=signed)
+    fam = HOGFamily(shape, orientations=n, pixels_per_cell=ppc, cells_per_block=cpb,
+                    block_norm=norm, signed=signed)
     ref = np.stack([hog_reference(w, n, ppc, cpb, norm, signed) for w in wins], axis=1)
-    np.testing.assert_allclose(fam.compute(wins), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(fam.compute(wins), ref)
 
 
 @settings(max_examples=15)
-@given(h=st.integers(6, 20), w=st.integers(8, 20), n=st.integers(1, 12),
+@given(h=st.integers(8, 22), w=st.integers(10, 22), n=st.integers(1, 12),
        signed=st.booleans(), cell=st.integers(2, 4), seed=st.integers(0, 2**31))
-def test_matches_reference_property(h, w, n, signed, cell, seed):
+def test_equals_reference_property(h, w, n, signed, cell, seed):
     rng = np.random.default_rng(seed)
     wins = _windows(rng, 3, h, w)
-    fam = HOGFamily((h, w), n, (cell, cell), (1, 2), "L2-Hys", signed=signed)
+    fam = HOGFamily((h, w), orientations=n, pixels_per_cell=(cell, cell), cells_per_block=(1, 2),
+                    signed=signed)
     ref = np.stack([hog_reference(x, n, (cell, cell), (1, 2), "L2-Hys", signed)
                     for x in wins], axis=1)
-    np.testing.assert_allclose(fam.compute(wins), ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(fam.compute(wins), ref)
 
 
-@pytest.mark.parametrize("signed", [False, True])
-@pytest.mark.parametrize(("shape", "ppc", "cpb"), [((24, 24), (8, 8), (2, 2)),
-                                                    ((20, 17), (5, 4), (2, 2)),
-                                                    ((12, 12), (12, 12), (1, 1))])
-def test_evaluate_at_equals_cropped_windows(rng, shape, ppc, cpb, signed):
-    h, w = shape
-    fam = HOGFamily(shape, 9, ppc, cpb, signed=signed)
-    img = rng.integers(0, 256, (h + 15, w + 12), dtype=np.uint8)
-    img[:6] = (img[:6] // 128) * 128
-    pos = np.array([[0, 0], [15, 12], [0, 12], [15, 0], [6, 5], [1, 1]])
-    crops = np.stack([img[y:y + h, x:x + w] for y, x in pos])
-    fids = np.concatenate([rng.integers(0, fam.n_features, 40), [0, fam.n_features - 1]])
-    got = fam.evaluate_at(fam.prepare_image(img), fids, pos)
-    np.testing.assert_allclose(got, fam.evaluate(fam.prepare(crops), fids), rtol=1e-5,
-                               atol=1e-6)
+@pytest.mark.parametrize(("shape", "n", "ppc", "cpb", "norm"), CASES)
+def test_close_to_skimage_on_the_interior(rng, shape, n, ppc, cpb, norm):
+    # scikit-image on the interior has the same cells; it zeroes the gradient on its input's
+    # border, so only blocks away from the border agree (up to the 1/8 magnitude quantisation)
+    shape = tuple(max(s, c * (b + 3) + 2) for s, c, b in zip(shape, ppc, cpb, strict=True))
+    wins = rng.integers(0, 256, (6,) + shape, dtype=np.uint8)
+    fam = HOGFamily(shape, orientations=n, pixels_per_cell=ppc, cells_per_block=cpb,
+                    block_norm=norm)
+    ours = fam.compute(wins)
+    ref = np.stack([sk_hog(w[1:-1, 1:-1], orientations=n, pixels_per_cell=ppc,
+                           cells_per_block=cpb, block_norm=norm) for w in wins], axis=1)
+    assert ours.shape == ref.shape == (fam.n_features, 6)
+    br, bc = cpb
+    ncr, ncc = fam.n_cells
+    blocks = np.array([fam.describe(i)["block"] for i in range(fam.n_features)])
+    inner = ((blocks > 0).all(1) & (blocks[:, 0] + br < ncr) & (blocks[:, 1] + bc < ncc))
+    assert inner.any()
+    np.testing.assert_allclose(ours[inner], ref[inner], atol=3e-3)
+    # everywhere: the same descriptor up to the border cells
+    assert np.corrcoef(ours.ravel(), ref.ravel())[0, 1] > 0.8
 
 
-def test_counts_subsets_and_describe(rng):
-    fam = HOGFamily((64, 32), 9, (8, 8), (2, 2))
-    assert fam.n_features == 7 * 3 * 2 * 2 * 9
-    wins = rng.integers(0, 256, (5, 64, 32), dtype=np.uint8)
-    ch = fam.prepare(wins)
-    full = fam.evaluate(ch)
-    fids = np.array([100, 3, 3, fam.n_features - 1, 0])
-    sids = np.array([4, 1])
-    np.testing.assert_array_equal(fam.evaluate(ch, fids, sids), full[fids][:, sids])
+def test_counts_and_describe(rng):
+    fam = HOGFamily((66, 34), orientations=9, pixels_per_cell=(8, 8), cells_per_block=(2, 2))
+    assert fam.n_cells == (8, 4) and fam.n_features == 7 * 3 * 2 * 2 * 9
     d = fam.describe(fam.n_features - 1)
     assert d["block"] == (6, 2) and d["cell"] == (1, 1) and d["orientation_bin"] == 8
-    assert d["rect"] == (24, 56, 8, 8)
-    np.testing.assert_array_equal(hog_descriptor(wins[0]), full[:, 0])
-    assert HOGFamily((24, 24), 8, signed=True).describe(7)["degrees"] == (315.0, 360.0)
+    assert d["rect"] == (25, 57, 8, 8)  # interior cells start at pixel (1, 1)
+    wins = rng.integers(0, 256, (3, 66, 34), dtype=np.uint8)
+    np.testing.assert_array_equal(hog_descriptor(wins[0]), fam.compute(wins[:1])[:, 0])
+    np.testing.assert_array_equal(hog_descriptor(wins), fam.compute(wins).T)
+    assert HOGFamily((26, 26), orientations=8, signed=True).describe(7)["degrees"] == (315.0,
+                                                                                        360.0)
+    prog = fam.program()
+    assert prog.channels.keys == tuple(f"orient(9,u)#{b}" for b in range(9))
 
 
-def test_config_roundtrip():
-    fam = HOGFamily((32, 24), 12, (4, 6), (3, 2), "L1", signed=True, storage="integral")
-    assert family_from_dict(json.loads(json.dumps(family_to_dict(fam)))) == fam
-
-
-def test_bad_input(rng):
-    fam = HOGFamily((24, 24))
-    with pytest.raises(ValueError, match="windows"):
-        fam.prepare(np.zeros((2, 24, 23), np.uint8))
-    with pytest.raises(TypeError, match="uint8"):
-        fam.prepare(np.zeros((2, 24, 24), np.float64))
-    with pytest.raises(ValueError, match="empty"):
-        fam.prepare(np.zeros((0, 24, 24), np.uint8))
-    ch = fam.prepare(rng.integers(0, 256, (2, 24, 24), dtype=np.uint8))
-    with pytest.raises(ValueError, match="out of range"):
-        fam.evaluate(ch, [-1])
-    with pytest.raises(ValueError, match="empty"):
-        fam.evaluate(ch, np.array([], dtype=int))
+def test_bad_input():
     with pytest.raises(ValueError, match="too small"):
-        HOGFamily((12, 12), 9, (8, 8), (2, 2))
+        HOGFamily((17, 17), orientations=9, pixels_per_cell=(8, 8), cells_per_block=(2, 2))
     with pytest.raises(ValueError, match="block_norm"):
         HOGFamily(block_norm="L3")
     with pytest.raises(ValueError, match="orientations"):
         HOGFamily(orientations=0)
-    with pytest.raises(ValueError, match="windows"):
-        fam.evaluate_at(ch, [0], [[0, 0]])
-
-
-@pytest.mark.parametrize("signed", [False, True])
-def test_storage_modes_agree(rng, signed):
-    wins = _windows(rng, 7, 20, 28)
-    cells = HOGFamily((20, 28), 7, (4, 6), (2, 2), signed=signed)
-    integ = HOGFamily((20, 28), 7, (4, 6), (2, 2), signed=signed, storage="integral")
-    assert integ.channels_nbytes(10) > 10 * cells.channels_nbytes(10)
-    np.testing.assert_allclose(cells.compute(wins), integ.compute(wins), rtol=1e-5, atol=1e-6)
-    fids = rng.integers(0, cells.n_features, 25)
-    ch = integ.prepare(wins)
-    np.testing.assert_allclose(integ.evaluate(ch, fids, [6, 0]),
-                               cells.evaluate(cells.prepare(wins), fids, [6, 0]),
-                               rtol=1e-5, atol=1e-6)
-    with pytest.raises(ValueError, match="storage"):
-        HOGFamily((20, 28), storage="dense")
-
-
-def test_pickle_rebuilds_from_config(rng):
-    import pickle
-
-    fam = HOGFamily((16, 24), 6, (4, 4), (2, 3), "L2", signed=True)
-    blob = pickle.dumps(fam)
-    assert len(blob) < 2000  # derived tables are not shipped
-    back = pickle.loads(blob)
-    wins = rng.integers(0, 256, (3, 16, 24), dtype=np.uint8)
-    assert back == fam
-    np.testing.assert_array_equal(back.compute(wins), fam.compute(wins))
+    with pytest.raises(ValueError, match="cells_per_block: at most 4"):
+        HOGFamily((40, 40), cells_per_block=(3, 3))

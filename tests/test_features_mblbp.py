@@ -1,4 +1,7 @@
-"""MB-LBP family: OpenCV pool, codes against NumPy, scikit-image and cv2's LBP detector."""
+"""MB-LBP family: OpenCV pool, codes against NumPy, scikit-image and cv2's LBP detector.
+
+(Windows vs image positions, subsets, configs, generic errors and the program path:
+tests/test_features_conformance.py.)"""
 
 from __future__ import annotations
 
@@ -77,17 +80,6 @@ def test_codes_against_skimage(rng):
         assert vals[i] == skf.multiblock_lbp(ii, y, x, w, h)
 
 
-def test_evaluate_at_and_subsets(rng):
-    fam = MBLBPFamily((9, 12))
-    img = rng.integers(0, 256, (30, 33), dtype=np.uint8)
-    pos = np.array([[0, 0], [21, 21], [4, 17]])
-    at = fam.evaluate_at(fam.prepare_image(img), None, pos)
-    wins = np.stack([img[y : y + 9, x : x + 12] for y, x in pos])
-    ch = fam.prepare(wins)
-    np.testing.assert_array_equal(at, fam.evaluate(ch))
-    np.testing.assert_array_equal(fam.evaluate(ch, [7, 2], [2]), at[[7, 2]][:, [2]])
-
-
 def test_codes_match_cv2_lbp_detector(tmp_path, rng):
     cv2 = pytest.importorskip("cv2")
     if not hasattr(cv2, "CascadeClassifier"):
@@ -121,21 +113,11 @@ def test_codes_match_cv2_lbp_detector(tmp_path, rng):
             assert len(found) == expect, (i, probe)
 
 
-def test_bad_input(rng):
-    fam = MBLBPFamily((9, 9))
-    ch = fam.prepare(rng.integers(0, 256, (2, 9, 9), dtype=np.uint8))
-    with pytest.raises(ValueError, match="windows are 9x8"):
-        fam.prepare(np.zeros((2, 9, 8), np.uint8))
-    with pytest.raises(TypeError, match="uint8"):
-        fam.prepare(np.zeros((2, 9, 9), np.float32))
-    with pytest.raises(ValueError, match=f"feature id {fam.n_features} out of range"):
-        fam.evaluate(ch, [fam.n_features])
-    with pytest.raises(ValueError, match="empty set of sample ids"):
-        fam.evaluate(ch, None, [])
+def test_bad_input():
     with pytest.raises(ValueError, match="at least 3x3"):
         MBLBPFamily((2, 9))
-    with pytest.raises(ValueError, match="does not fit"):
-        fam.evaluate_at(fam.prepare_image(np.zeros((9, 9), np.uint8)), [0], [[0, 1]])
+    with pytest.raises(TypeError, match="positional"):
+        MBLBPFamily((9, 9), (2, 2))  # keyword-only after the window
 
 
 def test_from_blocks_reproduces_generated_features(rng):
@@ -154,11 +136,3 @@ def test_from_blocks_reproduces_generated_features(rng):
         MBLBPFamily.from_blocks((13, 11), blocks=[[0, 0, 1, 1], [9, 0, 1, 1]])
     with pytest.raises(ValueError, match="blocks: expected a non-empty"):
         MBLBPFamily.from_blocks((13, 11), blocks=[0, 0, 1, 1])
-
-
-def test_program_equals_evaluate(rng):
-    from vjboost.features.program import evaluate_program
-
-    fam = MBLBPFamily((12, 12))
-    wins = rng.integers(0, 256, (7, 12, 12), dtype=np.uint8)
-    np.testing.assert_array_equal(evaluate_program(fam.program(), wins), fam.compute(wins))

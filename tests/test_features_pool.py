@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import pytest
 
 from vjboost.features import FeaturePool, HaarFamily, MBLBPFamily
+from vjboost.features.fourier import FourierFamily
+from vjboost.features.hog import HOGFamily
+from vjboost.features.pixel import PixelRGBFamily
 from vjboost.features.pool import PoolChannels
+from vjboost.features.program import evaluate_program
 
 
 @pytest.fixture
 def pool():
-    return FeaturePool([HaarFamily((10, 10), "BASIC"), MBLBPFamily((10, 10)),
-                        HaarFamily((10, 10), "ALL", types=["tx2"], normalize=False)])
+    return FeaturePool([HaarFamily((10, 10), mode="BASIC"), MBLBPFamily((10, 10)),
+                        HaarFamily((10, 10), mode="ALL", types=["tx2"], normalize=False)])
 
 
 @pytest.fixture
@@ -100,9 +105,47 @@ def test_bad_pools_and_inputs(pool, windows):
 
 
 def test_rgb_windows_feed_gray_families(rng):
-    import cv2
-
     pool = FeaturePool([HaarFamily((8, 8)), MBLBPFamily((8, 8))])
     rgb = rng.integers(0, 256, (5, 8, 8, 3), dtype=np.uint8)
     gray = np.stack([cv2.cvtColor(w, cv2.COLOR_RGB2GRAY) for w in rgb])
     np.testing.assert_array_equal(pool.evaluate(rgb), pool.evaluate(gray))
+
+
+def test_program_pool_computes_the_union_of_channels_once(pool, windows, rng):
+    prep = pool.prepare(windows)
+    # one set of integral planes for all three families (gray, gray2, tilted), no per-family data
+    assert prep.channels == (None, None, None) and prep.planes.shape == (40, 3, 11, 11)
+    assert pool.channels_nbytes(40) >= prep.nbytes
+    prog = pool.program()
+    assert prog.n_features == pool.n_features
+    assert set(prog.channels.keys) == {"gray", "gray2", "tilted"}
+    gids = rng.choice(pool.n_features, 200, replace=False)
+    sub = pool.program(gids)
+    np.testing.assert_array_equal(evaluate_program(sub, windows), pool.evaluate(prep, gids))
+    # a subset that reads no tilted feature needs no tilted plane
+    assert "tilted" not in pool.program(pool.global_ids(1, [0, 1])).channels.keys
+    assert pool.opencv_type is None
+    assert FeaturePool([MBLBPFamily((10, 10))]).opencv_type == "LBP"
+    assert FeaturePool([HaarFamily((10, 10))]).opencv_type == "HAAR"
+
+
+def test_mixed_pool_program_and_generic_families(rng):
+    pool = FeaturePool([HaarFamily((10, 12), mode="BASIC"), FourierFamily((10, 12), size=3),
+                        PixelRGBFamily((10, 12)), HOGFamily((10, 12), pixels_per_cell=(4, 5))])
+    assert pool.program() is None and pool.program([0]) is None
+    img = rng.integers(0, 256, (25, 31, 3), dtype=np.uint8)
+    pos = np.array([[0, 0], [15, 19], [7, 4]])
+    wins = np.stack([img[y:y + 10, x:x + 12] for y, x in pos])
+    prep = pool.prepare(wins)
+    assert prep.channels[1] is not None and prep.channels[0] is None
+    gids = np.concatenate([rng.choice(pool.n_features, 300, replace=False),
+                           [pool.n_features - 1, 0]])
+    vals = pool.evaluate(prep, gids)
+    fam, loc = pool.locate(gids)
+    for k, f in enumerate(pool.families):
+        rows = np.flatnonzero(fam == k)
+        data = wins if f.color else np.stack([cv2.cvtColor(w, cv2.COLOR_RGB2GRAY) for w in wins])
+        np.testing.assert_array_equal(vals[rows], f.compute(data, loc[rows]))
+    np.testing.assert_array_equal(pool.evaluate(wins, gids, [2, 0]), vals[:, [2, 0]])
+    at = pool.evaluate_at(pool.prepare_image(img), gids, pos)
+    np.testing.assert_array_equal(at, vals)

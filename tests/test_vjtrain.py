@@ -24,21 +24,9 @@ WIN = 16
 
 
 @pytest.fixture(scope="module")
-def data_dir(tmp_path_factory) -> Path:
-    import skimage.data as d
-
-    root = tmp_path_factory.mktemp("vjtrain")
-    faces = (d.lfw_subset()[:100] * 255).round().astype(np.uint8)
-    faces = np.stack([cv2.resize(f, (WIN, WIN), interpolation=cv2.INTER_AREA) for f in faces])
-    np.savez(root / "pos.npz", images=faces)
-    write_vec(root / "pos.vec", faces)
-    (root / "bg").mkdir()
-    for name in ("coins", "moon", "page", "text", "brick", "grass", "clock", "coffee"):
-        im = getattr(d, name)()
-        if im.ndim == 3:
-            im = cv2.cvtColor(im, cv2.COLOR_RGB2GRAY)
-        im = cv2.resize(im, (im.shape[1] // 2, im.shape[0] // 2), interpolation=cv2.INTER_AREA)
-        cv2.imwrite(str(root / "bg" / f"{name}.png"), im)
+def data_dir(small_face_set) -> Path:
+    root = small_face_set
+    write_vec(root / "pos.vec", np.load(root / "pos.npz")["images"])
     (root / "bg.txt").write_text("\n".join(f"bg/{p.name}" for p in (root / "bg").iterdir()))
     return root
 

@@ -9,6 +9,10 @@ Then Haar against ``skimage.feature.haar_like_feature`` on the same windows and 
 features (scikit-image's five types; vjboost with ``x3_weight=2``, ``normalize=False`` so that the
 values are identical up to type-4's sign, which the run checks), and prints the speed ratio.
 
+Last, the whole Haar pool of a 20x20 window (mode ALL, 125,199 features) on ``--pool-windows``
+windows (10,000; quick 2,000), evaluated in blocks of 8,192 features as a precomputation does
+(prepare included): feature evaluations per second with all threads.
+
 Ends with one line ``RESULT {json}``.
 
 Usage::
@@ -62,7 +66,8 @@ def _best_time(fn, repeats: int) -> float:
 
 def _make_family(name: str, cls: type, window: tuple[int, int]) -> Any:
     if cls is WindowFunctionFamily:
-        return WindowFunctionFamily(_demo_row_stats, 2 * window[0], window)
+        return WindowFunctionFamily(_demo_row_stats, n_features=2 * window[0],
+                                    window_shape=window)
     return cls(window_shape=window)
 
 
@@ -136,7 +141,7 @@ def bench_haar_vs_skimage(
     from skimage.transform import integral_image
 
     h, w = windows.shape[1:3]
-    fam = HaarFamily((h, w), "BASIC", x3_weight=2.0, normalize=False)
+    fam = HaarFamily((h, w), mode="BASIC", x3_weight=2.0, normalize=False)
     ids = np.sort(rng.choice(fam.n_features, min(n_query, fam.n_features), replace=False))
     coord, ftype = _skimage_coords(fam, ids)
     sign = np.where(ftype == "type-4", -1.0, 1.0)
@@ -171,6 +176,23 @@ def bench_haar_vs_skimage(
     return res
 
 
+def bench_haar_pool(n_windows: int, rng: np.random.Generator, block: int = 8192
+                    ) -> dict[str, Any]:
+    """Every feature of the 20x20 ALL Haar pool on ``n_windows`` windows, block by block."""
+    fam = HaarFamily((20, 20), mode="ALL")
+    windows = rng.integers(0, 256, (n_windows, 20, 20), dtype=np.uint8)
+    fam.evaluate(fam.prepare(windows[:64]), np.arange(64))  # compile
+    t0 = time.perf_counter()
+    ch = fam.prepare(windows)
+    checksum = 0.0
+    for a in range(0, fam.n_features, block):
+        vals = fam.evaluate(ch, np.arange(a, min(a + block, fam.n_features)))
+        checksum += float(vals[:, ::97].sum(dtype=np.float64))
+    sec = time.perf_counter() - t0
+    return {"n_features": int(fam.n_features), "S": int(n_windows), "seconds": round(sec, 2),
+            "evals_per_s": round(fam.n_features * n_windows / sec), "checksum": checksum}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="small sizes, runs in under a minute")
@@ -181,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="windows for scikit-image (default 40, quick 10)")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts")
     p.add_argument("--repeats", type=int, default=None, help="best of N (default 3, quick 2)")
+    p.add_argument("--pool-windows", type=int, default=None,
+                   help="windows for the whole 20x20 Haar pool (default 10000, quick 2000)")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     s = args.n_windows or (1000 if args.quick else 4000)
@@ -196,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     fams = bench_families(windows, q, threads, repeats, rng)
     haar = bench_haar_vs_skimage(windows, q, s_sk, threads, repeats, rng)
+    pool = bench_haar_pool(args.pool_windows or (2000 if args.quick else 10000), rng)
     elapsed = time.perf_counter() - t0
 
     tcols = [f"evals_per_s_{t}t" for t in threads]
@@ -217,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  vjboost {t} thread(s): {haar[f'vjboost_evals_per_s_{t}t']:,} evals/s  "
               f"-> {haar[f'ratio_{t}t']}x")
     print(f"  max |difference| of values: {haar['max_abs_diff_vs_skimage']}")
+    print(f"Whole 20x20 ALL Haar pool ({pool['n_features']:,} features) on {pool['S']:,} "
+          f"windows: {pool['seconds']} s, {pool['evals_per_s']:,} evals/s")
     result = {
         "window": args.window,
         "S": s,
@@ -224,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "threads": threads,
         "families": {k: v for k, v in fams.items()},
         "haar_vs_skimage": haar,
+        "haar_pool_20x20_all": pool,
         "seconds": round(elapsed, 1),
         "python": platform.python_version(),
         "numba": numba.__version__,

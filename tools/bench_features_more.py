@@ -56,19 +56,20 @@ def _best_time(fn, repeats: int) -> float:
 
 def _families(win: tuple[int, int]) -> list[Any]:
     return [
-        LBPHistogramFamily(win, 8, 1, "uniform"),
-        LBPCodeFamily(win, 8, 1, "uniform"),
-        HOGFamily(win, 9, (8, 8), (2, 2)),
-        HOGFamily(win, 18, (8, 8), (2, 2), signed=True),
-        IntensityHistogramFamily(win, 16, ((1, 1), (2, 2), (3, 3))),
-        ColorHistogramFamily(win, "hsv", 8, False, ((1, 1), (2, 2))),
-        ColorHistogramFamily(win, "luv", 3, True, ((1, 1), (2, 2))),
-        FourierFamily(win, 6),
-        HaarWaveletFamily(win, 3),
+        LBPHistogramFamily(win, P=8, R=1, method="uniform"),
+        LBPCodeFamily(win, P=8, R=1, method="uniform"),
+        HOGFamily(win, orientations=9, pixels_per_cell=(8, 8), cells_per_block=(2, 2)),
+        HOGFamily(win, orientations=18, pixels_per_cell=(8, 8), cells_per_block=(2, 2),
+                  signed=True),
+        IntensityHistogramFamily(win, bins=16, grids=((1, 1), (2, 2), (3, 3))),
+        ColorHistogramFamily(win, space="hsv", bins=8, joint=False, grids=((1, 1), (2, 2))),
+        ColorHistogramFamily(win, space="luv", bins=3, joint=True, grids=((1, 1), (2, 2))),
+        FourierFamily(win, size=6),
+        HaarWaveletFamily(win, levels=3),
         PixelFamily(win),
         PixelRGBFamily(win),
         GradientMagnitudeFamily(win),
-        PatchSumFamily(win, 2000, seed=0),
+        PatchSumFamily(win, n_patches=2000, seed=0),
     ]
 
 
@@ -100,10 +101,14 @@ def _label(fam: Any) -> str:
 
 
 def bench_hog_vs_skimage(n_windows: int, repeats: int, rng: np.random.Generator) -> dict:
+    """The full descriptor of 128x64 windows, vjboost vs scikit-image (timed on the same
+    windows). vjboost's cells tile the window's interior (15x7 cells where scikit-image has
+    16x8): the values are compared with scikit-image on the interior, on the blocks that do not
+    touch its border (where scikit-image zeroes the gradient)."""
     wins = rng.integers(0, 256, (n_windows, 128, 64), dtype=np.uint8)
     params = {"orientations": 9, "pixels_per_cell": (8, 8), "cells_per_block": (2, 2),
               "block_norm": "L2-Hys"}
-    fam = HOGFamily((128, 64), 9, (8, 8), (2, 2), "L2-Hys")
+    fam = HOGFamily((128, 64), **params)
     fam.compute(wins[:2])
 
     def ours():
@@ -112,9 +117,13 @@ def bench_hog_vs_skimage(n_windows: int, repeats: int, rng: np.random.Generator)
     def theirs():
         return np.stack([sk_hog(x, **params) for x in wins], axis=1)
 
-    diff = float(np.abs(ours() - theirs()).max())
+    interior = np.stack([sk_hog(x[1:-1, 1:-1], **params) for x in wins[:20]], axis=1)
+    blocks = np.array([fam.describe(i)["block"] for i in range(fam.n_features)])
+    inner = ((blocks > 0).all(1) & (blocks[:, 0] + 2 < fam.n_cells[0])
+             & (blocks[:, 1] + 2 < fam.n_cells[1]))
+    diff = float(np.abs(ours()[inner, :20] - interior[inner]).max())
     res = {"windows": n_windows, "window": "128x64", "n_features": fam.n_features,
-           "max_abs_diff": diff}
+           "max_abs_diff_inner_blocks": diff}
     t_sk = _best_time(theirs, repeats)
     res["skimage_windows_per_s"] = n_windows / t_sk
     for threads in (1, 2):
@@ -172,7 +181,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"HOG 128x64 ({hog['n_features']} features), {n_hog} windows: skimage "
           f"{hog['skimage_windows_per_s']:.0f} win/s, vjboost {hog['vjboost_windows_per_s_1t']:.0f}"
           f" (1t) / {hog['vjboost_windows_per_s_2t']:.0f} (2t) win/s -> x{hog['speedup_1t']:.1f}"
-          f" / x{hog['speedup_2t']:.1f}; max |diff| {hog['max_abs_diff']:.2e}")
+          f" / x{hog['speedup_2t']:.1f}; max |diff| (inner blocks) "
+          f"{hog['max_abs_diff_inner_blocks']:.2e}")
     lbp = bench_lbp_vs_skimage(n_hog * 10, repeats, rng)
     print(f"LBP codes 24x24, {lbp['windows']} windows: skimage {lbp['skimage_windows_per_s']:.0f}"
           f" win/s, vjboost {lbp['vjboost_windows_per_s_1t']:.0f} (1t) / "
@@ -185,7 +195,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "machine": platform.machine(),
         "families": {r["label"]: {k: (round(v, 1) if isinstance(v, float) else v)
                                   for k, v in r.items() if k != "label"} for r in rows},
-        "hog_vs_skimage": {k: (round(v, 3) if isinstance(v, float) and k != "max_abs_diff"
+        "hog_vs_skimage": {k: (round(v, 3) if isinstance(v, float) and not k.startswith("max")
                                else v) for k, v in hog.items()},
         "lbp_vs_skimage": {k: (round(v, 3) if isinstance(v, float) else v)
                            for k, v in lbp.items()},

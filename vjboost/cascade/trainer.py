@@ -160,6 +160,9 @@ class StageResult:
         After every round.
     seconds : dict
         Time spent in ``positives``, ``negatives``, ``features`` and ``boosting``.
+    scores : ndarray of shape (N,), optional
+        Stage sums of the stage's training windows (positives, then negatives) after the last
+        round, for the run's report samples; dropped once they are taken, never saved.
     """
 
     learners: list[Any]
@@ -171,6 +174,7 @@ class StageResult:
     false_alarms: list[float] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    scores: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -265,6 +269,7 @@ def train_stage(
                      callback=after_round)
     if out.stopped == "no_split":
         res.info["stopped"] = "no feature separates the examples any more"
+    res.scores = np.array(step.scores, dtype=np.float64)  # for the report's samples
     return res
 
 
@@ -500,6 +505,8 @@ class CascadeTrainer:
     stages_ : list of StageResult
     stop_reason_ : str
     report_ : dict
+    samples_ : TrainingSamples
+        Windows kept for the report (hardest negatives, rejected positives).
     """
 
     def __init__(
@@ -754,6 +761,7 @@ class CascadeTrainer:
             raise TrainingError(
                 f"reservoir: stage {k} found no feature separating its reservoir of {r} windows "
                 "in any round; use a larger reservoir")
+        st.scores = np.concatenate([pos_sc.scores, neg_sc.scores])  # for the report's samples
         buf = 0 if booster._flat is None else int(booster._flat.nbytes)
         info = {"mode": f"reservoir {r} ({self.reservoir_strategy})", "cache_bytes": buf,
                 "matrix_bytes": int(pool.n_features) * (len(pw) + len(nw)),
@@ -851,6 +859,9 @@ class CascadeTrainer:
         cache = ImageCache(None if self.reservoir is None
                            else min(available_memory() // 4, RESERVOIR_IMAGE_CACHE))
         pos_ch = None
+        from .report import TrainingSamples
+
+        self.samples_ = TrainingSamples()  # bounded windows for the report
         bar = _Progress(bool(self.progress), int(self.num_stages), int(self.max_weak_count))
         new = 0
         try:
@@ -932,6 +943,9 @@ class CascadeTrainer:
                     finfo["peak_rss"] = _peak_rss()
                     st.info.update(finfo, positives_consumed=pos_used,
                                    acceptance_ratio=res.acceptance_ratio)
+                    # report samples from the sums boosting left (then dropped)
+                    self.samples_.add_stage(k, pw, res.windows, st.scores, st.threshold)
+                    st.scores = None
                     stages.append(st)
                     new += 1
                     bar.log(f"stage {k}: {len(st.learners)} weak learner(s), hit rate "

@@ -11,23 +11,19 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import click
 
 from .._errors import VJBoostError
-from .._io import atomic_write, save_png
+from .._io import atomic_write
 from .._limits import Limits
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
     FORMATS,
     AnnotationError,
-    ImageReadError,
     check_output,
-    list_images,
     read_annotations,
-    read_image,
 )
 
 __all__ = ["main", "resolve_model_path"]
@@ -49,29 +45,12 @@ def resolve_model_path(spec: str) -> str:
 
 
 def _image_list(images: str | None, annotations) -> list[str]:
-    if images is None:
-        return list(annotations)
+    from ..eval.run import evaluation_paths
+
     try:
-        return [str(Path(p).resolve()) for p in list_images(images, recursive=True,
-                                                             what="--images source")]
+        return evaluation_paths(annotations, images, what="--images source")
     except VJBoostError as exc:
         raise click.BadParameter(str(exc), param_hint="--images") from None
-
-
-def _plot(curves: dict, path: Path, iou: float, mark: int, n_images: int) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ..eval.plot import plot_neighbors_curves
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
-    plot_neighbors_curves(ax, curves, iou=iou, mark=mark, n_images=n_images)
-    ax.set_title(f"min_neighbors sweep (circle: min_neighbors {mark})")
-    fig.tight_layout()
-    save_png(fig, path)
-    plt.close(fig)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"],
@@ -115,12 +94,17 @@ def _plot(curves: dict, path: Path, iou: float, mark: int, n_images: int) -> Non
                    f"{Limits().max_image_pixels}, or VJBOOST_MAX_IMAGE_PIXELS); larger ones "
                    "are skipped.")
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False), default="vjeval-out",
-              show_default=True, help="Where eval.json and curve.png go (created).")
+              show_default=True, help="Where eval.json, curve.png and report.html go (created).")
 @click.option("--progress/--no-progress", default=None,
               help="Progress line (default: when stderr is a terminal).")
+@click.option("--report/--no-report", default=True, show_default=True,
+              help="Also write report.html: the table, the curves and detections drawn on "
+                   "sample images, in one self-contained page.")
+@click.option("--report-samples", type=click.IntRange(min=0), default=6, show_default=True,
+              help="Images whose detections the report draws, per model.")
 def main(annotations, fmt, category, image_root, models, detection_files, labels, images,
          scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-         output_dir, progress) -> None:
+         output_dir, progress, report, report_samples) -> None:
     """Evaluate cascades (--model) or saved detections (--detections) on ANNOTATIONS: an
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
@@ -128,18 +112,20 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
     try:
         _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
               scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-              output_dir, progress)
+              output_dir, progress, report, report_samples)
     except VJBoostError as exc:
         raise click.ClickException(str(exc)) from None
 
 
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
           scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-          output_dir, progress) -> None:
-    from ..cascade.detector import CascadeDetector, to_gray
+          output_dir, progress, report, report_samples) -> None:
+    from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
-    from ..eval import evaluate_detections, sweep_min_neighbors
+    from ..eval import evaluate_detections
+    from ..eval.report import detection_samples, write_evaluation_report
+    from ..eval.run import EvaluationSet, load_evaluation_set, sample_images, sweep_detector
     from ..io.formats import read_coco_results
     from ._progress import progress_line
 
@@ -169,76 +155,55 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     limits = Limits.from_env()
     if max_pixels is not None:
         limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
-    grays, sizes, failed = {}, {}, []
     bar = progress_line(progress)
     if bar is not None:
         bar.start()
     try:
         if loaded:
             task = bar.add_task("reading images", total=len(paths)) if bar else None
-            for p in paths:
-                try:
-                    img = read_image(p, limits=limits)
-                except ImageReadError as exc:
-                    failed.append(str(exc))
-                else:
-                    grays[p] = to_gray(img)
-                    sizes[p] = (img.shape[1], img.shape[0])
-                if task is not None:
-                    bar.advance(task)
+            es = load_evaluation_set(gt, paths, limits=limits, progress=None if task is None
+                                     else lambda p: bar.advance(task))
             if bar is not None:
                 bar.remove_task(task)
         else:
-            grays = dict.fromkeys(paths)
+            es = EvaluationSet(gt.restrict(paths), dict.fromkeys(paths), {})
+        grays, failed = es.images, es.failed
         for msg in failed[:5]:
             click.echo(f"vjeval: skipped {msg}", err=True)
         if not grays:
             click.echo("vjeval: no image could be read", err=True)
             sys.exit(1)
-        gt = gt.restrict(grays)
+        gt = es.annotations
         n_gt = gt.n_objects
         click.echo(f"vjeval: {len(grays)} image(s), {n_gt} annotated object(s), "
                    f"{len(failed)} unreadable", err=True)
-        results, curves = [], {}
+        results, curves, samples = [], {}, {}
+        drawn = sample_images(gt, list(grays), report_samples) if report else []
         for label, spec, det in loaded:
             task = bar.add_task(f"{label}: detecting and grouping", total=len(grays)) \
                 if bar else None
-            timing = {"detect": 0.0, "raw": 0}
 
-            def windows(det=det, label=label, task=task, timing=timing):
-                for p, g in grays.items():
-                    t0 = time.perf_counter()
-                    boxes, scores = det.raw_windows(g)
-                    timing["detect"] += time.perf_counter() - t0
-                    timing["raw"] += len(boxes)
-                    if task is not None:
-                        bar.update(task, advance=1, description=f"{label}: detecting and "
-                                   f"grouping ({timing['raw']} raw windows)")
-                    yield p, (boxes, scores)
+            def advance(n_raw, label=label, task=task):
+                if task is not None:
+                    bar.update(task, advance=1, description=f"{label}: detecting and "
+                               f"grouping ({n_raw} raw windows)")
 
-            t1 = time.perf_counter()
             ts = sorted(set(range(0, max_neighbors + 1)) | {min_neighbors})
-            curve = sweep_min_neighbors(windows(), gt, thresholds=ts, image_sizes=sizes,
-                                        iou_threshold=iou, ignore=gt.ignore)
-            seconds = timing["detect"]
-            sweep_seconds = time.perf_counter() - t1 - seconds
+            run = sweep_detector(det, es, thresholds=ts, iou_threshold=iou, keep=drawn,
+                                 progress=advance)
             if task is not None:
                 bar.remove_task(task)
-            at = curve.at(min_neighbors)
+            curve = run.curve
             keep = curve.min_neighbors <= max_neighbors
             curves[label] = type(curve)(curve.min_neighbors[keep], curve.false_positives[keep],
                                         curve.detection_rate[keep],
                                         [e for e, k in zip(curve.evaluations, keep,
                                                            strict=True) if k])
-            results.append({
-                "label": label, "model": spec, "detect_seconds": round(seconds, 3),
-                "sweep_seconds": round(sweep_seconds, 3),
-                "raw_windows": int(timing["raw"]),
-                "at_min_neighbors": {"min_neighbors": min_neighbors, **at.as_dict()},
-                "curve": {"min_neighbors": curves[label].min_neighbors.tolist(),
-                          "false_positives": curves[label].false_positives.tolist(),
-                          "detection_rate": curves[label].detection_rate.tolist()},
-            })
+            run.curve = curves[label] if min_neighbors <= max_neighbors else curve
+            results.append({"label": label, "model": spec, **run.as_dict(min_neighbors)})
+            if drawn:
+                samples[label] = detection_samples(run, es, min_neighbors=min_neighbors,
+                                                   iou_threshold=iou)
         for k, path in enumerate(detection_files):
             label = labels[len(models) + k] if labels else Path(path).stem
             dets = read_coco_results(path, gt, category=category)
@@ -252,15 +217,25 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     finally:
         if bar is not None:
             bar.stop()
-    summary = {"annotations": str(annotations), "format": gt.format, "n_images": len(grays),
-               "n_objects": n_gt, "n_ignore_regions": int(sum(len(v) for v in
-                                                              gt.ignore.values())),
-               "iou_threshold": iou, "scale_factor": scale_factor, "models": results}
+    summary = {**es.as_dict(), "annotations": str(annotations), "iou_threshold": iou,
+               "scale_factor": scale_factor, "min_neighbors": min_neighbors,
+               "models": results}
     atomic_write(out / "eval.json", json.dumps(summary, indent=2))
-    wrote = f"{out / 'eval.json'}"
+    wrote = [out / "eval.json"]
+    png = None
     if curves:
-        _plot(curves, out / "curve.png", iou, min_neighbors, len(grays))
-        wrote += f" and {out / 'curve.png'}"
+        import matplotlib.pyplot as plt
+
+        from .._html import figure_png
+        from ..eval.plot import curve_figure
+
+        fig = curve_figure(curves, iou=iou, mark=min_neighbors, n_images=len(grays))
+        png = figure_png(fig)
+        plt.close(fig)
+        wrote.append(out / "curve.png")
+        atomic_write(wrote[-1], png)
+    if report:
+        wrote.append(write_evaluation_report(out, summary, curves, samples, curve_png=png))
 
     click.echo(f"{'model':<34} {'det.rate':>8} {'FP':>5} {'precision':>9} {'AP':>6} {'sec':>7}")
     for r in results:
@@ -269,7 +244,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
         click.echo(f"{r['label'][:34]:<34} {a['detection_rate']:>8.3f} {a['false_positives']:>5d} "
                    f"{a['precision']:>9.3f} {a['average_precision']:>6.3f} {sec}")
     click.echo(f"(models at min_neighbors {min_neighbors}, detection files with every "
-               f"detection; IoU >= {iou:g}); wrote {wrote}")
+               f"detection; IoU >= {iou:g}); wrote {', '.join(str(p) for p in wrote)}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ Examples::
 Everything is checked before training starts; bad input ends with a message and exit status 2,
 never a traceback. The output folder receives ``model.json`` (vjboost's format),
 ``cascade.xml`` (OpenCV, for HAAR or LBP cascades), ``checkpoint.json`` (after every stage) and
-the training report (``report.json`` and PNG plots).
+the training report (``report.json``, PNG plots and ``report.html``, one self-contained page;
+with ``--eval`` it also shows how the cascade detects on an annotated image set).
 """
 
 from __future__ import annotations
@@ -229,6 +230,12 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--resume", is_flag=True,
               help="Continue from the checkpoint in the output folder (same settings; more "
                    "--stages or more backgrounds are allowed).")
+@click.option("--eval", "eval_annotations", metavar="ANNOTATIONS",
+              help="After training, evaluate the cascade on these annotations (any format "
+                   "vjeval reads; --category applies) with vjeval's defaults, and add the "
+                   "detection-rate / false-positive curve and sample detections to the report.")
+@click.option("--eval-images", metavar="SOURCE",
+              help="Images of the --eval set (folder or list; default: the annotated images).")
 @click.option("--max-new-stages", type=click.IntRange(min=1), hidden=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, output: str,
@@ -240,7 +247,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             pos_crop: str | None, pos_format: str | None, category: str | None,
             jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
-            seed: int, threads: int, resume: bool, max_new_stages: int | None, quiet: bool) -> None:
+            seed: int, threads: int, resume: bool, eval_annotations: str | None,
+            eval_images: str | None, max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
     POS: a folder of crops, annotations (info.dat, CSV, JSON, COCO, a Pascal VOC / YOLO /
@@ -314,6 +322,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             f"{num_pos} at --min-hit-rate {min_hit_rate} may consume up to {need} (each stage "
             f"replaces the positives earlier stages reject); use --num-pos {most} or fewer, "
             "fewer --stages, or more positives")
+    eval_set = _eval_inputs(eval_annotations, eval_images, category)
     backgrounds = _background_list(neg_src)
     backgrounds, n_pixels = _check_backgrounds(backgrounds, win, echo)
     mp = MiningParams(win, **mining)
@@ -358,11 +367,61 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run the "
              "same command with --resume to continue")
         sys.exit(130)
-    _write_outputs(trainer, out, positives, echo)
+    evaluation = _evaluate(trainer.model_, eval_set, threads, echo)
+    _write_outputs(trainer, out, positives, echo, evaluation)
     _explain_stop(trainer, out, echo)
 
 
-def _write_outputs(trainer, out: Path, positives: np.ndarray, echo) -> None:
+def _eval_inputs(annotations: str | None, images: str | None, category: str | None):
+    """The --eval annotations and image paths, checked before training starts."""
+    if annotations is None:
+        if images is not None:
+            raise InputError("--eval-images: give the annotations with --eval too")
+        return None
+    from vjboost.eval.run import evaluation_paths
+    from vjboost.io import read_annotations
+
+    try:
+        gt = read_annotations(annotations, category=category)
+        paths = evaluation_paths(gt, images, what="--eval-images source")
+    except (ValueError, OSError) as exc:
+        raise InputError(f"--eval: {exc}") from None
+    return gt, paths
+
+
+def _evaluate(model, eval_inputs, threads: int, echo):
+    """Evaluate the trained cascade as vjeval does by default: (summary, curves, samples)."""
+    if model is None or eval_inputs is None:
+        return None
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.eval.report import detection_samples
+    from vjboost.eval.run import load_evaluation_set, sample_images, sweep_detector
+
+    gt, paths = eval_inputs
+    es = load_evaluation_set(gt, paths)
+    for msg in es.failed[:5]:
+        echo(f"warning: --eval: skipped {msg}")
+    if not es.images:
+        echo("warning: --eval: no image could be read; no evaluation")
+        return None
+    min_neighbors, iou = 3, 0.3
+    det = CascadeDetector(model, scale_factor=1.1, min_neighbors=0, grouping="none",
+                          threads=threads or None)
+    drawn = sample_images(es.annotations, list(es.images), 6)
+    run = sweep_detector(det, es, thresholds=range(0, 11), iou_threshold=iou, keep=drawn)
+    summary = {**es.as_dict(), "iou_threshold": iou, "scale_factor": 1.1,
+               "min_neighbors": min_neighbors,
+               "models": [{"label": "trained cascade", "model": "model.json",
+                           **run.as_dict(min_neighbors)}]}
+    at = summary["models"][0]["at_min_neighbors"]
+    echo(f"evaluation on {len(es.images)} image(s), {es.annotations.n_objects} object(s): "
+         f"detection rate {at['detection_rate']:.3f}, {at['false_positives']} false "
+         f"positive(s) at min_neighbors {min_neighbors} (IoU >= {iou:g})")
+    samples = detection_samples(run, es, min_neighbors=min_neighbors, iou_threshold=iou)
+    return summary, {"trained cascade": run.curve}, {"trained cascade": samples}
+
+
+def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=None) -> None:
     from vjboost.cascade.report import write_report
 
     model = trainer.model_
@@ -383,7 +442,17 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo) -> None:
         else:
             echo("no OpenCV XML: OpenCV runs only HAAR and LBP cascades (train with --features "
                  "haar or --features lbp for one)")
-    files = write_report(trainer.report_, out, positives.mean(axis=0))
+    report, extra = trainer.report_, None
+    if evaluation is not None:
+        from vjboost.eval.report import add_evaluation
+
+        report = {**report, "evaluation": evaluation[0]}
+
+        def extra(page):
+            add_evaluation(page, *evaluation, title="Evaluation")
+
+    files = write_report(report, out, positives.mean(axis=0),
+                         samples=getattr(trainer, "samples_", None), extra=extra)
     echo(f"report: {', '.join(str(f) for f in files)}")
     peak = max((s.info.get("peak_rss", 0) for s in trainer.stages_), default=0)
     from vjboost._memory import format_bytes

@@ -9,7 +9,7 @@ import numpy as np
 
 from .sweep import NeighborsCurve
 
-__all__ = ["plot_neighbors_curves"]
+__all__ = ["curve_figure", "plot_neighbors_curves"]
 
 
 def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou: float,
@@ -43,3 +43,19 @@ def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou:
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
+
+
+def curve_figure(curves: Mapping[str, NeighborsCurve], *, iou: float, mark: int = 3,
+                 n_images: int | None = None) -> Any:
+    """A matplotlib figure (Agg) of :func:`plot_neighbors_curves`, titled with the circled
+    operating point; the caller closes it."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    plot_neighbors_curves(ax, curves, iou=iou, mark=mark, n_images=n_images)
+    ax.set_title(f"min_neighbors sweep (circle: min_neighbors {mark})")
+    fig.tight_layout()
+    return fig

@@ -51,6 +51,7 @@ _FAMILY_MODULES = (
     "histogram",
     "fourier",
     "pixel",
+    "acf",
 )
 
 for _mod in _FAMILY_MODULES:

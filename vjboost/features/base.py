@@ -4,24 +4,25 @@ A *feature family* is a set of ``n_features`` scalar features defined on a fixed
 ``window_shape = (height, width)`` pixels. Every family works in two steps:
 
 1. ``prepare(windows)`` turns a stack of windows into *channels*: whatever the family's kernels
-   read (integral images, orientation integrals, indicator channels, ...), stored in a
-   :class:`Channels` container. ``prepare_image(image)`` does the same for a whole (already
-   scaled) image, for detection.
+   read (for integral-channel families the integral planes of
+   :mod:`vjboost.features.channels`), stored in a :class:`Channels` container.
+   ``prepare_image(image)`` does the same for a whole (already scaled) image, for detection.
 2. ``evaluate(channels, feature_ids, sample_ids)`` returns the values of any subset of features on
    any subset of the prepared windows as a float32 array of shape ``(n_query, n_samples)``
    (feature-major, as everywhere in vjboost). ``evaluate_at(channels, feature_ids, positions)`` does
    the same on a prepared image for windows whose top-left corners are ``positions``.
 
-The same numba kernels serve training (all windows precomputed, or a few features evaluated lazily
-for a sampled subset) and detection (a few features at many window positions of an image).
+Integral-channel families describe their features as a compiled program
+(:mod:`vjboost.features.program`), and one numba node evaluator computes them for training
+windows, sampled subsets, window stacks, hard-negative mining and detection alike.
 
 Families register themselves with :func:`register_family` so that a saved pool or model can name
 its families by ``name`` and rebuild them with ``get_family_class(name).from_config(cfg)``.
 
 Validation helpers (:func:`check_windows`, :func:`check_image`, :func:`check_feature_ids`,
 :func:`check_sample_ids`, :func:`check_positions`, :func:`check_channels`) raise ``ValueError`` /
-``TypeError`` that name the argument, so that numba kernels never see bad input. Families written
-by users should call them too.
+``TypeError`` that name the argument; the base class's public methods call them before any
+family code runs, so that numba kernels never see bad input.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from numbers import Integral
 from typing import Any, ClassVar, Literal
 
 import numpy as np
+
+from vjboost._memory import check_memory
+from vjboost.features.program import Program, evaluate_positions, evaluate_program
 
 __all__ = [
     "Channels",
@@ -362,9 +366,18 @@ class FeatureFamily(abc.ABC):
 
     Subclasses set the class attribute ``name`` (the registry key), and in ``__init__`` the
     instance attributes ``window_shape`` (``(height, width)``) and ``n_features``; ``color = True``
-    when they need RGB windows. They implement :meth:`describe`, :meth:`get_config`,
-    :meth:`prepare`, :meth:`evaluate`, :meth:`prepare_image` and :meth:`evaluate_at`, and are
-    registered with :func:`register_family` (usable as a class decorator).
+    when they need RGB windows. They implement :meth:`describe` and :meth:`get_config`, and are
+    registered with :func:`register_family` (usable as a class decorator). Constructors take
+    ``window_shape`` first and keyword-only arguments after it.
+
+    Evaluation is written once, here: the public :meth:`prepare`, :meth:`evaluate`,
+    :meth:`prepare_image` and :meth:`evaluate_at` validate their arguments (windows, ids,
+    channels, positions, memory) and then call the family's ``_prepare``, ``_evaluate``,
+    ``_prepare_image`` and ``_evaluate_at`` with clean arrays. *Integral-channel families*
+    implement only ``_build_program`` (their features as a compiled
+    :class:`~vjboost.features.program.Program`); the default ``_prepare``... then compute the
+    program's channel planes and run the one node evaluator, exactly as the cascade kernels do.
+    Other families (Fourier, user-written ones) override the four underscore methods.
 
     Conventions
     -----------
@@ -405,35 +418,37 @@ class FeatureFamily(abc.ABC):
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any]) -> FeatureFamily:
         """Rebuild a family from :meth:`get_config` output."""
-        return cls(**dict(cfg))
+        cfg = dict(cfg)
+        shape = tuple(cfg.pop("window_shape", (24, 24)))
+        return cls(shape, **cfg)
 
-    # -- training path -----------------------------------------------------------------------
+    # -- public evaluation (validation here, once) -------------------------------------------
 
-    @abc.abstractmethod
-    def prepare(self, windows: np.ndarray) -> Channels:
+    def prepare(self, windows: Any) -> Channels:
         """Prepare channels for a stack of windows ``(S, H, W)`` (or ``(S, H, W, 3)``) uint8."""
+        arr = check_windows(windows, self.window_shape, color=self.color)
+        check_memory(self.channels_nbytes(arr.shape[0]),
+                     f"{self.name} channels of {arr.shape[0]} windows",
+                     advice="Prepare the windows in smaller batches.")
+        return self._prepare(arr)
 
-    @abc.abstractmethod
-    def evaluate(
-        self,
-        channels: Channels,
-        feature_ids: Any = None,
-        sample_ids: Any = None,
-    ) -> np.ndarray:
+    def evaluate(self, channels: Channels, feature_ids: Any = None,
+                 sample_ids: Any = None) -> np.ndarray:
         """Values of ``feature_ids`` (default all) on ``sample_ids`` (default all).
 
         Returns
         -------
         ndarray of float32, shape (Q, S')
         """
+        ch = check_channels(channels, self, "windows")
+        fids = check_feature_ids(feature_ids, self.n_features)
+        sids = check_sample_ids(sample_ids, ch.n_samples)
+        return self._evaluate(ch, fids, sids)
 
-    # -- detection path ----------------------------------------------------------------------
-
-    @abc.abstractmethod
-    def prepare_image(self, image: np.ndarray) -> Channels:
+    def prepare_image(self, image: Any) -> Channels:
         """Prepare channels for one whole (already scaled) image ``(H, W)`` or ``(H, W, 3)``."""
+        return self._prepare_image(check_image(image, self.window_shape, color=self.color))
 
-    @abc.abstractmethod
     def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
         """Values of ``feature_ids`` for the windows at ``positions`` ``(P, 2)`` ``(y, x)``.
 
@@ -441,14 +456,39 @@ class FeatureFamily(abc.ABC):
         -------
         ndarray of float32, shape (Q, P)
         """
+        ch = check_channels(channels, self, "image")
+        fids = check_feature_ids(feature_ids, self.n_features)
+        pos = check_positions(positions, ch.shape, self.window_shape)
+        return self._evaluate_at(ch, fids, pos)
+
+    def compute(self, windows: Any, feature_ids: Any = None) -> np.ndarray:
+        """Convenience: ``evaluate(prepare(windows), feature_ids)`` → float32 ``(Q, S)``."""
+        return self.evaluate(self.prepare(windows), feature_ids)
 
     # -- compiled programs and OpenCV export ---------------------------------------------------
 
-    def program(self, feature_ids: Any = None) -> Any:
-        """The features ``feature_ids`` (default all) as a compiled
-        :class:`~vjboost.features.program.Program`, or None for families that are not
-        integral-channel reads (their cascades run the generic path)."""
+    def _build_program(self) -> Program | None:
+        """All features as a Program (integral-channel families), or None."""
         return None
+
+    def _full_program(self) -> Program | None:
+        prog = self.__dict__.get("_program_cache")
+        if prog is None:
+            prog = self._build_program()
+            self.__dict__["_program_cache"] = prog
+        return prog
+
+    def program(self, feature_ids: Any = None) -> Program | None:
+        """The features ``feature_ids`` (default all, in that order) as a compiled
+        :class:`~vjboost.features.program.Program`, or None for families that are not
+        integral-channel reads (their cascades run the generic path).
+
+        With ``feature_ids`` the program reads only the channel planes those features need.
+        """
+        prog = self._full_program()
+        if prog is None or feature_ids is None:
+            return prog
+        return prog.take(check_feature_ids(feature_ids, self.n_features)).compact()
 
     @property
     def opencv_type(self) -> str | None:
@@ -456,29 +496,68 @@ class FeatureFamily(abc.ABC):
         XML, else None."""
         return None
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the compiled program is derived data (and its channel kinds hold functions)
+        state = dict(self.__dict__)
+        state.pop("_program_cache", None)
+        return state
+
+    # -- the program path (integral-channel families) ----------------------------------------
+
+    def _require_program(self) -> Program:
+        prog = self._full_program()
+        if prog is None:
+            raise NotImplementedError(
+                f"{type(self).__name__}: implement _build_program, or _prepare, _evaluate, "
+                "_prepare_image and _evaluate_at")
+        return prog
+
+    def _prepare(self, windows: np.ndarray) -> Channels:
+        """Integral planes ``"planes"`` (S, P, H + 1, W + 1) int32 of the program's channels."""
+        planes = self._require_program().channels.windows(windows)
+        return Channels(self.name, "windows", self.window_shape, windows.shape[0],
+                        {"planes": planes})
+
+    def _evaluate(self, channels: Channels, feature_ids: np.ndarray,
+                  sample_ids: np.ndarray) -> np.ndarray:
+        return evaluate_program(self._require_program(), planes=channels["planes"],
+                                feature_ids=feature_ids, sample_ids=sample_ids)
+
+    def _prepare_image(self, image: np.ndarray) -> Channels:
+        """Integral planes ``"planes"`` (P, H + 1, W + 1) int32 of the whole image."""
+        planes = self._require_program().channels.image(image)
+        return Channels(self.name, "image", image.shape[:2], 1, {"planes": planes})
+
+    def _evaluate_at(self, channels: Channels, feature_ids: np.ndarray,
+                     positions: np.ndarray) -> np.ndarray:
+        return evaluate_positions(self._require_program(), channels["planes"], positions,
+                                  feature_ids=feature_ids)
+
     # -- optional ----------------------------------------------------------------------------
 
     def kind(self, i: int) -> FeatureKind:
         """``"ordered"`` (threshold splits) or ``"categorical"`` (subset splits on codes)."""
-        self._check_index(i)
-        return "ordered"
+        return "categorical" if self.kinds()[self._check_index(i)] else "ordered"
 
     def kinds(self) -> np.ndarray:
         """Bool array (n_features,): True where ``kind(i)`` is ``"categorical"``."""
+        prog = self._full_program()
+        if prog is not None:
+            return prog.categorical.copy()
         return np.zeros(self.n_features, dtype=bool)
 
     def channels_nbytes(self, n_samples: int) -> int:
         """Estimated bytes of ``prepare`` output for ``n_samples`` windows (for memory checks).
 
-        The default assumes one float64 integral image per window; families override it.
+        Program families: their integral planes; the default for others assumes one float64
+        integral image per window (they override it).
         """
         h, w = self.window_shape
+        prog = self._full_program()
+        if prog is not None:
+            return prog.channels.nbytes(int(n_samples), h, w)
         ch = 3 if self.color else 1
         return int(n_samples) * ch * (h + 1) * (w + 1) * 8
-
-    def compute(self, windows: Any, feature_ids: Any = None) -> np.ndarray:
-        """Convenience: ``evaluate(prepare(windows), feature_ids)`` → float32 ``(Q, S)``."""
-        return self.evaluate(self.prepare(windows), feature_ids)
 
     # -- helpers for subclasses --------------------------------------------------------------
 

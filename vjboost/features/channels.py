@@ -13,11 +13,12 @@ the image, bit for bit, provided the feature's rectangles keep ``margin`` pixels
 window's edge: a channel with margin ``m`` (gradients: 1) reads neighbours up to ``m`` pixels
 away, which a cut-out window does not have at its border. Integrals are int32 with wrap-around:
 a rectangle sum is exact whenever its true value fits in 32 bits (OpenCV's convention for the
-squared sums of its Haar detector), which :func:`check_rect_sum_range` verifies for a window.
+squared sums of its Haar detector), which a :class:`~vjboost.features.program.Program` verifies
+for every rectangle it reads.
 
 Channel keys are short strings, ``kind`` or ``kind(params)`` with ``#plane`` for kinds with
 several planes, e.g. ``"gray"``, ``"gray2"``, ``"tilted"``, ``"gradmag"``, ``"orient(6,u)#2"``,
-``"luv#0"``, ``"lbp(8,1,default)"``. Families may register their own kinds
+``"luv#0"``, ``"rgb#2"``, ``"lbp(8,1,default)"``. Families may register their own kinds
 (:func:`register_channel_kind`).
 
 Examples
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,7 @@ __all__ = [
     "ChannelKind",
     "ChannelSet",
     "channel_kinds",
-    "check_rect_sum_range",
+    "gray_of",
     "orientation_table",
     "parse_channel_key",
     "register_channel_kind",
@@ -61,7 +62,7 @@ __all__ = [
 
 _JIT = {"cache": True, "nogil": True}
 
-#: gradient magnitudes are stored as ``round(MAG_SCALE * hypot(gx, gy))`` (integers, so that
+#: gradient magnitudes are stored as ``round(MAG_SCALE * sqrt(gx**2 + gy**2))`` (integers, so that
 #: integrals and rectangle sums are exact)
 MAG_SCALE = 8
 
@@ -77,11 +78,26 @@ def _u(i):  # pragma: no cover - numba
     return np.uint64(i)
 
 
+@numba.njit(inline="always", **_JIT)
+def _add_row_prefix(v, flat, row, stride, w):  # pragma: no cover - numba
+    """``flat[row + 1 + x] = flat[row - stride + 1 + x] + sum(v[:x + 1])``: one integral row
+    from the row above. ``v`` (w,) is overwritten by its running sum (wrapping in int32 like
+    int32 integrals; exact in int64)."""
+    acc = np.int64(0)
+    for x in range(w):
+        acc += v[x]
+        v[x] = acc
+    dst = flat[row + 1:row + 1 + w]
+    src = flat[row + 1 - stride:row + 1 - stride + w]
+    for x in range(w):
+        dst[x] = src[x] + v[x]
+
+
 @numba.njit(**_JIT)
 def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numba
-    """Integral of ``plane`` (H, W) into the int32 ``flat`` array: entry ``(y, x)`` of the
-    integral at ``base + y * stride + x`` (wrapping mod 2**32). ``mode``: 0 upright, 1 squared
-    values, 2 OpenCV's 45° tilted integral.
+    """Integral of ``plane`` (H, W) into the 1-D array ``flat``: entry ``(y, x)`` of the
+    integral at ``base + y * stride + x`` (int32: wrapping mod 2**32; int64: exact). ``mode``:
+    0 upright, 1 squared values, 2 OpenCV's 45° tilted integral.
 
     Tilted (``cv2.integral3``'s third output): with ``diag[r % 2, x]`` the anti-diagonal running
     sum ``I[r, x] + I[r-1, x+1] + ...``, ``T[y, 0] = T[y-1, 0] + diag[y-2, 0]`` and
@@ -105,24 +121,29 @@ def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numb
             row = base + y * stride
             up = row - stride
             if y >= 2:
-                flat[_u(row)] = np.int32(np.int64(flat[_u(up)]) + diag[prev, 0])
+                flat[_u(row)] = np.int64(flat[_u(up)]) + diag[prev, 0]
                 for x in range(1, w + 1):
-                    flat[_u(row + x)] = np.int32(np.int64(flat[_u(up + x - 1)])
-                                                 + diag[cur, x - 1] + diag[prev, x - 1])
+                    flat[_u(row + x)] = (np.int64(flat[_u(up + x - 1)]) + diag[cur, x - 1]
+                                         + diag[prev, x - 1])
             else:
                 flat[_u(row)] = 0
                 for x in range(1, w + 1):
-                    flat[_u(row + x)] = np.int32(diag[cur, x - 1])
+                    flat[_u(row + x)] = diag[cur, x - 1]
         return
+    vals = np.empty(w, dtype=np.int64)
     for y in range(h):
-        row = base + (y + 1) * stride
-        up = row - stride
-        flat[_u(row)] = 0
-        acc = np.int64(0)
         for x in range(w):
             v = np.int64(plane[y, x])
-            acc += v * v if mode == 1 else v
-            flat[_u(row + x + 1)] = np.int32(np.int64(flat[_u(up + x + 1)]) + acc)
+            vals[x] = v * v if mode == 1 else v
+        flat[_u(base + (y + 1) * stride)] = 0
+        _add_row_prefix(vals, flat, base + (y + 1) * stride, stride, w)
+
+
+@numba.njit(inline="always", **_JIT)
+def _magnitude(gx, gy):  # pragma: no cover - numba
+    """The quantised gradient magnitude ``round(MAG_SCALE * sqrt(gx**2 + gy**2))`` (int32;
+    computed, not tabulated: a table of all 8-bit gradients does not stay in cache)."""
+    return np.int32(np.rint(MAG_SCALE * math.sqrt(np.float64(gx * gx + gy * gy))))
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -149,7 +170,7 @@ def _integrate_gray(imgs, flat, bases, stride, mode):  # pragma: no cover - numb
 
 
 @numba.njit(parallel=True, **_JIT)
-def _integrate_gradient(imgs, mag_table, bin_table, flat, bases, stride, which,
+def _integrate_gradient(imgs, bin_table, flat, bases, stride, which,
                         n_groups):  # pragma: no cover - numba
     """Integrals of gradient planes of ``imgs`` (N, H, W) uint8, gradients computed on the fly.
 
@@ -166,35 +187,60 @@ def _integrate_gradient(imgs, mag_table, bin_table, flat, bases, stride, which,
     for task in prange(n * n_groups):
         i = task // n_groups
         g = task - i * n_groups
-        mrow = np.zeros(w, dtype=np.int64)
-        brow = np.zeros(w, dtype=np.int64)
-        for j in range(g, c, n_groups):
+        mine = np.arange(g, c, n_groups)
+        k_all = mine.shape[0]
+        # this task's planes: row k of `vals` is plane mine[k]; slot[b] the row of bin b
+        slot = np.full(257, -1, dtype=np.int64)
+        for k in range(k_all):
+            slot[which[mine[k]] + 1] = k
+        vals = np.zeros((k_all, w), dtype=np.int32)
+        for k in range(k_all):
             for x in range(w + 1):
-                flat[_u(bases[i, j] + x)] = 0
+                flat[_u(bases[i, mine[k]] + x)] = 0
         for y in range(h):
-            if 0 < y < h - 1:
-                for x in range(1, w - 1):
-                    gx = np.int64(imgs[i, y, x + 1]) - np.int64(imgs[i, y, x - 1]) + 255
-                    gy = np.int64(imgs[i, y + 1, x]) - np.int64(imgs[i, y - 1, x]) + 255
-                    mrow[x] = mag_table[gy, gx]
-                    brow[x] = bin_table[gy, gx]
-            else:
+            # one pass over the pixels scatters each magnitude into its planes' rows ...
+            for k in range(k_all):
                 for x in range(w):
-                    mrow[x] = 0
-            for j in range(g, c, n_groups):
-                b = which[j]
-                row = bases[i, j] + (y + 1) * stride
-                up = row - stride
+                    vals[k, x] = 0
+            if 0 < y < h - 1:
+                km = slot[0]
+                for x in range(1, w - 1):
+                    gx = np.int64(imgs[i, y, x + 1]) - np.int64(imgs[i, y, x - 1])
+                    gy = np.int64(imgs[i, y + 1, x]) - np.int64(imgs[i, y - 1, x])
+                    m = _magnitude(gx, gy)
+                    kb = slot[np.int64(bin_table[gy + 255, gx + 255]) + 1]
+                    if km >= 0:
+                        vals[km, x] = m
+                    if kb >= 0:
+                        vals[kb, x] = m
+            # ... then each plane's integral row: a running sum of the row, plus the row above
+            # (a separate loop, which the compiler vectorises)
+            for k in range(k_all):
+                row = bases[i, mine[k]] + (y + 1) * stride
                 flat[_u(row)] = 0
-                acc = np.int64(0)
-                if b < 0:
-                    for x in range(w):
-                        acc += mrow[x]
-                        flat[_u(row + x + 1)] = np.int32(np.int64(flat[_u(up + x + 1)]) + acc)
-                else:
-                    for x in range(w):
-                        acc += mrow[x] * np.int64(brow[x] == b)
-                        flat[_u(row + x + 1)] = np.int32(np.int64(flat[_u(up + x + 1)]) + acc)
+                _add_row_prefix(vals[k], flat, row, stride, w)
+
+
+@numba.njit(parallel=True, **_JIT)
+def _integrate_labels(labels, ks, vs, flat, bases, stride):  # pragma: no cover - numba
+    """Integrals of indicator planes: plane ``j`` of input ``n`` (at ``bases[n, j]``) counts the
+    pixels whose label in plane ``ks[j]`` of ``labels`` (N, K, H, W) equals ``vs[j]``."""
+    n, _, h, w = labels.shape
+    c = ks.shape[0]
+    for t in prange(n * c):
+        i = t // c
+        j = t - i * c
+        lab = labels[i, ks[j]]
+        v = vs[j]
+        base = bases[i, j]
+        vals = np.empty(w, dtype=np.int32)
+        for x in range(w + 1):
+            flat[_u(base + x)] = 0
+        for y in range(h):
+            for x in range(w):
+                vals[x] = lab[y, x] == v
+            flat[_u(base + (y + 1) * stride)] = 0
+            _add_row_prefix(vals, flat, base + (y + 1) * stride, stride, w)
 
 
 # --------------------------------------------------------------------------------------------
@@ -202,14 +248,6 @@ def _integrate_gradient(imgs, mag_table, bin_table, flat, bases, stride, which,
 # --------------------------------------------------------------------------------------------
 
 _TABLES: dict[tuple, np.ndarray] = {}
-
-
-def _magnitude_table() -> np.ndarray:
-    key = ("mag",)
-    if key not in _TABLES:
-        g = np.arange(-255, 256, dtype=np.float64)
-        _TABLES[key] = np.rint(MAG_SCALE * np.hypot(g[:, None], g[None, :])).astype(np.int32)
-    return _TABLES[key]
 
 
 def orientation_table(n_bins: int, signed: bool) -> np.ndarray:
@@ -316,6 +354,28 @@ class ChannelKind:
 
         return cls(name, n_planes, integrate, margin, max_value, color)
 
+    @classmethod
+    def from_labels(cls, name: str, n_planes: Callable[[tuple], int],
+                    labels: Callable[[np.ndarray, tuple], np.ndarray], *,
+                    margin: Callable[[tuple], int] = lambda p: 0,
+                    color: bool = False) -> ChannelKind:
+        """A kind of indicator planes (integral histograms) from a labelling function.
+
+        ``labels(images, params)`` returns ``(N, K, H, W)`` integer labels in ``0 .. L - 1``
+        with ``L = n_planes(params) // K``; plane ``j`` is 1 where label plane ``j // L`` equals
+        ``j % L`` (its rectangle sums count those pixels). Only the indicator integrals are
+        stored, never the indicator planes.
+        """
+
+        def integrate(images, params, planes, flat, bases, stride):
+            lab = np.ascontiguousarray(labels(images, params), dtype=np.int32)
+            per = n_planes(params) // lab.shape[1]
+            ks, vs = np.divmod(np.asarray(planes, np.int64), per)
+            with n_threads(1 if _small(images, len(planes)) else None):
+                _integrate_labels(lab, ks, vs, flat, bases, stride)
+
+        return cls(name, n_planes, integrate, margin, lambda p: 1, color)
+
 
 _KINDS: dict[str, ChannelKind] = {}
 
@@ -349,7 +409,9 @@ def channel_kinds() -> dict[str, ChannelKind]:
     return dict(_KINDS)
 
 
-def _gray_of(images: np.ndarray) -> np.ndarray:
+def gray_of(images: np.ndarray) -> np.ndarray:
+    """Grey pixels of a uint8 stack: ``(N, H, W)`` as is, ``(N, H, W, 3)`` RGB through OpenCV's
+    ``COLOR_RGB2GRAY`` (``0.299 R + 0.587 G + 0.114 B``, rounded)."""
     if images.ndim == 3:
         return np.ascontiguousarray(images)
     n, h, w, _ = images.shape
@@ -365,7 +427,7 @@ def _small(images: np.ndarray, n_planes: int) -> bool:
 def _integrate_gray_planes(images, params, codes, flat, bases, stride):
     """Grey planes: ``codes`` 0 sum, 1 squared sum, 2 tilted sum (one pass per plane)."""
     with n_threads(1 if _small(images, len(codes)) else None):
-        _integrate_gray(_gray_of(images), flat, bases, stride, np.asarray(codes, np.int64))
+        _integrate_gray(gray_of(images), flat, bases, stride, np.asarray(codes, np.int64))
 
 
 def _orient_params(params: tuple) -> tuple[int, bool]:
@@ -382,13 +444,13 @@ def _orient_params(params: tuple) -> tuple[int, bool]:
 def _integrate_gradient_planes(images, params, codes, flat, bases, stride):
     """Gradient planes: ``codes`` -1 the magnitude, ``b >= 0`` orientation bin ``b`` of the
     group's ``orient`` parameters (gradients computed once per row for all planes)."""
-    g = _gray_of(images)
+    g = gray_of(images)
     n_bins, signed = _orient_params(params) if params else (1, False)
     small = _small(g, len(codes))
     with n_threads(1 if small else None):
         groups = 1 if (g.shape[0] > 1 or small) else max(1, min(len(codes),
                                                                 numba.get_num_threads()))
-        _integrate_gradient(g, _magnitude_table(), orientation_table(n_bins, signed), flat,
+        _integrate_gradient(g, orientation_table(n_bins, signed), flat,
                             bases, stride, np.asarray(codes, np.int64), groups)
 
 
@@ -426,6 +488,8 @@ register_channel_kind(ChannelKind("orient", lambda p: _orient_params(p)[0],
                                   _integrate_gradient_planes, lambda p: 1, lambda p: _GRAD_MAX,
                                   fuse="gradient"))
 register_channel_kind(ChannelKind.from_planes("luv", lambda p: 3, _luv_planes, color=True))
+register_channel_kind(ChannelKind.from_planes(
+    "rgb", lambda p: 3, lambda images, p: images.transpose(0, 3, 1, 2), color=True))
 
 
 # --------------------------------------------------------------------------------------------
@@ -579,6 +643,10 @@ class ChannelSet:
     def __len__(self) -> int:
         return self.n_planes
 
+    def __contains__(self, key: object) -> bool:
+        """Whether the canonical key ``key`` (as in :attr:`keys`) is one of the planes."""
+        return key in self._index
+
     def __repr__(self) -> str:
         return f"ChannelSet({list(self.keys)!r})"
 
@@ -661,24 +729,3 @@ class ChannelSet:
         if not out.flags.c_contiguous:
             raise ValueError("out: expected a C-contiguous array")
         self._fill(arr[None], out[None], int(y0), int(x0))
-
-
-def check_rect_sum_range(channels: ChannelSet, window_shape: Sequence[int]) -> None:
-    """Refuse windows so large that a plane's sum over the whole window overflows 32 bits.
-
-    Rectangle sums are exact while their true value fits in int32 (unsigned for ``gray2``, as
-    OpenCV's detector reads it); the largest rectangle is the window.
-
-    Parameters
-    ----------
-    channels : ChannelSet
-    window_shape : (height, width)
-    """
-    h, w = (int(v) for v in window_shape)
-    for i, key in enumerate(channels.keys):
-        peak = channels.max_value(i) * h * w
-        limit = 2**32 - 1 if key == "gray2" else 2**31 - 1
-        if peak > limit:
-            raise InputError(
-                f"window_shape: a {w}x{h} window is too large for channel {key!r} (its sums "
-                f"could reach {peak}, over the 32-bit range); use a smaller window")

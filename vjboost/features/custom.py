@@ -36,13 +36,7 @@ import numpy as np
 from vjboost.features.base import (
     Channels,
     FeatureFamily,
-    check_channels,
-    check_feature_ids,
-    check_image,
-    check_positions,
-    check_sample_ids,
     check_window_shape,
-    check_windows,
     register_family,
 )
 
@@ -146,6 +140,7 @@ class WindowFunctionFamily(FeatureFamily):
     def __init__(
         self,
         func: Any,
+        *,
         n_features: int,
         window_shape: tuple[int, int] = (24, 24),
         color: bool = False,
@@ -215,37 +210,28 @@ class WindowFunctionFamily(FeatureFamily):
         h, w = self.window_shape
         return int(n_samples) * h * w * (3 if self.color else 1)
 
-    def prepare(self, windows: Any) -> Channels:
+    def _prepare(self, windows: np.ndarray) -> Channels:
         """The windows themselves (validated, uint8, C-contiguous): array ``"windows"``."""
-        arr = check_windows(windows, self.window_shape, color=self.color)
-        return Channels(self.name, "windows", self.window_shape, arr.shape[0], {"windows": arr})
+        return Channels(self.name, "windows", self.window_shape, windows.shape[0],
+                        {"windows": windows})
 
-    def prepare_image(self, image: Any) -> Channels:
+    def _prepare_image(self, image: np.ndarray) -> Channels:
         """The image itself: array ``"image"``."""
-        img = check_image(image, self.window_shape, color=self.color)
-        return Channels(self.name, "image", img.shape[:2], 1, {"image": img})
+        return Channels(self.name, "image", image.shape[:2], 1, {"image": image})
 
-    def evaluate(self, channels: Channels, feature_ids: Any = None, sample_ids: Any = None):
-        ch = check_channels(channels, self, "windows")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        sids = check_sample_ids(sample_ids, ch.n_samples)
-        out = np.empty((fids.shape[0], sids.shape[0]), dtype=np.float32)
-        _run_threaded(
-            _eval_windows, (self.func, ch["windows"], sids, fids, self.n_features, out), sids.size
-        )
+    def _evaluate(self, channels: Channels, feature_ids: np.ndarray,
+                  sample_ids: np.ndarray) -> np.ndarray:
+        out = np.empty((feature_ids.shape[0], sample_ids.shape[0]), dtype=np.float32)
+        _run_threaded(_eval_windows, (self.func, channels["windows"], sample_ids, feature_ids,
+                                      self.n_features, out), sample_ids.size)
         return out
 
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        pos = check_positions(positions, ch.shape, self.window_shape)
+    def _evaluate_at(self, channels: Channels, feature_ids: np.ndarray,
+                     positions: np.ndarray) -> np.ndarray:
         h, w = self.window_shape
-        out = np.empty((fids.shape[0], pos.shape[0]), dtype=np.float32)
-        _run_threaded(
-            _eval_positions,
-            (self.func, ch["image"], pos, h, w, fids, self.n_features, out),
-            pos.shape[0],
-        )
+        out = np.empty((feature_ids.shape[0], positions.shape[0]), dtype=np.float32)
+        _run_threaded(_eval_positions, (self.func, channels["image"], positions, h, w,
+                                        feature_ids, self.n_features, out), positions.shape[0])
         return out
 
 
@@ -290,7 +276,8 @@ def function_family(
         n = n_features(ws) if callable(n_features) else n_features
         descs = [describe(i, ws) for i in range(int(n))] if describe is not None else None
         WindowFunctionFamily.__init__(
-            self, func, int(n), ws, color=color, categorical=categorical, descriptions=descs
+            self, func, n_features=int(n), window_shape=ws, color=color, categorical=categorical,
+            descriptions=descs
         )
 
     def get_config(self: Any) -> dict[str, Any]:

@@ -14,11 +14,11 @@
     ``2 ** levels``). At level ``l`` (block side ``s = 2 ** l``) the coefficients of block
     ``(i, j)`` are ``2 ** -l`` times: the block sum (approximation, last level only), top half
     minus bottom half (``horizontal`` detail), left half minus right half (``vertical``), and
-    top-left + bottom-right - top-right - bottom-left quadrants (``diagonal``). Each coefficient is
-    a weighted sum of at most four rectangles, evaluated on the gray integral image with the
-    generic kernel of :mod:`vjboost.features.integral` (exact for 8-bit windows before the final
-    float32 rounding). Order: the approximation band, then for ``l = levels .. 1`` the horizontal,
-    vertical and diagonal bands, each row-major.
+    top-left + bottom-right - top-right - bottom-left quadrants (``diagonal``, written as the
+    block minus twice the top-right and bottom-left quadrants). Each coefficient is a weighted
+    sum of at most three rectangles of the ``gray`` plane (a compiled program, OP_RECTS; exact:
+    the weights are powers of two). Order: the approximation band, then for
+    ``l = levels .. 1`` the horizontal, vertical and diagonal bands, each row-major.
 """
 
 from __future__ import annotations
@@ -32,20 +32,10 @@ import numpy as np
 from numba import prange
 
 from vjboost._memory import check_memory
-from vjboost.features.base import (
-    Channels,
-    FeatureFamily,
-    check_channels,
-    check_feature_ids,
-    check_image,
-    check_positions,
-    check_sample_ids,
-    check_window_shape,
-    check_windows,
-    register_family,
-)
+from vjboost.features.base import Channels, FeatureFamily, check_window_shape, register_family
+from vjboost.features.channels import ChannelSet
 from vjboost.features.pixel import _window_grad, gather_columns
-from vjboost.features.rectsum import GrayRectSumFamily
+from vjboost.features.program import Program
 
 __all__ = ["FOURIER_SOURCES", "FourierFamily", "HaarWaveletFamily", "haar_wavelet_bands"]
 
@@ -126,7 +116,7 @@ class FourierFamily(FeatureFamily):
 
     name = "fourier"
 
-    def __init__(self, window_shape: Sequence[int] = (24, 24), size: int = 6,
+    def __init__(self, window_shape: Sequence[int] = (24, 24), *, size: int = 6,
                  sources: Sequence[str] = FOURIER_SOURCES) -> None:
         self.window_shape = check_window_shape(window_shape)
         h, w = self.window_shape
@@ -182,31 +172,26 @@ class FourierFamily(FeatureFamily):
             out[:, s * self._per_source:(s + 1) * self._per_source] = part
         return out
 
-    def prepare(self, windows: Any) -> Channels:
-        win = check_windows(windows, self.window_shape)
-        n = win.shape[0]
-        check_memory(self.channels_nbytes(n), "Fourier feature table")
-        table = self._compute(win, np.arange(n, dtype=np.int64), np.zeros((n, 2), np.int64))
+    # the generic (non-program) path: a table of every feature per window
+
+    def _prepare(self, windows: np.ndarray) -> Channels:
+        n = windows.shape[0]
+        table = self._compute(windows, np.arange(n, dtype=np.int64), np.zeros((n, 2), np.int64))
         return Channels(self.name, "windows", self.window_shape, n, {"values": table})
 
-    def evaluate(self, channels: Channels, feature_ids: Any = None,
-                 sample_ids: Any = None) -> np.ndarray:
-        ch = check_channels(channels, self, "windows")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        sids = check_sample_ids(sample_ids, ch.n_samples)
-        return gather_columns(ch["values"], fids, sids)
+    def _evaluate(self, channels: Channels, feature_ids: np.ndarray,
+                  sample_ids: np.ndarray) -> np.ndarray:
+        return gather_columns(channels["values"], feature_ids, sample_ids)
 
-    def prepare_image(self, image: Any) -> Channels:
-        img = check_image(image, self.window_shape)
-        return Channels(self.name, "image", img.shape[:2], 1, {"image": img[None]})
+    def _prepare_image(self, image: np.ndarray) -> Channels:
+        return Channels(self.name, "image", image.shape[:2], 1, {"image": image[None]})
 
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        pos = check_positions(positions, ch.shape, self.window_shape)
-        check_memory(pos.shape[0] * self.n_features * 4, "Fourier features at positions")
-        table = self._compute(ch["image"], np.zeros(pos.shape[0], np.int64), pos)
-        return gather_columns(table, fids, np.arange(pos.shape[0], dtype=np.int64))
+    def _evaluate_at(self, channels: Channels, feature_ids: np.ndarray,
+                     positions: np.ndarray) -> np.ndarray:
+        check_memory(positions.shape[0] * self.n_features * 4, "Fourier features at positions")
+        table = self._compute(channels["image"], np.zeros(positions.shape[0], np.int64),
+                              positions)
+        return gather_columns(table, feature_ids, np.arange(positions.shape[0], dtype=np.int64))
 
 
 _BANDS = ("approximation", "horizontal", "vertical", "diagonal")
@@ -227,7 +212,7 @@ def haar_wavelet_bands(
 
 
 @register_family
-class HaarWaveletFamily(GrayRectSumFamily):
+class HaarWaveletFamily(FeatureFamily):
     """Orthonormal 2-D Haar wavelet coefficients of the window (see the module docstring).
 
     Parameters
@@ -241,7 +226,7 @@ class HaarWaveletFamily(GrayRectSumFamily):
 
     name = "haar_wavelet"
 
-    def __init__(self, window_shape: Sequence[int] = (24, 24), levels: int = 3) -> None:
+    def __init__(self, window_shape: Sequence[int] = (24, 24), *, levels: int = 3) -> None:
         self.window_shape = check_window_shape(window_shape)
         h, w = self.window_shape
         if isinstance(levels, bool) or not isinstance(levels, int | np.integer) or levels < 1 \
@@ -265,21 +250,24 @@ class HaarWaveletFamily(GrayRectSumFamily):
                     elif band == "vertical":
                         rr = [(x, y, half, s, wt), (x + half, y, half, s, -wt)]
                     else:
-                        rr = [(x, y, half, half, wt), (x + half, y, half, half, -wt),
-                              (x, y + half, half, half, -wt),
-                              (x + half, y + half, half, half, wt)]
+                        # TL + BR - TR - BL = block - 2 TR - 2 BL (three rectangles)
+                        rr = [(x, y, s, s, wt), (x + half, y, half, half, -2 * wt),
+                              (x, y + half, half, half, -2 * wt)]
                     rects.append(rr)
                     info.append((band, lev, i, j))
         n = len(rects)
-        self._rects = np.zeros((n, 4, 6), dtype=np.int64)
-        self._rects[..., 3:5] = 1
-        self._weights = np.zeros((n, 4))
+        self._rects = np.ones((n, 3, 4), dtype=np.int64)
+        self._weights = np.zeros((n, 3))
         for k, rr in enumerate(rects):
             for r, (x, y, rw, rh, wt) in enumerate(rr):
-                self._rects[k, r, 1:5] = (x, y, rw, rh)
+                self._rects[k, r] = (x, y, rw, rh)
                 self._weights[k, r] = wt
         self._info = info
         self.n_features = n
+
+    def _build_program(self) -> Program:
+        return Program.rects(self.window_shape, ChannelSet(["gray"]), rects=self._rects,
+                             weights=self._weights)
 
     def get_config(self) -> dict[str, Any]:
         return {"window_shape": list(self.window_shape), "levels": self.levels}
@@ -288,10 +276,9 @@ class HaarWaveletFamily(GrayRectSumFamily):
         i = self._check_index(i)
         band, lev, bi, bj = self._info[i]
         s = 2**lev
-        rects = [(int(r[1]), int(r[2]), int(r[3]), int(r[4]), float(wt))
+        rects = [(int(r[0]), int(r[1]), int(r[2]), int(r[3]), float(wt))
                  for r, wt in zip(self._rects[i], self._weights[i], strict=True) if wt != 0]
         return {"family": self.name, "index": i, "band": band, "level": lev,
                 "block": (bi, bj), "rects": rects,
                 "text": f"Haar wavelet {band} coefficient, level {lev}, block ({bi}, {bj}) at "
                         f"x={bj * s}, y={bi * s} ({s}x{s} pixels)"}
-

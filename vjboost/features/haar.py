@@ -43,46 +43,35 @@ Sign conventions w.r.t. scikit-image's ``haar_like_feature``: ``type-2-x``/``typ
 x2/y2 (second minus first rectangle), ``type-3-*`` equal x3/y3 with ``x3_weight=2``, and
 ``type-4`` is the negative of x2y2.
 
-**Values.** With ``normalize=True`` (default) a feature value is OpenCV's training value
-``float32(v) / float32(sqrt(A·q − s²))``, where ``v`` is the weighted rectangle sum and ``s``,
-``q`` are the sum and squared sum of the window's inner rectangle ``(1, 1, W−2, H−2)`` of area
-``A``; the value is 0 where that divisor is 0 (a flat inner area). ``√(A·q − s²) = A·σ``, so
-thresholds learnt on these values export unchanged to OpenCV XML. ``normalize=False`` gives the
-raw weighted sums ``v``.
+**Values.** Features are OP_RECTS records of a compiled program
+(:mod:`vjboost.features.program`), computed by the same node evaluator as OpenCV-exact
+detection. With ``normalize=True`` (default) a feature value is OpenCV's detector value
+``v · float32(1 / sqrt(A·q − s²))`` in float32, where ``v = w0·R0 + w1·R1 (+ w2·R2)`` (float32,
+in that order) is the weighted rectangle sum and ``s``, ``q`` are the sum and squared sum of the
+window's inner rectangle ``(1, 1, W−2, H−2)`` of area ``A``; the value is 0 where ``A·q − s²``
+is 0 (a flat inner area). ``√(A·q − s²) = A·σ``, so thresholds learnt on these values export
+unchanged to OpenCV XML. ``normalize=False`` gives the raw weighted sums ``v``.
+
+Examples
+--------
+>>> import numpy as np
+>>> fam = HaarFamily((24, 24), mode="BASIC")
+>>> fam.n_features
+162336
+>>> windows = np.random.default_rng(0).integers(0, 256, (5, 24, 24), dtype=np.uint8)
+>>> fam.evaluate(fam.prepare(windows), [0, 100]).shape
+(2, 5)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
-from numba import prange
 
 from vjboost._errors import InputError
-from vjboost._memory import check_memory
-from vjboost.features.base import (
-    Channels,
-    FeatureFamily,
-    check_channels,
-    check_feature_ids,
-    check_image,
-    check_positions,
-    check_sample_ids,
-    check_window_shape,
-    check_windows,
-    register_family,
-)
+from vjboost.features.base import FeatureFamily, check_window_shape, register_family
 from vjboost.features.channels import ChannelSet
-from vjboost.features.integral import (
-    _integral_into,
-    _sq_integral_into,
-    _tilted_into,
-    check_rects_fit,
-    integral_dtype,
-    rect_corner_offsets,
-    weighted_rect_sums_kernel,
-)
 from vjboost.features.program import NORM_NONE, NORM_VARIANCE, Program
 
 __all__ = ["HAAR_TYPES", "HaarFamily", "haar_feature_table", "haar_pool_size"]
@@ -99,8 +88,8 @@ _MODE_TYPES = {
 }
 _MODE_ALIASES = {"VIOLA-JONES": "BASIC", "VIOLA_JONES": "BASIC", "VJ": "BASIC"}
 
-# channel layout of the prepared integral stack
-_CH_SUM, _CH_SQ, _CH_TILT = 0, 1, 2
+# rectangle table column 0: the plane a rectangle reads (upright sum or tilted sum)
+_CH_SUM, _CH_TILT = 0, 2
 
 
 def _type_geometry(t: str, x, y, dx, dy, W: int, H: int, k3: float):  # noqa: N803
@@ -301,41 +290,6 @@ def haar_pool_size(window_shape: tuple[int, int], mode: str = "BASIC") -> int:
 
 
 # --------------------------------------------------------------------------------------------
-# Kernels
-# --------------------------------------------------------------------------------------------
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _prepare_kernel(windows, out, tilted):  # pragma: no cover - numba
-    w = windows.shape[2]
-    for s in prange(windows.shape[0]):
-        _integral_into(windows[s], out[s, _CH_SUM])
-        _sq_integral_into(windows[s], out[s, _CH_SQ])
-        if tilted:
-            diag = np.empty((2, max(w, 1)), dtype=out.dtype)
-            _tilted_into(windows[s], out[s, _CH_TILT], diag)
-
-
-@numba.njit(parallel=True, cache=True, nogil=True)
-def _norm_divisors(flat, bases, row_stride, ch_stride, height, width, out):  # pragma: no cover
-    """float32 ``sqrt(A q - s**2)`` over the inner rect (1, 1, W-2, H-2) of each window."""
-    area = np.int64((width - 2) * (height - 2))
-    o0 = row_stride + 1
-    o1 = row_stride + width - 1
-    o2 = (height - 1) * row_stride + 1
-    o3 = (height - 1) * row_stride + width - 1
-    for p in prange(bases.shape[0]):
-        b = bases[p]
-        s = (np.int64(flat[b + o0]) - np.int64(flat[b + o1]) - np.int64(flat[b + o2])
-             + np.int64(flat[b + o3]))
-        bq = b + ch_stride
-        q = (np.int64(flat[bq + o0]) - np.int64(flat[bq + o1]) - np.int64(flat[bq + o2])
-             + np.int64(flat[bq + o3]))
-        nf = np.float64(area * q - s * s)
-        out[p] = np.float32(np.sqrt(nf)) if nf > 0 else np.float32(0.0)
-
-
-# --------------------------------------------------------------------------------------------
 # The family
 # --------------------------------------------------------------------------------------------
 
@@ -355,16 +309,16 @@ class HaarFamily(FeatureFamily):
         traincascade, opencv_contrib, Viola–Jones, scikit-image; 3.0: older traincascade
         sources, zero sum on flat patches).
     normalize : bool, default True
-        Divide by ``sqrt(A q - s**2)`` of the inner window as OpenCV (training and detection).
+        Multiply by ``1 / sqrt(A q - s**2)`` of the inner window as OpenCV (training and
+        detection).
     types : list of str, optional
         Keep only these types (see :data:`HAAR_TYPES`); a sub-family of the mode's pool.
 
     Notes
     -----
-    ``prepare`` builds per window one ``(C, H + 1, W + 1)`` integral stack: upright sum, squared
-    sum and (mode ALL) the tilted sum; int32 while exact (windows up to ~181×181), else int64.
-    ``evaluate`` runs :func:`vjboost.features.integral.weighted_rect_sums_kernel`, parallel over
-    windows.
+    Program: OP_RECTS on channels ``gray`` (upright rectangles) and ``tilted`` (45°, mode ALL),
+    NORM_VARIANCE (planes ``gray``, ``gray2``) when ``normalize``, else NORM_NONE.
+    :meth:`from_rects` builds a family of explicitly listed features (OpenCV HAAR cascades).
     """
 
     name = "haar"
@@ -372,6 +326,7 @@ class HaarFamily(FeatureFamily):
     def __init__(
         self,
         window_shape: tuple[int, int] = (24, 24),
+        *,
         mode: str = "BASIC",
         x3_weight: float = 2.0,
         normalize: bool = True,
@@ -386,12 +341,7 @@ class HaarFamily(FeatureFamily):
         self.x3_weight = float(x3_weight)
         self.normalize = bool(normalize)
         self.types = _resolve_types(self.mode, types)
-        h, w = self.window_shape
-        if self.normalize and (h < 3 or w < 3):
-            raise ValueError(
-                f"window_shape: normalize=True needs windows of at least 3x3 (the normalisation "
-                f"uses the inner (W-2)x(H-2) area), got {h}x{w}; use normalize=False"
-            )
+        self._check_normalize()
         table = haar_feature_table(self.window_shape, self.mode, self.x3_weight, self.types)
         if table["type"].shape[0] == 0:
             raise ValueError(
@@ -400,6 +350,14 @@ class HaarFamily(FeatureFamily):
         self._explicit = False
         self._set_table(table["rects"], table["weights"], table["type"], table["anchor"])
 
+    def _check_normalize(self) -> None:
+        h, w = self.window_shape
+        if self.normalize and (h < 3 or w < 3):
+            raise ValueError(
+                f"window_shape: normalize=True needs windows of at least 3x3 (the normalisation "
+                f"uses the inner (W-2)x(H-2) area), got {h}x{w}; use normalize=False"
+            )
+
     def _set_table(self, rects: np.ndarray, weights: np.ndarray, type_idx: np.ndarray | None,
                    anchor: np.ndarray | None) -> None:
         self._rects = rects
@@ -407,10 +365,6 @@ class HaarFamily(FeatureFamily):
         self._type = type_idx
         self._anchor = anchor
         self.n_features = int(rects.shape[0])
-        self._tilted = bool((self._rects[:, :, 5] != 0).any())
-        self._n_channels = 3 if self._tilted else 2
-        self._win_offsets: np.ndarray | None = None
-        self._program: Program | None = None
 
     @classmethod
     def from_rects(cls, window_shape: tuple[int, int], *, rects: Any, weights: Any, tilted: Any,
@@ -450,10 +404,7 @@ class HaarFamily(FeatureFamily):
         self.x3_weight = None
         self.types = None
         self.normalize = bool(normalize)
-        h, w = self.window_shape
-        if self.normalize and (h < 3 or w < 3):
-            raise InputError(f"window_shape: normalize=True needs windows of at least 3x3, got "
-                             f"{h}x{w}")
+        self._check_normalize()
         table, wts = _explicit_table(self.window_shape, rects, weights, tilted)
         self._explicit = True
         self._set_table(table, wts, None, None)
@@ -463,7 +414,7 @@ class HaarFamily(FeatureFamily):
 
     @property
     def rects(self) -> np.ndarray:
-        """Rectangle table (F, 3, 6) ``(channel, x, y, w, h, tilted)``; read-only view."""
+        """Rectangle table (F, 3, 6) ``(plane, x, y, w, h, tilted)``; read-only view."""
         v = self._rects.view()
         v.flags.writeable = False
         return v
@@ -485,22 +436,13 @@ class HaarFamily(FeatureFamily):
         """``"HAAR"`` when the features are OpenCV's (normalised), else None."""
         return "HAAR" if self.normalize else None
 
-    def program(self, feature_ids: Any = None) -> Program:
-        """The features as a :class:`~vjboost.features.program.Program` (OP_RECTS).
-
-        Upright features read the ``gray`` plane, tilted ones the ``tilted`` plane; normalised
-        families use NORM_VARIANCE (OpenCV's), others NORM_NONE.
-        """
-        if self._program is None:
-            tilted = self._rects[:, 0, 5] != 0
-            chans = ChannelSet(["gray", "tilted"] if tilted.any() else ["gray"])
-            self._program = Program.rects(
-                self.window_shape, chans, rects=self._rects[:, :, 1:5],
-                weights=self._weights, planes=np.where(tilted, 1, 0)[:, None],
-                tilted=tilted[:, None], norm=NORM_VARIANCE if self.normalize else NORM_NONE)
-        if feature_ids is None:
-            return self._program
-        return self._program.take(check_feature_ids(feature_ids, self.n_features))
+    def _build_program(self) -> Program:
+        tilted = self._rects[:, 0, 5] != 0
+        chans = ChannelSet(["gray", "tilted"] if tilted.any() else ["gray"])
+        return Program.rects(
+            self.window_shape, chans, rects=self._rects[:, :, 1:5], weights=self._weights,
+            planes=np.where(tilted, 1, 0)[:, None], tilted=tilted[:, None],
+            norm=NORM_VARIANCE if self.normalize else NORM_NONE)
 
     def describe(self, i: int) -> dict[str, Any]:
         """Geometry of feature ``i`` in OpenCV XML semantics.
@@ -559,112 +501,7 @@ class HaarFamily(FeatureFamily):
     @classmethod
     def from_config(cls, cfg: Any) -> HaarFamily:
         cfg = dict(cfg)
-        cfg["window_shape"] = tuple(cfg.get("window_shape", (24, 24)))
+        shape = tuple(cfg.pop("window_shape", (24, 24)))
         if "rects" in cfg:
-            return cls.from_rects(cfg.pop("window_shape"), **cfg)
-        return cls(**cfg)
-
-    def channels_nbytes(self, n_samples: int) -> int:
-        h, w = self.window_shape
-        item = np.dtype(integral_dtype(h, w, squared=True)).itemsize
-        return int(n_samples) * (self._n_channels * (h + 1) * (w + 1) * item + 4)
-
-    # -- preparation ---------------------------------------------------------------------------
-
-    def _integrals(self, arr: np.ndarray, dtype: Any) -> np.ndarray:
-        out = np.empty(
-            (arr.shape[0], self._n_channels, arr.shape[1] + 1, arr.shape[2] + 1), dtype=dtype
-        )
-        _prepare_kernel(arr, out, self._tilted)
-        return out
-
-    def _divisors(self, ii: np.ndarray, bases: np.ndarray) -> np.ndarray:
-        h, w = self.window_shape
-        out = np.empty(bases.shape[0], dtype=np.float32)
-        if not self.normalize:
-            out.fill(1.0)
-            return out
-        hp, wp = ii.shape[2], ii.shape[3]
-        _norm_divisors(ii.reshape(-1), bases, wp, hp * wp, h, w, out)
-        return out
-
-    def prepare(self, windows: Any) -> Channels:
-        """Integral stack ``(S, C, H + 1, W + 1)`` and the per-window normalisation divisor.
-
-        Parameters
-        ----------
-        windows : uint8 array (S, H, W)
-
-        Returns
-        -------
-        Channels
-            arrays ``"ii"`` (S, C, H+1, W+1) int32/int64 and ``"divisor"`` (S,) float32.
-        """
-        arr = check_windows(windows, self.window_shape)
-        check_memory(
-            self.channels_nbytes(arr.shape[0]),
-            f"Haar integral images of {arr.shape[0]} windows",
-            advice="Prepare the windows in smaller batches.",
-        )
-        h, w = self.window_shape
-        ii = self._integrals(arr, integral_dtype(h, w, squared=True))
-        step = self._n_channels * (h + 1) * (w + 1)
-        divisor = self._divisors(ii, np.arange(arr.shape[0], dtype=np.int64) * step)
-        return Channels(
-            self.name, "windows", self.window_shape, arr.shape[0], {"ii": ii, "divisor": divisor}
-        )
-
-    def prepare_image(self, image: Any) -> Channels:
-        """Integral stack ``(1, C, Hi + 1, Wi + 1)`` int64 of a whole gray image."""
-        img = check_image(image, self.window_shape)
-        ii = self._integrals(img[None], np.int64)
-        return Channels(self.name, "image", img.shape, 1, {"ii": ii})
-
-    # -- evaluation ----------------------------------------------------------------------------
-
-    def _window_offsets(self) -> np.ndarray:
-        if self._win_offsets is None:
-            h, w = self.window_shape
-            self._win_offsets = rect_corner_offsets(self._rects, w + 1, (h + 1) * (w + 1))
-        return self._win_offsets
-
-    def evaluate(self, channels: Channels, feature_ids: Any = None, sample_ids: Any = None):
-        """Feature values on prepared windows.
-
-        Returns
-        -------
-        ndarray of float32, shape (len(feature_ids), len(sample_ids))
-        """
-        ch = check_channels(channels, self, "windows")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        sids = check_sample_ids(sample_ids, ch.n_samples)
-        ii = ch["ii"]
-        step = ii.shape[1] * ii.shape[2] * ii.shape[3]
-        offs = self._window_offsets()[fids]
-        wts = self._weights[fids]
-        out = np.empty((fids.shape[0], sids.shape[0]), dtype=np.float32)
-        div = np.ascontiguousarray(ch["divisor"][sids])
-        weighted_rect_sums_kernel(ii.reshape(-1), sids * step, offs, wts, div, out)
-        return out
-
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        """Feature values of windows at ``positions`` (P, 2) ``(y, x)`` of a prepared image.
-
-        Equal to ``evaluate`` on the windows cut out at these positions (same normalisation).
-        """
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        pos = check_positions(positions, ch.shape, self.window_shape)
-        ii = ch["ii"]
-        hp, wp = ii.shape[2], ii.shape[3]
-        bases = pos[:, 0] * wp + pos[:, 1]
-        offs = rect_corner_offsets(self._rects[fids], wp, hp * wp)
-        div = self._divisors(ii, bases)
-        out = np.empty((fids.shape[0], pos.shape[0]), dtype=np.float32)
-        weighted_rect_sums_kernel(ii.reshape(-1), bases, offs, self._weights[fids], div, out)
-        return out
-
-    def check_table(self) -> None:
-        """Verify that every rectangle lies inside the window (raises ``ValueError``)."""
-        h, w = self.window_shape
-        check_rects_fit(self._rects, self._weights, 3, h, w)
+            return cls.from_rects(shape, **cfg)
+        return cls(shape, **cfg)

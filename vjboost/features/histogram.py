@@ -1,10 +1,11 @@
 """Intensity and colour histograms over sub-rectangles of the window (integral histograms).
 
 Every pixel gets one *label* per histogram plane (its bin); each label value is an indicator
-channel, and the integral image of each indicator channel turns "how many pixels of the rectangle
-fall into bin ``b``" into one rectangle sum, evaluated by the generic kernel of
-:mod:`vjboost.features.integral`. A feature is the *fraction* of the rectangle's pixels in a bin
-(count / area), so features over rectangles of different sizes are comparable.
+channel plane (channel kinds registered here: ``ghist(bins)`` for gray levels,
+``chist(space,bins,joint)`` for colours), and the integral of each indicator plane turns "how
+many pixels of the rectangle fall into bin ``b``" into one rectangle sum. A feature is the
+*fraction* of the rectangle's pixels in a bin (OP_RECTS: the count times ``float32(1 / area)``),
+so features over rectangles of different sizes are comparable.
 
 Families
 --------
@@ -23,9 +24,17 @@ Rectangles: ``grids`` lists ``(rows, cols)`` divisions of the window; grid ``(r,
 ``r x c`` cells with boundaries ``round(k * H / r)`` (``(1, 1)`` is the whole window). Feature
 ``i = rect * n_channels + channel``, rectangles in grid order then row-major.
 
-The label-histogram machinery (:class:`LabelHistogramFamily`, :func:`grid_rects`,
-:func:`label_integrals`) is shared with the per-pixel LBP histograms of
-:mod:`vjboost.features.lbp`.
+The label-histogram base (:class:`LabelHistogramFamily`, :func:`grid_rects`) is shared with the
+LBP-code histograms of :mod:`vjboost.features.lbp`.
+
+Examples
+--------
+>>> import numpy as np
+>>> fam = IntensityHistogramFamily((8, 8), bins=4, grids=[(1, 1)])
+>>> half = np.zeros((1, 8, 8), np.uint8)
+>>> half[0, :, 4:] = 255
+>>> fam.compute(half).ravel().tolist()
+[0.5, 0.0, 0.0, 0.5]
 """
 
 from __future__ import annotations
@@ -38,23 +47,10 @@ import numba
 import numpy as np
 from numba import prange
 
-from vjboost._memory import check_memory
-from vjboost.features.base import (
-    Channels,
-    FeatureFamily,
-    check_channels,
-    check_feature_ids,
-    check_image,
-    check_sample_ids,
-    check_window_shape,
-    check_windows,
-    register_family,
-)
-from vjboost.features.integral import (
-    integral_channels,
-    weighted_rect_sums,
-    weighted_rect_sums_at,
-)
+from vjboost._errors import InputError
+from vjboost.features.base import FeatureFamily, check_window_shape, register_family
+from vjboost.features.channels import ChannelKind, ChannelSet, gray_of, register_channel_kind
+from vjboost.features.program import Program
 
 __all__ = [
     "COLOR_SPACES",
@@ -64,7 +60,6 @@ __all__ = [
     "color_labels",
     "convert_color",
     "grid_rects",
-    "label_integrals",
 ]
 
 _JIT = {"cache": True, "nogil": True}
@@ -126,70 +121,31 @@ def grid_rects(
     return np.asarray(out, dtype=np.int64)
 
 
-@numba.njit(parallel=True, **_JIT)
-def _indicators(labels, offsets, out):  # pragma: no cover - numba
-    n, k_planes, h, w = labels.shape
-    for s in prange(n):
-        out[s] = 0
-        for k in range(k_planes):
-            off = offsets[k]
-            for y in range(h):
-                for x in range(w):
-                    out[s, off + labels[s, k, y, x], y, x] = 1
-
-
-def label_integrals(labels: np.ndarray, n_labels: Sequence[int]) -> np.ndarray:
-    """Integral images of the indicator channels of label planes.
-
-    Parameters
-    ----------
-    labels : int ndarray (N, K, H, W)
-        Plane ``k`` holds labels ``0 .. n_labels[k] - 1``.
-    n_labels : sequence of int, length K
-
-    Returns
-    -------
-    ndarray of int32, shape (N, sum(n_labels), H + 1, W + 1)
-        Channel ``sum(n_labels[:k]) + l`` counts pixels whose plane-``k`` label is ``l``.
-    """
-    n_lab = np.asarray(n_labels, dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(n_lab)[:-1]]).astype(np.int64)
-    n, _, h, w = labels.shape
-    c = int(n_lab.sum())
-    check_memory(n * c * (h * w + (h + 1) * (w + 1) * 4), "indicator integral channels",
-                 advice="use fewer bins/codes or fewer windows per batch")
-    ind = np.empty((n, c, h, w), dtype=np.uint8)
-    _indicators(np.ascontiguousarray(labels), offsets, ind)
-    return integral_channels(ind)
 
 
 class LabelHistogramFamily(FeatureFamily):
     """Base of histogram families: features = fraction of a rectangle's pixels with a label.
 
-    Subclasses call :meth:`_setup` in ``__init__`` and implement :meth:`_labels` (windows or a
-    one-image stack → int labels ``(N, K, H, W)``) and :meth:`_channel_text`.
+    Subclasses call :meth:`_setup` in ``__init__`` with the rectangles and the channel keys of
+    the label indicator planes (one plane per label), and implement :meth:`_channel_text`.
     """
 
-    def _setup(self, rects: np.ndarray, n_labels: Sequence[int]) -> None:
+    def _setup(self, rects: np.ndarray, keys: Sequence[str]) -> None:
         self._rect_list = np.asarray(rects, dtype=np.int64)
-        self._n_labels = [int(v) for v in n_labels]
-        self.n_channels = int(sum(self._n_labels))
+        self._keys = tuple(keys)
+        self.n_channels = len(self._keys)
         self.n_rects = int(self._rect_list.shape[0])
         self.n_features = self.n_rects * self.n_channels
-
-    def _labels(self, stack: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
 
     def _channel_text(self, c: int) -> str:
         raise NotImplementedError
 
-    def _tables(self, fids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r, c = np.divmod(fids, self.n_channels)
-        rects = np.zeros((fids.shape[0], 1, 6), dtype=np.int64)
-        rects[:, 0, 0] = c
-        rects[:, 0, 1:5] = self._rect_list[r]
-        area = self._rect_list[r, 2] * self._rect_list[r, 3]
-        return rects, (1.0 / area)[:, None]
+    def _build_program(self) -> Program:
+        r, c = np.divmod(np.arange(self.n_features), self.n_channels)
+        rects = self._rect_list[r]
+        return Program.rects(self.window_shape, ChannelSet(self._keys), rects=rects[:, None],
+                             weights=np.ones((self.n_features, 1)), planes=c[:, None],
+                             scale=1.0 / (rects[:, 2] * rects[:, 3]))
 
     def describe(self, i: int) -> dict[str, Any]:
         i = self._check_index(i)
@@ -198,36 +154,6 @@ class LabelHistogramFamily(FeatureFamily):
         return {"family": self.name, "index": i, "rect": (x, y, w, h), "channel": c,
                 "text": f"fraction of pixels with {self._channel_text(c)} in "
                         f"x={x}..{x + w - 1}, y={y}..{y + h - 1}"}
-
-    def channels_nbytes(self, n_samples: int) -> int:
-        h, w = self.window_shape
-        return int(n_samples) * self.n_channels * (h + 1) * (w + 1) * 4
-
-    def prepare(self, windows: Any) -> Channels:
-        win = check_windows(windows, self.window_shape, color=self.color)
-        check_memory(self.channels_nbytes(win.shape[0]), f"{self.name} integral channels",
-                     advice="prepare fewer windows at a time or use fewer bins")
-        ii = label_integrals(self._labels(win), self._n_labels)
-        return Channels(self.name, "windows", self.window_shape, win.shape[0], {"ii": ii})
-
-    def evaluate(self, channels: Channels, feature_ids: Any = None,
-                 sample_ids: Any = None) -> np.ndarray:
-        ch = check_channels(channels, self, "windows")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        sids = check_sample_ids(sample_ids, ch.n_samples)
-        rects, weights = self._tables(fids)
-        return weighted_rect_sums(ch["ii"], rects, weights, sids)
-
-    def prepare_image(self, image: Any) -> Channels:
-        img = check_image(image, self.window_shape, color=self.color)
-        ii = label_integrals(self._labels(img[None]), self._n_labels)
-        return Channels(self.name, "image", img.shape[:2], 1, {"ii": ii})
-
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        rects, weights = self._tables(fids)
-        return weighted_rect_sums_at(ch["ii"][0], rects, weights, positions, self.window_shape)
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -286,6 +212,39 @@ def _grids_config(grids: Any) -> list[list[int]]:
     return [[int(v) for v in g] for g in grids]
 
 
+
+def _hist_params(params: tuple) -> tuple[str, int, bool]:
+    if len(params) != 3 or params[0] not in COLOR_SPACES or params[0] == "gray" \
+            or params[2] not in (0, 1):
+        raise InputError(f"chist: expected (rgb|hsv|luv, bins, 0|1), got {params}")
+    joint = bool(params[2])
+    return params[0], _check_bins(params[1], 16 if joint else 256), joint
+
+
+def _chist_planes(params: tuple) -> int:
+    _, bins, joint = _hist_params(params)
+    return bins**3 if joint else 3 * bins
+
+
+def _chist_labels(images: np.ndarray, params: tuple) -> np.ndarray:
+    space, bins, joint = _hist_params(params)
+    return color_labels(convert_color(images, space), bins, COLOR_SPACES[space][2], joint)
+
+
+def _ghist_planes(params: tuple) -> int:
+    if len(params) != 1:
+        raise InputError(f"ghist: expected (bins,), got {params}")
+    return _check_bins(params[0], 256)
+
+
+def _ghist_labels(images: np.ndarray, params: tuple) -> np.ndarray:
+    return color_labels(gray_of(images)[..., None], int(params[0]), (256,), False)
+
+
+register_channel_kind(ChannelKind.from_labels("ghist", _ghist_planes, _ghist_labels))
+register_channel_kind(ChannelKind.from_labels("chist", _chist_planes, _chist_labels, color=True))
+
+
 @register_family
 class IntensityHistogramFamily(LabelHistogramFamily):
     """Gray-level histograms over grid cells of a gray window.
@@ -304,12 +263,13 @@ class IntensityHistogramFamily(LabelHistogramFamily):
 
     name = "intensity_hist"
 
-    def __init__(self, window_shape: Sequence[int] = (24, 24), bins: int = 16,
+    def __init__(self, window_shape: Sequence[int] = (24, 24), *, bins: int = 16,
                  grids: Sequence[Sequence[int]] = ((1, 1), (2, 2))) -> None:
         self.window_shape = check_window_shape(window_shape)
         self.bins = _check_bins(bins, 256)
         self.grids = _grids_config(grids)
-        self._setup(grid_rects(self.window_shape, self.grids), [self.bins])
+        self._setup(grid_rects(self.window_shape, self.grids),
+                    [f"ghist({self.bins})#{b}" for b in range(self.bins)])
 
     def get_config(self) -> dict[str, Any]:
         return {"window_shape": list(self.window_shape), "bins": self.bins, "grids": self.grids}
@@ -319,8 +279,6 @@ class IntensityHistogramFamily(LabelHistogramFamily):
         hi = -(-(c + 1) * 256 // self.bins) - 1
         return f"gray in {lo}..{hi}"
 
-    def _labels(self, stack: np.ndarray) -> np.ndarray:
-        return color_labels(stack[..., None], self.bins, (256,), False)
 
 
 @register_family
@@ -345,7 +303,7 @@ class ColorHistogramFamily(LabelHistogramFamily):
     name = "color_hist"
     color = True
 
-    def __init__(self, window_shape: Sequence[int] = (24, 24), space: str = "hsv",
+    def __init__(self, window_shape: Sequence[int] = (24, 24), *, space: str = "hsv",
                  bins: int = 8, joint: bool = False,
                  grids: Sequence[Sequence[int]] = ((1, 1), (2, 2))) -> None:
         self.window_shape = check_window_shape(window_shape)
@@ -358,8 +316,12 @@ class ColorHistogramFamily(LabelHistogramFamily):
         k = len(names)
         self.bins = _check_bins(bins, 16 if self.joint and k > 1 else 256)
         self.grids = _grids_config(grids)
-        n_labels = [self.bins**k] if self.joint else [self.bins] * k
-        self._setup(grid_rects(self.window_shape, self.grids), n_labels)
+        if space == "gray":
+            keys = [f"ghist({self.bins})#{b}" for b in range(self.bins)]
+        else:
+            n = self.bins**k if self.joint else self.bins * k
+            keys = [f"chist({space},{self.bins},{int(self.joint)})#{j}" for j in range(n)]
+        self._setup(grid_rects(self.window_shape, self.grids), keys)
 
     def get_config(self) -> dict[str, Any]:
         return {"window_shape": list(self.window_shape), "space": self.space,
@@ -381,7 +343,3 @@ class ColorHistogramFamily(LabelHistogramFamily):
             return " and ".join(reversed(parts))
         kk, b = divmod(c, self.bins)
         return self._bin_text(kk, b)
-
-    def _labels(self, stack: np.ndarray) -> np.ndarray:
-        planes = convert_color(stack, self.space)
-        return color_labels(planes, self.bins, self._ranges, self.joint)

@@ -1,4 +1,5 @@
-"""Integral images and weighted rectangle sums over integral channels.
+"""Integral images of 8-bit images, and the float64 weighted rectangle sums of OpenCV cascades
+on window stacks.
 
 Integral images (summed-area tables) use OpenCV's layout: one row and one column larger than the
 input, with a zero first row and column.
@@ -10,6 +11,9 @@ input, with a zero first row and column.
   pixel ``(x - 1, y - 1)`` that widens upward. Pixels outside the image count as zero, so
   ``T[y, 0]`` is generally non-zero.
 
+They are computed by the integral kernel of :mod:`vjboost.features.channels` (the one that fills
+the int32 planes of every compiled feature), here into exact int32/int64 arrays.
+
 Rectangle sums (``CV_SUM_OFS`` / ``CV_TILTED_OFS`` in OpenCV):
 
 * upright ``R(x, y, w, h) = S[y, x] - S[y, x+w] - S[y+h, x] + S[y+h, x+w]``;
@@ -18,17 +22,15 @@ Rectangle sums (``CV_SUM_OFS`` / ``CV_TILTED_OFS`` in OpenCV):
   side ``h`` along the down-left diagonal; it needs ``x - h >= 0``, ``x + w <= W`` and
   ``y + w + h <= H``.
 
-Both have the form ``+A[p0] - A[p1] - A[p2] + A[p3]``, so a feature made of weighted rectangles is
-compiled once into four flat *corner offsets* per rectangle (:func:`rect_corner_offsets`), and
-one kernel evaluates every such family: Haar (upright and tilted, on gray integrals), HOG cells
-(on one integral per orientation bin), histograms over sub-rectangles (on one integral per
-indicator channel) and patch sums.
+:func:`weighted_rect_sums` evaluates rectangle tables on stacks of such integrals in float64
+with a per-window float32 divisor (OpenCV's training arithmetic); it serves the cascade's window
+evaluation. Feature families use compiled programs (:mod:`vjboost.features.program`) instead.
 
-Layout of integral channel stacks: ``(N, C, H + 1, W + 1)`` C-contiguous — ``N`` windows (or
-``N = 1`` image), ``C`` channels. A rectangle table row is ``(channel, x, y, w, h, tilted)``
-(int32) with a float64 weight; weight 0 marks an unused slot (features with fewer rectangles).
-
-All kernels are numba, parallel over windows/positions; the public wrappers validate their input.
+Examples
+--------
+>>> import numpy as np
+>>> integral_image(np.ones((2, 3), np.uint8)).tolist()
+[[0, 0, 0, 0], [0, 1, 2, 3], [0, 2, 4, 6]]
 """
 
 from __future__ import annotations
@@ -39,23 +41,21 @@ import numba
 import numpy as np
 from numba import prange
 
+from vjboost.features.base import check_sample_ids
+from vjboost.features.channels import _integrate_gray
+
 __all__ = [
     "RECT_COLUMNS",
     "check_rects_fit",
-    "integral_channels",
     "integral_dtype",
     "integral_image",
     "integral_images",
     "rect_corner_offsets",
-    "rect_sum_reference",
-    "rect_sums",
     "squared_integral_image",
     "squared_integral_images",
     "tilted_integral_image",
     "tilted_integral_images",
     "weighted_rect_sums",
-    "weighted_rect_sums_at",
-    "weighted_rect_sums_kernel",
 ]
 
 #: column names of a rectangle table row
@@ -63,100 +63,7 @@ RECT_COLUMNS = ("channel", "x", "y", "w", "h", "tilted")
 
 _JIT = {"cache": True, "nogil": True}
 
-
-# --------------------------------------------------------------------------------------------
-# 2-D kernels (write into preallocated outputs)
-# --------------------------------------------------------------------------------------------
-
-
-@numba.njit(**_JIT)
-def _integral_into(img, out):  # pragma: no cover - numba
-    h, w = img.shape
-    for x in range(w + 1):
-        out[0, x] = 0
-    for y in range(h):
-        out[y + 1, 0] = 0
-        acc = 0
-        for x in range(w):
-            acc += img[y, x]
-            out[y + 1, x + 1] = out[y, x + 1] + acc
-
-
-@numba.njit(**_JIT)
-def _sq_integral_into(img, out):  # pragma: no cover - numba
-    h, w = img.shape
-    for x in range(w + 1):
-        out[0, x] = 0
-    for y in range(h):
-        out[y + 1, 0] = 0
-        acc = 0
-        for x in range(w):
-            v = np.int64(img[y, x])
-            acc += v * v
-            out[y + 1, x + 1] = out[y, x + 1] + acc
-
-
-@numba.njit(**_JIT)
-def _tilted_into(img, out, diag):  # pragma: no cover - numba
-    # diag[r % 2, x] = sum of I along the anti-diagonal going up-right from (x, r), i.e.
-    # I[r, x] + I[r-1, x+1] + ...  Recurrence (derived from the definition):
-    #   T[y, 0] = T[y-1, 0] + diag[y-2, 0]
-    #   T[y, x] = T[y-1, x-1] + diag[y-1, x-1] + diag[y-2, x-1]      (x >= 1)
-    h, w = img.shape
-    for x in range(w + 1):
-        out[0, x] = 0
-    for x in range(w):
-        diag[0, x] = 0
-        diag[1, x] = 0
-    for y in range(1, h + 1):
-        r = y - 1  # newest image row
-        cur = r & 1
-        prev = cur ^ 1
-        # diag row r from row r - 1 (held in `prev` slot, zero when r == 0)
-        for x in range(w):
-            v = img[r, x]
-            if r > 0 and x + 1 < w:
-                diag[cur, x] = v + diag[prev, x + 1]
-            else:
-                diag[cur, x] = v
-        # diag[prev] still holds row r - 1 (= y - 2) for the recurrence
-        if y >= 2:
-            out[y, 0] = out[y - 1, 0] + diag[prev, 0]
-            for x in range(1, w + 1):
-                out[y, x] = out[y - 1, x - 1] + diag[cur, x - 1] + diag[prev, x - 1]
-        else:
-            out[y, 0] = 0
-            for x in range(1, w + 1):
-                out[y, x] = diag[cur, x - 1]
-
-
-@numba.njit(parallel=True, **_JIT)
-def _integral_batch(imgs, out):  # pragma: no cover - numba
-    for s in prange(imgs.shape[0]):
-        _integral_into(imgs[s], out[s])
-
-
-@numba.njit(parallel=True, **_JIT)
-def _sq_integral_batch(imgs, out):  # pragma: no cover - numba
-    for s in prange(imgs.shape[0]):
-        _sq_integral_into(imgs[s], out[s])
-
-
-@numba.njit(parallel=True, **_JIT)
-def _tilted_batch(imgs, out):  # pragma: no cover - numba
-    w = imgs.shape[2]
-    for s in prange(imgs.shape[0]):
-        diag = np.empty((2, max(w, 1)), dtype=out.dtype)
-        _tilted_into(imgs[s], out[s], diag)
-
-
-@numba.njit(parallel=True, **_JIT)
-def _channels_batch(chans, out):  # pragma: no cover - numba
-    n, c = chans.shape[0], chans.shape[1]
-    for k in prange(n * c):
-        i = k // c
-        j = k - i * c
-        _integral_into(chans[i, j], out[i, j])
+_UPRIGHT, _SQUARED, _TILTED = 0, 1, 2
 
 
 # --------------------------------------------------------------------------------------------
@@ -174,39 +81,34 @@ def integral_dtype(height: int, width: int, max_value: float = 255.0, squared: b
     return np.int32 if peak < 2**31 - 1 else np.int64
 
 
-def _check_2d(image: Any, name: str) -> np.ndarray:
-    arr = np.asarray(image)
-    if arr.ndim != 2:
-        raise ValueError(f"{name}: expected a 2-D (H, W) array, got shape {arr.shape}")
+def _check_stack(images: Any, ndim: int, name: str) -> np.ndarray:
+    arr = np.asarray(images)
+    what = "a 2-D (H, W) array" if ndim == 2 else "a 3-D (S, H, W) stack"
+    if arr.ndim != ndim:
+        raise ValueError(f"{name}: expected {what}, got shape {arr.shape}")
     if arr.dtype.kind not in "biu":
         raise TypeError(f"{name}: expected an integer (uint8) image, got dtype {arr.dtype}")
     if arr.size == 0:
         raise ValueError(f"{name}: empty image (shape {arr.shape})")
-    return np.ascontiguousarray(arr)
+    if arr.size and (arr.min() < 0 or arr.max() > 255):
+        raise ValueError(f"{name}: expected 8-bit values 0..255, got range "
+                         f"[{arr.min()}, {arr.max()}]")
+    return np.ascontiguousarray(arr, dtype=np.uint8)
 
 
-def _check_3d(windows: Any, name: str) -> np.ndarray:
-    arr = np.asarray(windows)
-    if arr.ndim != 3:
-        raise ValueError(f"{name}: expected a 3-D (S, H, W) stack, got shape {arr.shape}")
-    if arr.dtype.kind not in "biu":
-        raise TypeError(f"{name}: expected integer (uint8) windows, got dtype {arr.dtype}")
-    if arr.size == 0:
-        raise ValueError(f"{name}: empty stack (shape {arr.shape})")
-    return np.ascontiguousarray(arr)
-
-
-def _resolve_dtype(dtype: Any, h: int, w: int, max_value: float, squared: bool) -> np.dtype:
+def _integrals(images: Any, dtype: Any, mode: int, ndim: int, name: str) -> np.ndarray:
+    arr = _check_stack(images, ndim, name)
+    stack = arr if ndim == 3 else arr[None]
+    n, h, w = stack.shape
     if dtype is None:
-        return np.dtype(integral_dtype(h, w, max_value, squared))
+        dtype = integral_dtype(h, w, squared=mode == _SQUARED)
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.float64)):
         raise ValueError(f"dtype: expected int32, int64 or float64, got {dt}")
-    return dt
-
-
-def _max_value(arr: np.ndarray) -> float:
-    return 255.0 if arr.dtype == np.uint8 else float(np.abs(arr).max())
+    out = np.empty((n, h + 1, w + 1), dtype=dt)
+    bases = (np.arange(n, dtype=np.int64) * ((h + 1) * (w + 1)))[:, None]
+    _integrate_gray(stack, out.reshape(-1), bases, w + 1, np.array([mode], np.int64))
+    return out if ndim == 3 else out[0]
 
 
 # --------------------------------------------------------------------------------------------
@@ -215,11 +117,11 @@ def _max_value(arr: np.ndarray) -> float:
 
 
 def integral_image(image: Any, dtype: Any = np.int64) -> np.ndarray:
-    """Upright integral image ``S`` of a 2-D integer image.
+    """Upright integral image ``S`` of a 2-D 8-bit image.
 
     Parameters
     ----------
-    image : array-like of shape (H, W), integer (uint8)
+    image : array-like of shape (H, W), integer values 0..255
     dtype : {int64, int32, float64, None}
         Output dtype; ``None`` picks the smallest exact integer type.
 
@@ -228,20 +130,12 @@ def integral_image(image: Any, dtype: Any = np.int64) -> np.ndarray:
     ndarray of shape (H + 1, W + 1)
         ``S[y, x] = image[:y, :x].sum()``; equals ``cv2.integral(image)``.
     """
-    img = _check_2d(image, "image")
-    dt = _resolve_dtype(dtype, *img.shape, _max_value(img), False)
-    out = np.empty((img.shape[0] + 1, img.shape[1] + 1), dtype=dt)
-    _integral_into(img, out)
-    return out
+    return _integrals(image, dtype, _UPRIGHT, 2, "image")
 
 
 def squared_integral_image(image: Any, dtype: Any = np.int64) -> np.ndarray:
     """Integral of squared pixels ``Q[y, x] = (image[:y, :x] ** 2).sum()``, shape (H+1, W+1)."""
-    img = _check_2d(image, "image")
-    dt = _resolve_dtype(dtype, *img.shape, _max_value(img), True)
-    out = np.empty((img.shape[0] + 1, img.shape[1] + 1), dtype=dt)
-    _sq_integral_into(img, out)
-    return out
+    return _integrals(image, dtype, _SQUARED, 2, "image")
 
 
 def tilted_integral_image(image: Any, dtype: Any = np.int64) -> np.ndarray:
@@ -250,12 +144,7 @@ def tilted_integral_image(image: Any, dtype: Any = np.int64) -> np.ndarray:
     ``T[y, x] = sum(image[y', x'] for y' < y, |x' - x + 1| <= y - y' - 1)``; equals the third
     output of ``cv2.integral3``. Computed in O(H W) with anti-diagonal running sums.
     """
-    img = _check_2d(image, "image")
-    dt = _resolve_dtype(dtype, *img.shape, _max_value(img), False)
-    out = np.empty((img.shape[0] + 1, img.shape[1] + 1), dtype=dt)
-    diag = np.empty((2, img.shape[1]), dtype=dt)
-    _tilted_into(img, out, diag)
-    return out
+    return _integrals(image, dtype, _TILTED, 2, "image")
 
 
 def integral_images(windows: Any, dtype: Any = None) -> np.ndarray:
@@ -263,7 +152,7 @@ def integral_images(windows: Any, dtype: Any = None) -> np.ndarray:
 
     Parameters
     ----------
-    windows : array-like of shape (S, H, W), integer (uint8)
+    windows : array-like of shape (S, H, W), integer values 0..255
     dtype : {None, int32, int64, float64}
         ``None``: int32 when exact (see :func:`integral_dtype`), else int64.
 
@@ -271,69 +160,17 @@ def integral_images(windows: Any, dtype: Any = None) -> np.ndarray:
     -------
     ndarray of shape (S, H + 1, W + 1)
     """
-    w = _check_3d(windows, "windows")
-    dt = _resolve_dtype(dtype, w.shape[1], w.shape[2], _max_value(w), False)
-    out = np.empty((w.shape[0], w.shape[1] + 1, w.shape[2] + 1), dtype=dt)
-    _integral_batch(w, out)
-    return out
+    return _integrals(windows, dtype, _UPRIGHT, 3, "windows")
 
 
 def squared_integral_images(windows: Any, dtype: Any = None) -> np.ndarray:
     """Squared-pixel integral images of a stack, shape (S, H + 1, W + 1)."""
-    w = _check_3d(windows, "windows")
-    dt = _resolve_dtype(dtype, w.shape[1], w.shape[2], _max_value(w), True)
-    out = np.empty((w.shape[0], w.shape[1] + 1, w.shape[2] + 1), dtype=dt)
-    _sq_integral_batch(w, out)
-    return out
+    return _integrals(windows, dtype, _SQUARED, 3, "windows")
 
 
 def tilted_integral_images(windows: Any, dtype: Any = None) -> np.ndarray:
     """Tilted integral images of a stack, shape (S, H + 1, W + 1)."""
-    w = _check_3d(windows, "windows")
-    dt = _resolve_dtype(dtype, w.shape[1], w.shape[2], _max_value(w), False)
-    out = np.empty((w.shape[0], w.shape[1] + 1, w.shape[2] + 1), dtype=dt)
-    _tilted_batch(w, out)
-    return out
-
-
-def integral_channels(channels: Any, dtype: Any = None) -> np.ndarray:
-    """Upright integral images of a stack of multi-channel inputs.
-
-    Parameters
-    ----------
-    channels : array-like of shape (N, C, H, W)
-        Integer channels (e.g. 0/1 bin indicators) or float channels (e.g. gradient magnitude per
-        orientation bin).
-    dtype : {None, int32, int64, float64}
-        ``None``: float64 for float input, else the smallest exact integer type.
-
-    Returns
-    -------
-    ndarray of shape (N, C, H + 1, W + 1)
-        The layout :func:`weighted_rect_sums` reads.
-    """
-    arr = np.asarray(channels)
-    if arr.ndim != 4:
-        raise ValueError(f"channels: expected a 4-D (N, C, H, W) array, got shape {arr.shape}")
-    if arr.dtype.kind not in "biuf":
-        raise TypeError(f"channels: expected a numeric array, got dtype {arr.dtype}")
-    if arr.size == 0:
-        raise ValueError(f"channels: empty array (shape {arr.shape})")
-    if arr.dtype.kind == "f":
-        if not np.isfinite(arr).all():
-            raise ValueError("channels: contains NaN or infinite values")
-        dt = np.dtype(np.float64) if dtype is None else np.dtype(dtype)
-        if dt != np.float64:
-            raise ValueError(f"dtype: float channels need float64 integrals, got {dt}")
-        arr = np.ascontiguousarray(arr, dtype=np.float64)
-    else:
-        if arr.dtype.kind == "b":
-            arr = arr.view(np.uint8)
-        dt = _resolve_dtype(dtype, arr.shape[2], arr.shape[3], _max_value(arr), False)
-        arr = np.ascontiguousarray(arr)
-    out = np.empty(arr.shape[:2] + (arr.shape[2] + 1, arr.shape[3] + 1), dtype=dt)
-    _channels_batch(arr, out)
-    return out
+    return _integrals(windows, dtype, _TILTED, 3, "windows")
 
 
 # --------------------------------------------------------------------------------------------
@@ -486,7 +323,7 @@ def weighted_rect_sums_kernel(flat, bases, offsets, weights, divisor, out):  # p
                     out[q, p] = np.float32(acc) / d
 
 
-def _check_stack(integrals: Any, name: str) -> np.ndarray:
+def _check_integrals(integrals: Any, name: str) -> np.ndarray:
     arr = np.asarray(integrals)
     if arr.ndim != 4:
         raise ValueError(
@@ -530,8 +367,7 @@ def weighted_rect_sums(
     Parameters
     ----------
     integrals : ndarray (S, C, H + 1, W + 1), int32/int64/float64
-        Integral channels of ``S`` windows (:func:`integral_channels`, or a family's stack of
-        upright/tilted/squared integrals).
+        Integral channels of ``S`` windows (stacked upright/tilted integrals).
     rects : int array (Q, R, 6)
         Rectangle table of the ``Q`` queried features, columns ``(channel, x, y, w, h, tilted)``
         in window coordinates (``tilted`` rects must be on a tilted-integral channel).
@@ -546,9 +382,7 @@ def weighted_rect_sums(
     -------
     ndarray of float32, shape (Q, S')
     """
-    from vjboost.features.base import check_sample_ids
-
-    ii = _check_stack(integrals, "integrals")
+    ii = _check_integrals(integrals, "integrals")
     r, wt = _check_rects(rects, weights)
     n, c, hp, wp = ii.shape
     check_rects_fit(r, wt, c, hp - 1, wp - 1)
@@ -556,77 +390,3 @@ def weighted_rect_sums(
     offs = rect_corner_offsets(r, wp, hp * wp)
     bases = sids * (c * hp * wp)
     return _run(ii.reshape(-1), bases, offs, wt, _check_divisor(divisor, sids.shape[0]))
-
-
-def weighted_rect_sums_at(
-    integral: Any,
-    rects: Any,
-    weights: Any,
-    positions: Any,
-    window_shape: tuple[int, int],
-    divisor: Any = None,
-) -> np.ndarray:
-    """Weighted rectangle sums for windows at ``positions`` of one integral-channel image.
-
-    Parameters
-    ----------
-    integral : ndarray (C, Hi + 1, Wi + 1) or (1, C, Hi + 1, Wi + 1)
-        Integral channels of a whole image.
-    rects, weights : see :func:`weighted_rect_sums` (window coordinates).
-    positions : int array (P, 2)
-        ``(y, x)`` of the windows' top-left corners in the image.
-    window_shape : (H, W)
-        Window size; windows must fit in the image.
-    divisor : float array (P,), optional
-
-    Returns
-    -------
-    ndarray of float32, shape (Q, P)
-    """
-    from vjboost.features.base import check_positions
-
-    arr = np.asarray(integral)
-    if arr.ndim == 3:
-        arr = arr[None]
-    ii = _check_stack(arr, "integral")
-    if ii.shape[0] != 1:
-        raise ValueError(f"integral: expected one image's channels, got {ii.shape[0]}")
-    _, c, hp, wp = ii.shape
-    h, w = window_shape
-    r, wt = _check_rects(rects, weights)
-    check_rects_fit(r, wt, c, h, w)
-    pos = check_positions(positions, (hp - 1, wp - 1), (h, w))
-    offs = rect_corner_offsets(r, wp, hp * wp)
-    bases = pos[:, 0] * wp + pos[:, 1]
-    return _run(ii.reshape(-1), bases, offs, wt, _check_divisor(divisor, pos.shape[0]))
-
-
-def rect_sums(integrals: Any, rects: Any, sample_ids: Any = None) -> np.ndarray:
-    """Plain (unit-weight) rectangle sums: ``rects`` (Q, 6) → float32 (Q, S')."""
-    r = np.asarray(rects)
-    if r.ndim != 2:
-        raise ValueError(f"rects: expected shape (Q, 6), got {r.shape}")
-    return weighted_rect_sums(integrals, r[:, None, :], np.ones((r.shape[0], 1)), sample_ids)
-
-
-def rect_sum_reference(image: np.ndarray, x: int, y: int, w: int, h: int, tilted: bool) -> float:
-    """Brute-force rectangle sum on the image itself (for tests and documentation).
-
-    Upright: ``image[y:y+h, x:x+w].sum()``. Tilted: the pixels of the 45° rectangle that
-    ``R45(x, y, w, h)`` sums, enumerated from the tilted-integral definition.
-    """
-    img = np.asarray(image, dtype=np.int64)
-    if not tilted:
-        return float(img[y : y + h, x : x + w].sum())
-    ih, iw = img.shape
-
-    def t(yy: int, xx: int) -> int:
-        total = 0
-        for yp in range(min(yy, ih)):
-            half = yy - yp - 1
-            lo, hi = max(xx - 1 - half, 0), min(xx - 1 + half, iw - 1)
-            if lo <= hi:
-                total += int(img[yp, lo : hi + 1].sum())
-        return total
-
-    return float(t(y, x) - t(y + h, x - h) - t(y + w, x + w) + t(y + w + h, x + w - h))

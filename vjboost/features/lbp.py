@@ -51,21 +51,12 @@ import numba
 import numpy as np
 from numba import prange
 
-from vjboost._memory import check_memory
-from vjboost.features.base import (
-    Channels,
-    FeatureFamily,
-    check_channels,
-    check_feature_ids,
-    check_image,
-    check_positions,
-    check_sample_ids,
-    check_window_shape,
-    check_windows,
-    register_family,
-)
+from vjboost._errors import InputError
+from vjboost.features.base import FeatureFamily, check_window_shape, check_windows, register_family
+from vjboost.features.channels import ChannelKind, gray_of, register_channel_kind
 from vjboost.features.histogram import LabelHistogramFamily, grid_rects
-from vjboost.features.pixel import gather_columns, gather_offsets
+from vjboost.features.pixel import pixel_program
+from vjboost.features.program import Program
 
 __all__ = [
     "LBP_METHODS",
@@ -304,6 +295,65 @@ def _margin(rp: np.ndarray, cp: np.ndarray) -> int:
     return int(math.ceil(max(np.abs(rp).max(), np.abs(cp).max())))
 
 
+def _ror_codes(P: int) -> np.ndarray:
+    codes = np.arange(2**P, dtype=np.int64)
+    best = codes.copy()
+    v = codes.copy()
+    for _ in range(P - 1):
+        v = (v >> 1) | ((v & 1) << (P - 1))
+        best = np.minimum(best, v)
+    return best
+
+
+def _histogram_bins(P: int, method: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """The code(s) of each histogram bin and the code → bin table (None: bin = code)."""
+    if method == "ror":
+        ror = _ror_codes(P)
+        bins = np.unique(ror)
+        return bins, np.searchsorted(bins, ror).astype(np.int32)
+    return np.arange(lbp_code_count(P, method)), None
+
+
+# -- channel kinds: ``lbp(P,R,method)`` (the code plane) and ``lbphist(P,R,method)`` (one
+# indicator plane per histogram bin); both valid ``ceil(R)`` pixels inside a window
+
+def _kind_params(params: tuple) -> tuple[int, float, str]:
+    if len(params) != 3:
+        raise InputError(f"lbp: expected (P, R, method), got {params}")
+    try:
+        return _check_params(*params)
+    except ValueError as exc:
+        raise InputError(f"lbp channel {params}: {exc}") from None
+
+
+def _kind_margin(params: tuple) -> int:
+    return _margin(*lbp_offsets(*_kind_params(params)[:2]))
+
+
+def _code_plane(images: np.ndarray, params: tuple) -> np.ndarray:
+    return _codes(gray_of(images), *_kind_params(params))
+
+
+def _hist_planes(params: tuple) -> int:
+    P, _, method = _kind_params(params)
+    if method in ("default", "ror") and P > 8:
+        raise InputError(f"lbphist: histograms of {method!r} codes need P <= 8 (at most 256 "
+                         f"bins), got {P}; use method='uniform' or 'nri_uniform'")
+    return len(_histogram_bins(P, method)[0])
+
+
+def _hist_labels(images: np.ndarray, params: tuple) -> np.ndarray:
+    P, R, method = _kind_params(params)
+    return _codes(gray_of(images), P, R, method, _histogram_bins(P, method)[1])
+
+
+register_channel_kind(ChannelKind.from_planes(
+    "lbp", lambda p: 1, _code_plane, margin=_kind_margin,
+    max_value=lambda p: lbp_code_count(*_kind_params(p)[::2]) - 1))
+register_channel_kind(ChannelKind.from_labels("lbphist", _hist_planes, _hist_labels,
+                                              margin=_kind_margin))
+
+
 class _LBPBase:
     """Parameter handling shared by both LBP families."""
 
@@ -318,6 +368,15 @@ class _LBPBase:
                 f"window_shape: a {h}x{w} window has no pixel at distance >= {self.margin} "
                 f"from its border (needed by radius R={self.R})")
 
+    def _params(self) -> str:
+        return f"{self.P},{self.R!r},{self.method}"
+
+    def get_config(self) -> dict[str, Any]:
+        cfg = {"window_shape": list(self.window_shape), "P": self.P, "R": self.R,
+               "method": self.method}
+        grids = getattr(self, "grids", None)
+        return cfg if grids is None else {**cfg, "grids": grids}
+
 
 @register_family
 class LBPCodeFamily(_LBPBase, FeatureFamily):
@@ -331,84 +390,31 @@ class LBPCodeFamily(_LBPBase, FeatureFamily):
     method : {"default", "ror", "uniform", "nri_uniform"}, default="uniform"
 
     Features: ``(H - 2m) * (W - 2m)`` with ``m = ceil(R)``; feature ``i = yi * (W - 2m) + xi`` is
-    the code of window pixel ``(m + yi, m + xi)``. Categorical (``kind == "categorical"``) when
-    every code is below 256, else ordered.
+    the code of window pixel ``(m + yi, m + xi)`` (a one-pixel read of the code plane
+    ``lbp(P,R,method)``). Categorical (``kind == "categorical"``) when every code is below 256,
+    else ordered.
     """
 
     name = "lbp_code"
     n_categories = 256
 
-    def __init__(self, window_shape: Sequence[int] = (24, 24), P: int = 8, R: float = 1.0,
+    def __init__(self, window_shape: Sequence[int] = (24, 24), *, P: int = 8, R: float = 1.0,
                  method: str = "uniform") -> None:
         self._init_lbp(window_shape, P, R, method)
         h, w = self.window_shape
         self._iw = w - 2 * self.margin
         self.n_features = (h - 2 * self.margin) * self._iw
-        self._categorical = lbp_code_count(self.P, self.method) <= 256
 
-    def get_config(self) -> dict[str, Any]:
-        return {"window_shape": list(self.window_shape), "P": self.P, "R": self.R,
-                "method": self.method}
-
-    def _pixel_of(self, fids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        yi, xi = np.divmod(fids, self._iw)
-        return yi + self.margin, xi + self.margin
+    def _build_program(self) -> Program:
+        return pixel_program(self.window_shape, [f"lbp({self._params()})"], margin=self.margin,
+                             categorical=lbp_code_count(self.P, self.method) <= 256)
 
     def describe(self, i: int) -> dict[str, Any]:
         i = self._check_index(i)
-        y, x = (int(v) for v in self._pixel_of(np.int64(i)))
+        yi, xi = divmod(i, self._iw)
+        y, x = yi + self.margin, xi + self.margin
         return {"family": self.name, "index": i, "x": x, "y": y,
                 "text": f"LBP code ({self.method}, P={self.P}, R={self.R}) at (x={x}, y={y})"}
-
-    def kind(self, i: int) -> str:
-        self._check_index(i)
-        return "categorical" if self._categorical else "ordered"
-
-    def kinds(self) -> np.ndarray:
-        return np.full(self.n_features, self._categorical, dtype=bool)
-
-    def channels_nbytes(self, n_samples: int) -> int:
-        h, w = self.window_shape
-        return int(n_samples) * h * w * 4
-
-    def prepare(self, windows: Any) -> Channels:
-        win = check_windows(windows, self.window_shape)
-        check_memory(self.channels_nbytes(win.shape[0]), "LBP code channels")
-        codes = _codes(win, self.P, self.R, self.method)
-        return Channels(self.name, "windows", self.window_shape, win.shape[0],
-                        {"codes": codes.reshape(win.shape[0], -1)})
-
-    def evaluate(self, channels: Channels, feature_ids: Any = None,
-                 sample_ids: Any = None) -> np.ndarray:
-        ch = check_channels(channels, self, "windows")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        sids = check_sample_ids(sample_ids, ch.n_samples)
-        y, x = self._pixel_of(fids)
-        return gather_columns(ch["codes"], y * self.window_shape[1] + x, sids)
-
-    def prepare_image(self, image: Any) -> Channels:
-        img = check_image(image, self.window_shape)
-        codes = _codes(img[None], self.P, self.R, self.method)[0, 0]
-        return Channels(self.name, "image", img.shape[:2], 1, {"codes": codes})
-
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        pos = check_positions(positions, ch.shape, self.window_shape)
-        codes = ch["codes"]
-        iw = codes.shape[1]
-        y, x = self._pixel_of(fids)
-        return gather_offsets(codes.reshape(-1), y * iw + x, pos[:, 0] * iw + pos[:, 1])
-
-
-def _ror_codes(P: int) -> np.ndarray:
-    codes = np.arange(2**P, dtype=np.int64)
-    best = codes.copy()
-    v = codes.copy()
-    for _ in range(P - 1):
-        v = (v >> 1) | ((v & 1) << (P - 1))
-        best = np.minimum(best, v)
-    return best
 
 
 @register_family
@@ -426,12 +432,13 @@ class LBPHistogramFamily(_LBPBase, LabelHistogramFamily):
         Grid divisions of the inner region (see :func:`~vjboost.features.histogram.grid_rects`).
 
     Features: ``n_rects * n_bins``; feature ``rect * n_bins + b`` is the fraction of the
-    rectangle's pixels whose code falls into bin ``b`` (``bin_codes[b]`` lists the code(s)).
+    rectangle's pixels whose code falls into bin ``b`` (``bin_codes[b]`` lists the code(s));
+    indicator planes ``lbphist(P,R,method)#b``.
     """
 
     name = "lbp_hist"
 
-    def __init__(self, window_shape: Sequence[int] = (24, 24), P: int = 8, R: float = 1.0,
+    def __init__(self, window_shape: Sequence[int] = (24, 24), *, P: int = 8, R: float = 1.0,
                  method: str = "uniform",
                  grids: Sequence[Sequence[int]] = ((1, 1), (2, 2), (3, 3))) -> None:
         self._init_lbp(window_shape, P, R, method)
@@ -439,24 +446,10 @@ class LBPHistogramFamily(_LBPBase, LabelHistogramFamily):
             raise ValueError(
                 f"P: histograms of {self.method!r} codes need P <= 8 (at most 256 bins), got "
                 f"{self.P}; use method='uniform' or 'nri_uniform'")
-        if self.method == "ror":
-            ror = _ror_codes(self.P)
-            self.bin_codes = np.unique(ror)
-            self._lut = np.searchsorted(self.bin_codes, ror).astype(np.int32)
-        else:
-            n = lbp_code_count(self.P, self.method)
-            self.bin_codes = np.arange(n)
-            self._lut = None
+        self.bin_codes = _histogram_bins(self.P, self.method)[0]
         self.grids = [[int(v) for v in g] for g in grids]
         rects = grid_rects(self.window_shape, self.grids, margin=self.margin)
-        self._setup(rects, [len(self.bin_codes)])
-
-    def get_config(self) -> dict[str, Any]:
-        return {"window_shape": list(self.window_shape), "P": self.P, "R": self.R,
-                "method": self.method, "grids": self.grids}
+        self._setup(rects, [f"lbphist({self._params()})#{b}" for b in range(len(self.bin_codes))])
 
     def _channel_text(self, c: int) -> str:
         return f"LBP code ({self.method}, P={self.P}, R={self.R}) {int(self.bin_codes[c])}"
-
-    def _labels(self, stack: np.ndarray) -> np.ndarray:
-        return _codes(stack, self.P, self.R, self.method, self._lut)

@@ -1,26 +1,36 @@
 """Pixel-level feature families: raw pixels, gradient magnitudes and random patch sums.
 
-Families
---------
+Every family here is a set of one-pixel or rectangle reads of integral channel planes (a
+compiled :class:`~vjboost.features.program.Program`, OP_RECTS, NORM_NONE):
+
 ``pixel``
     The gray value ``I[y, x]`` of every pixel of a gray window (``H * W`` features, feature
-    ``y * W + x``).
+    ``y * W + x``); plane ``gray``.
 ``pixel_rgb``
     The ``R``, ``G``, ``B`` values and the gray value of every pixel of an RGB window
-    (``4 * H * W`` features, feature ``(y * W + x) * 4 + c`` with ``c`` in R, G, B, gray). Gray is
-    OpenCV's ``cv2.COLOR_RGB2GRAY`` (``0.299 R + 0.587 G + 0.114 B``, rounded).
+    (``4 * H * W`` features, feature ``(y * W + x) * 4 + c`` with ``c`` in R, G, B, gray); planes
+    ``rgb#0..2`` and ``gray`` (OpenCV's ``cv2.COLOR_RGB2GRAY``, ``0.299 R + 0.587 G + 0.114 B``,
+    rounded).
 ``gradient_magnitude``
-    ``hypot(g_row, g_col)`` at every pixel, with central differences
-    ``g_row[y, x] = I[y + 1, x] - I[y - 1, x]`` and ``g_col[y, x] = I[y, x + 1] - I[y, x - 1]``
-    computed *on the window* and set to 0 on the window's first/last row (``g_row``) and first/last
-    column (``g_col``) — the convention of ``skimage.feature.hog``. On the detection path the
-    same values are computed from the image with the window border of each position.
+    The gradient magnitude at every pixel of the window's *interior* (one pixel from the border:
+    ``(H - 2) * (W - 2)`` features, feature ``(y - 1) * (W - 2) + (x - 1)``), read from plane
+    ``gradmag``: ``round(MAG_SCALE * hypot(g_row, g_col)) / MAG_SCALE`` with central differences
+    ``g_row[y, x] = I[y + 1, x] - I[y - 1, x]``, ``g_col[y, x] = I[y, x + 1] - I[y, x - 1]`` —
+    the exact magnitude quantised to 1/8 grey level. Interior pixels have all four neighbours
+    inside the window, so a window cut out of an image and the image agree.
 ``patch_sum``
-    Sums of the gray values over ``n_patches`` random rectangles (seeded), evaluated with integral
-    images and the generic rectangle-sum kernel of :mod:`vjboost.features.integral`.
+    Sums of the gray values over ``n_patches`` random rectangles (seeded).
 
-The gather kernels defined here (:func:`gather_columns`, :func:`gather_offsets`) also serve the
-other families whose prepared channels already hold one value per feature.
+:func:`pixel_program` builds the one-pixel reads for any planes (also used by the LBP code
+family); :func:`gradient_magnitude` is the window-border gradient of scikit-image's HOG, kept
+for the Fourier family's gradient source.
+
+Examples
+--------
+>>> import numpy as np
+>>> w = np.arange(12, dtype=np.uint8).reshape(1, 3, 4)
+>>> PixelFamily((3, 4)).compute(w, [0, 5, 11]).ravel().tolist()
+[0.0, 5.0, 11.0]
 """
 
 from __future__ import annotations
@@ -28,26 +38,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import cv2
 import numba
 import numpy as np
 from numba import prange
 
-from vjboost._memory import check_memory
 from vjboost._validation import check_random_state
 from vjboost.features.base import (
-    Channels,
     FeatureFamily,
-    check_channels,
-    check_feature_ids,
-    check_image,
-    check_positions,
-    check_sample_ids,
     check_window_shape,
     check_windows,
     register_family,
 )
-from vjboost.features.rectsum import GrayRectSumFamily
+from vjboost.features.channels import MAG_SCALE, ChannelSet
+from vjboost.features.program import NORM_NONE, Program
 
 __all__ = [
     "GradientMagnitudeFamily",
@@ -55,16 +58,15 @@ __all__ = [
     "PixelFamily",
     "PixelRGBFamily",
     "gather_columns",
-    "gather_offsets",
     "gradient_magnitude",
-    "rgb_to_gray",
+    "pixel_program",
 ]
 
 _JIT = {"cache": True, "nogil": True}
 
 
 # --------------------------------------------------------------------------------------------
-# Gather kernels
+# Gather kernel (families whose prepared channels hold one value per feature)
 # --------------------------------------------------------------------------------------------
 
 
@@ -95,24 +97,8 @@ def gather_columns(table: np.ndarray, cols: np.ndarray, sids: np.ndarray) -> np.
     return out
 
 
-@numba.njit(parallel=True, **_JIT)
-def _gather_offsets_kernel(flat, offsets, bases, out):  # pragma: no cover - numba
-    n_q = offsets.shape[0]
-    for p in prange(bases.shape[0]):
-        b = bases[p]
-        for q in range(n_q):
-            out[q, p] = np.float32(flat[b + offsets[q]])
-
-
-def gather_offsets(flat: np.ndarray, offsets: np.ndarray, bases: np.ndarray) -> np.ndarray:
-    """``out[q, p] = float32(flat[bases[p] + offsets[q]])`` (numba, parallel over positions)."""
-    out = np.empty((offsets.shape[0], bases.shape[0]), dtype=np.float32)
-    _gather_offsets_kernel(flat, offsets, bases, out)
-    return out
-
-
 # --------------------------------------------------------------------------------------------
-# Gradient magnitude with the window-border convention
+# Gradient magnitude with the window-border convention (Fourier's gradient source)
 # --------------------------------------------------------------------------------------------
 
 
@@ -141,17 +127,6 @@ def _grad_mag_batch(windows, out):  # pragma: no cover - numba
                 out[s, y, x] = np.sqrt(gr * gr + gc * gc)
 
 
-@numba.njit(parallel=True, **_JIT)
-def _grad_mag_at(img, ys, xs, pos, h, w, out):  # pragma: no cover - numba
-    n_q = ys.shape[0]
-    for p in prange(pos.shape[0]):
-        y0 = pos[p, 0]
-        x0 = pos[p, 1]
-        for q in range(n_q):
-            gr, gc = _window_grad(img, y0, x0, h, w, ys[q], xs[q])
-            out[q, p] = np.float32(np.sqrt(gr * gr + gc * gc))
-
-
 def gradient_magnitude(windows: Any) -> np.ndarray:
     """Gradient magnitude of each window, with the window-border convention.
 
@@ -177,56 +152,62 @@ def gradient_magnitude(windows: Any) -> np.ndarray:
     return out[0] if single else out
 
 
-def rgb_to_gray(rgb: np.ndarray) -> np.ndarray:
-    """``cv2.COLOR_RGB2GRAY`` of a stack ``(..., H, W, 3)`` uint8 → ``(..., H, W)`` uint8."""
-    lead = rgb.shape[:-3]
-    h, w = rgb.shape[-3], rgb.shape[-2]
-    flat = np.ascontiguousarray(rgb.reshape(-1, w, 3))
-    gray = cv2.cvtColor(flat, cv2.COLOR_RGB2GRAY)
-    return gray.reshape(lead + (h, w))
-
-
 # --------------------------------------------------------------------------------------------
 # Families
 # --------------------------------------------------------------------------------------------
 
 
-class _PerPixelFamily(FeatureFamily):
-    """Common plumbing: one value per (pixel, plane); features read a prepared table."""
+def pixel_program(window_shape: Sequence[int], keys: Sequence[str], *, margin: int = 0,
+                  scale: float = 1.0, categorical: bool = False) -> Program:
+    """One-pixel reads of the planes ``keys`` at every pixel ``margin`` pixels inside the window.
 
-    n_planes: int = 1
+    Feature ``(yi * Wi + xi) * len(keys) + c`` reads plane ``keys[c]`` at pixel
+    ``(margin + yi, margin + xi)`` of the ``Hi x Wi`` region (OP_RECTS, one 1x1 rectangle,
+    NORM_NONE, times ``scale``).
+
+    Examples
+    --------
+    >>> pixel_program((4, 5), ["gradmag"], margin=1).n_features
+    6
+    """
+    h, w = (int(v) for v in window_shape)
+    ys, xs = np.mgrid[margin:h - margin, margin:w - margin]
+    n_k = len(keys)
+    n = ys.size * n_k
+    rects = np.ones((n, 1, 4), dtype=np.int64)
+    rects[:, 0, 0] = np.repeat(xs.ravel(), n_k)
+    rects[:, 0, 1] = np.repeat(ys.ravel(), n_k)
+    return Program.rects((h, w), ChannelSet(keys), rects=rects, weights=np.ones((n, 1)),
+                         planes=np.tile(np.arange(n_k), ys.size)[:, None], norm=NORM_NONE,
+                         scale=scale, categorical=categorical)
+
+
+class _PerPixelFamily(FeatureFamily):
+    """One feature per (pixel, plane) of the window (or of its interior for gradients)."""
+
+    keys: tuple[str, ...] = ("gray",)
+    margin: int = 0
+    scale: float = 1.0
 
     def __init__(self, window_shape: Sequence[int] = (24, 24)) -> None:
         self.window_shape = check_window_shape(window_shape)
         h, w = self.window_shape
-        self.n_features = h * w * self.n_planes
+        m = self.margin
+        if h <= 2 * m or w <= 2 * m:
+            raise ValueError(f"window_shape: a {h}x{w} window has no pixel {m} pixel(s) from "
+                             f"its border")
+        self.n_features = (h - 2 * m) * (w - 2 * m) * len(self.keys)
 
     def get_config(self) -> dict[str, Any]:
         return {"window_shape": list(self.window_shape)}
 
     def _pixel(self, i: int) -> tuple[int, int, int]:
-        p, c = divmod(i, self.n_planes)
-        y, x = divmod(p, self.window_shape[1])
-        return y, x, c
+        p, c = divmod(self._check_index(i), len(self.keys))
+        y, x = divmod(p, self.window_shape[1] - 2 * self.margin)
+        return y + self.margin, x + self.margin, c
 
-    def _table(self, windows: np.ndarray) -> np.ndarray:
-        """(S, H * W * n_planes) table of feature values."""
-        raise NotImplementedError
-
-    def prepare(self, windows: Any) -> Channels:
-        win = check_windows(windows, self.window_shape, color=self.color)
-        table = self._table(win)
-        return Channels(self.name, "windows", self.window_shape, win.shape[0], {"values": table})
-
-    def evaluate(self, channels: Channels, feature_ids: Any = None,
-                 sample_ids: Any = None) -> np.ndarray:
-        ch = check_channels(channels, self, "windows")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        sids = check_sample_ids(sample_ids, ch.n_samples)
-        return gather_columns(ch["values"], fids, sids)
-
-    def channels_nbytes(self, n_samples: int) -> int:
-        return int(n_samples) * self.n_features * 4
+    def _build_program(self) -> Program:
+        return pixel_program(self.window_shape, self.keys, margin=self.margin, scale=self.scale)
 
 
 @register_family
@@ -244,27 +225,9 @@ class PixelFamily(_PerPixelFamily):
     name = "pixel"
 
     def describe(self, i: int) -> dict[str, Any]:
-        i = self._check_index(i)
         y, x, _ = self._pixel(i)
-        return {"family": self.name, "index": i, "text": f"gray pixel at (x={x}, y={y})",
+        return {"family": self.name, "index": int(i), "text": f"gray pixel at (x={x}, y={y})",
                 "x": x, "y": y}
-
-    def _table(self, windows: np.ndarray) -> np.ndarray:
-        # a copy: prepared channels must not change when the caller reuses its window buffer
-        return windows.reshape(windows.shape[0], -1).copy()
-
-    def prepare_image(self, image: Any) -> Channels:
-        img = check_image(image, self.window_shape)
-        return Channels(self.name, "image", img.shape[:2], 1, {"image": img})
-
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        pos = check_positions(positions, ch.shape, self.window_shape)
-        img = ch["image"]
-        iw = img.shape[1]
-        y, x = np.divmod(fids, self.window_shape[1])
-        return gather_offsets(img.reshape(-1), y * iw + x, pos[:, 0] * iw + pos[:, 1])
 
 
 _PLANES_RGB = ("R", "G", "B", "gray")
@@ -284,80 +247,37 @@ class PixelRGBFamily(_PerPixelFamily):
 
     name = "pixel_rgb"
     color = True
-    n_planes = 4
+    keys = ("rgb#0", "rgb#1", "rgb#2", "gray")
 
     def describe(self, i: int) -> dict[str, Any]:
-        i = self._check_index(i)
         y, x, c = self._pixel(i)
-        return {"family": self.name, "index": i,
+        return {"family": self.name, "index": int(i),
                 "text": f"{_PLANES_RGB[c]} value at (x={x}, y={y})",
                 "x": x, "y": y, "plane": _PLANES_RGB[c]}
-
-    @staticmethod
-    def _planes(rgb: np.ndarray) -> np.ndarray:
-        out = np.empty(rgb.shape[:-1] + (4,), dtype=np.uint8)
-        out[..., :3] = rgb
-        out[..., 3] = rgb_to_gray(rgb)
-        return out
-
-    def _table(self, windows: np.ndarray) -> np.ndarray:
-        return self._planes(windows).reshape(windows.shape[0], -1)
-
-    def prepare_image(self, image: Any) -> Channels:
-        img = check_image(image, self.window_shape, color=True)
-        planes = self._planes(img[None])[0]
-        return Channels(self.name, "image", img.shape[:2], 1, {"planes": planes})
-
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        pos = check_positions(positions, ch.shape, self.window_shape)
-        planes = ch["planes"]
-        iw = planes.shape[1]
-        p, c = np.divmod(fids, 4)
-        y, x = np.divmod(p, self.window_shape[1])
-        return gather_offsets(planes.reshape(-1), (y * iw + x) * 4 + c,
-                              (pos[:, 0] * iw + pos[:, 1]) * 4)
 
 
 @register_family
 class GradientMagnitudeFamily(_PerPixelFamily):
-    """Gradient magnitude at each pixel of a gray window (see :func:`gradient_magnitude`).
+    """Gradient magnitude at each interior pixel of a gray window (see the module docstring).
 
     Parameters
     ----------
     window_shape : (int, int)
+        At least 3x3.
 
-    Features: ``H * W``; feature ``i = y * W + x``.
+    Features: ``(H - 2) * (W - 2)``; feature ``i = (y - 1) * (W - 2) + (x - 1)``, value
+    ``round(8 * hypot(g_row, g_col)) / 8``.
     """
 
     name = "gradient_magnitude"
+    keys = ("gradmag",)
+    margin = 1
+    scale = 1.0 / MAG_SCALE
 
     def describe(self, i: int) -> dict[str, Any]:
-        i = self._check_index(i)
         y, x, _ = self._pixel(i)
-        return {"family": self.name, "index": i,
+        return {"family": self.name, "index": int(i),
                 "text": f"gradient magnitude at (x={x}, y={y})", "x": x, "y": y}
-
-    def _table(self, windows: np.ndarray) -> np.ndarray:
-        check_memory(windows.shape[0] * self.n_features * 12, "gradient-magnitude channels")
-        out = np.empty(windows.shape, dtype=np.float64)
-        _grad_mag_batch(windows, out)
-        return out.astype(np.float32).reshape(windows.shape[0], -1)
-
-    def prepare_image(self, image: Any) -> Channels:
-        img = check_image(image, self.window_shape)
-        return Channels(self.name, "image", img.shape[:2], 1, {"image": img})
-
-    def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
-        ch = check_channels(channels, self, "image")
-        fids = check_feature_ids(feature_ids, self.n_features)
-        pos = check_positions(positions, ch.shape, self.window_shape)
-        h, w = self.window_shape
-        ys, xs = np.divmod(fids, w)
-        out = np.empty((fids.shape[0], pos.shape[0]), dtype=np.float32)
-        _grad_mag_at(ch["image"], ys, xs, pos, h, w, out)
-        return out
 
 
 def _random_patches(window_shape: tuple[int, int], n: int, min_size: int,
@@ -372,7 +292,7 @@ def _random_patches(window_shape: tuple[int, int], n: int, min_size: int,
 
 
 @register_family
-class PatchSumFamily(GrayRectSumFamily):
+class PatchSumFamily(FeatureFamily):
     """Sums of gray values over random rectangular patches, via integral images.
 
     Parameters
@@ -390,12 +310,12 @@ class PatchSumFamily(GrayRectSumFamily):
         :meth:`get_config` always stores the drawn patches here so that a saved family never
         depends on the random generator's stream.
 
-    Feature ``i`` is ``window[y:y+h, x:x+w].sum()`` for patch ``i``.
+    Feature ``i`` is ``window[y:y+h, x:x+w].sum()`` for patch ``i`` (OP_RECTS on ``gray``).
     """
 
     name = "patch_sum"
 
-    def __init__(self, window_shape: Sequence[int] = (24, 24), n_patches: int = 1000,
+    def __init__(self, window_shape: Sequence[int] = (24, 24), *, n_patches: int = 1000,
                  min_size: int = 2, seed: Any = 0,
                  patches: Sequence[Sequence[int]] | None = None) -> None:
         self.window_shape = check_window_shape(window_shape)
@@ -425,10 +345,10 @@ class PatchSumFamily(GrayRectSumFamily):
         self.patches = pt
         self.n_features = int(pt.shape[0])
         self.n_patches, self.min_size, self.seed = int(pt.shape[0]), min_size, seed
-        rects = np.zeros((self.n_features, 1, 6), dtype=np.int64)
-        rects[:, 0, 1:5] = pt
-        self._rects = rects
-        self._weights = np.ones((self.n_features, 1))
+
+    def _build_program(self) -> Program:
+        return Program.rects(self.window_shape, ChannelSet(["gray"]), rects=self.patches[:, None],
+                             weights=np.ones((self.n_features, 1)))
 
     def get_config(self) -> dict[str, Any]:
         return {"window_shape": list(self.window_shape),

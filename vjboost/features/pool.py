@@ -24,26 +24,48 @@ from vjboost.features.base import (
     Channels,
     FeatureFamily,
     check_feature_ids,
+    check_image,
+    check_positions,
     check_sample_ids,
+    check_windows,
     family_from_dict,
     family_to_dict,
 )
-from vjboost.features.program import Program
+from vjboost.features.channels import gray_of
+from vjboost.features.program import Program, evaluate_positions, evaluate_program
 
 __all__ = ["FeaturePool", "PoolChannels"]
 
 @dataclass(frozen=True)
 class PoolChannels:
-    """Prepared channels of every family of a pool (``prepare`` / ``prepare_image`` output)."""
+    """Prepared channels of a pool (``prepare`` / ``prepare_image`` output).
 
-    channels: tuple[Channels, ...]
+    Attributes
+    ----------
+    channels : tuple of (Channels or None)
+        Per family: its own channels (families without a program), None for program families.
+    kind : {"windows", "image"}
+    n_samples : int
+    shape : tuple of int
+        Window shape (windows) or image shape (image).
+    names : tuple of str
+        The families' names (to recognise channels prepared by another pool).
+    planes : ndarray of int32 or None
+        The integral planes of every program family, computed once for all of them:
+        ``(S, P, H + 1, W + 1)`` (windows) or ``(P, H + 1, W + 1)`` (image).
+    """
+
+    channels: tuple[Channels | None, ...]
     kind: str
     n_samples: int
     shape: tuple[int, ...]
+    names: tuple[str, ...] = ()
+    planes: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
-        return int(sum(c.nbytes for c in self.channels))
+        own = sum(c.nbytes for c in self.channels if c is not None)
+        return int(own + (0 if self.planes is None else self.planes.nbytes))
 
 
 class FeaturePool:
@@ -93,7 +115,7 @@ class FeaturePool:
         self.n_features = int(self.offsets[-1])
         self.color = any(bool(f.color) for f in families)
         self._kinds: np.ndarray | None = None
-        self._program: Program | None = None
+        self._union: tuple[Program | None, np.ndarray] | None = None
 
     # -- numbering ----------------------------------------------------------------------------
 
@@ -159,17 +181,42 @@ class FeaturePool:
         """The family's ``opencv_type`` for a one-family pool, else None."""
         return self.families[0].opencv_type if self.n_families == 1 else None
 
+    def _program_part(self) -> tuple[Program | None, np.ndarray]:
+        """The program families' features as one program (their channels united), and per
+        family the row of its first feature in it (-1: no program)."""
+        if self._union is None:
+            progs = [f.program() for f in self.families]
+            first = np.full(self.n_families, -1, dtype=np.int64)
+            have = [p for p in progs if p is not None]
+            sizes = np.cumsum([0] + [p.n_features for p in have])
+            k = 0
+            for i, p in enumerate(progs):
+                if p is not None:
+                    first[i] = sizes[k]
+                    k += 1
+            self._union = (Program.concat(have) if have else None, first)
+        return self._union
+
+    def _program_rows(self, gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which of ``gids`` belong to program families, and their rows in the union program."""
+        fam = np.searchsorted(self.offsets, gids, side="right") - 1
+        first = self._program_part()[1]
+        sel = first[fam] >= 0
+        return sel, first[fam[sel]] + (gids[sel] - self.offsets[fam[sel]])
+
     def program(self, feature_ids: Any = None) -> Program | None:
         """Global ``feature_ids`` (default all) as one compiled program (in that order), or
-        None when some family has no program."""
+        None when some family has no program.
+
+        With ``feature_ids`` the program reads only the channel planes those features need.
+        """
         gids = check_feature_ids(feature_ids, self.n_features)
-        progs = [f.program() for f in self.families]
-        if any(p is None for p in progs):
+        union, first = self._program_part()
+        if (first < 0).any():
             return None
-        if self._program is None:
-            self._program = progs[0] if len(progs) == 1 else Program.concat(progs)
-        full = self._program
-        return full if feature_ids is None else full.take(gids)
+        if feature_ids is None:
+            return union
+        return union.take(self._program_rows(gids)[1]).compact()
 
     def kinds(self) -> np.ndarray:
         """(n_features,) bool: True where the feature is categorical."""
@@ -213,8 +260,9 @@ class FeaturePool:
 
     # -- preparation --------------------------------------------------------------------------
 
-    def _inputs(self, windows: Any) -> tuple[np.ndarray, np.ndarray | None, int]:
-        """Split raw windows into (gray, rgb) stacks as the families need them."""
+    def _inputs(self, windows: Any) -> tuple[np.ndarray | None, np.ndarray | None, int]:
+        """Validated (gray, rgb) stacks as the families need them (gray None when no family
+        reads gray pixels itself)."""
         arr = np.asarray(windows)
         h, w = self.window_shape
         is_rgb = arr.ndim in (3, 4) and arr.shape[-1] == 3 and arr.shape[-3:-1] == (h, w)
@@ -227,27 +275,25 @@ class FeaturePool:
                 f"{arr.shape}"
             )
         if not is_rgb:
-            if arr.ndim == 2:
-                arr = arr[None]
-            return arr, None, (arr.shape[0] if arr.ndim >= 1 else 1)
-        rgb = arr if arr.ndim == 4 else arr[None]
-        gray = None
-        if any(not f.color for f in self.families):
-            import cv2
-
-            from vjboost.features.base import check_windows
-
-            rgb = check_windows(rgb, self.window_shape, color=True)
-            flat = rgb.reshape(-1, w, 3)
-            gray = cv2.cvtColor(flat, cv2.COLOR_RGB2GRAY).reshape(rgb.shape[:3])
+            gray = check_windows(arr, self.window_shape)
+            return gray, None, gray.shape[0]
+        rgb = check_windows(arr, self.window_shape, color=True)
+        gray = gray_of(rgb) if any(not f.color for f in self.families) else None
         return gray, rgb, rgb.shape[0]
 
     def channels_nbytes(self, n_samples: int) -> int:
         """Estimated bytes of :meth:`prepare` output for ``n_samples`` windows."""
-        return int(sum(f.channels_nbytes(n_samples) for f in self.families))
+        union, first = self._program_part()
+        h, w = self.window_shape
+        total = 0 if union is None else union.channels.nbytes(int(n_samples), h, w)
+        return int(total + sum(f.channels_nbytes(n_samples)
+                               for f, k in zip(self.families, first, strict=True) if k < 0))
 
     def prepare(self, windows: Any, *, threads: int | None = None) -> PoolChannels:
         """Prepare every family's channels for a stack of windows.
+
+        The integral planes of all program families are computed once, for the union of their
+        channels; other families prepare their own channels.
 
         Parameters
         ----------
@@ -261,43 +307,61 @@ class FeaturePool:
             f"prepared channels of {n} windows for {self.n_families} families",
             advice="Prepare and evaluate the windows in batches, or use fewer families.",
         )
+        union, first = self._program_part()
         with n_threads(threads):
-            chans = tuple(f.prepare(rgb if f.color else gray) for f in self.families)
-        return PoolChannels(chans, "windows", chans[0].n_samples, tuple(self.window_shape))
+            planes = None if union is None else union.channels.windows(
+                rgb if rgb is not None else gray)
+            chans = tuple(None if k >= 0 else f.prepare(rgb if f.color else gray)
+                          for f, k in zip(self.families, first, strict=True))
+        return PoolChannels(chans, "windows", n, tuple(self.window_shape),
+                            tuple(f.name for f in self.families), planes)
 
     def prepare_image(self, image: Any, *, threads: int | None = None) -> PoolChannels:
         """Prepare every family's channels for one whole image (detection)."""
         img = np.asarray(image)
         gray, rgb = img, None
         if img.ndim == 3 and img.shape[-1] == 3:
-            rgb = img
+            rgb = check_image(img, self.window_shape, color=True)
             if any(not f.color for f in self.families):
-                import cv2
-
-                from vjboost.features.base import check_image
-
-                rgb = check_image(img, self.window_shape, color=True)
-                gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+                gray = gray_of(rgb[None])[0]
         elif self.color:
             raise ValueError(
                 f"image: the pool's colour families need an RGB image, got {img.shape}"
             )
+        else:
+            gray = check_image(img, self.window_shape)
+        union, first = self._program_part()
         with n_threads(threads):
-            chans = tuple(f.prepare_image(rgb if f.color else gray) for f in self.families)
-        return PoolChannels(chans, "image", 1, tuple(chans[0].shape))
+            planes = None if union is None else union.channels.image(
+                rgb if rgb is not None else gray)
+            chans = tuple(None if k >= 0 else f.prepare_image(rgb if f.color else gray)
+                          for f, k in zip(self.families, first, strict=True))
+        return PoolChannels(chans, "image", 1, tuple(gray.shape[:2]),
+                            tuple(f.name for f in self.families), planes)
 
     # -- evaluation ---------------------------------------------------------------------------
 
-    def _as_prepared(self, data: Any, threads: int | None) -> PoolChannels:
+    def _as_prepared(self, data: Any, threads: int | None, kind: str = "windows"
+                     ) -> PoolChannels:
         if isinstance(data, PoolChannels):
-            if data.kind != "windows":
-                raise ValueError("windows: got image channels; use evaluate_at for images")
-            if len(data.channels) != self.n_families or any(
-                c.family != f.name for c, f in zip(data.channels, self.families, strict=True)
-            ):
+            if data.kind != kind:
+                raise ValueError(f"windows: got {data.kind} channels; use "
+                                 f"{'evaluate_at' if data.kind == 'image' else 'evaluate'}")
+            if data.names != tuple(f.name for f in self.families):
                 raise ValueError("windows: channels were prepared by a different pool")
             return data
         return self.prepare(data, threads=threads)
+
+    def _evaluate_groups(self, gids: np.ndarray, out: np.ndarray, program_part: Any,
+                         family_part: Any) -> None:
+        """Fill ``out`` rows: program features in one call, the others family by family."""
+        sel, rows = self._program_rows(gids)
+        if sel.any():
+            out[sel] = program_part(rows)
+        fam = np.searchsorted(self.offsets, gids, side="right") - 1
+        for k in np.unique(fam[~sel]):
+            idx = np.flatnonzero(fam == k)
+            out[idx] = family_part(int(k), gids[idx] - self.offsets[k])
 
     def evaluate(
         self,
@@ -324,7 +388,7 @@ class FeaturePool:
             prep = self._as_prepared(windows, threads)
             n = prep.n_samples
         else:
-            # raw windows: prepare only the families and windows that are asked for
+            # raw windows: prepare only the planes, families and windows that are asked for
             prep = None
             gray, rgb, n = self._inputs(windows)
         sids = check_sample_ids(sample_ids, n)
@@ -334,19 +398,30 @@ class FeaturePool:
             advice="Evaluate fewer features or windows at a time.",
         )
         out = np.empty((gids.shape[0], sids.shape[0]), dtype=np.float32)
-        fam = np.searchsorted(self.offsets, gids, side="right") - 1
+        union = self._program_part()[0]
+
+        def data(color: bool) -> np.ndarray:
+            d = rgb if (color and rgb is not None) else gray
+            return d if sample_ids is None else d[sids]
+
+        if prep is not None:
+            def program_part(rows):
+                return evaluate_program(union, planes=prep.planes, feature_ids=rows,
+                                        sample_ids=sids)
+
+            def family_part(k, local):
+                return self.families[k].evaluate(prep.channels[k], local, sids)
+        else:
+            def program_part(rows):
+                prog = union.take(rows).compact()
+                return evaluate_program(prog, data(prog.channels.color or rgb is not None))
+
+            def family_part(k, local):
+                f = self.families[k]
+                return f.evaluate(f.prepare(data(f.color)), local)
+
         with n_threads(threads):
-            for k in np.unique(fam):
-                rows = np.flatnonzero(fam == k)
-                local = gids[rows] - self.offsets[k]
-                f = self.families[int(k)]
-                if prep is not None:
-                    out[rows] = f.evaluate(prep.channels[int(k)], local, sids)
-                else:
-                    data = rgb if f.color else gray
-                    if sample_ids is not None:
-                        data = data[sids]
-                    out[rows] = f.evaluate(f.prepare(data), local)
+            self._evaluate_groups(gids, out, program_part, family_part)
         return out
 
     def evaluate_at(
@@ -360,18 +435,14 @@ class FeaturePool:
         """Values of global ``feature_ids`` for windows at ``positions`` (P, 2) ``(y, x)``."""
         if not isinstance(prepared_image, PoolChannels) or prepared_image.kind != "image":
             raise TypeError("prepared_image: expected the output of FeaturePool.prepare_image")
+        prep = self._as_prepared(prepared_image, threads, "image")
         gids = check_feature_ids(feature_ids, self.n_features)
-        fam = np.searchsorted(self.offsets, gids, side="right") - 1
-        out: np.ndarray | None = None
+        pos = check_positions(positions, prep.shape, self.window_shape)
+        out = np.empty((gids.shape[0], pos.shape[0]), dtype=np.float32)
+        union = self._program_part()[0]
         with n_threads(threads):
-            for k in np.unique(fam):
-                rows = np.flatnonzero(fam == k)
-                local = gids[rows] - self.offsets[k]
-                vals = self.families[int(k)].evaluate_at(
-                    prepared_image.channels[int(k)], local, positions
-                )
-                if out is None:
-                    out = np.empty((gids.shape[0], vals.shape[1]), dtype=np.float32)
-                out[rows] = vals
-        assert out is not None
+            self._evaluate_groups(
+                gids, out,
+                lambda rows: evaluate_positions(union, prep.planes, pos, feature_ids=rows),
+                lambda k, local: self.families[k].evaluate_at(prep.channels[k], local, pos))
         return out

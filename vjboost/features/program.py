@@ -60,7 +60,7 @@ import numpy as np
 from numba import prange
 
 from vjboost._errors import InputError
-from vjboost.features.channels import MAG_SCALE, ChannelSet, check_rect_sum_range
+from vjboost.features.channels import MAG_SCALE, ChannelSet
 
 __all__ = [
     "HOG_NORMS",
@@ -77,7 +77,11 @@ __all__ = [
     "REC",
     "BoundProgram",
     "Program",
+    "evaluate_positions",
     "evaluate_program",
+    "hog_block_norms",
+    "hog_block_sums",
+    "hog_entry",
     "node_value",
     "window_norms",
 ]
@@ -101,6 +105,10 @@ _CAT = 20                           # 1 for categorical features
 _SUB = 21                           # free for compilers (e.g. a subset row)
 _HNB, _HNC, _HTGT, _HNORM, _HPS = 22, 23, 24, 25, 26
 _HEPS, _HCLIP = 27, 28              # float32
+_HCELL = 29                         # OP_HOG: cell of the target entry (target // n_bins)
+
+#: per-feature arrays of a Program
+_FIELDS = ("op", "norm", "plane", "corners", "weights", "scale", "hogi", "hogf", "categorical")
 
 #: ``ops`` constants of :func:`node_value` (and of the cascade kernels built on it)
 OPS_MIXED, OPS_RECTS, OPS_MBLBP, OPS_HAAR = 0, 1, 2, 3
@@ -195,37 +203,93 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
         if np.int32(a4 - a5 - a8 + a9) >= cv:
             c |= 1
         return np.float32(c)
-    # OP_HOG: two passes over the block's n_cells x n_bins sums (no scratch memory)
+    # OP_HOG: the block's normalisers, then the entry
+    a, b = hog_block_norms(tab, tabf, o, buf, p, _NO_SUMS)
+    return hog_entry(tab, tabf, o, buf, p, a, b, _NO_SUMS)
+
+
+#: "no block sums at hand": the OP_HOG helpers then read the block's rectangle sums themselves
+_NO_SUMS = np.zeros(0, dtype=np.float64)
+
+
+@numba.njit(inline="always", **_JIT)
+def _hog_sum(tab, o, buf, p, sums, c, b, nb):  # pragma: no cover - numba
+    """Sum of bin ``b`` over cell ``c`` of the OP_HOG block of record ``o`` at window ``p``:
+    from ``sums`` when given, else read from the planes (the same integer either way)."""
+    if sums.shape[0] > 0:
+        return sums[c * nb + b]
+    return np.float64(_rsum(buf, p + b * tab[_u(o + _HPS)], tab, o + _OFS + 4 * c))
+
+
+@numba.njit(inline="always", **_JIT)
+def hog_block_sums(tab, o, buf, p, out):  # pragma: no cover - numba
+    """The ``n_cells × n_bins`` rectangle sums of the OP_HOG block of record ``o`` at window
+    ``p`` into ``out`` (float64, cell-major), for :func:`hog_block_norms`/:func:`hog_entry`."""
+    nb = tab[_u(o + _HNB)]
+    for c in range(tab[_u(o + _HNC)]):
+        for b in range(nb):
+            out[c * nb + b] = _hog_sum(tab, o, buf, p, _NO_SUMS, c, b, nb)
+
+
+@numba.njit(inline="always", **_JIT)
+def hog_block_norms(tab, tabf, o, buf, p, sums):  # pragma: no cover - numba
+    """The normalisers ``(a, b)`` of the OP_HOG block of record ``o`` at window ``p``.
+
+    Two passes over the block's ``n_cells × n_bins`` sums (``sums`` from
+    :func:`hog_block_sums`, or ``_NO_SUMS`` to read them from the planes without scratch
+    memory). They depend on the block only, so the entries of a block may share them
+    (:func:`hog_entry`).
+    """
     nb = tab[_u(o + _HNB)]
     nc = tab[_u(o + _HNC)]
-    tgt = tab[_u(o + _HTGT)]
     kind = tab[_u(o + _HNORM)]
-    ps = tab[_u(o + _HPS)]
     eps = np.float64(tabf[_u(o + _HEPS)])
     clip = np.float64(tabf[_u(o + _HCLIP)])
     tot = 0.0
-    target = 0.0
     for c in range(nc):
         for b in range(nb):
-            x = np.float64(_rsum(buf, p + b * ps, tab, o + _OFS + 4 * c))
-            if c * nb + b == tgt:
-                target = x
+            x = _hog_sum(tab, o, buf, p, sums, c, b, nb)
             tot += x if kind <= 1 else x * x
-    if kind == 0:
-        v = target / (tot + eps)
-    elif kind == 1:
-        v = math.sqrt(target / (tot + eps))
-    elif kind == 2:
-        v = target / math.sqrt(tot + eps * eps)
+    if kind <= 1:
+        return tot + eps, 0.0
+    n1 = math.sqrt(tot + eps * eps)
+    if kind == 2:
+        return n1, 0.0
+    tot2 = 0.0
+    for c in range(nc):
+        for b in range(nb):
+            x = min(_hog_sum(tab, o, buf, p, sums, c, b, nb) / n1, clip)
+            tot2 += x * x
+    return n1, math.sqrt(tot2 + eps * eps)
+
+
+@numba.njit(inline="always", **_JIT)
+def hog_entry(tab, tabf, o, buf, p, a, b, sums):  # pragma: no cover - numba
+    """Value of OP_HOG record ``o`` at window ``p`` given its block's normalisers ``(a, b)``
+    (and its sums, or ``_NO_SUMS``)."""
+    nb = tab[_u(o + _HNB)]
+    c = tab[_u(o + _HCELL)]
+    target = _hog_sum(tab, o, buf, p, sums, c, tab[_u(o + _HTGT)] - c * nb, nb)
+    kind = tab[_u(o + _HNORM)]
+    if kind == 1:
+        v = math.sqrt(target / a)
+    elif kind == 3:
+        v = min(target / a, np.float64(tabf[_u(o + _HCLIP)])) / b
     else:
-        n1 = math.sqrt(tot + eps * eps)
-        tot2 = 0.0
-        for c in range(nc):
-            for b in range(nb):
-                x = min(np.float64(_rsum(buf, p + b * ps, tab, o + _OFS + 4 * c)) / n1, clip)
-                tot2 += x * x
-        v = min(target / n1, clip) / math.sqrt(tot2 + eps * eps)
+        v = target / a
     return np.float32(v) * tabf[_u(o + _SCALE)]
+
+
+@numba.njit(inline="always", **_JIT)
+def _same_block(tab, o, q):  # pragma: no cover - numba
+    """Records ``o`` and ``q`` are entries of the same OP_HOG block (same normalisers)."""
+    for k in range(16):
+        if tab[_u(o + _OFS + k)] != tab[_u(q + _OFS + k)]:
+            return False
+    for k in (_HNB, _HNC, _HNORM, _HPS, _HEPS, _HCLIP):
+        if tab[_u(o + k)] != tab[_u(q + k)]:
+            return False
+    return True
 
 
 @numba.njit(inline="always", **_JIT)
@@ -256,26 +320,62 @@ def window_norms(buf, p, pro, prof):  # pragma: no cover - numba
     return inv_var, inv_grad, nf
 
 
-@numba.njit(parallel=True, **_JIT)
-def _evaluate_kernel(buf, bases, tab, tabf, pro, prof, out):  # pragma: no cover - numba
-    """``out[q, j]`` = feature ``q`` at window offset ``bases[j]`` (blocks of 64 windows)."""
-    n_q = out.shape[0]
-    n_p = bases.shape[0]
-    n_blk = (n_p + 63) // 64
-    for blk in prange(n_blk):
-        j0 = blk * 64
-        j1 = min(n_p, j0 + 64)
-        iv = np.empty(j1 - j0, dtype=np.float32)
-        ig = np.empty(j1 - j0, dtype=np.float32)
-        for j in range(j0, j1):
-            a, b, _ = window_norms(buf, bases[j], pro, prof)
-            iv[j - j0] = a
-            ig[j - j0] = b
-        for q in range(n_q):
-            o = q * REC
+def _make_evaluate(ops: int):
+    """The kernel ``out[q, j]`` = feature ``q`` at window offset ``bases[j]`` for one ``OPS_*``
+    constant (a compile-time constant of the closure, so Haar-only programs skip the dispatch).
+
+    Windows go in blocks of 64 (one thread's share; the block's integrals stay in cache while
+    the loop runs over the features). Consecutive OP_HOG features of one block share the
+    block's sums and normalisers (the values are those of :func:`node_value`, which computes
+    the same integers and the same float64 arithmetic per feature).
+    """
+
+    @numba.njit(parallel=True, **_JIT)
+    def evaluate(buf, bases, tab, tabf, pro, prof, hog_len, out):  # pragma: no cover - numba
+        n_q = out.shape[0]
+        n_p = bases.shape[0]
+        n_blk = (n_p + 63) // 64
+        for blk in prange(n_blk):
+            j0 = blk * 64
+            j1 = min(n_p, j0 + 64)
+            iv = np.empty(j1 - j0, dtype=np.float32)
+            ig = np.empty(j1 - j0, dtype=np.float32)
+            ha = np.empty(j1 - j0, dtype=np.float64)
+            hb = np.empty(j1 - j0, dtype=np.float64)
+            hs = np.empty((j1 - j0, max(hog_len, 1)), dtype=np.float64)
             for j in range(j0, j1):
-                out[q, j] = node_value(tab, tabf, o, buf, bases[j], iv[j - j0], ig[j - j0],
-                                       OPS_MIXED)
+                a, b, _ = window_norms(buf, bases[j], pro, prof)
+                iv[j - j0] = a
+                ig[j - j0] = b
+            last = -1
+            for q in range(n_q):
+                o = q * REC
+                if ops == OPS_MIXED and tab[_u(o + _OP)] == OP_HOG:
+                    if last < 0 or not _same_block(tab, o, last):
+                        for j in range(j0, j1):
+                            sums = hs[j - j0]
+                            hog_block_sums(tab, o, buf, bases[j], sums)
+                            ha[j - j0], hb[j - j0] = hog_block_norms(tab, tabf, o, buf,
+                                                                     bases[j], sums)
+                        last = o
+                    for j in range(j0, j1):
+                        out[q, j] = hog_entry(tab, tabf, o, buf, bases[j], ha[j - j0],
+                                              hb[j - j0], hs[j - j0])
+                    continue
+                for j in range(j0, j1):
+                    out[q, j] = node_value(tab, tabf, o, buf, bases[j], iv[j - j0],
+                                           ig[j - j0], ops)
+
+    return evaluate
+
+
+_EVALUATORS: dict[int, Any] = {}
+
+
+def _evaluate_kernel(ops: int):
+    if ops not in _EVALUATORS:
+        _EVALUATORS[ops] = _make_evaluate(ops)
+    return _EVALUATORS[ops]
 
 
 # --------------------------------------------------------------------------------------------
@@ -381,17 +481,14 @@ class Program:
 
     @classmethod
     def _with_norm_planes(cls, channels: ChannelSet, norm: np.ndarray) -> ChannelSet:
-        extra = []
-        if (norm == NORM_VARIANCE).any():
-            extra += ["gray", "gray2"]
-        if (norm == NORM_GRADIENT).any():
-            extra += ["gradmag"]
+        extra = (["gray", "gray2"] if (norm == NORM_VARIANCE).any() else []) + (
+            ["gradmag"] if (norm == NORM_GRADIENT).any() else [])
         return channels.union(ChannelSet(extra)) if extra else channels
 
     @classmethod
     def rects(cls, window_shape: Sequence[int], channels: ChannelSet, *, rects: Any,
               weights: Any, planes: Any = None, tilted: Any = None, norm: Any = NORM_NONE,
-              scale: Any = 1.0) -> Program:
+              scale: Any = 1.0, categorical: Any = False) -> Program:
         """Weighted sums of up to 3 rectangles per feature (OP_RECTS).
 
         Parameters
@@ -410,6 +507,8 @@ class Program:
             45° rectangles (their plane should be the ``tilted`` integral).
         norm : int or array-like of int, shape (Q,)
         scale : float or array-like, shape (Q,)
+        categorical : bool or array-like of bool, shape (Q,)
+            Features whose values are category codes (e.g. one-pixel reads of a code plane).
         """
         r = np.asarray(rects, dtype=np.int64)
         if r.ndim != 3 or r.shape[2] != 4 or not 1 <= r.shape[1] <= 3:
@@ -422,6 +521,7 @@ class Program:
               else np.broadcast_to(np.asarray(tilted, bool).reshape(q, -1), (q, n_r)))
         d = cls._empty(q)
         d["op"][:] = OP_RECTS
+        d["categorical"][:] = np.broadcast_to(np.asarray(categorical, bool), (q,))
         d["norm"][:] = np.broadcast_to(np.asarray(norm, np.int8), (q,))
         d["scale"][:] = _f32(np.broadcast_to(np.asarray(scale, np.float64), (q,)))
         d["weights"][:, :n_r] = _f32(wts)
@@ -522,22 +622,67 @@ class Program:
         if any(p.window_shape != shape for p in programs):
             raise ValueError(f"programs: window shapes differ "
                              f"{sorted({p.window_shape for p in programs})}")
+        if len(programs) == 1:
+            return programs[0]
         chans = programs[0].channels.union(*(p.channels for p in programs[1:]))
-        parts = []
-        for p in programs:
-            remap = np.array([chans.index(k) for k in p.channels.keys], dtype=np.int32)
-            parts.append(remap[p.plane])
-        d = {k: np.concatenate([getattr(p, k) for p in programs])
-             for k in ("op", "norm", "corners", "weights", "scale", "hogi", "hogf",
-                       "categorical")}
-        return cls(shape, chans, plane=np.concatenate(parts), _checked=True, **d)
+        progs = [p.on(chans) for p in programs]
+        d = {k: np.concatenate([getattr(p, k) for p in progs]) for k in _FIELDS}
+        return cls(shape, chans, _checked=True, **d)
 
     def take(self, ids: Any) -> Program:
         """The features ``ids`` (in that order)."""
         ids = np.asarray(ids, dtype=np.int64).reshape(-1)
-        d = {k: getattr(self, k)[ids] for k in ("op", "norm", "plane", "corners", "weights",
-                                                 "scale", "hogi", "hogf", "categorical")}
+        d = {k: getattr(self, k)[ids] for k in _FIELDS}
         return Program(self.window_shape, self.channels, _checked=True, **d)
+
+    def on(self, channels: ChannelSet) -> Program:
+        """The same features reading the planes of ``channels`` (a superset of this program's
+        channels, e.g. the union prepared for several programs)."""
+        if channels == self.channels:
+            return self
+        mask, planes = self._reads()
+        needed = np.zeros(self.channels.n_planes, bool)
+        needed[planes[mask]] = True
+        for f in np.flatnonzero(self.op == OP_HOG):
+            needed[self.plane[f, 0]:self.plane[f, 0] + self.hogi[f, 0]] = True
+        needed[[self.channels.keys.index(k) for k in self._norm_keys()]] = True
+        remap = np.zeros(self.channels.n_planes, dtype=np.int32)
+        for i, key in enumerate(self.channels.keys):
+            if key in channels:
+                remap[i] = channels.index(key)
+            elif needed[i]:
+                raise InputError(f"channels: channel {key!r} is not in the set {channels.keys}")
+        d = {k: getattr(self, k) for k in _FIELDS}
+        d["plane"] = remap[self.plane] if remap.size else self.plane
+        if (d["op"] == OP_HOG).any():  # consecutive orientation planes must stay consecutive
+            hog = d["op"] == OP_HOG
+            first = d["plane"][hog, 0]
+            for b in range(1, int(d["hogi"][hog, 0].max())):
+                ok = (d["hogi"][hog, 0] <= b) | (remap[self.plane[hog, 0] + b] == first + b)
+                if not ok.all():
+                    raise InputError("channels: orientation planes of a HOG feature are not "
+                                     "consecutive in the target set")
+        return Program(self.window_shape, channels, _checked=True, **d)
+
+    def _norm_keys(self) -> list[str]:
+        keys = []
+        if (self.norm == NORM_VARIANCE).any():
+            keys += ["gray", "gray2"]
+        if (self.norm == NORM_GRADIENT).any():
+            keys += ["gradmag"]
+        return keys
+
+    def compact(self) -> Program:
+        """The same features on the smallest channel set: the planes they read (and their
+        normalisations), in this program's plane order."""
+        mask, planes = self._reads()
+        used = np.zeros(self.channels.n_planes, bool)
+        used[planes[mask]] = True
+        for f in np.flatnonzero(self.op == OP_HOG):
+            used[self.plane[f, 0]:self.plane[f, 0] + self.hogi[f, 0]] = True
+        norm = set(self._norm_keys())
+        keys = [k for k, u in zip(self.channels.keys, used, strict=True) if u or k in norm]
+        return self.on(ChannelSet(keys)) if len(keys) < self.channels.n_planes else self
 
     # -- properties -----------------------------------------------------------------------------
 
@@ -578,19 +723,57 @@ class Program:
             planes[used, 4 * k:4 * k + 4] = self.plane[used, 0:1]
         return mask, planes
 
+    def _check_range(self, mask: np.ndarray, planes: np.ndarray) -> None:
+        """Refuse reads whose true rectangle sums could overflow 32 bits.
+
+        Integrals wrap around, so a rectangle sum is exact while its true value fits in int32
+        (unsigned for ``gray2``, as OpenCV's detector reads it). Bound: the plane's largest
+        pixel value times the area of the rectangle's bounding box (MB-LBP: the whole grid).
+        """
+        h, w = self.window_shape
+        q = self.n_features
+        maxv = np.array([self.channels.max_value(i) for i in range(self.channels.n_planes)],
+                        dtype=np.float64)
+        limit = np.where(np.array([k == "gray2" for k in self.channels.keys], bool),
+                         2.0**32 - 1, 2.0**31 - 1)
+        cx = self.corners[..., 0].reshape(q, 4, 4).astype(np.float64)
+        cy = self.corners[..., 1].reshape(q, 4, 4).astype(np.float64)
+        area = (cx.max(2) - cx.min(2)) * (cy.max(2) - cy.min(2))
+        lbp = self.op == OP_MBLBP
+        area[lbp, 0] = ((cx[lbp].max((1, 2)) - cx[lbp].min((1, 2)))
+                        * (cy[lbp].max((1, 2)) - cy[lbp].min((1, 2))))
+        group = mask.reshape(q, 4, 4).any(2)
+        group[lbp, 1:] = False
+        gplane = planes.reshape(q, 4, 4)[:, :, 0]
+        reads = [(gplane[group], area[group])]
+        inner = float(max(h - 2, 0) * max(w - 2, 0))
+        for norm, keys in ((NORM_VARIANCE, ("gray", "gray2")), (NORM_GRADIENT, ("gradmag",))):
+            if (self.norm == norm).any():
+                idx = np.array([self.channels.index(k) for k in keys])
+                reads.append((idx, np.full(len(idx), inner)))
+        for pl, ar in reads:
+            peak = maxv[pl] * ar
+            bad = peak > limit[pl]
+            if bad.any():
+                k = int(np.flatnonzero(bad)[0])
+                raise InputError(
+                    f"window_shape: a {w}x{h} window is too large for channel "
+                    f"{self.channels.keys[int(pl[k])]!r} (rectangle sums could reach "
+                    f"{int(peak[k])}, over the 32-bit range); use a smaller window")
+
     def _check(self) -> None:
         """Every corner inside the window (and its margin), every plane in the set."""
         h, w = self.window_shape
         if h < 1 or w < 1:
             raise InputError(f"window_shape: expected positive (height, width), got "
                              f"{self.window_shape}")
-        check_rect_sum_range(self.channels, self.window_shape)
         p = self.channels.n_planes
         mask, planes = self._reads()
         hog = self.op == OP_HOG
         last = planes + np.where(hog[:, None], self.hogi[:, 0:1] - 1, 0)
         if mask.any() and (planes[mask].min() < 0 or last[mask].max() >= p):
             raise InputError(f"program: a feature reads a plane outside 0..{p - 1}")
+        self._check_range(mask, last)
         if ((self.norm == NORM_VARIANCE) & (h < 3 or w < 3)).any():
             raise InputError(f"window_shape: the variance normalisation needs windows of at "
                              f"least 3x3 pixels, got {w}x{h}")
@@ -634,6 +817,7 @@ class Program:
         tabf[:, _SCALE] = self.scale
         tab[:, _CAT] = self.categorical
         tab[:, _HNB:_HNB + 4] = self.hogi
+        tab[:, _HCELL] = self.hogi[:, 2] // np.maximum(self.hogi[:, 0], 1)
         tab[:, _HPS] = plane_stride
         tabf[:, _HEPS:_HEPS + 2] = self.hogf
         h, w = self.window_shape
@@ -654,6 +838,20 @@ class Program:
         """Bytes of the integral planes of ``n_windows`` windows."""
         h, w = self.window_shape
         return self.channels.nbytes(n_windows, h, w)
+
+
+def _run(program: Program, flat: np.ndarray, bases: np.ndarray, row_stride: int,
+         plane_stride: int) -> np.ndarray:
+    """Values of every feature of ``program`` at window offsets ``bases`` of ``flat``."""
+    bound = program.bind(row_stride, plane_stride)
+    out = np.empty((program.n_features, bases.shape[0]), dtype=np.float32)
+    if out.size:
+        hog = program.op == OP_HOG
+        hog_len = int((program.hogi[hog, 0] * program.hogi[hog, 1]).max()) if hog.any() else 0
+        _evaluate_kernel(program.ops_mask)(flat, np.ascontiguousarray(bases, dtype=np.int64),
+                                           bound.tab, bound.tabf, bound.pro, bound.prof,
+                                           hog_len, out)
+    return out
 
 
 def evaluate_program(program: Program, windows: Any = None, *, planes: np.ndarray | None = None,
@@ -683,27 +881,31 @@ def evaluate_program(program: Program, windows: Any = None, *, planes: np.ndarra
         raise InputError(f"planes: expected (S, {program.channels.n_planes}, {h + 1}, {w + 1}), "
                          f"got {planes.shape}")
     prog = program if feature_ids is None else program.take(feature_ids)
-    n = planes.shape[0]
-    sids = (np.arange(n, dtype=np.int64) if sample_ids is None
+    sids = (np.arange(planes.shape[0], dtype=np.int64) if sample_ids is None
             else np.asarray(sample_ids, dtype=np.int64).reshape(-1))
-    bound = prog.bind(w + 1, (h + 1) * (w + 1))
-    bases = sids * (planes.shape[1] * (h + 1) * (w + 1))
-    out = np.empty((prog.n_features, sids.shape[0]), dtype=np.float32)
-    if out.size:
-        _evaluate_kernel(planes.reshape(-1), bases, bound.tab, bound.tabf, bound.pro,
-                         bound.prof, out)
-    return out
+    return _run(prog, np.ascontiguousarray(planes).reshape(-1),
+                sids * (planes.shape[1] * (h + 1) * (w + 1)), w + 1, (h + 1) * (w + 1))
 
 
-def _evaluate_positions(program: Program, planes: np.ndarray, positions: np.ndarray,
-                        feature_ids: Any = None) -> np.ndarray:
-    """Values at window top-left ``positions`` (P, 2) ``(y, x)`` of image planes (C, H+1, W+1)."""
+def evaluate_positions(program: Program, planes: np.ndarray, positions: Any, *,
+                       feature_ids: Any = None) -> np.ndarray:
+    """Values of a program's features for windows at ``positions`` of one image.
+
+    Parameters
+    ----------
+    program : Program
+    planes : ndarray of int32, shape (P, H + 1, W + 1)
+        ``program.channels.image(image)``.
+    positions : array-like of int, shape (N, 2)
+        ``(y, x)`` of the windows' top-left corners (inside the image: not checked here).
+    feature_ids : array-like of int, optional
+
+    Returns
+    -------
+    ndarray of float32, shape (len(feature_ids), N)
+    """
     prog = program if feature_ids is None else program.take(feature_ids)
+    pos = np.asarray(positions, dtype=np.int64).reshape(-1, 2)
     _, rows, cols = planes.shape
-    bound = prog.bind(cols, rows * cols)
-    bases = positions[:, 0].astype(np.int64) * cols + positions[:, 1]
-    out = np.empty((prog.n_features, bases.shape[0]), dtype=np.float32)
-    if out.size:
-        _evaluate_kernel(np.ascontiguousarray(planes).reshape(-1), bases, bound.tab,
-                         bound.tabf, bound.pro, bound.prof, out)
-    return out
+    return _run(prog, np.ascontiguousarray(planes).reshape(-1), pos[:, 0] * cols + pos[:, 1],
+                cols, rows * cols)
