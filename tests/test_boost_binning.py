@@ -18,8 +18,8 @@ from vjboost.features import FeaturePool, HaarFamily, MBLBPFamily
 
 @pytest.fixture(name="pool")
 def _pool():
-    families = [HaarFamily((10, 10), "BASIC"), MBLBPFamily((10, 10)),
-                HaarFamily((10, 10), "ALL", types=["tx2"], normalize=False)]
+    families = [HaarFamily((10, 10), mode="BASIC"), MBLBPFamily((10, 10)),
+                HaarFamily((10, 10), mode="ALL", types=["tx2"], normalize=False)]
     return FeaturePool(families)
 
 

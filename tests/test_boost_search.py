@@ -20,7 +20,8 @@ from vjboost.features import FeaturePool, HaarFamily, MBLBPFamily
 @pytest.fixture(scope="module")
 def pool_data():
     rng = np.random.default_rng(11)
-    pool = FeaturePool([HaarFamily((10, 10), "BASIC", types=["x2", "y2"]), MBLBPFamily((10, 10))])
+    pool = FeaturePool([HaarFamily((10, 10), mode="BASIC", types=["x2", "y2"]),
+                        MBLBPFamily((10, 10))])
     w = rng.integers(0, 160, size=(200, 10, 10)).astype(np.uint8)
     y = np.where(rng.random(200) < 0.5, 1.0, -1.0)
     w[y > 0, 1:6, 2:8] += 80
@@ -91,10 +92,10 @@ def test_trainer_streams_features_over_the_memory_budget(tmp_path):
               seed=1, threads=1)
     full = CascadeTrainer(**kw).fit(faces, bgs)
     pool = full.pool_
-    budget = pool.channels_nbytes(150) + 8 * 150 * 300  # room for blocks of 300 features
+    budget = pool.channels_nbytes(150) + 8 * 150 * 300  # room for blocks of a few hundred
     streamed = CascadeTrainer(memory_budget=budget, **kw).fit(faces, bgs)
     assert full.stages_[0].info["mode"] == "precomputed uint8"
-    assert streamed.stages_[0].info["mode"] == "streamed in blocks of 300 features"
+    assert streamed.stages_[0].info["mode"].startswith("streamed in blocks of")
     vals = full.pool_.evaluate(faces[:50])  # positives of the stage
     for s, t in zip(full.stages_[0].learners, streamed.stages_[0].learners, strict=True):
         np.testing.assert_array_equal(s.feature, t.feature)

@@ -114,9 +114,7 @@ def run_strategy(name, seed, source, part, y, Xte, yte, n_rounds, budget, checkp
     test_err = {}
 
     def callback(t, model):
-        est = model.estimators_[-1]
-        phi = np.where(Xte[est.feature] < np.float32(est.threshold), -1.0, 1.0)
-        f_test[:] += est.alpha * phi[:, None] * est.votes[None, :]
+        f_test[:] += model.estimators_[-1].predict_matrix(Xte)  # (n_test, K) vote-vector stump
         if t + 1 in checkpoints:
             test_err[t + 1] = float(np.mean(np.argmax(f_test, axis=1) != yte))
 
@@ -125,7 +123,7 @@ def run_strategy(name, seed, source, part, y, Xte, yte, n_rounds, budget, checkp
     model.fit_source(source, y, callback=callback)
     return {
         "loss": model.train_loss_, "time": model.times_, "cost": np.cumsum(model.cost_),
-        "test_err": test_err, "features": [e.feature for e in model.estimators_],
+        "test_err": test_err, "features": [int(e.feature[0]) for e in model.estimators_],
     }
 
 
