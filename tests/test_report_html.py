@@ -157,7 +157,7 @@ def test_draw_feature_uses_each_geometry():
     cases = [
         (haar.describe(tilted), "image"),
         (MBLBPFamily((12, 12)).describe(3), "patch"),
-        (HOGFamily((16, 16)).describe(5), "patch"),
+        (HOGFamily((16, 16), pixels_per_cell=(7, 7)).describe(5), "patch"),
         (PixelFamily((8, 8)).describe(9), "patch"),
         (HaarWaveletFamily((16, 16)).describe(7), "image"),
         (FourierFamily((12, 12)).describe(2), "text"),

@@ -1,0 +1,249 @@
+"""tools/face_data.py: windows, mappings, groups and splits; a tiny build on the shared data."""
+
+from __future__ import annotations
+
+import csv
+import doctest
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("face_data", TOOLS / "face_data.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["face_data"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+fd = _load()
+
+
+def test_doctests():
+    res = doctest.testmod(fd, verbose=False)
+    assert res.attempted >= 6 and res.failed == 0
+
+
+# ------------------------------------------------------------------------------------------------
+# pure functions against independent references
+# ------------------------------------------------------------------------------------------------
+
+
+@given(st.lists(st.floats(-50, 50), min_size=2, max_size=2),
+       st.lists(st.floats(1, 80), min_size=2, max_size=2),
+       st.lists(st.floats(-50, 50), min_size=2, max_size=2),
+       st.lists(st.floats(1, 80), min_size=2, max_size=2))
+def test_relation_round_trip(txy, twh, rxy, rwh):
+    target, ruler = np.array(txy + twh), np.array(rxy + rwh)
+    back = fd.apply_relation(fd.relation(target, ruler), ruler)
+    np.testing.assert_allclose(back, target, rtol=1e-9, atol=1e-9)
+
+
+def test_relation_is_invariant_to_scale_and_shift():
+    target, ruler = np.array([3.0, 5.0, 10.0, 12.0]), np.array([1.0, 2.0, 8.0, 8.0])
+    moved = lambda b: np.array([7 + 2.5 * b[0], -4 + 2.5 * b[1], 2.5 * b[2], 2.5 * b[3]])  # noqa
+    np.testing.assert_allclose(fd.relation(moved(target), moved(ruler)),
+                               fd.relation(target, ruler))
+
+
+def _bilinear_reference(img, rect, size):
+    """Brute force: sample the continuous image at each output pixel centre (edges clamped)."""
+    x, y, side = rect
+    k = side / size
+    out = np.zeros((size, size))
+    h, w = img.shape
+    for v in range(size):
+        for u in range(size):
+            sx = min(max(x + (u + 0.5) * k - 0.5, 0), w - 1)
+            sy = min(max(y + (v + 0.5) * k - 0.5, 0), h - 1)
+            x0, y0 = int(np.floor(sx)), int(np.floor(sy))
+            x1, y1 = min(x0 + 1, w - 1), min(y0 + 1, h - 1)
+            fx, fy = sx - x0, sy - y0
+            out[v, u] = ((1 - fx) * (1 - fy) * img[y0, x0] + fx * (1 - fy) * img[y0, x1]
+                         + (1 - fx) * fy * img[y1, x0] + fx * fy * img[y1, x1])
+    return out
+
+
+@pytest.mark.parametrize("rect", [(2.3, 1.7, 6.0), (-3.2, -2.5, 9.5), (4.0, 5.0, 10.0)])
+def test_cut_window_matches_bilinear_reference_when_enlarging(rect):
+    # a smooth image: OpenCV snaps positions to 1/32 px, which costs gradient/32 grey levels
+    yy, xx = np.mgrid[0:12, 0:14]
+    img = np.rint(128 + 100 * np.sin(0.3 * xx + 0.2) * np.cos(0.25 * yy)).astype(np.uint8)
+    got = fd.cut_window(img, rect, 16).astype(float)
+    ref = _bilinear_reference(img.astype(float), rect, 16)
+    assert np.abs(got - ref).max() <= 1.5  # fixed-point weights and positions, rounding
+
+
+def test_cut_window_shrinking_keeps_flat_images_flat_and_replicates_edges():
+    flat = np.full((40, 40), 77, np.uint8)
+    assert (fd.cut_window(flat, (-10, -10, 60, 60), 16) == 77).all()
+    ramp = np.tile(np.arange(20, dtype=np.uint8) * 10, (20, 1))
+    w = fd.cut_window(ramp, (-8, 0, 20, 20), 20)
+    assert (w[:, :8] == 0).all()  # the left columns lie past the border: the edge value
+
+
+def test_window_of_and_outside_share():
+    np.testing.assert_allclose(fd.window_of([4, 4, 24, 24], 0.75), [0, 0, 32, 32])
+    np.testing.assert_allclose(fd.window_of([0, 0, 30, 20], 0.5), [-15, -20, 60, 60])
+    assert fd.outside_share([0, 0, 10, 10], (10, 10)) == 0
+    assert fd.outside_share([-5, 0, 10, 10], (10, 10)) == pytest.approx(0.5)
+    assert fd.outside_share([-5, -5, 20, 20], (10, 10)) == pytest.approx(0.75)
+
+
+def _components_reference(images, min_corr):
+    n = len(images)
+    z = images.reshape(n, -1).astype(float)
+    z = z - z.mean(1, keepdims=True)
+    z /= np.linalg.norm(z, axis=1, keepdims=True) + 1e-6
+    adj = (z @ z.T) >= min_corr
+    label = -np.ones(n, int)
+    k = 0
+    for i in range(n):
+        if label[i] >= 0:
+            continue
+        stack = [i]
+        label[i] = k
+        while stack:
+            a = stack.pop()
+            for b in np.flatnonzero(adj[a]):
+                if label[b] < 0:
+                    label[b] = k
+                    stack.append(b)
+        k += 1
+    return label
+
+
+def test_near_duplicate_groups_match_connected_components():
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 256, (12, 8, 8)).astype(np.float64)
+    # chains of noisy copies: 0 -> copies of 0, etc.
+    imgs = np.concatenate([base, base[:5] + rng.normal(0, 12, (5, 8, 8)),
+                           base[:3] * 0.5 + 40]).clip(0, 255).astype(np.uint8)
+    got = fd.near_duplicate_groups(imgs, 0.9)
+    ref = _components_reference(imgs, 0.9)
+    # same partition (labels may differ by a permutation)
+    assert len(set(zip(got.tolist(), ref.tolist(), strict=True))) == len(set(ref.tolist()))
+    assert got[0] == got[12] and got[0] == got[17]  # noisy copy and contrast change linked
+    assert len(set(got[:12].tolist())) == 12
+
+
+@given(st.lists(st.integers(0, 30), min_size=1, max_size=200), st.floats(0.01, 0.9),
+       st.integers(0, 2**31 - 1))
+def test_split_groups_holds_out_whole_groups(groups, frac, seed):
+    g = np.asarray(groups)
+    m = fd.split_groups(g, frac, np.random.default_rng(seed))
+    assert set(g[m].tolist()).isdisjoint(g[~m].tolist())
+    assert m.sum() >= frac * g.size - 1e-9
+    np.testing.assert_array_equal(m, fd.split_groups(g, frac, np.random.default_rng(seed)))
+
+
+def test_person_of_clips():
+    assert fd.person_of("05s-1.avi") == "05" == fd.person_of("05-2.avi")
+    assert fd.person_of("00-1.avi") == "00"
+
+
+# ------------------------------------------------------------------------------------------------
+# a tiny build on the real data
+# ------------------------------------------------------------------------------------------------
+
+
+def _tiny(out: Path, seed: int = 0):
+    return fd.Params(out=out, seed=seed, n_webfaces=160, n_cbcl=120, n_persons=2,
+                     clips_per_person=1, frame_step=16, n_backgrounds=60, ruler_sample=12,
+                     model_check_n=8, scenes=6, empty_scenes=3, val_persons=1)
+
+
+@pytest.fixture(scope="module")
+def tiny_build(tmp_path_factory):
+    shared = fd.SHARED
+    if not (shared / "data" / "faces").is_dir():
+        pytest.skip(f"shared data folder not found at {shared} (set VJBOOST_SHARED)")
+    out = tmp_path_factory.mktemp("faces")
+    m = fd.build(_tiny(out), log=lambda *a: None)
+    return out, m
+
+
+@pytest.mark.shared_data
+def test_no_group_in_both_splits_and_counts_add_up(tiny_build):
+    out, m = tiny_build
+    for src in fd.SOURCES:
+        tr = np.load(out / "train" / f"{src}.npz")
+        va = np.load(out / "val" / f"{src}.npz")
+        assert set(tr["group"].tolist()).isdisjoint(va["group"].tolist()), src
+        assert len(tr["images"]) == m["counts"][src]["train"]
+        assert len(va["images"]) == m["counts"][src]["val"]
+        assert tr["images"].shape[1:] == (32, 32) and tr["images"].dtype == np.uint8
+        assert (tr["source"] == src).all()
+    allp = np.load(out / "train" / "positives.npz")
+    assert len(allp["images"]) == sum(m["counts"][s]["train"] for s in fd.SOURCES)
+    assert m["counts"]["webfaces"]["val"] > 0 and m["counts"]["cbcl"]["val"] > 0
+    bg_tr = (out / "backgrounds_train.txt").read_text().split()
+    bg_va = (out / "backgrounds_val.txt").read_text().split()
+    assert set(bg_tr).isdisjoint(bg_va) and len(bg_tr) + len(bg_va) == 60
+    assert not any("cmu-mit" in b for b in bg_tr + bg_va)
+
+
+@pytest.mark.shared_data
+def test_validation_boxes_lie_inside_their_images(tiny_build):
+    out, m = tiny_build
+    det = out / "val" / "det"
+    listed = (det / "images.txt").read_text().split()
+    assert len(listed) == m["val_det"]["images"]
+    with open(det / "boxes.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == m["val_det"]["boxes"] > 0
+    for r in rows:
+        assert r["image"] in listed
+        h, w = cv2.imread(str(det / r["image"]), cv2.IMREAD_GRAYSCALE).shape
+        x, y, bw, bh = (int(r[k]) for k in "xywh")
+        assert x >= 0 and y >= 0 and x + bw <= w and y + bh <= h and bw >= 4
+    empty = set((det / "empty.txt").read_text().split())
+    assert empty and not empty & {r["image"] for r in rows}
+    from vjboost.io import read_annotations
+
+    ann = read_annotations(det / "boxes.csv")  # the reader vjeval uses
+    assert sum(len(v) for v in ann.values()) == len(rows)
+
+
+@pytest.mark.shared_data
+def test_framing_mapping_is_sane(tiny_build):
+    _, m = tiny_build
+    fr = m["framing"]
+    # the target box is the pos-crop of the WebFaces crop; the rulers' boxes hold most of it
+    for k, r in fr["rulers"].items():
+        assert r["found_webfaces"] > 0.6, k
+        tx, ty, tw, th = r["target_rel_ruler"]
+        assert 0.7 < tw < 1.2 and abs(tw - th) < 0.03, k  # dlib's boxes: square +- 1 px
+        assert -0.1 < tx < 0.3 and -0.1 < ty < 0.3, k
+    # CBCL's tight 19x19 crop: the target box is centred on it and somewhat larger
+    x, y, w, h = m["target_box"]["cbcl_crop_fractions"]
+    assert 1.0 < w < 1.35 and abs((x + w / 2) - 0.5) < 0.08 and abs((y + h / 2) - 0.5) < 0.08
+    assert m["padded_mean"]["webfaces"] == 0.0 and m["padded_mean"]["cbcl"] > 0.3
+    # the shipped model, trained on this convention, finds its box where the mapping put it
+    for src in ("webfaces", "cbcl"):
+        c = m["model_check"][src]
+        assert c["found_iou50"] >= 0.8, src
+        dx, dy, dw, _ = c["detection_rel_target"]
+        assert abs(dx) < 0.12 and abs(dy) < 0.12 and 0.8 < dw < 1.15, src
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_build_is_deterministic(tiny_build, tmp_path):
+    out, m = tiny_build
+    m2 = fd.build(_tiny(tmp_path), log=lambda *a: None)
+    assert m2["hashes"] == m["hashes"]
+    assert m2["counts"] == m["counts"]
+    assert json.dumps(m2["framing"]) == json.dumps(m["framing"])
+    assert (tmp_path / "val" / "det" / "boxes.csv").read_text() == \
+        (out / "val" / "det" / "boxes.csv").read_text()

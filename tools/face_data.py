@@ -1,0 +1,823 @@
+"""Face training data: every face source of ../shared, framed alike, and a validation split.
+
+Sources (``../shared/data`` only; CMU-MIT is never read):
+
+* Caltech WebFaces crops (``faces/caltech_webfaces_36x36.npz``). The target box — the box
+  convention of the shipped ``vjboost:frontalface`` — is its ``--pos-crop 0.175,0.19,0.667,0.667``
+  of the 36×36 crop (``models/README.md``, ``tools/face_framing.py``).
+* MIT CBCL training faces (``faces/cbcl_train.npz``, label 1), 19×19 tight crops.
+* NRC-IIT clips (``video/*.avi``), labelled by a teacher: dlib's HOG detector and OpenCV's alt2
+  cascade must both find the face, confidently, at the same place; near-duplicate frames of a
+  clip (correlated at ``--dup-corr`` with a frame kept before) are skipped.
+
+One framing. Two rulers, dlib's detector and OpenCV's alt2, are run on upscaled, edge-padded
+*training* crops (several upscale factors, so that the detectors' scale grids average out). On
+the WebFaces crops we measure where the target box lies relative to each ruler's box; on CBCL
+crops, where each ruler's box lies in the crop; composing the two gives the target box in CBCL
+crop coordinates. For the video frames the teacher's own boxes are the rulers: each is mapped to
+the target box and the two mapped boxes are averaged. Where the target box (or the window around
+it) reaches past a source's crop, the missing pixels are replicated from the edge and the
+replicated share is stored per window (``padded``).
+
+Outputs in ``--out`` (outside the repository):
+
+* ``train/{webfaces,cbcl,nrc}.npz``, ``val/{...}.npz`` and ``train/positives.npz`` (all sources):
+  ``images`` (n, S, S) uint8 windows with the target box at ``box`` (pixels) and a margin around
+  it, ``source``, ``group`` (near-duplicate cluster for the crops, person for the clips),
+  ``index`` (crop index or frame number), ``padded``; train with ``--pos-crop`` from the
+  manifest.
+* The validation split is held out by group: about ``--val-frac`` of the WebFaces and CBCL
+  groups, and whole NRC-IIT persons (``--val-persons``).
+* ``val/det/``: a validation detection set — held-out NRC-IIT frames with teacher boxes, synthetic
+  scenes (held-out faces pasted at 20–120 px into held-out background images) and face-free
+  held-out backgrounds; ``val/det/boxes.csv`` (``image,x,y,w,h``, target-box convention, read by
+  ``vjeval``) and ``val/det/images.txt`` (every image, face-free ones included).
+* ``backgrounds_train.txt`` / ``backgrounds_val.txt``: the background images left for mining
+  and those held out (by blocks of consecutive file names, which are often near-duplicates).
+* ``manifest.json``: parameters, seed, counts per source and split, the measured mappings, the
+  teacher's agreement statistics, timings.
+
+Everything is seeded and deterministic. The last line is ``RESULT {json}``; ``--quick`` builds a
+small version (subsets of every source) in well under a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
+
+# The shipped model's box inside a 36x36 WebFaces crop, as fractions (models/README.md).
+WEBFACES_POS_CROP = (0.175, 0.19, 0.667, 0.667)
+SOURCES = ("webfaces", "cbcl", "nrc")
+
+
+# ------------------------------------------------------------------------------------------------
+# boxes, mappings and windows
+# ------------------------------------------------------------------------------------------------
+
+
+def relation(target, ruler) -> np.ndarray:
+    """Where ``target`` lies relative to ``ruler`` (both (..., 4) boxes ``x, y, w, h``).
+
+    Returns ``((tx - rx) / rw, (ty - ry) / rh, tw / rw, th / rh)``: the target in units of the
+    ruler's box, so that :func:`apply_relation` puts it back on any other ruler box.
+
+    >>> relation([10, 20, 30, 30], [0, 0, 20, 20]).tolist()
+    [0.5, 1.0, 1.5, 1.5]
+    """
+    t = np.asarray(target, np.float64)
+    r = np.asarray(ruler, np.float64)
+    return np.stack([(t[..., 0] - r[..., 0]) / r[..., 2], (t[..., 1] - r[..., 1]) / r[..., 3],
+                     t[..., 2] / r[..., 2], t[..., 3] / r[..., 3]], axis=-1)
+
+
+def apply_relation(rel, ruler) -> np.ndarray:
+    """The box ``rel`` (from :func:`relation`) relative to ``ruler`` boxes (..., 4).
+
+    >>> apply_relation([0.5, 1.0, 1.5, 1.5], [0, 0, 20, 20]).tolist()
+    [10.0, 20.0, 30.0, 30.0]
+    """
+    q = np.asarray(rel, np.float64)
+    r = np.asarray(ruler, np.float64)
+    return np.stack([r[..., 0] + q[..., 0] * r[..., 2], r[..., 1] + q[..., 1] * r[..., 3],
+                     q[..., 2] * r[..., 2], q[..., 3] * r[..., 3]], axis=-1)
+
+
+def box_iou(a, b) -> float:
+    """IoU of two ``(x, y, w, h)`` boxes (floats)."""
+    ax, ay, aw, ah = (float(v) for v in a)
+    bx, by, bw, bh = (float(v) for v in b)
+    iw = max(0.0, min(ax + aw, bx + bw) - max(ax, bx))
+    ih = max(0.0, min(ay + ah, by + bh) - max(ay, by))
+    inter = iw * ih
+    return inter / (aw * ah + bw * bh - inter)
+
+
+def window_of(box, box_frac: float) -> np.ndarray:
+    """The square window centred on ``box`` whose side is ``max(w, h) / box_frac``."""
+    x, y, w, h = (float(v) for v in box)
+    side = max(w, h) / box_frac
+    return np.array([x + w / 2 - side / 2, y + h / 2 - side / 2, side, side])
+
+
+def outside_share(rect, shape: tuple[int, int]) -> float:
+    """Share of ``rect`` (x, y, w, h) lying outside an image of ``shape`` (h, w)."""
+    x, y, w, h = (float(v) for v in rect)
+    iw = max(0.0, min(x + w, shape[1]) - max(x, 0.0))
+    ih = max(0.0, min(y + h, shape[0]) - max(y, 0.0))
+    return 1.0 - iw * ih / (w * h)
+
+
+def cut_window(img: np.ndarray, rect, size: int) -> np.ndarray:
+    """Resample the square ``rect`` (x, y, side, side; float pixels) of ``img`` to ``size``².
+
+    Bilinear, with pixels past the border replicated from the edge, and a Gaussian pre-blur when
+    shrinking (anti-aliasing). Pixel ``i`` covers ``[i, i + 1)``: an integer-aligned rect of side
+    ``size`` returns exactly that slice.
+
+    >>> a = np.arange(64, dtype=np.uint8).reshape(8, 8)
+    >>> bool((cut_window(a, (2, 3, 4, 4), 4) == a[3:7, 2:6]).all())
+    True
+    """
+    x, y, side = float(rect[0]), float(rect[1]), float(rect[2])
+    k = side / size  # source pixels per output pixel
+    src = img
+    if k > 1.0:
+        src = cv2.GaussianBlur(img, (0, 0), sigmaX=0.45 * np.sqrt(k * k - 1.0))
+    m = np.array([[k, 0.0, x - 0.5 + 0.5 * k], [0.0, k, y - 0.5 + 0.5 * k]])
+    return cv2.warpAffine(src, m, (size, size), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+                          borderMode=cv2.BORDER_REPLICATE)
+
+
+# ------------------------------------------------------------------------------------------------
+# groups and splits
+# ------------------------------------------------------------------------------------------------
+
+
+def unit_rows(images: np.ndarray) -> np.ndarray:
+    """Images (n, ...) as rows of zero mean and unit norm: dot products are correlations."""
+    z = images.reshape(images.shape[0], -1).astype(np.float32)
+    z -= z.mean(axis=1, keepdims=True)
+    z /= np.linalg.norm(z, axis=1, keepdims=True) + 1e-6
+    return z
+
+
+def near_duplicate_groups(images: np.ndarray, min_corr: float) -> np.ndarray:
+    """Cluster ids (0..k-1, in order of first appearance): images whose normalised correlation
+    reaches ``min_corr`` are linked, clusters are the connected components.
+
+    Parameters
+    ----------
+    images : ndarray of shape (n, h, w)
+    min_corr : float
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+
+    >>> a = np.random.default_rng(0).integers(0, 255, (3, 4, 4)).astype(np.uint8)
+    >>> near_duplicate_groups(np.stack([a[0], a[1], a[0], a[2]]), 0.95).tolist()
+    [0, 1, 0, 2]
+    """
+    n = images.shape[0]
+    z = unit_rows(images)
+    parent = np.arange(n)
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for start in range(0, n, 2048):  # blocks keep the correlation matrix small
+        c = z[start:start + 2048] @ z.T
+        ii, jj = np.nonzero(c >= min_corr)
+        for i, j in zip((ii + start).tolist(), jj.tolist(), strict=True):
+            if i < j:
+                ri, rj = find(i), find(j)
+                if ri != rj:
+                    parent[max(ri, rj)] = min(ri, rj)
+    roots = np.array([find(i) for i in range(n)])
+    _, first, inv = np.unique(roots, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))
+    return rank[inv].astype(np.int64)
+
+
+def split_groups(groups: np.ndarray, frac: float, rng: np.random.Generator) -> np.ndarray:
+    """Boolean mask of the items held out: whole groups, in a seeded order, until at least
+    ``frac`` of the items are held out.
+
+    >>> g = np.array([0, 0, 1, 2, 2, 2, 3, 4])
+    >>> m = split_groups(g, 0.25, np.random.default_rng(0))
+    >>> set(g[m]).isdisjoint(g[~m]), int(m.sum()) >= 2
+    (True, True)
+    """
+    ids = np.unique(groups)
+    order = rng.permutation(ids)
+    sizes = np.bincount(np.searchsorted(ids, groups), minlength=ids.size)[np.searchsorted(ids,
+                                                                                           order)]
+    need = frac * groups.size
+    n_held = int(np.searchsorted(np.cumsum(sizes), need) + 1) if need > 0 else 0
+    return np.isin(groups, order[:n_held])
+
+
+# ------------------------------------------------------------------------------------------------
+# rulers: dlib's HOG detector and OpenCV's alt2 cascade
+# ------------------------------------------------------------------------------------------------
+
+
+class Rulers:
+    """dlib's HOG face detector and OpenCV's alt2 cascade, returning ``(x, y, w, h, score)``."""
+
+    names = ("dlib", "alt2")
+
+    def __init__(self) -> None:
+        try:
+            import dlib
+        except ImportError:
+            sys.exit("face_data: dlib is needed (pip install dlib-bin, in the dev extra)")
+        self.hog = dlib.get_frontal_face_detector()
+        xml = Path(cv2.data.haarcascades) / "haarcascade_frontalface_alt2.xml"
+        self.alt2 = cv2.CascadeClassifier(str(xml))
+        if self.alt2.empty():
+            sys.exit(f"face_data: OpenCV could not load {xml}")
+
+    def dlib(self, gray: np.ndarray, upsample: int, min_score: float = 0.0) -> np.ndarray:
+        rects, scores, _ = self.hog.run(gray, upsample, min_score)
+        return np.array([[r.left(), r.top(), r.right() - r.left() + 1, r.bottom() - r.top() + 1,
+                          s] for r, s in zip(rects, scores, strict=True)],
+                        np.float64).reshape(-1, 5)
+
+    def opencv(self, gray: np.ndarray, min_size: int, max_size: int = 0,
+               scale: float = 1.05, neighbors: int = 3) -> np.ndarray:
+        d, _, w = self.alt2.detectMultiScale3(gray, scale, neighbors, minSize=(min_size, min_size),
+                                              maxSize=(max_size, max_size),
+                                              outputRejectLevels=True)
+        d = np.asarray(d, np.float64).reshape(-1, 4)
+        return np.c_[d, np.asarray(w, np.float64).reshape(-1)[: len(d)]]
+
+    def on_crops(self, crops: np.ndarray, factors: tuple[float, ...]) -> dict[str, np.ndarray]:
+        """Per ruler, (n, len(factors), 4) boxes in crop pixels (NaN where not exactly one face).
+
+        Each crop is upscaled by each factor and padded by half its size (edge replication).
+        """
+        n, side = crops.shape[0], crops.shape[1]
+        out = {k: np.full((n, len(factors), 4), np.nan) for k in self.names}
+        for i, c in enumerate(crops):
+            for j, f in enumerate(factors):
+                s = int(round(side * f))
+                pad = s // 2
+                big = cv2.copyMakeBorder(cv2.resize(c, (s, s), interpolation=cv2.INTER_LINEAR),
+                                         pad, pad, pad, pad, cv2.BORDER_REPLICATE)
+                scale = s / side
+                d = self.dlib(big, 0)
+                if len(d) == 1:
+                    out["dlib"][i, j] = [(d[0, 0] - pad) / scale, (d[0, 1] - pad) / scale,
+                                         d[0, 2] / scale, d[0, 3] / scale]
+                o = self.opencv(big, s // 2, 2 * s, 1.1)
+                if len(o) == 1:
+                    out["alt2"][i, j] = [(o[0, 0] - pad) / scale, (o[0, 1] - pad) / scale,
+                                         o[0, 2] / scale, o[0, 3] / scale]
+        return out
+
+
+# dlib scans a pyramid in steps of 5/6; upscale factors spread over one such step average its
+# scale grid out (a crop at one fixed size would always land on the same pyramid level).
+RULER_FACTORS = tuple(4.0 * (1.2 ** (k / 4)) for k in range(4))
+
+
+def measure_framing(rulers: Rulers, web: np.ndarray, cbcl: np.ndarray, *,
+                    min_found: float) -> dict:
+    """Target box relative to each ruler (on WebFaces), and in CBCL crops (via each ruler)."""
+    target = np.array(WEBFACES_POS_CROP) * web.shape[1]
+    rw = rulers.on_crops(web, RULER_FACTORS)
+    rc = rulers.on_crops(cbcl, RULER_FACTORS)
+    out: dict = {"rulers": {}, "factors": [round(f, 3) for f in RULER_FACTORS],
+                 "n_webfaces": int(web.shape[0]), "n_cbcl": int(cbcl.shape[0])}
+    cb_est = []
+    for k in rulers.names:
+        w = rw[k].reshape(-1, 4)
+        w = w[~np.isnan(w[:, 0])]
+        rel = np.median(relation(target, w), axis=0)
+        c = rc[k].reshape(-1, 4)
+        c = c[~np.isnan(c[:, 0])]
+        found_c = c.shape[0] / rc[k][..., 0].size
+        t_cb = np.median(apply_relation(rel, c), axis=0) / cbcl.shape[1] if len(c) else None
+        spread = (np.percentile(relation(target, w), 75, axis=0)
+                  - np.percentile(relation(target, w), 25, axis=0))
+        out["rulers"][k] = {
+            "found_webfaces": round(w.shape[0] / rw[k][..., 0].size, 3),
+            "ruler_in_webfaces": np.round(np.median(w, axis=0) / web.shape[1], 4).tolist(),
+            "target_rel_ruler": np.round(rel, 4).tolist(),
+            "target_rel_ruler_iqr": np.round(spread, 4).tolist(),
+            "found_cbcl": round(found_c, 3),
+            "ruler_in_cbcl": (np.round(np.median(c, axis=0) / cbcl.shape[1], 4).tolist()
+                              if len(c) else None),
+            "target_in_cbcl": None if t_cb is None else np.round(t_cb, 4).tolist(),
+            "used_for_cbcl": bool(t_cb is not None and found_c >= min_found),
+        }
+        if t_cb is not None and found_c >= min_found:
+            cb_est.append(t_cb)
+    out["target_in_cbcl"] = (np.round(np.mean(cb_est, axis=0), 4).tolist() if cb_est else None)
+    out["rule"] = (f"CBCL: mean of the rulers that find exactly one face in >= {min_found:.0%} "
+                   "of the upscaled crops")
+    return out
+
+
+def model_check(windows: np.ndarray, box, spec: str = "vjboost:frontalface") -> dict:
+    """Where a vjboost model puts its box on the windows, relative to the target box.
+
+    The shipped model reports boxes in the target convention; run on windows framed by the
+    mappings above (upscaled 3x, edge-padded), its best-overlapping detection should sit on the
+    target box. Returns the share found at IoU >= 0.5 and the median of
+    :func:`relation` (detection | target box): ``(0, 0, 1, 1)`` is a perfect agreement.
+    """
+    from vjboost.cascade import CascadeDetector, load_model
+    from vjboost.cascade.shipped import resolve_model
+
+    model = load_model(resolve_model(spec))
+    det = CascadeDetector(model, scale_factor=1.1, min_neighbors=1,
+                          min_size=(int(model.width), int(model.height)))
+    up, pad = 3, windows.shape[1] * 3 // 2
+    t = np.asarray(box, np.float64) * up + [pad, pad, 0, 0]
+    rel, found = [], 0
+    for w in windows:
+        big = cv2.copyMakeBorder(cv2.resize(w, None, fx=up, fy=up, interpolation=cv2.INTER_LINEAR),
+                                 pad, pad, pad, pad, cv2.BORDER_REPLICATE)
+        b = det.detect(big).boxes
+        if not len(b):
+            continue
+        ious = [box_iou(t, q) for q in b]
+        j = int(np.argmax(ious))
+        if ious[j] >= 0.5:
+            found += 1
+            rel.append(relation(b[j], t))
+    med = np.median(rel, axis=0) if rel else None
+    share = found / max(1, len(windows))
+    return {"model": spec, "n": int(len(windows)), "found_iou50": round(share, 3),
+            "detection_rel_target": None if med is None else np.round(med, 3).tolist()}
+
+
+# ------------------------------------------------------------------------------------------------
+# NRC-IIT: teacher labels
+# ------------------------------------------------------------------------------------------------
+
+
+def person_of(clip: str) -> str:
+    """``05s-1.avi`` -> ``05``: the ``s`` clips show the same person as ``05-*``."""
+    return clip.split("-")[0].rstrip("s")
+
+
+@dataclass
+class Teacher:
+    rulers: Rulers
+    rel: dict[str, np.ndarray]  # target relative to each ruler's box
+    min_score: float
+    min_iou: float
+
+    def label(self, gray: np.ndarray) -> tuple[str, np.ndarray | None, np.ndarray | None]:
+        """(outcome, target box, dlib's mapped box relative to alt2's when both fire and agree).
+
+        Outcomes: agreed, low_score (agreed, dlib's score below ``min_score``), disagree,
+        dlib_only, alt2_only, none.
+        """
+        up = 1 if gray.shape[1] <= 200 else 0  # faces >= ~40 px in 160x120 clips
+        d = self.rulers.dlib(gray, up, 0.0)
+        o = self.rulers.opencv(gray, 24, 0, 1.1, 3)
+        if not len(d) and not len(o):
+            return "none", None, None
+        if not len(o):
+            return "dlib_only", None, None
+        if not len(d):
+            return "alt2_only", None, None
+        best = d[np.argmax(d[:, 4])]
+        td = apply_relation(self.rel["dlib"], best[:4])
+        to = apply_relation(self.rel["alt2"], o[:, :4])
+        ious = [box_iou(td, t) for t in to]
+        j = int(np.argmax(ious))
+        if ious[j] < self.min_iou:
+            return "disagree", None, None
+        pair = relation(td, to[j])
+        if best[4] < self.min_score:
+            return "low_score", None, pair
+        return "agreed", (td + to[j]) / 2, pair
+
+
+# ------------------------------------------------------------------------------------------------
+# the builder
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Params:
+    out: Path
+    seed: int = 0
+    size: int = 32
+    box_frac: float = 0.75
+    val_frac: float = 0.12
+    val_persons: int = 2
+    bg_val_frac: float = 0.15
+    bg_block: int = 10
+    dup_corr: float = 0.9
+    ruler_sample: int = 500
+    ruler_min_found: float = 0.5
+    frame_step: int = 2
+    teacher_min_score: float = 0.5
+    teacher_min_iou: float = 0.5
+    scenes: int = 300
+    empty_scenes: int = 150
+    faces_per_scene: tuple[int, int] = (1, 4)
+    face_px: tuple[int, int] = (20, 120)
+    scene_max_side: int = 640
+    model_check_n: int = 400
+    # subsets (None: everything), for --quick and the tests
+    n_webfaces: int | None = None
+    n_cbcl: int | None = None
+    n_persons: int | None = None
+    clips_per_person: int | None = None
+    n_backgrounds: int | None = None
+
+    @classmethod
+    def quick(cls, out: Path, **kw) -> Params:
+        """A small build of every part (under a minute)."""
+        base = dict(n_webfaces=800, n_cbcl=400, n_persons=3, clips_per_person=1, frame_step=6,
+                    n_backgrounds=300, ruler_sample=60, model_check_n=40, scenes=40,
+                    empty_scenes=15)
+        return cls(out=out, **{**base, **kw})
+
+    def as_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["out"] = str(self.out)
+        return d
+
+
+def _sha(a: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:16]
+
+
+def _save_npz(path: Path, **arrays) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _windows(images: list[np.ndarray] | np.ndarray, boxes: np.ndarray, p: Params
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Windows (n, S, S) around each target box, and the replicated share of each."""
+    wins, pad = [], []
+    for img, b in zip(images, boxes, strict=True):
+        r = window_of(b, p.box_frac)
+        wins.append(cut_window(img, r, p.size))
+        pad.append(outside_share(r, img.shape[:2]))
+    return (np.stack(wins) if wins else np.zeros((0, p.size, p.size), np.uint8),
+            np.round(np.asarray(pad, np.float32), 4))
+
+
+def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
+    clips = sorted((SHARED / "data" / "video").glob("*.avi"))
+    persons = sorted({person_of(c.name) for c in clips})
+    if p.n_persons is not None:
+        persons = persons[:p.n_persons]
+    clips = [c for c in clips if person_of(c.name) in persons]
+    if p.clips_per_person is not None:
+        clips = [c for c in clips
+                 if [q for q in clips if person_of(q.name) == person_of(c.name)].index(c)
+                 < p.clips_per_person]
+    val_persons = sorted(rng.choice(persons, size=min(p.val_persons, len(persons) - 1),
+                                    replace=False).tolist())
+    stats: dict[str, int] = {}
+    kept_frames, kept_boxes, meta, pairs = [], [], [], []
+    from vjboost.io import iter_frames
+
+    for clip in clips:
+        kept: list[np.ndarray] = []  # unit rows of the clip's kept windows
+        n_read = 0
+        for fi, frame in iter_frames(str(clip), every=p.frame_step, gray=True):
+            n_read += 1
+            outcome, box, pair = teacher.label(frame)
+            stats[outcome] = stats.get(outcome, 0) + 1
+            if pair is not None:
+                pairs.append(pair)
+            if box is None:
+                continue
+            # a near-duplicate of any frame kept from this clip (the crops' rule) is skipped
+            z = unit_rows(cut_window(frame, window_of(box, p.box_frac), p.size)[None])[0]
+            if kept and float(np.max(np.stack(kept) @ z)) >= p.dup_corr:
+                stats["near_duplicate"] = stats.get("near_duplicate", 0) + 1
+                continue
+            kept.append(z)
+            kept_frames.append(frame)
+            kept_boxes.append(box)
+            meta.append((clip.name, fi, person_of(clip.name)))
+        log(f"  {clip.name}: {n_read} frames labelled, {len(kept)} kept")
+    labelled = sum(v for k, v in stats.items() if k != "near_duplicate")
+    return {"frames": kept_frames, "boxes": np.asarray(kept_boxes).reshape(-1, 4), "meta": meta,
+            "val_persons": val_persons, "persons": persons, "stats": stats,
+            "frames_labelled": labelled, "clips": [c.name for c in clips],
+            "dlib_rel_alt2": (np.round(np.median(pairs, axis=0), 4).tolist() if pairs else None)}
+
+
+def _paste(scene: np.ndarray, face: np.ndarray, rect, feather: float) -> None:
+    """Alpha-blend a square window ``face`` (side n) into ``scene`` at integer ``rect``."""
+    x, y, n = int(rect[0]), int(rect[1]), face.shape[0]
+    u = (np.arange(n) + 0.5) / n
+    edge = np.minimum(u, 1 - u) / feather  # 0 at the border, 1 inside the margin's inner edge
+    ramp = np.clip(edge, 0, 1)
+    a = np.minimum(ramp[:, None], ramp[None, :])
+    a = 0.5 - 0.5 * np.cos(np.pi * a)
+    sub = scene[y:y + n, x:x + n].astype(np.float32)
+    scene[y:y + n, x:x + n] = np.rint(a * face + (1 - a) * sub).astype(np.uint8)
+
+
+def _scenes(p: Params, faces: list[tuple[np.ndarray, np.ndarray]], bgs: list[str],
+            rng: np.random.Generator, folder: Path) -> tuple[list[str], list[list[float]],
+                                                             list[str]]:
+    """Synthetic scenes and face-free scenes from held-out backgrounds."""
+    from vjboost.io import read_image
+
+    names, rows, empty = [], [], []
+    order = rng.permutation(len(faces))
+    fi = 0
+    bg_order = rng.permutation(len(bgs))
+    n_sc = min(p.scenes, len(bgs))
+    n_empty = min(p.empty_scenes, len(bgs) - n_sc)
+    folder.mkdir(parents=True, exist_ok=True)
+    lo, hi = np.log(p.face_px[0]), np.log(p.face_px[1])
+    margin = (1 - p.box_frac) / 2
+    for k, bi in enumerate(bg_order[: n_sc + n_empty].tolist()):
+        img = read_image(bgs[bi])
+        s = p.scene_max_side / max(img.shape)
+        if s < 1:
+            img = cv2.resize(img, (round(img.shape[1] * s), round(img.shape[0] * s)),
+                             interpolation=cv2.INTER_AREA)
+        name = f"{'scene' if k < n_sc else 'empty'}_{k:04d}.png"
+        if k < n_sc:
+            placed: list[np.ndarray] = []
+            for _ in range(int(rng.integers(p.faces_per_scene[0], p.faces_per_scene[1] + 1))):
+                src, box = faces[order[fi % len(order)]]
+                for _try in range(30):
+                    side = float(np.exp(rng.uniform(lo, hi)))
+                    n = int(round(side / p.box_frac))
+                    if n + 2 > min(img.shape):
+                        continue
+                    x = int(rng.integers(0, img.shape[1] - n + 1))
+                    y = int(rng.integers(0, img.shape[0] - n + 1))
+                    r = np.array([x, y, n, n], np.float64)
+                    if all(box_iou(r, q) == 0 for q in placed):
+                        break
+                else:
+                    continue
+                fi += 1
+                win = cut_window(src, window_of(box, p.box_frac), n)
+                _paste(img, win.astype(np.float32), r, feather=margin)
+                placed.append(r)
+                b = n * p.box_frac
+                rows.append([name, x + (n - b) / 2, y + (n - b) / 2, b, b])
+        cv2.imwrite(str(folder / name), img)
+        (names if k < n_sc else empty).append(name)
+    return names, rows, empty
+
+
+def build(p: Params, log=print) -> dict:
+    t0 = time.perf_counter()
+    faces_dir = SHARED / "data" / "faces"
+    if not faces_dir.is_dir():
+        sys.exit(f"face_data: {faces_dir} not found (set VJBOOST_SHARED)")
+    web = np.load(faces_dir / "caltech_webfaces_36x36.npz")["images"]
+    cb = np.load(faces_dir / "cbcl_train.npz")
+    cbcl = cb["images"][cb["labels"] == 1]
+    cbcl_idx = np.flatnonzero(cb["labels"] == 1)
+    web = web[:p.n_webfaces]
+    cbcl, cbcl_idx = cbcl[:p.n_cbcl], cbcl_idx[:p.n_cbcl]
+    timing = {}
+
+    # groups and the split of the crops
+    t = time.perf_counter()
+    g_web = near_duplicate_groups(web, p.dup_corr)
+    g_cb = near_duplicate_groups(cbcl, p.dup_corr)
+    val_web = split_groups(g_web, p.val_frac, np.random.default_rng([p.seed, 1]))
+    val_cb = split_groups(g_cb, p.val_frac, np.random.default_rng([p.seed, 2]))
+    timing["groups_s"] = round(time.perf_counter() - t, 1)
+
+    # framing, on training crops only
+    t = time.perf_counter()
+    rulers = Rulers()
+    n_r = p.ruler_sample
+    sw = np.sort(np.random.default_rng([p.seed, 3]).choice(np.flatnonzero(~val_web),
+                                                            min(n_r, int((~val_web).sum())),
+                                                            replace=False))
+    sc = np.sort(np.random.default_rng([p.seed, 4]).choice(np.flatnonzero(~val_cb),
+                                                           min(n_r, int((~val_cb).sum())),
+                                                           replace=False))
+    framing = measure_framing(rulers, web[sw], cbcl[sc], min_found=p.ruler_min_found)
+    timing["framing_s"] = round(time.perf_counter() - t, 1)
+    log(f"framing: target in CBCL crop {framing['target_in_cbcl']} "
+        "(" + ", ".join(f"{k}: {v['target_in_cbcl']}" for k, v in framing["rulers"].items())
+        + ")")
+    if framing["target_in_cbcl"] is None:
+        sys.exit("face_data: no ruler found the CBCL faces; cannot frame them")
+
+    # windows of the crops
+    t_web = np.array(WEBFACES_POS_CROP) * web.shape[1]
+    t_cb = np.array(framing["target_in_cbcl"]) * cbcl.shape[1]
+    w_web, pad_web = _windows(web, np.repeat(t_web[None], len(web), 0), p)
+    w_cb, pad_cb = _windows(cbcl, np.repeat(t_cb[None], len(cbcl), 0), p)
+
+    # NRC-IIT by the teacher
+    t = time.perf_counter()
+    rel = {k: np.array(v["target_rel_ruler"]) for k, v in framing["rulers"].items()}
+    teacher = Teacher(rulers, rel, p.teacher_min_score, p.teacher_min_iou)
+    nrc = _nrc(p, teacher, np.random.default_rng([p.seed, 5]), log)
+    timing["teacher_s"] = round(time.perf_counter() - t, 1)
+    w_nrc, pad_nrc = _windows(nrc["frames"], nrc["boxes"], p)
+    person = np.array([m[2] for m in nrc["meta"]], dtype="U8")
+    val_nrc = np.isin(person, nrc["val_persons"])
+
+    # positives per source and split
+    box = [(1 - p.box_frac) / 2 * p.size] * 2 + [p.box_frac * p.size] * 2
+    pos_crop = [round((1 - p.box_frac) / 2, 6)] * 2 + [round(p.box_frac, 6)] * 2
+    per = {
+        "webfaces": dict(images=w_web, group=np.char.add("web", g_web.astype("U6")),
+                         index=np.arange(len(web)), padded=pad_web, val=val_web),
+        "cbcl": dict(images=w_cb, group=np.char.add("cbcl", g_cb.astype("U6")),
+                     index=cbcl_idx, padded=pad_cb, val=val_cb),
+        "nrc": dict(images=w_nrc, group=np.char.add("nrc", person),
+                    index=np.array([m[1] for m in nrc["meta"]], np.int64), padded=pad_nrc,
+                    val=val_nrc, clip=np.array([m[0] for m in nrc["meta"]], dtype="U16")),
+    }
+    counts: dict = {}
+    hashes: dict = {}
+    train_parts = []
+    for src, d in per.items():
+        for split in ("train", "val"):
+            m = d["val"] if split == "val" else ~d["val"]
+            arrays = {k: v[m] for k, v in d.items() if k != "val"}
+            arrays["source"] = np.full(int(m.sum()), src, dtype="U8")
+            arrays["box"] = np.array(box, np.float32)
+            _save_npz(p.out / split / f"{src}.npz", **arrays)
+            counts.setdefault(src, {})[split] = int(m.sum())
+            counts[src][f"{split}_groups"] = int(np.unique(arrays["group"]).size)
+            hashes[f"{split}/{src}"] = _sha(arrays["images"])
+            if split == "train":
+                train_parts.append(arrays)
+    allp = {k: np.concatenate([a[k] for a in train_parts])
+            for k in ("images", "source", "group", "index", "padded")}
+    allp["box"] = np.array(box, np.float32)
+    _save_npz(p.out / "train" / "positives.npz", **allp)
+    hashes["train/positives"] = _sha(allp["images"])
+
+    # the shipped model as a third ruler, on a sample of each source's training windows
+    t = time.perf_counter()
+    check = {}
+    for src, d in per.items():
+        idx = np.flatnonzero(~d["val"])
+        pick = np.sort(np.random.default_rng([p.seed, 8]).choice(
+            idx, min(len(idx), p.model_check_n), replace=False)) if len(idx) else idx
+        check[src] = model_check(d["images"][pick], box)
+    timing["model_check_s"] = round(time.perf_counter() - t, 1)
+    log("shipped model on the windows: " + "; ".join(
+        f"{k} found {v['found_iou50']}, box/target {v['detection_rel_target']}"
+        for k, v in check.items()))
+
+    # backgrounds: hold out blocks of consecutive names
+    bg_all = sorted(str(q) for q in (SHARED / "data" / "negatives").glob("*.jpg"))
+    bg_all = bg_all[:p.n_backgrounds]
+    blocks = np.arange(len(bg_all)) // p.bg_block
+    bg_val = split_groups(blocks, p.bg_val_frac, np.random.default_rng([p.seed, 6]))
+    bgs_train = [b for b, v in zip(bg_all, bg_val, strict=True) if not v]
+    bgs_val = [b for b, v in zip(bg_all, bg_val, strict=True) if v]
+    _write_text(p.out / "backgrounds_train.txt", "\n".join(bgs_train) + "\n")
+    _write_text(p.out / "backgrounds_val.txt", "\n".join(bgs_val) + "\n")
+
+    # validation detection set
+    t = time.perf_counter()
+    det = p.out / "val" / "det"
+    rows: list[list] = []
+    nrc_names = []
+    (det / "nrc").mkdir(parents=True, exist_ok=True)
+    for (clip, fi, _), frame, b in zip(nrc["meta"], nrc["frames"], nrc["boxes"], strict=True):
+        if person_of(clip) not in nrc["val_persons"]:
+            continue
+        name = f"nrc/{clip[:-4]}_{fi:04d}.png"
+        cv2.imwrite(str(det / name), frame)
+        nrc_names.append(name)
+        rows.append([name, *b.tolist()])
+    # pasted faces: held-out WebFaces crops and NRC-IIT frames (native resolution); not CBCL,
+    # whose windows are about half edge-replicated pixels (see the manifest's padded_mean)
+    sources = ([(web[i], t_web) for i in np.flatnonzero(val_web)]
+               + [(f, b) for f, b, v in zip(nrc["frames"], nrc["boxes"], val_nrc, strict=True)
+                  if v])
+    sc_names, sc_rows, empty = _scenes(p, sources, bgs_val,
+                                       np.random.default_rng([p.seed, 7]), det / "scenes")
+    sc_names = [f"scenes/{n}" for n in sc_names]
+    empty = [f"scenes/{n}" for n in empty]
+    rows += [[f"scenes/{r[0]}", *r[1:]] for r in sc_rows]
+    # boxes rounded to whole pixels (vjeval's CSV), and clipped to the image
+    lines = ["image,x,y,w,h"]
+    n_boxes = 0
+    for name, x, y, w, h in rows:
+        x0, y0 = int(round(x)), int(round(y))
+        x1, y1 = int(round(x + w)), int(round(y + h))
+        img_h, img_w = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE).shape
+        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, img_w), min(y1, img_h)
+        if x1 - x0 >= 4 and y1 - y0 >= 4:
+            lines.append(f"{name},{x0},{y0},{x1 - x0},{y1 - y0}")
+            n_boxes += 1
+    _write_text(det / "boxes.csv", "\n".join(lines) + "\n")
+    hashes["val/det/boxes.csv"] = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+    _write_text(det / "images.txt", "\n".join(nrc_names + sc_names + empty) + "\n")
+    for part, lst in (("nrc", nrc_names), ("scenes", sc_names), ("empty", empty)):
+        _write_text(det / f"{part}.txt", "\n".join(lst) + "\n")
+    timing["val_det_s"] = round(time.perf_counter() - t, 1)
+    timing["total_s"] = round(time.perf_counter() - t0, 1)
+
+    st = nrc["stats"]
+    labelled = max(1, nrc["frames_labelled"])
+    both = st.get("agreed", 0) + st.get("disagree", 0) + st.get("low_score", 0)
+    manifest = {
+        "params": p.as_dict(),
+        "seed": p.seed,
+        "pos_crop": pos_crop,
+        "window": [p.size, p.size],
+        "box_in_window": box,
+        "target_box": {"webfaces_pos_crop": list(WEBFACES_POS_CROP),
+                       "cbcl_crop_fractions": framing["target_in_cbcl"]},
+        "framing": framing,
+        "model_check": check,
+        "counts": counts,
+        "padded_mean": {"webfaces": round(float(pad_web.mean()), 4),
+                        "cbcl": round(float(pad_cb.mean()), 4),
+                        "nrc": round(float(pad_nrc.mean()), 4) if len(pad_nrc) else None},
+        "nrc": {"clips": nrc["clips"], "persons": nrc["persons"],
+                "val_persons": nrc["val_persons"], "frames_labelled": nrc["frames_labelled"],
+                "dlib_mapped_rel_alt2_mapped": nrc["dlib_rel_alt2"],
+                "teacher": st,
+                "agreed_share": round(st.get("agreed", 0) / labelled, 3),
+                "disagree_share_when_both_fire": round(st.get("disagree", 0) / max(1, both), 3)},
+        "backgrounds": {"train": len(bgs_train), "val": len(bgs_val), "block": p.bg_block},
+        "val_det": {"images": len(nrc_names) + len(sc_names) + len(empty),
+                    "nrc_frames": len(nrc_names), "scenes": len(sc_names),
+                    "face_free": len(empty), "boxes": n_boxes,
+                    "annotations": "val/det/boxes.csv", "images_list": "val/det/images.txt"},
+        "hashes": hashes,
+        "timing": timing,
+    }
+    _write_text(p.out / "manifest.json", json.dumps(manifest, indent=1))
+    return manifest
+
+
+def summary_line(m: dict) -> str:
+    c = m["counts"]
+    parts = ", ".join(f"{s} {c[s]['train']}/{c[s]['val']}" for s in SOURCES)
+    v = m["val_det"]
+    return (f"faces train/val: {parts}; val detection set: {v['nrc_frames']} NRC frames, "
+            f"{v['scenes']} scenes, {v['face_free']} face-free, {v['boxes']} boxes; backgrounds "
+            f"{m['backgrounds']['train']} train / {m['backgrounds']['val']} val; "
+            f"{m['timing']['total_s']} s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="/work/data/faces", help="output folder (outside the repo)")
+    ap.add_argument("--quick", action="store_true", help="subsets of every source (< 1 min)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--size", type=int, default=32, help="window side in pixels")
+    ap.add_argument("--box-frac", type=float, default=0.75, help="target box side / window side")
+    ap.add_argument("--val-frac", type=float, default=0.12, help="held-out share of crop groups")
+    ap.add_argument("--val-persons", type=int, default=2, help="NRC-IIT persons held out")
+    ap.add_argument("--bg-val-frac", type=float, default=0.15, help="held-out backgrounds")
+    ap.add_argument("--scenes", type=int, default=300, help="synthetic validation scenes")
+    ap.add_argument("--empty-scenes", type=int, default=150, help="face-free validation scenes")
+    ap.add_argument("--frame-step", type=int, default=2, help="teacher runs on every k-th frame")
+    ap.add_argument("--teacher-min-score", type=float, default=0.5, help="dlib score to keep")
+    ap.add_argument("--dup-corr", type=float, default=0.9,
+                    help="near-duplicates: crops / frames of a clip correlated at least this much")
+    args = ap.parse_args(argv)
+    out = Path(args.out).resolve()
+    if REPO in out.parents or out == REPO:
+        sys.exit(f"face_data: --out {out} is inside the repository; write data elsewhere")
+    kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, val_frac=args.val_frac,
+              val_persons=args.val_persons, bg_val_frac=args.bg_val_frac,
+              teacher_min_score=args.teacher_min_score, dup_corr=args.dup_corr)
+    if args.quick:
+        p = Params.quick(out, **kw)
+    else:
+        p = Params(out=out, scenes=args.scenes, empty_scenes=args.empty_scenes,
+                   frame_step=args.frame_step, **kw)
+    m = build(p)
+    print(summary_line(m))
+    print(f"manifest: {out / 'manifest.json'}; train with --pos-crop "
+          + ",".join(f"{v:g}" for v in m["pos_crop"]))
+    print("RESULT " + json.dumps({
+        "quick": args.quick, "out": str(out), "counts": m["counts"],
+        "target_in_cbcl": m["target_box"]["cbcl_crop_fractions"],
+        "target_rel_ruler": {k: v["target_rel_ruler"] for k, v in m["framing"]["rulers"].items()},
+        "model_check": m["model_check"], "padded_mean": m["padded_mean"],
+        "teacher": m["nrc"]["teacher"], "val_det": m["val_det"],
+        "backgrounds": m["backgrounds"], "timing": m["timing"], "hashes": m["hashes"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    sys.exit(main())
