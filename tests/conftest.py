@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
@@ -29,6 +30,22 @@ def shared_dir() -> Path:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="module")
+def backgrounds(tmp_path_factory) -> list[str]:
+    """Eight scikit-image pictures, a third of their size, as PNG background files."""
+    import skimage.data as d
+
+    folder = tmp_path_factory.mktemp("bg")
+    paths = []
+    for name in ("camera", "coins", "moon", "page", "text", "brick", "grass", "clock"):
+        im = getattr(d, name)()
+        im = cv2.resize(im, (im.shape[1] // 3, im.shape[0] // 3), interpolation=cv2.INTER_AREA)
+        p = folder / f"{name}.png"
+        cv2.imwrite(str(p), im)
+        paths.append(str(p))
+    return paths
 
 
 @pytest.fixture(scope="session")

@@ -44,21 +44,6 @@ def faces() -> np.ndarray:
     return np.concatenate([out, out[:, :, ::-1]])
 
 
-@pytest.fixture(scope="module")
-def backgrounds(tmp_path_factory) -> list[str]:
-    import skimage.data as d
-
-    folder = tmp_path_factory.mktemp("bg")
-    paths = []
-    for name in ("camera", "coins", "moon", "page", "text", "brick", "grass", "clock"):
-        im = getattr(d, name)()
-        im = cv2.resize(im, (im.shape[1] // 3, im.shape[0] // 3), interpolation=cv2.INTER_AREA)
-        p = folder / f"{name}.png"
-        cv2.imwrite(str(p), im)
-        paths.append(str(p))
-    return paths
-
-
 # ------------------------------------------------------------------------------------------------
 # stage threshold / false alarm vs plain NumPy
 # ------------------------------------------------------------------------------------------------

@@ -102,13 +102,23 @@ def _image_list(images: str | None, annotations) -> list[str]:
                    "sample images, in one self-contained page.")
 @click.option("--report-samples", type=click.IntRange(min=0), default=6, show_default=True,
               help="Images whose detections the report draws, per model.")
+@click.option("--protocol", type=click.Choice(["boxes", "uiuc"]), default="boxes",
+              show_default=True,
+              help="boxes: ANNOTATIONS are boxes matched by IoU. uiuc: ANNOTATIONS is a UIUC car "
+                   "trueLocations.txt (window corner in the 25 %% ellipse, one detection per car, "
+                   "recall at the equal-error rate; detections ranked by group size) and "
+                   "--images its TestImages folder.")
 def main(annotations, fmt, category, image_root, models, detection_files, labels, images,
          scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-         output_dir, progress, report, report_samples) -> None:
+         output_dir, progress, report, report_samples, protocol) -> None:
     """Evaluate cascades (--model) or saved detections (--detections) on ANNOTATIONS: an
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
+    if protocol == "uiuc":
+        _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
+                   threads, output_dir)
+        return
     try:
         _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
               scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
@@ -245,6 +255,62 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                    f"{a['precision']:>9.3f} {a['average_precision']:>6.3f} {sec}")
     click.echo(f"(models at min_neighbors {min_neighbors}, detection files with every "
                f"detection; IoU >= {iou:g}); wrote {', '.join(str(p) for p in wrote)}")
+
+
+def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
+               threads, output_dir) -> None:
+    """``--protocol uiuc``: :func:`vjboost.eval.uiuc.run_uiuc` per model, a table, JSON, plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .._io import save_png
+    from ..cascade.model_io import load_model
+    from ..cascade.opencv_xml import CascadeFormatError
+    from ..eval.uiuc import plot_uiuc_curves, run_uiuc
+    from ..io.uiuc import write_uiuc_locations
+
+    if images is None:
+        raise click.BadParameter("--protocol uiuc needs the test images (e.g. TestImages/)",
+                                 param_hint="--images")
+    if not models:
+        raise click.BadParameter("--protocol uiuc needs a cascade to run", param_hint="--model")
+    paths = _image_list(images, {})
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    evs, rows = {}, []
+    for k, spec in enumerate(models):
+        label = labels[k] if labels else Path(spec.split(":")[-1]).stem
+        try:
+            model = load_model(resolve_model_path(spec))
+            ev, info = run_uiuc(model, annotations, paths, scale_factor=scale_factor,
+                                min_size=min_size or None, threads=threads or None)
+        except (CascadeFormatError, AnnotationError, VJBoostError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+        evs[label] = ev
+        op = ev.at_threshold(min_neighbors + 1)  # groups of more than min_neighbors windows
+        rows.append({"label": label, "model": spec, **ev.as_dict(), "at_min_neighbors": {
+            "min_neighbors": min_neighbors, **op}, "detect_seconds": info["detect_seconds"]})
+        write_uiuc_locations(out / f"foundLocations-{label}.txt", info["locations"])
+    atomic_write(out / "eval.json", json.dumps({"protocol": "uiuc", "truth": str(annotations),
+                                                "scale_factor": scale_factor, "models": rows},
+                                               indent=1))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
+    plot_uiuc_curves(ax, evs, title="UIUC protocol: recall against false positives")
+    fig.tight_layout()
+    save_png(fig, out / "curve.png")
+    plt.close(fig)
+    click.echo(f"{'model':<28} {'EER recall':>10} {'recall':>7} {'precision':>9} {'F':>6} "
+               f"{'FP':>5} {'sec':>7}")
+    for r in rows:
+        a = r["at_min_neighbors"]
+        click.echo(f"{r['label'][:28]:<28} {r['eer_recall']:>10.3f} {a['recall']:>7.3f} "
+                   f"{a['precision']:>9.3f} {a['f_measure']:>6.3f} {a['false_positives']:>5d} "
+                   f"{r['detect_seconds']:>7.2f}")
+    n = rows[0]["n_objects"] if rows else 0
+    click.echo(f"({n} cars; recall/precision/F at min_neighbors {min_neighbors}; EER recall "
+               f"over all group sizes); wrote {out / 'eval.json'} and {out / 'curve.png'}")
 
 
 if __name__ == "__main__":
