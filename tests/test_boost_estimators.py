@@ -7,14 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from vjboost.boost import (
-    AdaBoostMH,
-    BoostedClassifier,
-    HistogramLearner,
-    Stump,
-    Tree,
-    learner_from_dict,
-)
+from vjboost.boost import AdaBoostMH, BoostedClassifier, Tree, partition_tree
 
 
 @pytest.fixture
@@ -73,7 +66,7 @@ def test_model_dict_round_trip(data):
     m2 = BoostedClassifier.from_dict(d)
     np.testing.assert_allclose(m2.decision_function(X), m.decision_function(X))
     for est in m.estimators_:
-        back = learner_from_dict(json.loads(json.dumps(est.to_dict())))
+        back = Tree.from_dict(json.loads(json.dumps(est.to_dict())))
         np.testing.assert_array_equal(back.predict_matrix(X.T), est.predict_matrix(X.T))
 
 
@@ -114,12 +107,12 @@ def test_categorical_features(rng):
             loss="gentle", n_estimators=5, categorical_features=[0], binning=binning
         ).fit(X, y)
         first = m.estimators_[0]
-        assert first.node_categorical.all() and first.feature == 0
+        assert first.categorical.all() and first.feature.tolist() == [0]
         assert m.score(X, y) > 0.9
-        w = first.subset
+        w = first.subsets[0]
         c = codes.astype(np.int64)
         left = ((w[c >> 5] >> (c & 31).astype(np.uint32)) & 1).astype(bool)
-        np.testing.assert_array_equal(first.predict(X[:, :1].T) == first.left_value, left)
+        np.testing.assert_array_equal(first.predict(X[:, :1].T) == first.leaves[0], left)
     with pytest.raises(ValueError, match="categorical features must hold integer codes"):
         BoostedClassifier(categorical_features=[1]).fit(X, y)
 
@@ -132,8 +125,8 @@ def test_tree_layout_is_opencv_bfs(data):
     for t in m.estimators_:
         assert isinstance(t, Tree)
         n = t.n_nodes
-        assert t.leaf_values.size == n + 1
-        kids = np.concatenate([t.left_children, t.right_children])
+        assert t.leaves.size == n + 1
+        kids = np.concatenate([t.left, t.right])
         internal = sorted(int(k) for k in kids if k > 0)
         assert internal == list(range(1, n))  # every non-root node is some node's child
         leaves = sorted(-int(k) for k in kids if k <= 0)
@@ -141,7 +134,7 @@ def test_tree_layout_is_opencv_bfs(data):
         # BFS: children of node i have larger indices, leaves numbered in BFS order
         seen_leaves = []
         for i in range(n):
-            for k in (t.left_children[i], t.right_children[i]):
+            for k in (t.left[i], t.right[i]):
                 if k > 0:
                     assert k > i
                 else:
@@ -154,27 +147,28 @@ def test_tree_layout_is_opencv_bfs(data):
         for i in range(20):
             idx = 0
             while True:
-                go = Xfm[t.node_features[idx], i] < t.node_thresholds[idx]
-                idx = int(t.left_children[idx] if go else t.right_children[idx])
+                go = Xfm[t.feature[idx], i] < t.threshold[idx]
+                idx = int(t.left[idx] if go else t.right[idx])
                 if idx <= 0:
                     break
-            ref.append(t.leaf_values[-idx])
+            ref.append(t.leaves[-idx])
         np.testing.assert_array_equal(t.predict_matrix(Xfm[:, :20]), ref)
 
 
-def test_stump_convention_and_histogram_to_tree():
-    s = Stump(2, 0.5, -1.0, 2.0)
+def test_stump_convention_and_partition_tree():
+    s = Tree.stump(2, threshold=0.5, left_value=-1.0, right_value=2.0)
     v = np.array([[0.4, 0.5, 0.6]], dtype=np.float32)
     np.testing.assert_array_equal(s.predict(v), [-1.0, 2.0, 2.0])
-    assert s.left_children.tolist() == [0] and s.right_children.tolist() == [-1]
-    h = HistogramLearner(1, [-1.0, 0.0, 1.0, 2.0], [0.1, 0.2, 0.3, 0.4, 0.5])
+    assert s.left.tolist() == [0] and s.right.tolist() == [-1]
+    # Real AdaBoost's domain partition: part j = number of thresholds <= value
+    thr, vals = [-1.0, 0.0, 1.0, 2.0], np.array([0.1, 0.2, 0.3, 0.4, 0.5])
+    t = partition_tree(1, thr, vals)
     x = np.linspace(-3, 3, 61, dtype=np.float32)[None, :]
-    t = h.to_tree()
-    assert t.n_nodes == 4 and t.leaf_values.size == 5
-    np.testing.assert_array_equal(t.predict(x), h.predict(x))
-    np.testing.assert_array_equal(h.predict(np.array([[-1.0, 2.0]], np.float32)), [0.2, 0.5])
-    with pytest.raises(ValueError, match="leaf_values: a full binary tree with 1 nodes"):
-        Tree([0], [0.0], [0], [-1], [1.0])
+    assert t.n_nodes == 4 and t.leaves.size == 5 and set(t.feature.tolist()) == {1}
+    np.testing.assert_array_equal(t.predict(x), vals[np.searchsorted(thr, x[0], side="right")])
+    np.testing.assert_array_equal(t.predict(np.array([[-1.0, 2.0]], np.float32)), [0.2, 0.5])
+    with pytest.raises(ValueError, match="1 internal node.*need 2 leaf values"):
+        Tree([0], threshold=[0.0], left=[0], right=[-1], leaves=[1.0])
     with pytest.raises(ValueError, match="values: expected 1 row"):
         s.predict(np.zeros((2, 3), np.float32))
 

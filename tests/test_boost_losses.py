@@ -204,9 +204,37 @@ def test_trimmed_fit_refits_on_all_examples():
         leaf = est.apply(X.T[est.features_].astype(np.float32))
         w = step.weights
         ref = np.array([np.sum((w * step.y)[leaf == j]) / w[leaf == j].sum() for j in range(2)])
-        np.testing.assert_allclose(est.leaf_values, ref, rtol=1e-9, atol=1e-12)
-        step.update(est.leaf_values[leaf])
+        np.testing.assert_allclose(est.leaves, ref, rtol=1e-9, atol=1e-12)
+        step.update(est.leaves[leaf])
     np.testing.assert_allclose(step.loss(), m.train_loss_[-1], rtol=1e-12)
+
+
+def test_trimmed_examples_take_no_part_with_fitted_leaves():
+    """leaf_refit="fitted" (Friedman, Hastie & Tibshirani's trimming): leaves from the kept
+    examples only."""
+    X, y = make_data(seed=8, n=200)
+    y_pm = np.where(y > 0, 1.0, -1.0)
+    for loss in ("gentle", "real"):
+        m = BoostedClassifier(loss=loss, n_estimators=12, weight_trim_rate=0.8,
+                              leaf_refit="fitted", binning=False).fit(X, y)
+        step = make_loss(loss, y_pm)
+        for est in m.estimators_:
+            leaf = est.apply(X.T[est.features_].astype(np.float32))
+            w = step.weights
+            keep = np.zeros(y.size, bool)
+            keep[trim_weights(w, 0.8)] = True
+            ref = []
+            for j in range(2):
+                side = (leaf == j) & keep
+                if loss == "gentle":
+                    ref.append(np.sum((w * y_pm)[side]) / w[side].sum())
+                else:
+                    eps = w[keep].sum() / (2 * keep.sum())
+                    wp, wn = w[side & (y_pm > 0)].sum(), w[side & (y_pm < 0)].sum()
+                    ref.append(0.5 * np.log((wp + eps) / (wn + eps)))
+            np.testing.assert_allclose(est.leaves, ref, rtol=1e-9, atol=1e-12)
+            step.update(est.leaves[leaf])
+        np.testing.assert_allclose(step.loss(), m.train_loss_[-1], rtol=1e-12)
 
 
 def test_step_interface_on_blocks_equals_full_matrix():
@@ -229,16 +257,16 @@ def test_step_interface_on_blocks_equals_full_matrix():
             rows = Xfm[learner.features_]
             cur = step.refit_and_update(learner, rows)
             ref = model.estimators_[t]
-            assert learner.feature == ref.feature
-            assert learner.threshold == ref.threshold
-            np.testing.assert_allclose(learner.leaf_values, ref.leaf_values, rtol=1e-10)
+            np.testing.assert_array_equal(learner.feature, ref.feature)
+            np.testing.assert_array_equal(learner.threshold, ref.threshold)
+            np.testing.assert_allclose(learner.leaves, ref.leaves, rtol=1e-10)
             np.testing.assert_allclose(cur, model.train_loss_[t], rtol=1e-10)
 
 
 def test_multiclass_loss_validation():
     with pytest.raises(ValueError, match=r"y: class indices must be in \[0, 3\)"):
-        MulticlassLoss(np.array([0, 1, 3]), 3)
-    with pytest.raises(ValueError, match="y: labels must be -1 or \\+1"):
+        MulticlassLoss(np.array([0, 1, 3]), n_classes=3)
+    with pytest.raises(ValueError, match="y: labels must be 1 \\(positive\\) and -1"):
         make_loss("gentle", np.array([0, 1, 1]))
     with pytest.raises(ValueError, match="y: only one class"):
         make_loss("gentle", np.array([1, 1, 1]))

@@ -6,6 +6,7 @@ import numba
 import numpy as np
 import pytest
 
+from vjboost.boost.binning import precompute
 from vjboost.features import (
     FeaturePool,
     HaarFamily,
@@ -121,11 +122,11 @@ def _train_and_predict(train, y, test, categorical):
         clf = BoostedClassifier(
             loss="discrete", n_estimators=10, categorical_features=categorical, random_state=0
         )
-        clf.fit_feature_major(train.values, y, bin_edges=train.edges)
+        clf.fit_feature_major(train.matrix, y, bin_edges=train.edges)
         first = int(clf.estimators_[0].features_[0])
         return clf.predict(test, feature_major=True), first
     # minimal discrete AdaBoost on bins (ordered stumps)
-    bins, w, f_score = train.values, np.full(y.size, 1.0 / y.size), np.zeros(test.shape[1])
+    bins, w, f_score = train.matrix, np.full(y.size, 1.0 / y.size), np.zeros(test.shape[1])
     first = None
     for _ in range(10):
         best = (np.inf, 0, 0, 1)
@@ -151,9 +152,9 @@ def test_custom_family_end_to_end(rng):
                         RowVarianceFamily((12, 12))])
     x_train, y_train = _make_data(rng, 300)
     x_test, y_test = _make_data(rng, 200)
-    train = pool.precompute(x_train, "uint8")
-    test = pool.precompute(x_test, "float32")
-    pred, first = _train_and_predict(train, y_train, test.values, pool.kinds())
+    train = precompute(pool, x_train, "uint8")
+    test = precompute(pool, x_test, "float32")
+    pred, first = _train_and_predict(train, y_train, test.matrix, pool.kinds())
     # the informative feature is the custom family's row-4 variance
     assert first == pool.global_ids("test_row_variance", [4])[0]
     assert np.mean(pred == y_test) >= 0.95

@@ -1,4 +1,4 @@
-"""FeaturePool: numbering, partition, lazy evaluation, precomputation, memory checks, saving."""
+"""FeaturePool: numbering, partition, lazy evaluation, memory checks, saving."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import cv2
 import numpy as np
 import pytest
 
-from vjboost._memory import MemoryBudgetError
 from vjboost.features import FeaturePool, HaarFamily, MBLBPFamily
 from vjboost.features.fourier import FourierFamily
 from vjboost.features.hog import HOGFamily
@@ -77,39 +76,6 @@ def test_evaluate_at(pool, rng):
     np.testing.assert_array_equal(at, pool.evaluate(wins, gids))
 
 
-def test_precompute_float32_and_uint8(pool, windows):
-    raw = pool.precompute(windows)
-    assert raw.values.shape == (pool.n_features, 40) and raw.values.dtype == np.float32
-    assert raw.edges is None and not raw.binned and raw.values.flags.c_contiguous
-    np.testing.assert_array_equal(raw.values, pool.evaluate(windows))
-    binned = pool.precompute(windows, "uint8", n_bins=16, block_features=500)
-    assert binned.binned and binned.values.shape == raw.values.shape
-    e = binned.edges
-    # bin = number of edges <= value, for every feature
-    expect = (e[:, None, :] <= raw.values[:, :, None]).sum(axis=2)
-    np.testing.assert_array_equal(binned.values, expect)
-    cat = pool.kinds()
-    assert cat.sum() == pool.families[1].n_features
-    np.testing.assert_array_equal(binned.values[cat], raw.values[cat])  # codes kept as codes
-    assert (binned.values[~cat] < 16).all()
-    # reuse of edges on another set
-    again = pool.precompute(windows[:10], "uint8", edges=e)
-    np.testing.assert_array_equal(again.values, binned.values[:, :10])
-    # a subset of features, edges from a subsample
-    sub = pool.precompute(windows, "uint8", feature_ids=[3, 1], edge_sample_size=20, seed=1)
-    assert sub.values.shape == (2, 40) and list(sub.feature_ids) == [3, 1]
-
-
-def test_precompute_refuses_over_budget(pool, windows):
-    with pytest.raises(MemoryBudgetError, match=r"needs .*(KiB|MiB).*over the memory budget.*"
-                       r"dtype='uint8'"):
-        pool.precompute(windows, budget=1000)
-    with pytest.raises(MemoryBudgetError, match="fewer windows"):
-        pool.precompute(windows, "uint8", budget=1000)
-    need = pool.estimate_precompute_nbytes(40)
-    assert need >= pool.n_features * 40 * 4
-
-
 def test_config_save_load(pool, tmp_path):
     cfg = pool.get_config()
     assert [d["family"] for d in cfg["families"]] == ["haar", "mblbp", "haar"]
@@ -134,8 +100,6 @@ def test_bad_pools_and_inputs(pool, windows):
         pool.evaluate(np.zeros((3, 10, 11), np.uint8), [0])
     with pytest.raises(ValueError, match="empty set of feature ids"):
         pool.evaluate(windows, [])
-    with pytest.raises(ValueError, match="dtype"):
-        pool.precompute(windows, "float16")
     with pytest.raises(TypeError, match="prepare_image"):
         pool.evaluate_at(pool.prepare(windows[:2]), [0], [[0, 0]])
 

@@ -177,7 +177,7 @@ def test_bad_input():
         OnlineCoordinateBoost(n_hypotheses=3, order=-1)
     with pytest.raises(ValueError, match="smoothing"):
         OzaBoostWeights(n_hypotheses=3, smoothing=0)
-    with pytest.raises(ValueError, match="labels must be -1 or \\+1"):
+    with pytest.raises(ValueError, match="labels must be 1 \\(positive\\) and -1"):
         margins_from_hypotheses([lambda X: X[:, 0]], np.zeros((2, 1)), [0, 1])
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vjboost.boost.learners import CategoricalStump, Stump
 from vjboost.boost.reservoir import (
     PoolFeaturizer,
     ReservoirBooster,
@@ -15,6 +14,7 @@ from vjboost.boost.reservoir import (
 )
 from vjboost.boost.reservoir.learner import _gather_columns, _spread_rows
 from vjboost.boost.streams import ArrayStream
+from vjboost.boost.tree import Tree
 
 # --------------------------------------------------------------------------------------------
 # the in-place buffer kernels
@@ -62,12 +62,13 @@ class _CountingFeaturizer:
 @pytest.mark.parametrize("strategy", ["geem", "wsam", "max", "rand"])
 def test_fit_with_an_into_featurizer_equals_plain(strategy):
     x, y = _blobs()
-    kw = dict(strategy=strategy, cov_features=10, seed=4, threads=1)
-    a = ReservoirBooster(15, 40, 30, **kw).fit(ArrayStream(x, y, seed=2))
+    kw = dict(strategy=strategy, cov_features=10, random_state=4, threads=1)
+    a = ReservoirBooster(15, reservoir_size=40, n_fresh=30, **kw).fit(ArrayStream(x, y, seed=2))
     f = _CountingFeaturizer(x.shape[1])
-    b = ReservoirBooster(15, 40, 30, featurizer=f, **kw).fit(ArrayStream(x, y, seed=2))
+    b = ReservoirBooster(15, reservoir_size=40, n_fresh=30, featurizer=f, **kw).fit(
+        ArrayStream(x, y, seed=2))
     assert f.calls == 16  # the fill and one batch per round, all written into the buffer
-    assert [h.to_dict() for h in a.learners_] == [h.to_dict() for h in b.learners_]
+    assert [h.to_dict() for h in a.estimators_] == [h.to_dict() for h in b.estimators_]
     va, ya, fa = a.reservoir_
     vb, yb, fb = b.reservoir_
     assert va.shape == (x.shape[1], 40) and va.flags.c_contiguous
@@ -80,15 +81,17 @@ def test_fit_with_an_into_featurizer_equals_plain(strategy):
 
 def test_float32_leaves_and_partial_fit_after_fit():
     x, y = _blobs(seed=1)
-    b = ReservoirBooster(10, 30, 30, float32_leaves=True, seed=0).fit(ArrayStream(x, y, seed=0))
-    for h in b.learners_:
-        np.testing.assert_array_equal(h.leaf_values, h.leaf_values.astype(np.float32))
+    b = ReservoirBooster(10, reservoir_size=30, n_fresh=30, float32_leaves=True,
+                         random_state=0).fit(ArrayStream(x, y, seed=0))
+    for h in b.estimators_:
+        np.testing.assert_array_equal(h.leaves, h.leaves.astype(np.float32))
     b.partial_fit(x[:7], y[:7])  # any batch size after fit
-    assert len(b.learners_) == 11 and b.reservoir_[0].shape == (x.shape[1], 30)
+    assert len(b.estimators_) == 11 and b.reservoir_[0].shape == (x.shape[1], 30)
     with pytest.raises(TypeError, match="float32_leaves"):
         ReservoirBooster(float32_leaves="yes").fit(ArrayStream(x, y))
     with pytest.raises(ValueError, match="categorical"):
-        ReservoirBooster(5, 10, 10, categorical=np.zeros(3, bool)).fit(ArrayStream(x, y))
+        ReservoirBooster(5, reservoir_size=10, n_fresh=10, categorical=np.zeros(3, bool)).fit(
+            ArrayStream(x, y))
 
 
 # --------------------------------------------------------------------------------------------
@@ -128,7 +131,7 @@ def test_window_scores_equal_direct_evaluation(windows):
     pos, neg = windows
     learners, _ = train_reservoir_stage(
         pool, ArrayStream(pos, np.ones(300), seed=0), ArrayStream(neg, np.zeros(300), seed=1),
-        n_weak=5, reservoir_size=40, cov_features=64, seed=0, loss="gentle",
+        n_weak=5, reservoir_size=40, cov_features=64, random_state=0, loss="gentle",
         float32_leaves=True,
     )
     ws = WindowScores(pool, neg, chunk=37)
@@ -146,10 +149,9 @@ def test_categorical_features_get_categorical_stumps(windows):
     pos, neg = windows
     learners, booster = train_reservoir_stage(
         pool, ArrayStream(pos, np.ones(300), seed=0), ArrayStream(neg, np.zeros(300), seed=1),
-        n_weak=4, reservoir_size=40, strategy="wsam", seed=0,
+        n_weak=4, reservoir_size=40, strategy="wsam", random_state=0,
     )
-    assert learners and all(isinstance(h, CategoricalStump) for h in learners)
-    assert not any(isinstance(h, Stump) for h in learners)
+    assert learners and all(h.is_stump and h.categorical.all() for h in learners)
     vals = pool.evaluate(np.concatenate([pos[:40], neg[:40]]))
     score = sum(h.predict_matrix(vals) for h in learners)
     assert np.mean((score > 0) == np.r_[np.ones(40), np.zeros(40)].astype(bool)) > 0.7
@@ -204,7 +206,7 @@ def test_reservoir_trainer_never_builds_the_feature_matrix(cascade_data, monkeyp
     def forbidden(*a, **k):
         raise AssertionError("the stage's feature matrix was precomputed")
 
-    monkeypatch.setattr(trainer_mod, "precompute_binned", forbidden)
+    monkeypatch.setattr(trainer_mod, "precompute", forbidden)
     cells = []
     evaluate = FeaturePool.evaluate
 
@@ -228,7 +230,7 @@ def test_reservoir_trainer_never_builds_the_feature_matrix(cascade_data, monkeyp
         assert st.info["mode"] == "reservoir 60 (geem)"
         assert st.info["cache_bytes"] == pool.n_features * 120 * 4
         assert st.info["reservoir"]["windows_drawn"] == 60 * (1 + st.info["reservoir"]["rounds"])
-        assert all(np.array_equal(h.leaf_values, h.leaf_values.astype(np.float32))
+        assert all(np.array_equal(h.leaves, h.leaves.astype(np.float32))
                    for h in st.learners)
     assert tr.report_["stages"][0]["feature_mode"] == "reservoir 60 (geem)"
     # the recorded hit rate and false alarm are those of the model on the stage's windows
@@ -262,17 +264,15 @@ def test_reservoir_same_seed_same_model_and_resume(cascade_data, tmp_path):
 
 @pytest.mark.parametrize(("features", "kind"), [("lbp", "LBP"), ("haar", "HAAR")])
 def test_reservoir_trees_and_lbp(cascade_data, features, kind):
-    from vjboost.boost.learners import Tree
-
     _, faces, bgs = cascade_data
     tr = _trainer(features=features, weak_learner="tree", max_depth=2, num_stages=2,
                   max_weak_count=6,
                   loss="logit", reservoir_strategy="rand").fit(faces, bgs)
     assert tr.model_.opencv_type == kind
     learners = [h for st in tr.stages_ for h in st.learners]
-    assert any(type(h) is Tree for h in learners)
+    assert any(isinstance(h, Tree) and not h.is_stump for h in learners)
     if features == "lbp":
-        assert all(h.node_categorical.all() for h in learners)
+        assert all(h.categorical.all() for h in learners)
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ def _binary_problem(n=400, f=60, seed=0):
 
 
 def _evaluator(X, y, sizes, loss="discrete"):
-    ev = EdgeEvaluator(MatrixSource(X), Partition.from_sizes(sizes))
+    ev = EdgeEvaluator(MatrixSource(X), partition=Partition.from_sizes(sizes))
     step = make_loss(loss, y)
     ev.set_problem(problem_from_loss(step))
     return ev, step
@@ -101,7 +101,7 @@ def test_multiclass_edges_match_brute_force(rng):
     n, f, k = 300, 8, 4
     X = rng.standard_normal((f, n)).astype(np.float32)
     labels = rng.integers(0, k, n)
-    step = MulticlassLoss(labels, k)
+    step = MulticlassLoss(labels, n_classes=k)
     step.update(rng.standard_normal((n, k)) * 0.3)
     ev = EdgeEvaluator(MatrixSource(X))
     ev.set_problem(problem_from_loss(step))
@@ -161,7 +161,7 @@ def test_partition_and_bad_parameters():
     with pytest.raises(ValueError, match="sample_ids"):
         ev.block([0], [-1])
     with pytest.raises(ValueError, match="partition"):
-        EdgeEvaluator(MatrixSource(X), Partition.from_sizes([10]))
+        EdgeEvaluator(MatrixSource(X), partition=Partition.from_sizes([10]))
     with pytest.raises(ValueError, match="budget"):
         laminating_schedule(10, 64, q0=64, s0=1)
     with pytest.raises(ValueError, match="families"):
@@ -228,9 +228,9 @@ def test_booster_cost_matches_evaluator_and_callable_source():
         calls.append(fids.size * sids.size)
         return X[np.ix_(fids, sids)]
 
-    src = CallableSource(fn, 40, 300)
+    src = CallableSource(fn, n_features=40, n_samples=300, families=[20, 20])
     m = SampledBoostedClassifier(sampler="laminating", loss="gentle", n_estimators=6, budget=2000,
-                                 random_state=1).fit_source(src, y, families=[20, 20])
+                                 random_state=1).fit_source(src, y)
     # the booster also evaluates the chosen feature on all N examples for the refit
     assert int(m.cost_.sum()) + m.refit_cost_ == sum(calls)
     assert m.refit_cost_ == 6 * 300

@@ -59,7 +59,7 @@ def test_array_stream_from_npy_is_memory_mapped(tmp_path, rng):
 
 
 def test_array_stream_errors(rng):
-    with pytest.raises(ValueError, match="y: has 3 entries"):
+    with pytest.raises(ValueError, match="y: has 3 labels but there are 4 samples"):
         ArrayStream(np.zeros((4, 2)), np.zeros(3))
     with pytest.raises(TypeError, match="X"):
         ArrayStream([[1, 2]], [1])

@@ -6,7 +6,9 @@ import cv2
 import numpy as np
 import pytest
 
+from vjboost.boost.search import MatrixSearch
 from vjboost.boost.tree import Tree
+from vjboost.boost.weak import TreeShape
 from vjboost.cascade.model import CascadeModel, Stage
 from vjboost.cascade.negatives import ImageCache, MiningParams, mine_negatives
 from vjboost.cascade.runner import cascade_accepts
@@ -15,7 +17,6 @@ from vjboost.cascade.trainer import (
     CascadeTrainer,
     StageResult,
     TrainingError,
-    _Precomputed,
     build_cascade_model,
     make_pool,
     stage_false_alarm,
@@ -109,16 +110,16 @@ def test_train_stage_reaches_goals(rng):
     x[3, :n_pos] += 1.5
     x[17, :n_pos] -= 1.0
     y = np.r_[np.ones(n_pos), -np.ones(n_neg)]
-    search = _Precomputed(x, None, np.zeros(q, bool), "stump", 1, None)
+    search = MatrixSearch(x)
     res = train_stage(search, y, min_hit_rate=0.99, max_false_alarm=0.4, max_weak_count=50)
     assert res.false_alarm <= 0.4 and res.hit_rate >= 0.99
     assert len(res.learners) == len(res.losses) < 50
-    assert {3, 17} & {int(lr.node_features[0]) for lr in res.learners}
+    assert {3, 17} & {int(lr.feature[0]) for lr in res.learners}
     # statistics agree with a brute-force evaluation of the learners
     scores = np.zeros(n_pos + n_neg)
     for lr in res.learners:
         scores += lr.predict_matrix(x)
-        assert np.array_equal(lr.leaf_values, lr.leaf_values.astype(np.float32))
+        assert np.array_equal(lr.leaves, lr.leaves.astype(np.float32))
     thr, hit = stage_threshold(scores[:n_pos], 0.99)
     assert thr == res.threshold and hit == res.hit_rate
     assert stage_false_alarm(scores[n_pos:], thr) == res.false_alarm
@@ -129,7 +130,7 @@ def test_train_stage_reaches_goals(rng):
 def test_train_stage_stops_at_max_weak_count(rng):
     x = rng.normal(size=(5, 400)).astype(np.float32)  # no signal: the goal is never met
     y = np.r_[np.ones(200), -np.ones(200)]
-    res = train_stage(_Precomputed(x, None, np.zeros(5, bool), "stump", 1, None), y,
+    res = train_stage(MatrixSearch(x), y,
                       min_hit_rate=0.999, max_false_alarm=0.05, max_weak_count=4)
     assert len(res.learners) == 4 and res.false_alarm > 0.05
 
@@ -138,8 +139,7 @@ def test_stage_result_round_trip(rng):
     x = rng.normal(size=(6, 200)).astype(np.float32)
     x[0, :100] += 2
     y = np.r_[np.ones(100), -np.ones(100)]
-    res = train_stage(_Precomputed(x, None, np.zeros(6, bool), "tree", 2, None), y,
-                      max_weak_count=3)
+    res = train_stage(MatrixSearch(x), y, shape=TreeShape(max_depth=2), max_weak_count=3)
     back = StageResult.from_dict(res.to_dict())
     assert stages_digest([back]) == stages_digest([res])
     for a, b in zip(res.learners, back.learners, strict=True):
@@ -186,7 +186,7 @@ def test_mining_acceptance_matches_brute_force(faces, backgrounds):
     x = np.concatenate([faces[:100], _grid_windows(backgrounds[0], MiningParams(WIN))[:300]])
     y = np.r_[np.ones(100), -np.ones(300)]
     values = pool.evaluate(x).astype(np.float32)
-    st = train_stage(_Precomputed(values, None, pool.kinds(), "stump", 1, None), y,
+    st = train_stage(MatrixSearch(values, categorical=pool.kinds()), y,
                      max_false_alarm=0.3, max_weak_count=5)
     model = build_cascade_model(pool, [st])
     assert model.opencv_type == "HAAR"

@@ -62,6 +62,7 @@ def make_real_data(n_samples: int, n_features: int, seed: int) -> tuple[np.ndarr
     """
     import cv2
 
+    from vjboost.boost.binning import precompute
     from vjboost.features import FeaturePool, HaarFamily
     from vjboost.io import read_image
 
@@ -91,15 +92,15 @@ def make_real_data(n_samples: int, n_features: int, seed: int) -> tuple[np.ndarr
     windows, y = windows[order], y[order]
     pool = FeaturePool([HaarFamily((24, 24))])
     fids = np.sort(rng.choice(pool.n_features, min(n_features, pool.n_features), replace=False))
-    pre = pool.precompute(windows, dtype="uint8", feature_ids=fids, seed=seed)
-    return np.ascontiguousarray(pre.values), y
+    pre = precompute(pool, windows, "uint8", feature_ids=fids, seed=seed)
+    return np.ascontiguousarray(pre.matrix), y
 
 
 def bench_vjboost(B, y, rounds, threads, losses):
     """Seconds per round (median, min) of each loss: a whole round of ``BoostedClassifier``
     (weights, exhaustive stump search, refit on all examples, score update), timed one by one
-    with the same calls the estimator makes."""
-    from vjboost.boost import BoostedClassifier, fit_weak_learner, make_loss
+    with the round loop the estimator runs over the same in-place search."""
+    from vjboost.boost import BoostedClassifier, MatrixSearch, make_loss, run_rounds
 
     n_features = B.shape[0]
     # raw value of bin k is k: edges k + 0.5 keep bin(k) == k
@@ -110,14 +111,14 @@ def bench_vjboost(B, y, rounds, threads, losses):
         BoostedClassifier(loss=loss, n_estimators=2, threads=threads).fit_feature_major(
             B[:8, :500], y[:500], bin_edges=edges[:8]
         )
+    search = MatrixSearch(B, edges=edges, threads=threads)
     out = {}
     for loss in losses:
         step = make_loss(loss, y)
         times = []
         for _ in range(rounds):
             t = time.perf_counter()
-            learner, _ = fit_weak_learner(step, B, kind="stump", edges=edges, threads=threads)
-            step.refit_and_update(learner, B[learner.features_], binned=True)
+            run_rounds(step, search, n_rounds=1)
             times.append(time.perf_counter() - t)
         out[loss] = (float(np.median(times)), float(np.min(times)))
     return out

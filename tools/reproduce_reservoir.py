@@ -77,8 +77,8 @@ def run_one(task: dict, method: str, r: int, T: int, seed: int, args) -> dict:
     t0 = time.perf_counter()
     if method in _STRATEGY:
         model = ReservoirBooster(
-            T, r, r, strategy=_STRATEGY[method], cov_features=args.cov_features, seed=seed,
-            threads=args.threads,
+            T, reservoir_size=r, n_fresh=r, strategy=_STRATEGY[method],
+            cov_features=args.cov_features, random_state=seed, threads=args.threads,
         )
         model.fit(ArrayStream(task["xtr"], task["ytr"], seed=seed))
         fit_time = time.perf_counter() - t0
@@ -87,7 +87,8 @@ def run_one(task: dict, method: str, r: int, T: int, seed: int, args) -> dict:
         scores = model.decision_function(task["xte"])
     else:
         xtr = task["xtr"].reshape(len(task["xtr"]), -1)
-        model = SubsampleBooster(_BASELINE[method], T, r, seed=seed, threads=args.threads)
+        model = SubsampleBooster(_BASELINE[method], n_estimators=T, sample_size=r,
+                                 random_state=seed, threads=args.threads)
         model.fit(xtr, task["ytr"])
         fit_time = time.perf_counter() - t0
         _, peak = tracemalloc.get_traced_memory()
@@ -119,16 +120,17 @@ def memory_benchmark(sizes, args) -> list[dict]:
             row = {"n": n}
             tracemalloc.start()
             t0 = time.perf_counter()
-            ReservoirBooster(args.mem_rounds, 100, 100, strategy="geem", seed=0,
-                             threads=args.threads).fit(ArrayStream.from_npy(path, y, seed=0))
+            ReservoirBooster(args.mem_rounds, reservoir_size=100, n_fresh=100, strategy="geem",
+                             random_state=0, threads=args.threads).fit(
+                ArrayStream.from_npy(path, y, seed=0))
             row["geem_time"] = time.perf_counter() - t0
             row["geem_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()
             tracemalloc.start()
             t0 = time.perf_counter()
             x = np.load(path, mmap_mode="r")
-            SubsampleBooster("wss", args.mem_rounds, 100, seed=0, threads=args.threads).fit(
-                x.reshape(n, -1), y)
+            SubsampleBooster("wss", n_estimators=args.mem_rounds, sample_size=100, random_state=0,
+                             threads=args.threads).fit(x.reshape(n, -1), y)
             row["wss_time"] = time.perf_counter() - t0
             row["wss_peak_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
             tracemalloc.stop()

@@ -25,6 +25,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from vjboost.boost.binning import precompute  # noqa: E402
 from vjboost.boost.sampling import (  # noqa: E402
     SAMPLERS,
     MatrixSource,
@@ -113,18 +114,16 @@ def run_strategy(name, seed, source, part, y, Xte, yte, n_rounds, budget, checkp
     test_err = {}
 
     def callback(t, model):
-        est = model.estimators_[-1]
-        phi = np.where(Xte[est.feature] < np.float32(est.threshold), -1.0, 1.0)
-        f_test[:] += est.alpha * phi[:, None] * est.votes[None, :]
+        f_test[:] += model.estimators_[-1].predict_matrix(Xte)  # (n_test, K) vote-vector stump
         if t + 1 in checkpoints:
             test_err[t + 1] = float(np.mean(np.argmax(f_test, axis=1) != yte))
 
     model = SampledBoostedClassifier(sampler=sampler, loss="mh", n_estimators=n_rounds,
                                      budget=budget)
-    model.fit_source(source, y, families=part, callback=callback)
+    model.fit_source(source, y, callback=callback)
     return {
         "loss": model.train_loss_, "time": model.times_, "cost": np.cumsum(model.cost_),
-        "test_err": test_err, "features": [e.feature for e in model.estimators_],
+        "test_err": test_err, "features": [int(e.feature[0]) for e in model.estimators_],
     }
 
 
@@ -161,8 +160,8 @@ def main(argv=None) -> int:
     remap[keep] = np.arange(keep.size)
     part = Partition(remap[fam_of], [names[k] for k in keep])
     t0 = time.perf_counter()
-    pre = pool.precompute(Xtr_w, "uint8", feature_ids=gids)
-    source = MatrixSource(pre.values, pre.edges)
+    pre = precompute(pool, Xtr_w, "uint8", feature_ids=gids)
+    source = MatrixSource(pre.matrix, edges=pre.edges, families=part)
     Xte = pool.evaluate(Xte_w, gids)  # raw float32 (F, n_test): thresholds are raw values
     t_pre = time.perf_counter() - t0
     n, f = Xtr_w.shape[0], gids.size

@@ -16,6 +16,7 @@ __all__ = [
     "check_binary_labels",
     "check_consistent_length",
     "check_in_range",
+    "check_labels",
     "check_random_state",
     "check_sample_weight",
 ]
@@ -79,62 +80,133 @@ def check_consistent_length(**arrays: np.ndarray) -> int:
     return next(iter(lengths.values()))
 
 
-def check_binary_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
-    """Map binary labels to ±1.
+def check_labels(
+    y: Any,
+    name: str = "y",
+    *,
+    n_samples: int | None = None,
+    signed: bool = False,
+    negative: tuple[int, ...] = (0, -1),
+    n_classes: int | None = None,
+    min_classes: int = 2,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The one label checker: validate class labels and encode them.
 
     Parameters
     ----------
     y : array-like of shape (n_samples,)
-        Exactly two distinct values. The larger one (or ``True``/1) is the positive class.
+        Class labels (any sortable values, e.g. ints or strings; floats must be finite).
     name : str
         Argument name used in error messages.
+    n_samples : int, optional
+        Required number of labels.
+    signed : bool, default=False
+        Two-class convention of streams and margins: labels must be ``1`` (positive) or one
+        of ``negative``; a batch may hold one class only. Returns ``y`` in {-1, +1}.
+    negative : tuple of int, default=(0, -1)
+        The accepted negative labels with ``signed``.
+    n_classes : int, optional
+        Required number of distinct labels (2 for two-class estimators).
+    min_classes : int, default=2
+        Smallest number of distinct labels accepted (ignored with ``signed``).
 
     Returns
     -------
-    y_pm : ndarray of shape (n_samples,), float64
-        Labels in {-1, +1}.
-    classes : ndarray of shape (2,)
-        The original labels, negative class first.
+    codes : ndarray of shape (n_samples,)
+        ``signed``: float64 labels in {-1, +1}. Otherwise int64 class indices into ``classes``
+        (with two classes, ``2 * codes - 1`` is the usual {-1, +1} coding).
+    classes : ndarray
+        The sorted distinct labels (``signed``: ``[-1, 1]`` or ``[0, 1]``, as given).
+
+    Examples
+    --------
+    >>> codes, classes = check_labels(["b", "a", "b"])
+    >>> codes.tolist(), classes.tolist()
+    ([1, 0, 1], ['a', 'b'])
+    >>> check_labels([1, 0, 1], signed=True)[0].tolist()
+    [1.0, -1.0, 1.0]
     """
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"{name}: expected a 1-D array of labels, got shape {y.shape}")
-    if y.size == 0:
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of labels, got shape {arr.shape}")
+    if arr.size == 0:
         raise ValueError(f"{name}: empty label array")
-    if y.dtype.kind == "f" and not np.isfinite(y).all():
+    if n_samples is not None and arr.shape[0] != n_samples:
+        raise ValueError(f"{name}: has {arr.shape[0]} labels but there are {n_samples} samples")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
         raise ValueError(f"{name}: labels contain NaN or infinite values")
-    classes = np.unique(y)
-    if classes.size == 1:
-        raise ValueError(
-            f"{name}: only one class present ({classes[0]!r}); boosting needs two classes"
-        )
-    if classes.size > 2:
-        raise ValueError(
-            f"{name}: expected two classes, got {classes.size} ({classes[:5]!r}...); "
-            "use a multi-class booster (AdaBoost.MH) for more"
-        )
-    y_pm = np.where(y == classes[1], 1.0, -1.0)
-    return y_pm, classes
+    if signed:
+        allowed = (1, *negative)
+        ok = np.isin(arr, allowed) if arr.dtype.kind in "biuf" else np.zeros(arr.size, bool)
+        if not ok.all():
+            bad = np.unique(arr[~ok])[:5].tolist()
+            neg = " or ".join(str(v) for v in negative)
+            raise ValueError(f"{name}: labels must be 1 (positive) and {neg} (negative), "
+                             f"got {bad}")
+        classes = np.array([-1, 1]) if (arr.astype(np.float64) < 0).any() else np.array([0, 1])
+        return np.where(arr.astype(np.float64) > 0, 1.0, -1.0), classes
+    classes, codes = np.unique(arr, return_inverse=True)
+    first = classes[0].item() if hasattr(classes[0], "item") else classes[0]
+    if n_classes is not None and classes.size != n_classes:
+        if classes.size == 1:
+            raise ValueError(f"{name}: only one class present ({first!r}); "
+                             f"boosting needs {n_classes} classes")
+        raise ValueError(f"{name}: expected {'two' if n_classes == 2 else n_classes} classes, "
+                         f"got {classes.size} "
+                         f"({classes[:5]!r}...)" + ("; use a multi-class booster (AdaBoostMH, "
+                                                    "LogitBoostClassifier) for more"
+                                                    if n_classes == 2 else ""))
+    if classes.size < min_classes:
+        raise ValueError(f"{name}: only one class present ({first!r}); need at least "
+                         f"{min_classes}")
+    return codes.astype(np.int64).reshape(-1), classes
+
+
+def check_binary_labels(y: Any, name: str = "y") -> tuple[np.ndarray, np.ndarray]:
+    """Two class labels mapped to {-1, +1}: :func:`check_labels` with ``n_classes=2``.
+
+    The larger label (or ``True``/1) is the positive class. Returns ``(y_pm float64, classes)``
+    with the negative class first.
+    """
+    codes, classes = check_labels(y, name, n_classes=2)
+    return 2.0 * codes - 1.0, classes
 
 
 def check_sample_weight(
-    sample_weight: Any, n_samples: int, name: str = "sample_weight"
+    sample_weight: Any, n_samples: int, name: str = "sample_weight", *,
+    normalize: bool = True, positive: bool = False,
 ) -> np.ndarray:
-    """Validate non-negative weights with a positive sum; ``None`` gives uniform weights.
+    """The one sample-weight checker: non-negative weights with a positive sum.
 
-    Returns float64 weights normalised to sum to one.
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,) or None
+        ``None`` gives uniform weights.
+    n_samples : int
+    name : str
+        Argument name used in error messages.
+    normalize : bool, default=True
+        Scale the weights to sum to one (else ``None`` gives ones).
+    positive : bool, default=False
+        Refuse zero weights too.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,), float64
     """
     if sample_weight is None:
-        return np.full(n_samples, 1.0 / n_samples)
+        return np.full(n_samples, 1.0 / n_samples if normalize else 1.0)
     w = check_array(sample_weight, name, ndim=1, dtype=np.float64)
     if w.shape[0] != n_samples:
         raise ValueError(f"{name}: has {w.shape[0]} entries but there are {n_samples} samples")
+    if positive and (w <= 0).any():
+        raise ValueError(f"{name}: weights must be positive ({int((w <= 0).sum())} are not)")
     if (w < 0).any():
         raise ValueError(f"{name}: negative weights are not allowed ({int((w < 0).sum())} found)")
     total = w.sum()
     if not total > 0:
         raise ValueError(f"{name}: all weights are zero")
-    return w / total
+    return w / total if normalize else w
 
 
 def check_in_range(

@@ -1,71 +1,101 @@
-"""Boosting core: binning, stump searches, weak learners, losses and boosted classifiers.
+"""Boosting core: feature sources, binning, split searches, trees, losses, one round loop.
 
 Modules
 -------
+source
+    Feature sources (matrix, binned matrix, lazy feature pool) and their family partition.
 binning
-    Per-feature quantile bins (uint8) whose splits are real thresholds on raw values.
+    Per-feature quantile bins (uint8) whose splits are real thresholds on raw values; the one
+    pool-to-binned-matrix path (``precompute``).
 stumps
-    Exact, binned, categorical, histogram and multi-class stump searches (numba, parallel).
-learners
-    Weak learners (Stump, Tree, CategoricalStump, HistogramLearner, MulticlassStump).
-losses
-    Step objects of Discrete/Real/Gentle AdaBoost, LogitBoost and AdaBoost.MH (sampler interface).
+    Split searches (exact, binned, categorical, multi-class, domain partitions; numba, parallel)
+    and ``search_splits``, the mixed ordered/categorical search every learner uses.
+tree
+    ``Tree``: the one decision-tree class (boosting learners and cascade trees).
 weak
-    ``fit_weak_learner``: the best learner of a block of (features x examples).
+    ``TreeShape``: stumps, depth-k trees, best-first J-leaf trees, domain partitions grown node by
+    node from a split search; ``fit_weak_learner`` for one block.
+search
+    Split searches over a precomputed matrix, streamed feature blocks, or an adaptive sampler.
+losses
+    Step objects of Discrete/Real/Gentle AdaBoost, LogitBoost, AdaBoost.MH and J-class LogitBoost.
+rounds
+    ``run_rounds``: the boosting round loop every booster runs.
 ensemble
-    ``BoostedClassifier`` and ``AdaBoostMH`` estimators.
+    ``BoostedClassifier``, ``AdaBoostMH`` and ``LogitBoostClassifier`` estimators.
 """
 
-from vjboost.boost.binning import bin_values, compute_bin_edges
-from vjboost.boost.ensemble import AdaBoostMH, BoostedClassifier
-from vjboost.boost.learners import (
-    CategoricalStump,
-    HistogramLearner,
-    MulticlassStump,
-    Stump,
-    Tree,
-    learner_from_dict,
-)
+from vjboost.boost.binning import bin_values, compute_bin_edges, precompute
+from vjboost.boost.ensemble import AdaBoostMH, BoostedClassifier, LogitBoostClassifier
 from vjboost.boost.losses import (
     BoostingLoss,
     DiscreteAdaBoost,
     GentleAdaBoost,
     LogitBoost,
     MulticlassLoss,
+    MultiLogitLoss,
+    OneVsRestLoss,
+    Problem,
     RealAdaBoost,
     make_loss,
     trim_weights,
+)
+from vjboost.boost.rounds import RoundResult, Rounds, run_rounds
+from vjboost.boost.search import MatrixSearch, SampledSearch, StreamedSearch
+from vjboost.boost.source import (
+    CallableSource,
+    FeatureSource,
+    MatrixSource,
+    Partition,
+    PoolSource,
 )
 from vjboost.boost.stumps import (
     search_categorical,
     search_histograms,
     search_multiclass_stumps,
+    search_splits,
     search_stumps,
 )
-from vjboost.boost.weak import fit_weak_learner
+from vjboost.boost.tree import Tree
+from vjboost.boost.weak import Split, TreeShape, fit_weak_learner, partition_tree
 
 __all__ = [
     "AdaBoostMH",
     "BoostedClassifier",
     "BoostingLoss",
-    "CategoricalStump",
+    "CallableSource",
     "DiscreteAdaBoost",
+    "FeatureSource",
     "GentleAdaBoost",
-    "HistogramLearner",
     "LogitBoost",
+    "LogitBoostClassifier",
+    "MatrixSearch",
+    "MatrixSource",
+    "MultiLogitLoss",
     "MulticlassLoss",
-    "MulticlassStump",
+    "OneVsRestLoss",
+    "Partition",
+    "PoolSource",
+    "Problem",
     "RealAdaBoost",
-    "Stump",
+    "RoundResult",
+    "Rounds",
+    "SampledSearch",
+    "Split",
+    "StreamedSearch",
     "Tree",
+    "TreeShape",
     "bin_values",
     "compute_bin_edges",
     "fit_weak_learner",
-    "learner_from_dict",
     "make_loss",
+    "partition_tree",
+    "precompute",
+    "run_rounds",
     "search_categorical",
     "search_histograms",
     "search_multiclass_stumps",
+    "search_splits",
     "search_stumps",
     "trim_weights",
 ]

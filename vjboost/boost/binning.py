@@ -16,18 +16,36 @@ Edges are chosen as follows, per feature:
 * otherwise: quantiles of the sorted values; each edge is a value that occurs in the data, so equal
   values always share a bin (ties are never split);
 * a constant feature has no edge (a single bin).
+
+:func:`precompute` is the one path from a feature pool to a binned matrix: it evaluates the pool
+block by block (bounded float32 scratch), places edges on a seeded subset of the windows if
+asked, keeps categorical codes as their own bins (:func:`categorical_edges`) and returns a
+:class:`~vjboost.boost.source.MatrixSource` that the searches use in place.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit, prange
 
-from vjboost._memory import check_memory
+from vjboost._memory import check_memory, format_bytes
 from vjboost._threads import n_threads
-from vjboost._validation import check_array, check_in_range
+from vjboost._validation import check_array, check_in_range, check_random_state
+from vjboost.boost.source import MatrixSource, Partition
 
-__all__ = ["bin_values", "compute_bin_edges", "n_bins_per_feature"]
+__all__ = [
+    "bin_values",
+    "categorical_edges",
+    "compute_bin_edges",
+    "n_bins_per_feature",
+    "precompute",
+    "precompute_nbytes",
+]
+
+#: edges mapping integer codes 0..255 onto bins 0..255
+_CODE_EDGES = (np.arange(255, dtype=np.float32) + np.float32(0.5)).astype(np.float32)
 
 
 @njit(cache=True, nogil=True)
@@ -162,4 +180,139 @@ def bin_values(
 def n_bins_per_feature(edges: np.ndarray) -> np.ndarray:
     """Number of bins of each feature, ``(Q,)`` int64 (finite edges + 1)."""
     return np.isfinite(edges).sum(axis=1).astype(np.int64) + 1
+
+
+
+def categorical_edges(n_rows: int, n_edges: int = 255) -> np.ndarray:
+    """Edges (n_rows, n_edges) under which code ``c`` falls in bin ``c`` (padded with +inf).
+
+    Examples
+    --------
+    >>> e = categorical_edges(1, 4)
+    >>> bin_values(np.array([[0.0, 3.0, 200.0]], dtype=np.float32), e).tolist()
+    [[0, 3, 4]]
+    """
+    out = np.full((n_rows, n_edges), np.inf, dtype=np.float32)
+    m = min(n_edges, 255)
+    out[:, :m] = _CODE_EDGES[:m]
+    return out
+
+
+def precompute_nbytes(pool: Any, n_samples: int, n_features: int | None = None,
+                      dtype: str = "float32", block_features: int = 4096) -> int:
+    """Peak bytes of :func:`precompute` (matrix + channels + one float32 block if binned)."""
+    q = pool.n_features if n_features is None else int(n_features)
+    item = 1 if dtype == "uint8" else 4
+    total = q * n_samples * item + pool.channels_nbytes(n_samples)
+    if dtype == "uint8":
+        total += min(q, block_features) * n_samples * 4 + q * 255 * 4
+    return int(total)
+
+
+def precompute(
+    pool: Any,
+    windows: Any,
+    dtype: str = "uint8",
+    *,
+    feature_ids: Any = None,
+    n_bins: int = 256,
+    edges: np.ndarray | None = None,
+    edge_sample_size: int | None = None,
+    seed: Any = 0,
+    block_features: int = 4096,
+    budget: int | None = None,
+    threads: int | None = None,
+) -> MatrixSource:
+    """The feature-major matrix of a pool's ``feature_ids`` (default all) on all windows.
+
+    Parameters
+    ----------
+    pool : FeaturePool
+    windows : raw windows (S, H, W) or the pool's prepared channels
+    dtype : {"uint8", "float32"}
+        Per-feature quantile bins (:func:`compute_bin_edges`; categorical codes are stored as
+        themselves) or raw values.
+    feature_ids : int array, optional
+        Global ids (default all); row ``k`` of the result is ``feature_ids[k]``.
+    n_bins : int, default=256
+        Bins per ordered feature (2..256) for ``"uint8"``.
+    edges : float32 (Q, E), optional
+        Reuse edges (e.g. from the training set when binning a validation set).
+    edge_sample_size : int, optional
+        Place edges on a random subset of this many windows (faster on large sets).
+    seed : int or Generator, default=0
+        For that subset.
+    block_features : int, default=4096
+        Features evaluated per block in the uint8 path (bounds the float32 scratch).
+    budget : int, optional
+        Memory budget in bytes (default: see :func:`vjboost._memory.check_memory`).
+    threads : int, optional
+
+    Returns
+    -------
+    MatrixSource
+        ``matrix`` (Q, S), ``edges`` (uint8 only), ``categorical`` and ``feature_ids``; the
+        pool's family partition restricted to ``feature_ids``.
+    """
+    if dtype not in ("float32", "uint8"):
+        raise ValueError(f"dtype: expected 'float32' or 'uint8', got {dtype!r}")
+    if feature_ids is None:
+        gids = np.arange(pool.n_features, dtype=np.int64)
+    else:
+        gids = check_array(feature_ids, "feature_ids", ndim=1).astype(np.int64)
+        if gids.min() < 0 or gids.max() >= pool.n_features:
+            raise ValueError(f"feature_ids: ids must be in [0, {pool.n_features})")
+    prepared = hasattr(windows, "n_samples")
+    n = int(windows.n_samples) if prepared else int(np.asarray(windows).shape[0])
+    q = gids.shape[0]
+    need = precompute_nbytes(pool, n, q, dtype, block_features)
+    if prepared:
+        need -= pool.channels_nbytes(n)
+    advice = (f"Use dtype='uint8' ({format_bytes(q * n)} for the matrix), " if dtype == "float32"
+              else "") + ("fewer windows, fewer features (feature_ids, or a pool of smaller "
+                          "families), or lazy evaluation with a feature sampler.")
+    check_memory(need, f"precomputed feature matrix ({q} features x {n} windows {dtype})",
+                 budget=budget, advice=advice)
+    prep = windows if prepared else pool.prepare(windows, threads=threads)
+    kinds = np.asarray(pool.kinds(), dtype=bool)[gids]
+    family_of = np.searchsorted(np.cumsum(pool.family_sizes()), gids, side="right")
+    used, family_of = np.unique(family_of, return_inverse=True)
+    names = [pool.families[int(k)].name for k in used]
+    meta = dict(categorical=kinds, families=Partition(family_of.astype(np.int64), names),
+                feature_ids=gids)
+    if dtype == "float32":
+        return MatrixSource(pool.evaluate(prep, gids, threads=threads), **meta)
+    if edges is not None:
+        edges = np.ascontiguousarray(edges, dtype=np.float32)
+        if edges.ndim != 2 or edges.shape[0] != q or edges.shape[1] > 255:
+            raise ValueError(f"edges: expected shape ({q}, E<=255), got {edges.shape}")
+        out_edges = edges
+    else:
+        n_bins = check_in_range(n_bins, "n_bins", low=2, high=256, integer=True)
+        # categorical rows need all 255 code edges whatever n_bins is
+        width = 255 if kinds.any() else int(n_bins) - 1
+        out_edges = np.full((q, width), np.inf, dtype=np.float32)
+    sub = None
+    if edges is None and edge_sample_size is not None and edge_sample_size < n:
+        if int(edge_sample_size) < 2:
+            raise ValueError(f"edge_sample_size: expected >= 2, got {edge_sample_size}")
+        sub = np.sort(check_random_state(seed).choice(n, int(edge_sample_size), replace=False))
+    values = np.empty((q, n), dtype=np.uint8)
+    block = max(1, int(block_features))
+    for a in range(0, q, block):
+        b = min(a + block, q)
+        raw = pool.evaluate(prep, gids[a:b], threads=threads)
+        cat = kinds[a:b]
+        if edges is None:
+            ordered = np.flatnonzero(~cat)
+            if ordered.size:
+                src = raw[ordered] if sub is None else raw[ordered][:, sub]
+                e = compute_bin_edges(np.ascontiguousarray(src), int(n_bins), threads=threads)
+                out_edges[a + ordered, : e.shape[1]] = e
+            cat_rows = np.flatnonzero(cat)
+            if cat_rows.size:
+                out_edges[a + cat_rows] = categorical_edges(cat_rows.size, out_edges.shape[1])
+        with np.errstate(invalid="ignore"):  # inf - inf in the +inf padding checks
+            values[a:b] = bin_values(raw, out_edges[a:b], threads=threads)
+    return MatrixSource(values, edges=out_edges, **meta)
 

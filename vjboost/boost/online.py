@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from .._validation import check_array, check_in_range
+from .._estimator import Estimator
+from .._validation import check_array, check_in_range, check_labels, check_sample_weight
 
 __all__ = [
     "OnlineCoordinateBoost",
@@ -134,21 +135,7 @@ def _check_margins(margins: Any, n_hypotheses: int | None, name: str = "margins"
 
 
 def _check_weights(sample_weight: Any, n: int) -> np.ndarray:
-    if sample_weight is None:
-        return np.ones(n)
-    w = check_array(sample_weight, "sample_weight", ndim=1, dtype=np.float64)
-    if w.shape[0] != n:
-        raise ValueError(f"sample_weight: {w.shape[0]} weights for {n} examples")
-    if (w <= 0).any():
-        raise ValueError("sample_weight: weights must be positive")
-    return w
-
-
-def _check_pm_labels(y: Any, name: str = "y") -> np.ndarray:
-    y = check_array(y, name, ndim=1, dtype=np.float64)
-    if not np.isin(y, (-1.0, 1.0)).all():
-        raise ValueError(f"{name}: labels must be -1 or +1")
-    return y
+    return check_sample_weight(sample_weight, n, normalize=False, positive=True)
 
 
 def margins_from_hypotheses(hypotheses: Sequence[Any], X: Any, y: Any) -> np.ndarray:
@@ -157,7 +144,7 @@ def margins_from_hypotheses(hypotheses: Sequence[Any], X: Any, y: Any) -> np.nda
     Parameters
     ----------
     hypotheses : sequence of weak learners
-        Objects with ``predict_matrix(X_fm)`` (the learners of :mod:`vjboost.boost.learners`) or
+        Objects with ``predict_matrix(X_fm)`` (:class:`~vjboost.boost.tree.Tree` learners) or
         plain callables mapping an (n_samples, n_features) array to (n_samples,) outputs. The sign
         of the output is the vote; 0 counts as +1.
     X : array-like of shape (n_samples, n_features)
@@ -168,9 +155,7 @@ def margins_from_hypotheses(hypotheses: Sequence[Any], X: Any, y: Any) -> np.nda
     ndarray of shape (n_samples, n_hypotheses), int8
     """
     X = check_array(X, "X", ndim=2, dtype=np.float32)
-    y = _check_pm_labels(y)
-    if len(y) != X.shape[0]:
-        raise ValueError(f"y: has {len(y)} labels for {X.shape[0]} samples in X")
+    y, _ = check_labels(y, "y", n_samples=X.shape[0], signed=True, negative=(-1,))
     Xfm = np.ascontiguousarray(X.T)
     out = np.empty((X.shape[0], len(hypotheses)), dtype=np.int8)
     for j, h in enumerate(hypotheses):
@@ -227,8 +212,10 @@ def alpha_approximation_error(alpha_reference: Any, alpha: Any) -> float:
 # ------------------------------------------------------------------------------------------------
 
 
-class _OnlineWeights:
+class _OnlineWeights(Estimator):
     """Shared River-style surface: ``learn_one``/``learn_many``/``predict_one``/``predict_many``."""
+
+    _fitted_attribute = "alpha_"
 
     def __init__(self, hypotheses: Sequence[Any] | None, n_hypotheses: int | None) -> None:
         if hypotheses is None and n_hypotheses is None:
@@ -293,7 +280,7 @@ class OnlineCoordinateBoost(_OnlineWeights):
     Parameters
     ----------
     hypotheses : sequence of weak learners, optional
-        Learners of :mod:`vjboost.boost.learners` (their output's sign is the vote) or callables
+        Trees (:class:`~vjboost.boost.tree.Tree`; their output's sign is the vote) or callables
         on (n_samples, n_features) arrays. Without them, feed margins with :meth:`learn_margins`.
     n_hypotheses : int, optional
         Number of hypotheses when ``hypotheses`` is not given.

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from vjboost._validation import check_array, check_in_range, check_random_state
+from vjboost._validation import check_array, check_in_range, check_labels, check_random_state
 from vjboost.io import IMAGE_SUFFIXES, ImageReadError, read_image
 from vjboost.io.vec import decode_vec_pixels, vec_layout
 
@@ -118,10 +118,9 @@ class _EpochStream(SampleStream):
 
 
 def _check_labels(labels: Any, n: int, name: str = "labels") -> np.ndarray:
-    y = check_array(labels, name, ndim=1)
-    if y.shape[0] != n:
-        raise ValueError(f"{name}: has {y.shape[0]} entries but there are {n} samples")
-    return y
+    """Labels of a stream: any class values (one class allowed), one per sample."""
+    codes, classes = check_labels(labels, name, n_samples=n, min_classes=1)
+    return classes[codes]
 
 
 class ArrayStream(_EpochStream):
@@ -233,7 +232,7 @@ class ImageFolderStream(_EpochStream):
         if resize and window is None:
             raise ValueError("resize: needs an explicit window (height, width)")
         self.paths = paths
-        self.y = check_array(np.asarray(labels), "labels", ndim=1)
+        self.y = _check_labels(labels, len(paths))
         self.window = window
         self.resize = bool(resize)
         self.gray = bool(gray)

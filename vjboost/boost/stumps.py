@@ -30,13 +30,15 @@ Searches
     float32 values: exact, sort-based, every threshold between two distinct values (equal values
     are never separated). uint8 values: binned, one histogram per feature (O(S) per feature), a
     split between every pair of consecutive non-empty bins; with ``edges`` the thresholds are
-    mapped back to raw values.
+    mapped back to raw values. K-column responses: one shared split, K leaf values.
 :func:`search_categorical`
     256-way categorical split of uint8 codes (MB-LBP).
 :func:`search_histograms`
     Real AdaBoost's n-bin domain-partitioning learner.
 :func:`search_multiclass_stumps`
     AdaBoost.MH stumps with a vote vector.
+:func:`search_splits`
+    The search every weak learner uses: ordered and categorical rows of one block together.
 
 Features with no possible split (constant over the used examples) get ``score = -inf``.
 All kernels run in parallel over features.
@@ -45,6 +47,7 @@ All kernels run in parallel over features.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numba import njit, prange
@@ -60,6 +63,7 @@ __all__ = [
     "search_categorical",
     "search_histograms",
     "search_multiclass_stumps",
+    "search_splits",
     "search_stumps",
 ]
 
@@ -109,6 +113,25 @@ def _leaves(crit: int, ul: float, vl: float, ur: float, vr: float, eps: float, o
         out[q, 1] = _leaf(crit, ur, vr, eps)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _sorted_row(values, q, cols):
+    """Row ``q`` of ``values`` on the columns ``cols`` and its stable sort order."""
+    x = np.empty(cols.shape[0], dtype=np.float32)
+    for i in range(cols.shape[0]):
+        x[i] = values[q, cols[i]]
+    return x, np.argsort(x, kind="mergesort")
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _midpoint(xi, xn):
+    """float32 threshold between two distinct values ``xi < xn`` (``xn`` if the midpoint rounds
+    down onto ``xi``), so that ``xi`` goes left and ``xn`` right."""
+    t = np.float32(0.5 * (np.float64(xi) + np.float64(xn)))
+    if not (t > xi and t <= xn):
+        t = xn
+    return t
+
+
 # --------------------------------------------------------------------------------------------
 # kernels
 
@@ -117,11 +140,7 @@ def _leaves(crit: int, ul: float, vl: float, ur: float, vr: float, eps: float, o
 def _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
     n_s = cols.shape[0]
     for qi in prange(rows.shape[0]):
-        q = rows[qi]
-        x = np.empty(n_s, dtype=np.float32)
-        for i in range(n_s):
-            x[i] = values[q, cols[i]]
-        order = np.argsort(x, kind="mergesort")
+        x, order = _sorted_row(values, rows[qi], cols)
         # suffix sums: su[k] = sum over sorted positions > k
         su = np.empty(n_s)
         sv = np.empty(n_s)
@@ -152,10 +171,7 @@ def _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
                 s = _score(crit, ul, vl, su[k], sv[k])
                 if s > best:
                     best = s
-                    t = np.float32(0.5 * (np.float64(xi) + np.float64(xn)))
-                    if not (t > xi and t <= xn):
-                        t = xn
-                    best_t = t
+                    best_t = _midpoint(xi, xn)
                     b_ul = ul
                     b_vl = vl
                     b_ur = su[k]
@@ -481,11 +497,7 @@ def _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes):
         for k in range(n_k):
             tot[k] += wy[cols[i], k]
     for qi in prange(rows.shape[0]):
-        q = rows[qi]
-        x = np.empty(n_s, dtype=np.float32)
-        for i in range(n_s):
-            x[i] = values[q, cols[i]]
-        order = np.argsort(x, kind="mergesort")
+        x, order = _sorted_row(values, rows[qi], cols)
         left = np.zeros(n_k)
         best = _NEG_INF
         best_t = np.float32(np.inf)
@@ -503,15 +515,103 @@ def _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes):
                     s += abs(tot[k] - 2.0 * left[k])
                 if s > best:
                     best = s
-                    t = np.float32(0.5 * (np.float64(xi) + np.float64(xn)))
-                    if not (t > xi and t <= xn):
-                        t = xn
-                    best_t = t
+                    best_t = _midpoint(xi, xn)
                     best_left[:] = left
         score[qi] = best
         thr[qi] = best_t
         for k in range(n_k):
             votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _multi_best(crit, hu, hv, ok, eps, leaves, qi):
+    """Best split of a sequence of items with K-column sums ``hu``, ``hv`` (n, K).
+
+    A split before item ``j`` is allowed where ``ok[j]``; the score is summed over the columns
+    and the leaves of the best split are written to ``leaves[qi]`` (2, K). Returns
+    ``(score, j)`` (``-inf``, ``n`` when no split is allowed; the left leaf then holds every
+    item). Right sums are suffix sums, left sums accumulated, as in the two-class kernels.
+    """
+    n, n_k = hu.shape
+    su = np.zeros((n + 1, n_k))
+    sv = np.zeros((n + 1, n_k))
+    for j in range(n - 1, -1, -1):
+        for k in range(n_k):
+            su[j, k] = su[j + 1, k] + hu[j, k]
+            sv[j, k] = sv[j + 1, k] + hv[j, k]
+    ul = np.zeros(n_k)
+    vl = np.zeros(n_k)
+    best = _NEG_INF
+    best_j = n
+    for k in range(n_k):
+        leaves[qi, 0, k] = _leaf(crit, su[0, k], sv[0, k], eps)
+        leaves[qi, 1, k] = 0.0
+    for j in range(1, n):
+        for k in range(n_k):
+            ul[k] += hu[j - 1, k]
+            vl[k] += hv[j - 1, k]
+        if ok[j]:
+            sc = 0.0
+            for k in range(n_k):
+                sc += _score(crit, ul[k], vl[k], su[j, k], sv[j, k])
+            if sc > best:
+                best = sc
+                best_j = j
+                for k in range(n_k):
+                    leaves[qi, 0, k] = _leaf(crit, ul[k], vl[k], eps)
+                    leaves[qi, 1, k] = _leaf(crit, su[j, k], sv[j, k], eps)
+    return best, best_j
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _multi_binned_kernel(bins, rows, cols, u, v, crit, eps, score, split, leaves):
+    """K-column histogram search: u, v are (N, K) per-example sums."""
+    n_k = u.shape[1]
+    for qi in prange(rows.shape[0]):
+        row = bins[rows[qi]]
+        hu = np.zeros((256, n_k))
+        hv = np.zeros((256, n_k))
+        for i in range(cols.shape[0]):
+            c = cols[i]
+            b = np.intp(row[c])
+            for k in range(n_k):
+                hu[b, k] += u[c, k]
+                hv[b, k] += v[c, k]
+        # a split lies between two consecutive non-empty bins
+        ok = np.zeros(256, dtype=np.bool_)
+        seen = False
+        for b in range(256):
+            mass = 0.0
+            for k in range(n_k):
+                mass += hu[b, k] + hv[b, k] if crit == 2 else hu[b, k]
+            if mass > 0.0:
+                ok[b] = seen
+                seen = True
+        best, j = _multi_best(crit, hu, hv, ok, eps, leaves, qi)
+        score[qi] = best
+        split[qi] = j
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _multi_exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
+    """K-column exact search: every threshold between two distinct values."""
+    n_s = cols.shape[0]
+    n_k = u.shape[1]
+    for qi in prange(rows.shape[0]):
+        x, order = _sorted_row(values, rows[qi], cols)
+        hu = np.empty((n_s, n_k))
+        hv = np.empty((n_s, n_k))
+        ok = np.zeros(n_s, dtype=np.bool_)
+        for j in range(n_s):
+            c = cols[order[j]]
+            for k in range(n_k):
+                hu[j, k] = u[c, k]
+                hv[j, k] = v[c, k]
+            if j > 0:
+                ok[j] = x[order[j]] > x[order[j - 1]]
+        best, j = _multi_best(crit, hu, hv, ok, eps, leaves, qi)
+        score[qi] = best
+        thr[qi] = _midpoint(x[order[j - 1]], x[order[j]]) if j < n_s else np.float32(np.inf)
 
 
 # --------------------------------------------------------------------------------------------
@@ -638,12 +738,14 @@ def _check_block(values, response, weights, feature_ids, sample_ids, *, allowed_
     if not values.flags.c_contiguous:
         values = np.ascontiguousarray(values)
     n_all = values.shape[1]
-    r = check_array(response, "response", ndim=1, dtype=np.float64)
-    w = check_array(weights, "weights", ndim=1, dtype=np.float64)
+    r = check_array(response, "response", ndim=(1, 2), dtype=np.float64)
+    w = check_array(weights, "weights", ndim=(1, 2), dtype=np.float64)
     if r.shape[0] != n_all:
         raise ValueError(f"response: has {r.shape[0]} entries but values has {n_all} columns")
     if w.shape[0] != n_all:
         raise ValueError(f"weights: has {w.shape[0]} entries but values has {n_all} columns")
+    if r.shape != w.shape:
+        raise ValueError(f"response {r.shape} and weights {w.shape} must have the same shape")
     if (w < 0).any():
         raise ValueError("weights: negative weights are not allowed")
     rows, _ = _check_ids(feature_ids, values.shape[0], "feature_ids")
@@ -700,13 +802,17 @@ def search_stumps(
 ) -> StumpSearch:
     """Best weighted stump of every feature (row) of ``values``.
 
+    With K-column ``response`` and ``weights`` (AdaBoost.MH's real and gentle learners) the
+    partition is shared by the columns, each side gets one leaf value per column and the score
+    is the sum over the columns of the criterion.
+
     Parameters
     ----------
     values : ndarray of shape (Q_all, N_all)
         float32 raw values (exact search) or uint8 bins (binned search).
-    response : ndarray of shape (N_all,)
+    response : ndarray of shape (N_all,) or (N_all, K)
         Labels in {-1, +1} (``"discrete"``, ``"real"``) or a real working response.
-    weights : ndarray of shape (N_all,)
+    weights : ndarray of shape (N_all,) or (N_all, K)
         Non-negative example weights.
     criterion : {"discrete", "regression", "real"}
         See the module docstring.
@@ -718,52 +824,64 @@ def search_stumps(
     sample_ids : ndarray of shape (S,), optional
         Columns (examples) to use (default: all).
     smoothing : float, optional
-        ``eps`` of the real criterion (default ``W / (2 S)``).
+        ``eps`` of the real criterion (default ``W / (2 S K)``).
     threads : int, optional
         Number of threads (``None``: all).
 
     Returns
     -------
     StumpSearch
+        ``left_value``/``right_value`` of shape (Q,) or (Q, K).
+
+    Examples
+    --------
+    >>> X = np.array([[0.0, 1.0, 2.0, 3.0]], dtype=np.float32)
+    >>> Y = np.array([[1.0, -1.0], [1.0, -1.0], [-1.0, 1.0], [-1.0, 1.0]])
+    >>> s = search_stumps(X, Y, np.ones((4, 2)) / 8)
+    >>> float(s.threshold[0]), s.left_value[0].tolist(), s.right_value[0].tolist()
+    (1.5, [1.0, -1.0], [-1.0, 1.0])
     """
     values, r, w, rows, cols, full = _check_block(
         values, response, weights, feature_ids, sample_ids,
         allowed_dtypes=(np.dtype(np.uint8), np.dtype(np.float32)),
     )
+    if r.ndim == 2 and criterion not in ("regression", "real"):
+        raise ValueError(f"criterion: K-column responses need 'regression' or 'real', got "
+                         f"{criterion!r}")
     crit = _check_criterion(criterion, r)
-    eps = default_smoothing(w[cols], cols.size) if smoothing is None else float(smoothing)
+    n_k = 1 if r.ndim == 1 else r.shape[1]
+    eps = (default_smoothing(w[cols], cols.size * n_k) if smoothing is None
+           else float(smoothing))
+    if edges is not None and values.dtype != np.uint8:
+        raise ValueError("edges: only used with uint8 (binned) values")
     q = rows.size
     score = np.empty(q)
-    leaves = np.empty((q, 2))
     u, v = _uv(crit, r, w)
-    with n_threads(_threads_for(threads, rows.size * cols.size)):
-        if values.dtype == np.uint8:
-            split = np.empty(q, dtype=np.int32)
-            pm = bool(crit != 1 or np.all(np.abs(r) == 1.0))
-            neg = (r < 0).astype(np.int32)
-            if full:
-                _binned_full_kernel(values, rows, u, v, w, neg, pm, crit, eps, score, split,
-                                    leaves)
+    split = np.empty(q, dtype=np.int32) if values.dtype == np.uint8 else None
+    thr = np.empty(q, dtype=np.float32)
+    with n_threads(_threads_for(threads, rows.size * cols.size * n_k)):
+        if r.ndim == 2:
+            leaves = np.empty((q, 2, n_k))
+            u, v = np.ascontiguousarray(u), np.ascontiguousarray(v)
+            if split is not None:
+                _multi_binned_kernel(values, rows, cols, u, v, crit, eps, score, split, leaves)
             else:
-                _binned_kernel(values, rows, cols, u, v, w, neg, pm, crit, eps, score, split,
-                               leaves)
-            if edges is not None:
-                e = np.asarray(edges, dtype=np.float32)
-                if e.ndim != 2 or e.shape[0] != values.shape[0]:
-                    raise ValueError(
-                        f"edges: expected shape ({values.shape[0]}, E), got {e.shape}"
-                    )
-                ok = split < 256
-                thr = np.full(q, np.inf, dtype=np.float32)
-                thr[ok] = e[rows[ok], split[ok] - 1]
+                _multi_exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves)
+        else:
+            leaves = np.empty((q, 2))
+            if split is None:
+                _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves)
             else:
-                thr = np.where(split < 256, split, np.inf).astype(np.float32)
-            return StumpSearch(rows, score, thr, leaves[:, 0], leaves[:, 1], criterion, split)
-        if edges is not None:
-            raise ValueError("edges: only used with uint8 (binned) values")
-        thr = np.empty(q, dtype=np.float32)
-        _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves)
-    return StumpSearch(rows, score, thr, leaves[:, 0], leaves[:, 1], criterion)
+                pm = bool(crit != 1 or np.all(np.abs(r) == 1.0))
+                neg = (r < 0).astype(np.int32)
+                args = (u, v, w, neg, pm, crit, eps, score, split, leaves)
+                if full:
+                    _binned_full_kernel(values, rows, *args)
+                else:
+                    _binned_kernel(values, rows, cols, *args)
+    if split is not None:
+        thr = _bin_thresholds(split, rows, edges, values.shape[0])
+    return StumpSearch(rows, score, thr, leaves[:, 0], leaves[:, 1], criterion, split)
 
 
 def search_categorical(
@@ -925,14 +1043,124 @@ def search_multiclass_stumps(
         if values.dtype == np.uint8:
             split = np.empty(q, dtype=np.int32)
             _multiclass_binned_kernel(values, rows, cols, wy, score, split, votes)
-            ok = split < 256
-            thr = np.full(q, np.inf, dtype=np.float32)
-            if edges is not None:
-                e = np.asarray(edges, dtype=np.float32)
-                thr[ok] = e[rows[ok], split[ok] - 1]
-            else:
-                thr[ok] = split[ok]
+            thr = _bin_thresholds(split, rows, edges, values.shape[0])
             return MulticlassStumpSearch(rows, score, thr, votes, split)
         thr = np.empty(q, dtype=np.float32)
         _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes)
     return MulticlassStumpSearch(rows, score, thr, votes)
+
+
+def _bin_thresholds(split: np.ndarray, rows: np.ndarray, edges: Any, n_rows: int) -> np.ndarray:
+    """Raw thresholds of split bins (``+inf`` where there is no split; bin units w/o edges)."""
+    ok = split < 256
+    thr = np.full(split.shape, np.inf, dtype=np.float32)
+    if edges is None:
+        thr[ok] = split[ok]
+        return thr
+    e = np.asarray(edges, dtype=np.float32)
+    if e.ndim != 2 or e.shape[0] != n_rows:
+        raise ValueError(f"edges: expected shape ({n_rows}, E), got {e.shape}")
+    thr[ok] = e[rows[ok], split[ok] - 1]
+    return thr
+
+
+def search_splits(
+    values: np.ndarray,
+    response: np.ndarray,
+    weights: np.ndarray,
+    *,
+    criterion: str,
+    categorical: Any = None,
+    edges: np.ndarray | None = None,
+    feature_ids: np.ndarray | None = None,
+    sample_ids: np.ndarray | None = None,
+    threads: int | None = None,
+) -> StumpSearch:
+    """The split search of every weak learner: ordered and categorical features of one block.
+
+    Two-class problems (``(N,)`` response and weights) search ordered rows with
+    :func:`search_stumps` and categorical rows (MB-LBP codes) with :func:`search_categorical`
+    and merge the results in the order of ``feature_ids``. Multi-class problems (``(N, K)``)
+    search every row as ordered values: :func:`search_multiclass_stumps` for ``"vote"``
+    (AdaBoost.MH's vote vectors; leaves ``-v`` / ``+v``), :func:`search_stumps` for ``"real"``
+    and ``"regression"`` (one leaf value per column).
+
+    Parameters
+    ----------
+    values : ndarray of shape (Q_all, N_all)
+        float32 values or uint8 bins (categorical rows: codes).
+    response, weights : ndarray of shape (N_all,) or (N_all, K)
+    criterion : {"discrete", "real", "regression", "vote"}
+    categorical : array-like of bool, shape (Q_all,), optional
+        Rows holding categorical codes 0..255.
+    edges : ndarray of shape (Q_all, E), optional
+        Bin edges of uint8 ``values`` (thresholds are then raw values).
+    feature_ids : ndarray of shape (Q,), optional
+        Rows to search (default all).
+    sample_ids : ndarray of shape (S,), optional
+        Columns to use (default all).
+    threads : int, optional
+
+    Returns
+    -------
+    StumpSearch
+        One entry per searched row (``feature_ids`` order); ``subset`` is set when a row is
+        categorical (zeros for ordered rows), ``split_bin`` for uint8 values.
+
+    Examples
+    --------
+    >>> X = np.array([[0, 1, 2, 3], [5, 5, 9, 9]], dtype=np.float32)
+    >>> s = search_splits(X, np.array([-1.0, -1.0, 1.0, 1.0]), np.full(4, 0.25),
+    ...                   criterion="regression", categorical=[False, True])
+    >>> s.score.tolist(), int(s.subset[1, 0])
+    ([1.0, 1.0], 32)
+    """
+    values = np.asarray(values)
+    w = np.asarray(weights, dtype=np.float64)
+    r = np.asarray(response, dtype=np.float64)
+    kw = dict(feature_ids=feature_ids, sample_ids=sample_ids, threads=threads)
+    if w.ndim == 2:
+        if criterion == "vote":
+            m = search_multiclass_stumps(values, w * r, edges=edges, **kw)
+            return StumpSearch(m.feature_ids, m.score, m.threshold, -m.votes, m.votes, criterion,
+                               m.split_bin)
+        return search_stumps(values, r, w, criterion=criterion, edges=edges, **kw)
+    rows = (np.arange(values.shape[0], dtype=np.int64) if feature_ids is None
+            else np.asarray(feature_ids, dtype=np.int64))
+    cat = None if categorical is None else np.asarray(categorical, dtype=bool)
+    if cat is not None and cat.shape != (values.shape[0],):
+        raise ValueError(f"categorical: expected shape ({values.shape[0]},), got {cat.shape}")
+    if cat is None or not cat[rows].any():
+        return search_stumps(values, r, w, criterion=criterion, edges=edges, **kw)
+    is_cat = cat[rows]
+    n = rows.size
+    out = StumpSearch(rows.copy(), np.empty(n), np.full(n, np.inf, np.float32), np.empty(n),
+                      np.empty(n), criterion,
+                      np.full(n, 256, np.int32) if values.dtype == np.uint8 else None,
+                      np.zeros((n, 8), np.uint32))
+    for flag in (False, True):
+        pos = np.flatnonzero(is_cat == flag)
+        if pos.size == 0:
+            continue
+        sub = rows[pos]
+        if flag:
+            if values.dtype == np.uint8:
+                res = search_categorical(values, r, w, criterion=criterion, feature_ids=sub,
+                                         sample_ids=sample_ids, threads=threads)
+            else:  # codes delivered as float32 by the family kernels
+                codes = np.ascontiguousarray(values[sub])
+                if ((codes < 0) | (codes > 255) | (codes != np.round(codes))).any():
+                    raise ValueError("values: categorical rows must hold integer codes 0..255")
+                res = search_categorical(codes.astype(np.uint8), r, w, criterion=criterion,
+                                         sample_ids=sample_ids, threads=threads)
+            out.subset[pos] = res.subset
+        else:
+            res = search_stumps(values, r, w, criterion=criterion, edges=edges,
+                                feature_ids=sub, sample_ids=sample_ids, threads=threads)
+            if res.split_bin is not None:
+                out.split_bin[pos] = res.split_bin
+        out.score[pos] = res.score
+        out.threshold[pos] = res.threshold
+        out.left_value[pos] = res.left_value
+        out.right_value[pos] = res.right_value
+    return out

@@ -1,216 +1,368 @@
-"""Fit one weak learner (stump, tree, categorical stump, histogram) on a block of values.
+"""Weak learners: trees grown node by node from any split search.
 
-:func:`fit_weak_learner` is the single entry point used by the estimators and by samplers: it takes
-a boosting step object (:mod:`vjboost.boost.losses`) for the weights and working response, a
-feature-major block of values, and returns the best learner over the block's features together
-with the per-feature search result of the root split (for ranking features).
+Every weak learner of vjboost is a :class:`~vjboost.boost.tree.Tree`. :class:`TreeShape` says
+which tree to grow and :meth:`TreeShape.grow` grows it from a *split search* (the protocol of
+:mod:`vjboost.boost.search`: the best split of each of a list of nodes, the side an example of a
+node goes to, the values of a tree's features on all examples):
+
+* ``max_depth=k`` (default 1, a stump): every node is split down to depth ``k``, as OpenCV's
+  ``maxDepth`` (a node stops early when no feature separates its examples);
+* ``max_leaves=J``: best-first growth (Friedman, Hastie & Tibshirani 2000) — the leaf whose best
+  split gains the most is split next, until ``J`` leaves ("J terminal nodes");
+* ``n_parts=P``: Real AdaBoost's domain partitioning — one feature cut into ``P`` quantile parts
+  (built as a balanced tree on that feature).
+
+Nodes are searched on the examples that reach them (a node's search sees only its examples'
+weights and response), and a tree may mix ordered and categorical nodes. For AdaBoost.MH's vote
+vectors (criterion ``"vote"``) the root chooses the vote vector ``v``; the nodes below it split
+the collapsed two-class problem ``r_i = sum_k v_k w_ik Y_ik`` (Discrete AdaBoost on ``|r|`` and
+``sign(r)``), so a deeper tree outputs ``phi(x) v`` with ``phi`` in {-1, +1} per leaf.
+
+:func:`fit_weak_learner` fits one learner on a block of values (the step interface of
+:mod:`vjboost.boost.losses`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from vjboost._validation import check_in_range
 from vjboost.boost.binning import bin_values, compute_bin_edges
-from vjboost.boost.learners import CategoricalStump, HistogramLearner, Stump, Tree
-from vjboost.boost.losses import BoostingLoss
-from vjboost.boost.stumps import (
-    StumpSearch,
-    search_categorical,
-    search_histograms,
-    search_stumps,
-)
+from vjboost.boost.losses import Problem
+from vjboost.boost.stumps import StumpSearch, search_histograms
+from vjboost.boost.tree import Tree
 
-__all__ = ["WEAK_LEARNERS", "fit_weak_learner", "grow_tree"]
+__all__ = ["WEAK_LEARNERS", "Split", "TreeShape", "fit_weak_learner", "partition_tree"]
 
 WEAK_LEARNERS = ("stump", "tree", "histogram")
 
 
-def _bit_left(codes: np.ndarray, subset: np.ndarray) -> np.ndarray:
-    c = codes.astype(np.int64)
-    return ((subset[c >> 5] >> (c & 31).astype(np.uint32)) & 1).astype(bool)
+@dataclass
+class Split:
+    """The best split of one node.
+
+    ``feature`` is the global feature id, ``row`` the search's own index of it (for routing).
+    An ordered split sends an example left iff ``value < threshold`` (``bin < split_bin`` on
+    bins); a categorical one iff bit ``code`` of ``subset`` is set. ``left_value`` and
+    ``right_value`` (scalars, or K-vectors for multi-class problems) are the hypothesis leaves
+    estimated on the node's examples; ``score`` the criterion value.
+    """
+
+    feature: int
+    row: int
+    score: float
+    left_value: Any
+    right_value: Any
+    threshold: float = float("inf")
+    split_bin: int | None = None
+    subset: np.ndarray | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def categorical(self) -> bool:
+        return self.subset is not None
+
+    @classmethod
+    def from_search(cls, s: StumpSearch, pos: int, feature: int) -> Split:
+        """Split of position ``pos`` of a per-feature search result."""
+        sub = None
+        if s.subset is not None and np.any(s.subset[pos]):
+            sub = s.subset[pos].copy()
+        sb = None if s.split_bin is None else int(s.split_bin[pos])
+        return cls(int(feature), int(s.feature_ids[pos]), float(s.score[pos]),
+                   np.copy(s.left_value[pos]), np.copy(s.right_value[pos]),
+                   float(s.threshold[pos]), sb, sub)
 
 
-def _node_search(values, r, w, *, rows_ord, rows_cat, cols, criterion, edges, threads):
-    """Best split at one node over ordered and categorical rows: (search, position, categorical)."""
-    best = (None, -1, False, -np.inf)
-    first = None
-    if rows_ord.size:
-        s = search_stumps(
-            values, r, w, criterion=criterion, edges=edges, feature_ids=rows_ord,
-            sample_ids=cols, threads=threads,
-        )
-        first = s
-        j = s.best()
-        if j >= 0:
-            best = (s, j, False, s.score[j])
-    if rows_cat.size:
-        codes = values if values.dtype == np.uint8 else values[rows_cat].astype(np.uint8)
-        fid = rows_cat if values.dtype == np.uint8 else None
-        s = search_categorical(
-            codes, r, w, criterion=criterion, feature_ids=fid, sample_ids=cols, threads=threads
-        )
-        s.feature_ids = rows_cat
-        first = s if first is None else _concat(first, s)
-        j = s.best()
-        if j >= 0 and s.score[j] > best[3]:
-            best = (s, j, True, s.score[j])
-    return best[0], best[1], best[2], first
+def go_left(split: Split, x: np.ndarray, binned: bool) -> np.ndarray:
+    """Side of each value ``x`` (S,) at ``split`` (True = left)."""
+    if split.categorical:
+        c = x.astype(np.int64)
+        return ((split.subset[c >> 5] >> (c & 31).astype(np.uint32)) & 1).astype(bool)
+    if binned:
+        return x < split.split_bin
+    return x < np.float32(split.threshold)
 
 
-def _concat(a: StumpSearch, b: StumpSearch) -> StumpSearch:
-    """Join ordered and categorical results (subset rows of ordered features are zero)."""
-    sa = a.subset if a.subset is not None else np.zeros((a.score.size, 8), np.uint32)
-    sb = b.subset if b.subset is not None else np.zeros((b.score.size, 8), np.uint32)
-    ba = a.split_bin if a.split_bin is not None else np.full(a.score.size, -1, np.int32)
-    bb = b.split_bin if b.split_bin is not None else np.full(b.score.size, -1, np.int32)
-    return StumpSearch(
-        np.concatenate([a.feature_ids, b.feature_ids]),
-        np.concatenate([a.score, b.score]),
-        np.concatenate([a.threshold, b.threshold]),
-        np.concatenate([a.left_value, b.left_value]),
-        np.concatenate([a.right_value, b.right_value]),
-        a.criterion,
-        np.concatenate([ba, bb]),
-        np.concatenate([sa, sb]),
-    )
+def _node_score(p: Problem, ids: np.ndarray | None) -> float:
+    """Criterion value of a node left unsplit (for best-first gains)."""
+    w = p.weights if ids is None else p.weights[ids]
+    r = p.response if ids is None else p.response[ids]
+    if p.criterion == "regression":
+        a, b = w.sum(axis=0), (w * r).sum(axis=0)
+        return float(np.sum(np.divide(b * b, a, out=np.zeros_like(b), where=a > 0)))
+    if p.criterion == "real":
+        wp, wn = np.where(r > 0, w, 0.0).sum(axis=0), np.where(r < 0, w, 0.0).sum(axis=0)
+        return float(np.sum(wp + wn - 2.0 * np.sqrt(wp * wn)))
+    return float(np.sum(np.abs((w * r).sum(axis=0))))
 
 
-def grow_tree(
-    values: np.ndarray,
-    response: np.ndarray,
-    weights: np.ndarray,
-    *,
-    criterion: str,
-    max_depth: int = 2,
-    rows: np.ndarray | None = None,
-    categorical: np.ndarray | None = None,
-    sample_ids: np.ndarray | None = None,
-    edges: np.ndarray | None = None,
-    feature_ids: np.ndarray | None = None,
-    min_samples_split: int = 2,
-    threads: int | None = None,
-) -> tuple[Tree | None, StumpSearch | None]:
-    """Grow a tree greedily, each node being the best stump on the examples reaching it.
+def _collapse(p: Problem, votes: np.ndarray) -> Problem:
+    """The two-class problem below a vote-vector root: ``r = sum_k v_k w_k Y_k``."""
+    r = (p.weights * p.response) @ votes
+    w = np.abs(r)
+    if not w.sum() > 0:
+        w = np.full(w.size, 1.0)
+    return Problem(w, np.where(r >= 0, 1.0, -1.0), "discrete")
+
+
+@dataclass
+class _Node:
+    ids: np.ndarray | None  # examples reaching the node (None: all)
+    depth: int
+    value: Any  # hypothesis leaf value (scalar or K-vector)
+    problem: Problem
+    scale: np.ndarray | None = None  # vote vector below a vote root: leaves are value * scale
+    split: Split | None = None
+    gain: float = -np.inf
+    kids: list[_Node] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TreeShape:
+    """Which weak learner to grow.
 
     Parameters
     ----------
-    values : ndarray of shape (Q_all, N_all)
-        float32 raw values or uint8 bins (categorical rows: codes).
-    response, weights : ndarray of shape (N_all,)
-    criterion : {"discrete", "regression", "real"}
-    max_depth : int
-        1 = stump.
-    rows : ndarray, optional
-        Rows of ``values`` that may be used (default all).
-    categorical : ndarray of shape (Q_all,), bool, optional
-        Rows holding categorical codes 0..255.
-    sample_ids : ndarray, optional
-        Columns to use (default all).
-    edges : ndarray of shape (Q_all, E), optional
-        Bin edges (uint8 values): thresholds are stored as raw values, bins in ``split_bins``.
-    feature_ids : ndarray of shape (Q_all,), optional
-        Global feature id of each row (default: the row index), stored in the tree.
+    max_depth : int, default=1
+        Depth of complete trees (1 = stump); with ``max_leaves``, an optional depth limit.
+    max_leaves : int, optional
+        Best-first growth to this many leaves (terminal nodes), at least 2.
+    n_parts : int, optional
+        Real AdaBoost's domain partitioning into this many parts of one feature (criterion
+        ``"real"`` and a :class:`~vjboost.boost.search.MatrixSearch` only).
+    min_samples_split : int, default=2
+        Nodes with fewer examples are not split.
 
-    Returns
-    -------
-    tree : Tree or None
-        ``None`` when no feature can split the examples. A depth-1 result is a :class:`Stump` or
-        :class:`CategoricalStump`.
-    root_search : StumpSearch
-        Per-feature result at the root.
+    Examples
+    --------
+    >>> TreeShape(max_leaves=8).n_leaves_max
+    8
+    >>> TreeShape(max_depth=2).n_leaves_max
+    4
     """
-    q_all = values.shape[0]
-    rows = np.arange(q_all, dtype=np.int64) if rows is None else np.asarray(rows, np.int64)
-    cat = np.zeros(q_all, bool) if categorical is None else np.asarray(categorical, bool)
-    rows_ord, rows_cat = rows[~cat[rows]], rows[cat[rows]]
-    gid = np.arange(q_all) if feature_ids is None else np.asarray(feature_ids, np.int64)
-    binned = values.dtype == np.uint8
-    cols0 = (
-        np.arange(values.shape[1], dtype=np.int64)
-        if sample_ids is None
-        else np.asarray(sample_ids, np.int64)
-    )
-    # nodes: dict(row, cat, thr, bin, subset, score, children [kind, payload] x2)
-    root_search = None
 
-    def make(cols: np.ndarray, depth: int, value: float) -> dict | float:
-        nonlocal root_search
-        if depth >= max_depth or cols.size < min_samples_split:
-            return value
-        s, j, is_cat, first = _node_search(
-            values, response, weights, rows_ord=rows_ord, rows_cat=rows_cat, cols=cols,
-            criterion=criterion, edges=edges, threads=threads,
-        )
-        if root_search is None:
-            root_search = first
-        if s is None:
-            return value
-        row = int(s.feature_ids[j])
-        x = values[row, cols]
-        if is_cat:
-            go_left = _bit_left(x, s.subset[j])
-            node = {"row": row, "cat": True, "thr": np.float32(np.inf), "bin": 256,
-                    "subset": s.subset[j].copy()}
+    max_depth: int | None = 1
+    max_leaves: int | None = None
+    n_parts: int | None = None
+    min_samples_split: int = 2
+
+    def __post_init__(self) -> None:
+        if self.max_depth is not None:
+            check_in_range(self.max_depth, "max_depth", low=1, high=16, integer=True)
+        if self.max_leaves is not None:
+            check_in_range(self.max_leaves, "max_leaves", low=2, high=4096, integer=True)
+        if self.max_depth is None and self.max_leaves is None and self.n_parts is None:
+            raise ValueError("max_depth / max_leaves: give at least one")
+        if self.n_parts is not None:
+            check_in_range(self.n_parts, "n_parts", low=2, high=256, integer=True)
+        check_in_range(self.min_samples_split, "min_samples_split", low=2, integer=True)
+
+    @classmethod
+    def of(cls, weak_learner: str = "stump", *, max_depth: int = 2,
+           max_leaves: int | None = None, n_parts: int = 8) -> TreeShape:
+        """The shape of an estimator's ``weak_learner`` setting.
+
+        ``"stump"``; ``"tree"`` with ``max_depth`` (complete) or ``max_leaves`` (best-first);
+        ``"histogram"`` with ``n_parts``.
+        """
+        if weak_learner not in WEAK_LEARNERS:
+            raise ValueError(f"weak_learner: expected one of {WEAK_LEARNERS}, got "
+                             f"{weak_learner!r}")
+        if weak_learner == "stump":
+            return cls()
+        if weak_learner == "histogram":
+            return cls(max_depth=None, n_parts=n_parts)
+        if max_leaves is not None:
+            return cls(max_depth=None, max_leaves=max_leaves)
+        return cls(max_depth=max_depth)
+
+    @property
+    def n_leaves_max(self) -> int:
+        if self.n_parts is not None:
+            return self.n_parts
+        if self.max_leaves is not None:
+            return self.max_leaves
+        return 2 ** int(self.max_depth)
+
+    # -- growth ----------------------------------------------------------------------------------
+
+    def grow(self, search: Any, problem: Problem, sample_ids: np.ndarray | None = None
+             ) -> tuple[Tree | None, Any]:
+        """Grow one learner on the examples ``sample_ids`` (default all).
+
+        Returns
+        -------
+        tree : Tree or None
+            With hypothesis leaves (refit them on all examples) and ``split_bins`` when the
+            search works on bins; ``None`` when no feature can split the examples.
+        root : StumpSearch or None
+            The per-feature result of the root, when the search provides one.
+        """
+        if self.n_parts is not None:
+            return search.fit_partition(problem, sample_ids, self.n_parts)
+        ids = None if sample_ids is None else np.asarray(sample_ids, dtype=np.int64)
+        root = _Node(ids, 0, _zero(problem), problem)
+        (split, root_search), = search.best_splits(problem, [ids])
+        if split is None:
+            return None, root_search
+        self._set_split(root, split)
+        if self.max_leaves is None:
+            self._grow_levels(search, root)
         else:
-            sb = int(s.split_bin[j]) if binned else -1
-            t = np.float32(s.threshold[j])
-            go_left = x < (sb if binned else t)
-            node = {"row": row, "cat": False, "thr": t, "bin": sb,
-                    "subset": np.zeros(8, np.uint32)}
-        node["score"] = float(s.score[j])
-        node["kids"] = [
-            make(cols[go_left], depth + 1, float(s.left_value[j])),
-            make(cols[~go_left], depth + 1, float(s.right_value[j])),
-        ]
+            self._grow_best_first(search, root)
+        return self._build(root, search.binned), root_search
+
+    def _can_split(self, node: _Node, n_total: int) -> bool:
+        n = n_total if node.ids is None else node.ids.size
+        depth_ok = self.max_depth is None or node.depth < self.max_depth
+        return depth_ok and n >= self.min_samples_split
+
+    def _set_split(self, node: _Node, split: Split) -> None:
+        node.split = split
+        if self.max_leaves is not None:  # gains only order best-first growth
+            node.gain = split.score - _node_score(node.problem, node.ids)
+
+    def _children(self, search: Any, node: _Node) -> list[_Node]:
+        """Route the node's examples and make its two (unsearched) children."""
+        s = node.split
+        left = search.go_left(s, node.ids)
+        all_ids = (np.arange(node.problem.n_samples, dtype=np.int64) if node.ids is None
+                   else node.ids)
+        prob, scale = node.problem, node.scale
+        lv, rv = s.left_value, s.right_value
+        if prob.criterion == "vote":
+            scale = np.asarray(s.right_value, dtype=np.float64)  # the vote vector v
+            prob = _collapse(prob, scale)
+            lv, rv = -1.0, 1.0
+        node.kids = [_Node(all_ids[left], node.depth + 1, lv, prob, scale),
+                     _Node(all_ids[~left], node.depth + 1, rv, prob, scale)]
+        return node.kids
+
+    def _search_all(self, search: Any, nodes: list[_Node]) -> None:
+        todo = [nd for nd in nodes if self._can_split(nd, nd.problem.n_samples)]
+        # nodes of one call share a problem (a vote root's children share the collapsed one)
+        groups: dict[int, list[_Node]] = {}
+        for nd in todo:
+            groups.setdefault(id(nd.problem), []).append(nd)
+        for group in groups.values():
+            found = search.best_splits(group[0].problem, [nd.ids for nd in group])
+            for nd, (split, _) in zip(group, found, strict=True):
+                if split is not None:
+                    self._set_split(nd, split)
+
+    def _grow_levels(self, search: Any, root: _Node) -> None:
+        level = [root]
+        while level:
+            kids = [k for nd in level if nd.split is not None for k in self._children(search, nd)]
+            self._search_all(search, kids)
+            level = [k for k in kids if k.split is not None]
+
+    def _grow_best_first(self, search: Any, root: _Node) -> None:
+        frontier = [root]  # split candidates: leaves with a split found
+        n_leaves = 1
+        while frontier and n_leaves < self.max_leaves:
+            best = max(range(len(frontier)), key=lambda i: frontier[i].gain)
+            node = frontier.pop(best)
+            kids = self._children(search, node)
+            n_leaves += 1
+            if n_leaves < self.max_leaves:
+                self._search_all(search, kids)
+                frontier.extend(k for k in kids if k.split is not None)
+        # splits found but not used stay leaves
+        stack = [root]
+        while stack:
+            nd = stack.pop()
+            if not nd.kids:
+                nd.split = None
+            stack.extend(nd.kids)
+
+    @staticmethod
+    def _build(root: _Node, binned: bool) -> Tree:
+        """Breadth-first serialisation in OpenCV's layout."""
+        order, queue = [], [root]
+        while queue:
+            nd = queue.pop(0)
+            order.append(nd)
+            queue.extend(k for k in nd.kids if k.split is not None)
+        index = {id(nd): i for i, nd in enumerate(order)}
+        left, right, leaves = [], [], []
+        for nd in order:
+            codes = []
+            for k in nd.kids:
+                if k.split is not None:
+                    codes.append(index[id(k)])
+                else:
+                    codes.append(-len(leaves))
+                    v = np.asarray(k.value, dtype=np.float64)
+                    leaves.append(v * k.scale if k.scale is not None else v)
+            left.append(codes[0])
+            right.append(codes[1])
+        splits = [nd.split for nd in order]
+        cat = [s.categorical for s in splits]
+        return Tree(
+            [s.feature for s in splits],
+            threshold=[0.0 if s.categorical else s.threshold for s in splits],
+            left=left, right=right, leaves=np.stack(leaves),
+            categorical=cat,
+            subsets=np.stack([s.subset if s.categorical else np.zeros(8, np.uint32)
+                              for s in splits]),
+            split_bins=([0 if s.categorical else s.split_bin for s in splits]
+                        if binned else None),
+            node_scores=[s.score for s in splits],
+        )
+
+
+def _zero(problem: Problem) -> Any:
+    return 0.0 if problem.n_outputs == 1 else np.zeros(problem.n_outputs)
+
+
+def partition_tree(feature: int, thresholds: Any, values: Any, *, split_bins: Any = None,
+                   score: float = 0.0) -> Tree:
+    """Real AdaBoost's domain-partitioning learner as a balanced :class:`Tree` on one feature.
+
+    Part ``j`` (value ``values[j]``) holds the values ``v`` with exactly ``j`` of the strictly
+    increasing ``thresholds`` ``<= v`` (left iff ``v < threshold`` at every node).
+
+    Examples
+    --------
+    >>> t = partition_tree(0, [1.0, 2.0], [-1.0, 0.0, 1.0])
+    >>> t.predict_matrix(np.array([[0.5, 1.0, 1.5, 2.5]], dtype=np.float32)).tolist()
+    [-1.0, 0.0, 0.0, 1.0]
+    """
+    t = np.asarray(thresholds, dtype=np.float32).reshape(-1)
+    vals = np.asarray(values, dtype=np.float64).reshape(-1)
+    if vals.size != t.size + 1 or t.size == 0:
+        raise ValueError(f"values: expected {t.size + 1} part values for {t.size} thresholds "
+                         "(at least one)")
+    if t.size > 1 and not (np.diff(t) > 0).all():
+        raise ValueError("thresholds: must be strictly increasing")
+    sb = None if split_bins is None else np.asarray(split_bins, dtype=np.int64).reshape(-1)
+
+    def build(lo: int, hi: int, depth: int) -> _Node:
+        # parts lo..hi (inclusive) -> subtree; a single part is a leaf
+        if lo == hi:
+            return _Node(None, depth, vals[lo], None)  # type: ignore[arg-type]
+        mid = (lo + hi + 1) // 2
+        node = _Node(None, depth, 0.0, None)  # type: ignore[arg-type]
+        node.split = Split(int(feature), 0, float(score) if depth == 0 else 0.0, 0.0, 0.0,
+                           float(t[mid - 1]), None if sb is None else int(sb[mid - 1]))
+        node.kids = [build(lo, mid - 1, depth + 1), build(mid, hi, depth + 1)]
         return node
 
-    root = make(cols0, 0, 0.0)
-    if not isinstance(root, dict):
-        return None, root_search
-    # breadth-first serialisation in OpenCV's layout
-    order, queue = [], [root]
-    while queue:
-        nd = queue.pop(0)
-        order.append(nd)
-        queue.extend(k for k in nd["kids"] if isinstance(k, dict))
-    index = {id(nd): i for i, nd in enumerate(order)}
-    left, right, leaves = [], [], []
-    for nd in order:
-        codes = []
-        for k in nd["kids"]:
-            if isinstance(k, dict):
-                codes.append(index[id(k)])
-            else:
-                codes.append(-len(leaves))
-                leaves.append(k)
-        left.append(codes[0])
-        right.append(codes[1])
-    feats = [int(gid[nd["row"]]) for nd in order]
-    if len(order) == 1:
-        nd = order[0]
-        if nd["cat"]:
-            return CategoricalStump(feats[0], nd["subset"], leaves[0], leaves[1],
-                                    score=nd["score"]), root_search
-        return Stump(feats[0], nd["thr"], leaves[0], leaves[1],
-                     split_bin=nd["bin"] if binned else None, score=nd["score"]), root_search
-    return Tree(
-        feats, [nd["thr"] for nd in order], left, right, leaves,
-        subsets=np.stack([nd["subset"] for nd in order]),
-        categorical=[nd["cat"] for nd in order],
-        split_bins=[nd["bin"] for nd in order] if binned else None,
-        node_scores=[nd["score"] for nd in order],
-    ), root_search
+    return TreeShape._build(build(0, t.size, 0), sb is not None)
 
 
 def fit_weak_learner(
-    step: BoostingLoss,
+    step: Any,
     values: np.ndarray,
     *,
     kind: str = "stump",
     max_depth: int = 2,
+    max_leaves: int | None = None,
     sample_ids: Any = None,
     block: bool = False,
     rows: Any = None,
@@ -219,19 +371,22 @@ def fit_weak_learner(
     edges: np.ndarray | None = None,
     n_parts: int = 8,
     threads: int | None = None,
-) -> tuple[Any, Any]:
+) -> tuple[Tree | None, Any]:
     """Fit the best weak learner of a block with the step's current weights and response.
 
     Parameters
     ----------
-    step : BoostingLoss
-        Gives ``weights``, ``response`` and ``criterion``.
+    step : loss object or Problem
+        Gives ``weights``, ``response`` and ``criterion`` (a loss of
+        :mod:`vjboost.boost.losses` with one problem per round, or a :class:`Problem`).
     values : ndarray of shape (Q_all, S_all)
         float32 raw values or uint8 bins (categorical rows: codes 0..255).
     kind : {"stump", "tree", "histogram"}
-        ``"histogram"`` (Real AdaBoost's domain partitioning) needs the ``"real"`` loss.
+        ``"histogram"`` (Real AdaBoost's domain partitioning) needs the ``"real"`` criterion.
     max_depth : int, default=2
         Depth of trees (``kind="tree"``).
+    max_leaves : int, optional
+        Best-first trees of this many leaves instead (``kind="tree"``).
     sample_ids : array-like of int, optional
         ``block=False``: ``values`` has all N examples as columns and ``sample_ids`` selects the
         ones to fit on (default all). ``block=True``: the columns of ``values`` are the examples
@@ -239,8 +394,8 @@ def fit_weak_learner(
     rows : array-like of int, optional
         Rows of ``values`` to consider (default all).
     feature_ids : array-like of shape (Q_all,), optional
-        Global feature id of each row of ``values`` (default: the row index). Learners store global
-        ids, so a learner found on a block can be evaluated with its family later.
+        Global feature id of each row of ``values`` (default: the row index); learners store
+        global ids.
     categorical : array-like of shape (Q_all,), bool, optional
         Rows holding categorical codes (MB-LBP).
     edges : ndarray of shape (Q_all, E), float32, optional
@@ -251,85 +406,72 @@ def fit_weak_learner(
 
     Returns
     -------
-    learner : Stump, CategoricalStump, Tree, HistogramLearner or None
+    learner : Tree or None
         With the *hypothesis* leaf values fitted on the block (refit them on all examples with
         ``step.fit_leaves``). ``None`` if no feature can split the examples.
     search : StumpSearch or HistogramSearch
         Per-feature result of the root split over ``rows``.
+
+    Examples
+    --------
+    >>> from vjboost.boost.losses import make_loss
+    >>> X = np.array([[0, 1, 2, 3], [3, 1, 2, 0]], dtype=np.float32)
+    >>> tree, search = fit_weak_learner(make_loss("gentle", [-1, -1, 1, 1]), X)
+    >>> int(tree.feature[0]), float(tree.threshold[0]), tree.leaves.tolist()
+    (0, 1.5, [-1.0, 1.0])
     """
+    from vjboost.boost.search import MatrixSearch
+
     if kind not in WEAK_LEARNERS:
         raise ValueError(f"kind: expected one of {WEAK_LEARNERS}, got {kind!r}")
+    shape = TreeShape.of(kind, max_depth=max_depth, max_leaves=max_leaves, n_parts=n_parts)
     values = np.asarray(values)
     if values.ndim != 2:
         raise ValueError(f"values: expected a 2-D feature-major block, got shape {values.shape}")
-    w_all, r_all = step.weights, step.response
+    problem = step if isinstance(step, Problem) else step.problems()[0]
     if block:
         if sample_ids is None:
             raise ValueError("sample_ids: required with block=True (the examples of the columns)")
         sid = np.asarray(sample_ids, dtype=np.int64)
         if sid.shape != (values.shape[1],):
-            raise ValueError(
-                f"sample_ids: expected {values.shape[1]} ids (one per column), got {sid.shape}"
-            )
-        if sid.size and (sid.min() < 0 or sid.max() >= step.n_samples):
-            raise ValueError(f"sample_ids: ids must be in [0, {step.n_samples})")
-        w, r, cols = w_all[sid], r_all[sid], None
+            raise ValueError(f"sample_ids: expected {values.shape[1]} ids (one per column), got "
+                             f"{sid.shape}")
+        if sid.size and (sid.min() < 0 or sid.max() >= problem.n_samples):
+            raise ValueError(f"sample_ids: ids must be in [0, {problem.n_samples})")
+        problem = Problem(problem.weights[sid], problem.response[sid], problem.criterion)
+        cols = None
     else:
-        if values.shape[1] != step.n_samples:
-            raise ValueError(
-                f"values: has {values.shape[1]} columns but the loss has {step.n_samples} "
-                "examples (pass block=True for a block of sampled examples)"
-            )
-        w, r, cols = w_all, r_all, sample_ids
-    if feature_ids is not None:
-        feature_ids = np.asarray(feature_ids, dtype=np.int64)
-        if feature_ids.shape != (values.shape[0],):
-            raise ValueError(
-                f"feature_ids: expected {values.shape[0]} ids (one per row), got "
-                f"{feature_ids.shape}"
-            )
-    if kind == "histogram":
-        if step.criterion != "real":
-            raise ValueError("kind: the histogram learner needs the 'real' loss")
-        return _fit_histogram(values, r, w, rows, cols, feature_ids, edges, n_parts, threads)
-    depth = 1 if kind == "stump" else check_in_range(max_depth, "max_depth", low=1, high=8,
-                                                     integer=True)
-    if categorical is not None:
-        categorical = np.asarray(categorical, dtype=bool)
-        if categorical.shape != (values.shape[0],):
-            raise ValueError(f"categorical: expected shape ({values.shape[0]},)")
-        if values.dtype != np.uint8 and categorical.any():
-            codes = values[categorical]
-            if ((codes < 0) | (codes > 255) | (codes != np.round(codes))).any():
-                raise ValueError("values: categorical rows must hold integer codes 0..255")
-    if values.dtype != np.uint8:
-        values = np.ascontiguousarray(values, dtype=np.float32)
-    return grow_tree(
-        values, r, w, criterion=step.criterion, max_depth=depth, rows=rows,
-        categorical=categorical, sample_ids=cols, edges=edges, feature_ids=feature_ids,
-        threads=threads,
-    )
+        if values.shape[1] != problem.n_samples:
+            raise ValueError(f"values: has {values.shape[1]} columns but the loss has "
+                             f"{problem.n_samples} examples (pass block=True for a block of "
+                             "sampled examples)")
+        cols = None if sample_ids is None else np.asarray(sample_ids, dtype=np.int64)
+    if kind == "histogram" and problem.criterion != "real":
+        raise ValueError("kind: the histogram learner needs the 'real' loss")
+    search = MatrixSearch(values, edges=edges, categorical=categorical, feature_ids=feature_ids,
+                          rows=rows, threads=threads)
+    return shape.grow(search, problem, cols)
 
 
-def _fit_histogram(values, r, w, rows, cols, feature_ids, edges, n_parts, threads):
+def fit_partition(values: np.ndarray, problem: Problem, cols: np.ndarray | None,
+                  n_parts: int, *, rows: Any, feature_ids: np.ndarray, edges: Any,
+                  threads: int | None) -> tuple[Tree | None, Any]:
+    """Real AdaBoost's domain-partitioning learner on a block (``values`` binned if float)."""
+    if problem.criterion != "real" or problem.n_outputs != 1:
+        raise ValueError("weak_learner: the histogram learner needs the two-class 'real' loss")
     if values.dtype != np.uint8:
         # bin the block on the examples used, so parts are quantiles of the fitted examples
         vals = np.ascontiguousarray(values, dtype=np.float32)
-        used = vals if cols is None else vals[:, np.asarray(cols, np.int64)]
-        edges = compute_bin_edges(used, threads=threads)
+        used = vals if cols is None else vals[:, cols]
+        edges = compute_bin_edges(np.ascontiguousarray(used), threads=threads)
         values = bin_values(vals, edges, threads=threads)
-    s = search_histograms(
-        values, r, w, n_parts=n_parts, edges=edges, feature_ids=rows, sample_ids=cols,
-        threads=threads,
-    )
+    s = search_histograms(values, problem.response, problem.weights, n_parts=n_parts,
+                          edges=edges, feature_ids=rows, sample_ids=cols, threads=threads)
     j = s.best()
     if j < 0:
         return None, s
-    row = int(s.feature_ids[j])
     nbd = int(s.n_bounds[j])
-    gid = row if feature_ids is None else int(feature_ids[row])
-    learner = HistogramLearner(
-        gid, s.thresholds[j, :nbd], s.values[j, : nbd + 1],
-        split_bins=s.split_bins[j, :nbd], score=float(s.score[j]),
-    )
-    return learner, s
+    tree = partition_tree(int(feature_ids[int(s.feature_ids[j])]), s.thresholds[j, :nbd],
+                          s.values[j, : nbd + 1], split_bins=s.split_bins[j, :nbd],
+                          score=float(s.score[j]))
+    return tree, s

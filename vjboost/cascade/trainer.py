@@ -48,13 +48,15 @@ import numpy as np
 from .._memory import available_memory, format_bytes
 from .._threads import n_threads
 from .._validation import check_in_range
-from ..boost.learners import CategoricalStump, Stump, learner_from_dict
+from ..boost.binning import precompute, precompute_nbytes
 from ..boost.losses import LOSSES, make_loss
+from ..boost.rounds import RoundResult, run_rounds
+from ..boost.search import MatrixSearch, SampledSearch, StreamedSearch
+from ..boost.source import PoolSource
 from ..boost.tree import Tree
-from ..boost.weak import fit_weak_learner
+from ..boost.weak import TreeShape
 from ..features.base import FeatureFamily, get_family_class
 from ..features.pool import FeaturePool
-from ._binning import precompute_binned
 from .checkpoint import config_differences, load_checkpoint, save_checkpoint
 from .kernels import reject_threshold
 from .model import CascadeModel, Stage
@@ -148,7 +150,7 @@ class StageResult:
 
     Attributes
     ----------
-    learners : list of Stump / CategoricalStump / Tree
+    learners : list of vjboost.boost.tree.Tree
         Weak learners with global feature ids of the pool; leaf values (float32-representable)
         include the boosting coefficient.
     threshold : float
@@ -190,95 +192,11 @@ class StageResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> StageResult:
-        return cls([learner_from_dict(x) for x in d["learners"]], float(d["threshold"]),
+        return cls([Tree.from_dict(x, f"learners[{i}]") for i, x in enumerate(d["learners"])],
+                   float(d["threshold"]),
                    float(d["hit_rate"]), float(d["false_alarm"]), list(d.get("losses", [])),
                    list(d.get("hit_rates", [])), list(d.get("false_alarms", [])),
                    dict(d.get("seconds", {})), dict(d.get("info", {})))
-
-
-def _f32(v: np.ndarray) -> np.ndarray:
-    return np.asarray(v, dtype=np.float64).astype(np.float32).astype(np.float64)
-
-
-class _Precomputed:
-    """Weak-learner search over a precomputed (uint8 binned or float32) matrix of all features."""
-
-    def __init__(self, values, edges, categorical, kind, max_depth, threads):
-        self.values, self.edges, self.categorical = values, edges, categorical
-        self.kind, self.max_depth, self.threads = kind, max_depth, threads
-        self.binned = values.dtype == np.uint8
-
-    def find(self, step, ids):
-        learner, _ = fit_weak_learner(
-            step, self.values, kind=self.kind, max_depth=self.max_depth, sample_ids=ids,
-            categorical=self.categorical, edges=self.edges if self.binned else None,
-            threads=self.threads)
-        return learner
-
-    def rows(self, learner):
-        return self.values[learner.features_], self.binned
-
-
-class _Streamed:
-    """Weak-learner search over features evaluated block by block every round (low memory)."""
-
-    def __init__(self, pool, channels, block, kind, max_depth, threads):
-        self.pool, self.channels, self.block = pool, channels, int(block)
-        self.kind, self.max_depth, self.threads = kind, max_depth, threads
-        self.kinds = pool.kinds()
-
-    def find(self, step, ids):
-        best, best_score = None, -np.inf
-        n = self.pool.n_features
-        for a in range(0, n, self.block):
-            gids = np.arange(a, min(a + self.block, n), dtype=np.int64)
-            vals = self.pool.evaluate(self.channels, gids, threads=self.threads)
-            learner, search = fit_weak_learner(
-                step, vals, kind=self.kind, max_depth=self.max_depth, sample_ids=ids,
-                feature_ids=gids, categorical=self.kinds[gids], threads=self.threads)
-            if learner is None:
-                continue
-            sc = float(learner.node_scores[0])
-            if sc > best_score:
-                best, best_score = learner, sc
-        return best
-
-    def rows(self, learner):
-        vals = self.pool.evaluate(self.channels, learner.features_, threads=self.threads)
-        return vals, False
-
-
-class _Sampled:
-    """Weak-learner choice by an adaptive sampler of :mod:`vjboost.boost.sampling`."""
-
-    def __init__(self, sampler, source, pool, budget, threads):
-        from ..boost.sampling import EdgeEvaluator, Partition
-
-        part = Partition.from_sizes(list(pool.family_sizes()), [f.name for f in pool.families])
-        self.evaluator = EdgeEvaluator(source, part, categorical=pool.kinds(), threads=threads)
-        self.sampler, self.budget = sampler, int(budget)
-        self.binned = getattr(getattr(source, "matrix", None), "dtype", None) == np.uint8
-        self.started = False
-
-    def find(self, step, ids):
-        from ..boost.sampling import problem_from_loss
-
-        self.evaluator.set_problem(problem_from_loss(step))
-        if not self.started:
-            self.sampler.start(self.evaluator, self.budget)
-            self.started = True
-        wl = self.sampler.select(self.evaluator, self.budget).learner
-        if wl.subset is not None and np.any(wl.subset):
-            return CategoricalStump(wl.feature, wl.subset, wl.left_value, wl.right_value,
-                                    score=wl.edge)
-        return Stump(wl.feature, wl.threshold, wl.left_value, wl.right_value,
-                     split_bin=wl.split_bin if self.binned else None, score=wl.edge)
-
-    def rows(self, learner):
-        col = self.evaluator.column(int(learner.features_[0]))[None, :]
-        if learner.node_categorical.any() and col.dtype != np.uint8:
-            col = col.astype(np.uint8)
-        return np.ascontiguousarray(col), self.binned
 
 
 def train_stage(
@@ -286,6 +204,7 @@ def train_stage(
     y: np.ndarray,
     *,
     loss: str = "gentle",
+    shape: TreeShape | None = None,
     min_hit_rate: float = 0.995,
     max_false_alarm: float = 0.5,
     max_weak_count: int = 100,
@@ -295,15 +214,21 @@ def train_stage(
 ) -> StageResult:
     """Boost one stage until it reaches its hit-rate / false-alarm goal.
 
+    Runs the boosting loop of :func:`vjboost.boost.rounds.run_rounds`; after every round the
+    stage threshold is set from the positives' scores (:func:`stage_threshold`) and the stage
+    ends once its false alarm on the negatives is at most ``max_false_alarm``
+    (:func:`stage_false_alarm`).
+
     Parameters
     ----------
-    search : object
-        ``find(step, sample_ids) -> learner`` (the best weak learner for the step's weights on
-        the examples ``sample_ids``) and ``rows(learner) -> (values, binned)`` (the values of
-        ``learner.features_`` on all examples). See ``_Precomputed``.
+    search : split search
+        A :class:`~vjboost.boost.search.MatrixSearch`, :class:`~vjboost.boost.search.
+        StreamedSearch` or :class:`~vjboost.boost.search.SampledSearch` over the stage's windows.
     y : ndarray of shape (N,)
         +1 for positives, -1 for negatives.
     loss : {"gentle", "discrete", "real", "logit"}
+    shape : TreeShape, optional
+        The weak learner (default a stump).
     min_hit_rate, max_false_alarm : float
     max_weak_count : int
     weight_trim_rate : float
@@ -322,29 +247,25 @@ def train_stage(
     pos = y > 0
     step = make_loss(loss, y, balanced_init=balanced_init)
     res = StageResult([], 0.0, 1.0, 1.0)
-    for t in range(int(max_weak_count)):
-        ids = step.trim(weight_trim_rate) if weight_trim_rate < 1.0 else None
-        learner = search.find(step, ids)
-        if learner is None:
-            res.info["stopped"] = "no feature separates the examples any more"
-            break
-        rows, binned = search.rows(learner)
-        leaf = learner.apply(rows, binned=binned)
-        # leaves are stored as float32 in models: train with the values the detector will use
-        learner.leaf_values = _f32(step.fit_leaves(leaf, learner.leaf_values))
-        learner.split_bins = None
-        cur = step.update(learner.leaf_values[leaf])
-        res.learners.append(learner)
-        thr, hit = stage_threshold(step.scores[pos], min_hit_rate)
-        fa = stage_false_alarm(step.scores[~pos], thr)
+
+    def after_round(r: RoundResult) -> bool:
+        res.learners.extend(r.trees)
+        thr, hit = stage_threshold(r.step.scores[pos], min_hit_rate)
+        fa = stage_false_alarm(r.step.scores[~pos], thr)
         res.threshold, res.hit_rate, res.false_alarm = thr, hit, fa
-        res.losses.append(float(cur))
+        res.losses.append(r.loss)
         res.hit_rates.append(hit)
         res.false_alarms.append(fa)
         if callback is not None:
-            callback(t, float(cur), hit, fa)
-        if fa <= max_false_alarm:
-            break
+            callback(r.t, r.loss, hit, fa)
+        return fa <= max_false_alarm
+
+    # leaves are stored as float32 in models: train with the values the detector will use
+    out = run_rounds(step, search, n_rounds=int(max_weak_count), shape=shape,
+                     weight_trim_rate=float(weight_trim_rate), leaf_dtype=np.float32,
+                     callback=after_round)
+    if out.stopped == "no_split":
+        res.info["stopped"] = "no feature separates the examples any more"
     res.scores = np.array(step.scores, dtype=np.float64)  # for the report's samples
     return res
 
@@ -393,20 +314,6 @@ def make_pool(features: Any, window_shape: tuple[int, int], *, haar_mode: str = 
         raise TrainingError(f"features: {exc}") from None
 
 
-def _model_tree(learner: Any, index: dict[int, int]) -> Tree:
-    """A trained weak learner as a cascade tree (feature ids: positions in the model's list)."""
-    if isinstance(learner, Tree):
-        return learner.remap(index)
-    cat = np.asarray(learner.node_categorical, dtype=bool)
-    return Tree([index[int(g)] for g in learner.node_features],
-                threshold=np.where(cat, 0.0, learner.node_thresholds),
-                left=learner.left_children, right=learner.right_children,
-                leaves=learner.leaf_values, categorical=cat,
-                subsets=np.asarray(learner.node_subsets, dtype=np.uint32) if cat.any() else None)
-
-
-def _learner_features(learner: Any) -> np.ndarray:
-    return learner.feature if isinstance(learner, Tree) else learner.node_features
 
 
 def build_cascade_model(
@@ -431,9 +338,10 @@ def build_cascade_model(
         family gives an OpenCV-exportable cascade), or over the pool for several families; the
         features are those the learners read, in increasing id order.
     """
-    used = sorted({int(g) for st in stages for lr in st.learners for g in _learner_features(lr)})
+    used = sorted({int(g) for st in stages for lr in st.learners for g in lr.feature})
     index = {g: i for i, g in enumerate(used)}
-    model_stages = [Stage([_model_tree(lr, index) for lr in st.learners], threshold=st.threshold)
+    # learners index the pool; cascade trees index the model's features by position
+    model_stages = [Stage([lr.remap(index) for lr in st.learners], threshold=st.threshold)
                     for st in stages]
     params = dict(params or {})
     family = pool.families[0] if pool.n_families == 1 else pool
@@ -678,8 +586,6 @@ class CascadeTrainer:
             if self.sampler not in SAMPLERS:
                 raise TrainingError(f"sampler: expected one of {sorted(SAMPLERS)}, got "
                                     f"{self.sampler!r}")
-            if self.weak_learner != "stump":
-                raise TrainingError("sampler: samplers choose stumps; use weak_learner='stump'")
         try:
             MiningParams(self.window_shape, **(self.mining or {}))
         except TypeError as exc:
@@ -756,34 +662,34 @@ class CascadeTrainer:
         budget = (int(self.memory_budget) if self.memory_budget is not None
                   else int(0.75 * available_memory()))
         info: dict[str, Any] = {"memory_budget": budget}
-        kind = self.weak_learner
         sampled = self.sampler not in (None, "full")
-        need = pool.estimate_precompute_nbytes(n, dtype="uint8")
+        need = precompute_nbytes(pool, n, dtype="uint8")
         info["matrix_bytes"] = int(pool.n_features) * n
         if sampled:
-            from ..boost.sampling import PoolSource, make_sampler
+            from ..boost.sampling import make_sampler
 
-            channels = pool.prepare(windows, threads=self.threads)
+            source = PoolSource(pool, windows, threads=self.threads)
             sb = self.sampler_budget or max(10 * n, int(0.01 * pool.n_features * n))
             sampler = make_sampler(self.sampler, random_state=self._stage_seed(k))
             info.update(mode=f"sampler {self.sampler}", sampler_budget=int(sb),
-                        cache_bytes=int(channels.nbytes))
-            return _Sampled(sampler, PoolSource(pool, channels, n), pool, sb,
-                            self.threads), info
+                        cache_bytes=int(source.channels.nbytes))
+            return SampledSearch(sampler, source, sb, threads=self.threads), info
         if need <= budget:
-            values, edges, cat = precompute_binned(
-                pool, windows, n_bins=int(self.n_bins),
-                edge_sample_size=min(int(self.edge_sample_size), n), seed=self._stage_seed(k),
-                threads=self.threads)
-            info.update(mode="precomputed uint8", cache_bytes=int(values.nbytes))
-            return _Precomputed(values, edges, cat, kind, self.max_depth, self.threads), info
-        channels = pool.prepare(windows, threads=self.threads)
-        block = max(1, min(pool.n_features, (budget - channels.nbytes) // max(1, 8 * n)))
+            matrix = precompute(pool, windows, "uint8", n_bins=int(self.n_bins),
+                                edge_sample_size=min(int(self.edge_sample_size), n),
+                                seed=self._stage_seed(k), budget=budget, threads=self.threads)
+            info.update(mode="precomputed uint8", cache_bytes=int(matrix.matrix.nbytes))
+            return MatrixSearch(matrix, threads=self.threads), info
+        source = PoolSource(pool, windows, threads=self.threads)
+        block = max(1, min(pool.n_features, (budget - source.channels.nbytes) // max(1, 8 * n)))
         info.update(mode=f"streamed in blocks of {block} features", cache_bytes=int(
-            channels.nbytes + 4 * block * n))
+            source.channels.nbytes + 4 * block * n))
         log(f"  feature matrix ({format_bytes(need)}) over the memory budget "
             f"({format_bytes(budget)}): features are recomputed every round in blocks of {block}")
-        return _Streamed(pool, channels, block, kind, self.max_depth, self.threads), info
+        return StreamedSearch(source, block=block, threads=self.threads), info
+
+    def _shape(self) -> TreeShape:
+        return TreeShape.of(self.weak_learner, max_depth=int(self.max_depth))
 
     def _reservoir_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, bar: _Progress
                          ) -> tuple[StageResult, dict[str, Any]]:
@@ -805,10 +711,10 @@ class CascadeTrainer:
         min_hit, max_fa = float(self.min_hit_rate), float(self.max_false_alarm)
 
         def stop(booster: Any, t: int) -> bool:
-            if len(booster.learners_) == len(st.learners):
+            if len(booster.estimators_) == len(st.learners):
                 return False  # no feature split the reservoir this round
             # the pool's features are the booster's features: ids are global already
-            h = booster.learners_[-1]
+            h = booster.estimators_[-1]
             thr, hit = stage_threshold(pos_sc.add(h), min_hit)
             fa = stage_false_alarm(neg_sc.add(h), thr)
             st.learners.append(h)
@@ -823,7 +729,7 @@ class CascadeTrainer:
             pool, pos_stream, neg_stream, n_weak=int(self.max_weak_count), reservoir_size=r,
             strategy=self.reservoir_strategy, pos_fraction=frac, weak_learner=self.weak_learner,
             max_depth=int(self.max_depth), loss=self.loss, float32_leaves=True, stop=stop,
-            memory_budget=self.memory_budget, seed=np.random.default_rng(s_mix),
+            memory_budget=self.memory_budget, random_state=np.random.default_rng(s_mix),
             threads=self.threads)
         if not st.learners:
             raise TrainingError(
@@ -990,7 +896,8 @@ class CascadeTrainer:
                         search, finfo = self._make_search(windows, k, log)
                         t3 = time.perf_counter()
                         st = train_stage(
-                            search, y, loss=self.loss, min_hit_rate=float(self.min_hit_rate),
+                            search, y, loss=self.loss, shape=self._shape(),
+                            min_hit_rate=float(self.min_hit_rate),
                             max_false_alarm=float(self.max_false_alarm),
                             max_weak_count=int(self.max_weak_count),
                             weight_trim_rate=float(self.weight_trim_rate),

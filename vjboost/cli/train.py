@@ -296,8 +296,6 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         if sampler not in SAMPLERS:
             raise InputError(f"--sampler: expected full or one of {', '.join(sorted(SAMPLERS))}, "
                              f"got {sampler!r}")
-        if weak_learner != "stump":
-            raise InputError("--sampler: samplers choose stumps; use --weak-learner stump")
     if reservoir is not None:
         if reservoir <= 0:
             raise InputError(f"--reservoir: expected a positive number of windows R, got "

@@ -3,12 +3,9 @@
 A :class:`FeaturePool` concatenates families: global feature id ``g`` belongs to family ``k`` with
 ``offsets[k] <= g < offsets[k + 1]`` and local id ``g - offsets[k]``. The partition (one slice per
 family) is what adaptive samplers draw from. The pool evaluates any set of global ids lazily
-(grouped per family, each family's kernel running in parallel over windows) or precomputes the
-whole feature-major matrix, as float32 raw values or as uint8 bins with per-feature edges
-(:mod:`vjboost.boost.binning`), after checking the memory it needs.
-
-Categorical features (MB-LBP codes) are never quantised: their uint8 "bin" is the code itself
-(edges ``0.5, 1.5, ..., 254.5``), so binned and raw models agree.
+(grouped per family, each family's kernel running in parallel over windows). Whole
+feature-major matrices (float32, or uint8 bins with per-feature edges) are made by
+:func:`vjboost.boost.binning.precompute`, the one pool-to-matrix path.
 """
 
 from __future__ import annotations
@@ -21,9 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from vjboost._memory import check_memory, format_bytes
+from vjboost._memory import check_memory
 from vjboost._threads import n_threads
-from vjboost._validation import check_random_state
 from vjboost.features.base import (
     Channels,
     FeatureFamily,
@@ -38,19 +34,7 @@ from vjboost.features.base import (
 from vjboost.features.channels import gray_of
 from vjboost.features.program import Program, evaluate_positions, evaluate_program
 
-__all__ = ["FeaturePool", "PoolChannels", "PrecomputedFeatures", "categorical_edges"]
-
-#: edges mapping integer codes 0..255 onto bins 0..255
-_CODE_EDGES = (np.arange(255, dtype=np.float32) + np.float32(0.5)).astype(np.float32)
-
-
-def categorical_edges(n_rows: int, n_edges: int = 255) -> np.ndarray:
-    """Edges (n_rows, n_edges) under which code ``c`` falls in bin ``c`` (padded with +inf)."""
-    out = np.full((n_rows, n_edges), np.inf, dtype=np.float32)
-    m = min(n_edges, 255)
-    out[:, :m] = _CODE_EDGES[:m]
-    return out
-
+__all__ = ["FeaturePool", "PoolChannels"]
 
 @dataclass(frozen=True)
 class PoolChannels:
@@ -82,31 +66,6 @@ class PoolChannels:
     def nbytes(self) -> int:
         own = sum(c.nbytes for c in self.channels if c is not None)
         return int(own + (0 if self.planes is None else self.planes.nbytes))
-
-
-@dataclass(frozen=True)
-class PrecomputedFeatures:
-    """A precomputed feature-major matrix.
-
-    Attributes
-    ----------
-    values : ndarray (Q, S), float32 raw values or uint8 bins
-    feature_ids : ndarray (Q,) int64
-        Global feature id of each row.
-    edges : ndarray (Q, E) float32 or None
-        Bin edges of each row for uint8 ``values`` (``bin = #edges <= value``; +inf padding).
-    categorical : ndarray (Q,) bool
-        Rows holding categorical codes (bins equal codes).
-    """
-
-    values: np.ndarray
-    feature_ids: np.ndarray
-    edges: np.ndarray | None
-    categorical: np.ndarray
-
-    @property
-    def binned(self) -> bool:
-        return self.values.dtype == np.uint8
 
 
 class FeaturePool:
@@ -487,129 +446,3 @@ class FeaturePool:
                 lambda rows: evaluate_positions(union, prep.planes, pos, feature_ids=rows),
                 lambda k, local: self.families[k].evaluate_at(prep.channels[k], local, pos))
         return out
-
-    # -- precomputation -----------------------------------------------------------------------
-
-    def estimate_precompute_nbytes(
-        self, n_samples: int, n_features: int | None = None, dtype: str = "float32",
-        block_features: int = 4096,
-    ) -> int:
-        """Peak bytes of :meth:`precompute` (matrix + channels + one float32 block if binned)."""
-        q = self.n_features if n_features is None else int(n_features)
-        item = 1 if dtype == "uint8" else 4
-        total = q * n_samples * item + self.channels_nbytes(n_samples)
-        if dtype == "uint8":
-            total += min(q, block_features) * n_samples * 4 + q * 255 * 4
-        return int(total)
-
-    def precompute(
-        self,
-        windows: Any,
-        dtype: str = "float32",
-        *,
-        feature_ids: Any = None,
-        n_bins: int = 256,
-        edges: np.ndarray | None = None,
-        edge_sample_size: int | None = None,
-        seed: Any = 0,
-        block_features: int = 4096,
-        budget: int | None = None,
-        threads: int | None = None,
-    ) -> PrecomputedFeatures:
-        """The feature-major matrix of ``feature_ids`` (default all) on all windows.
-
-        Parameters
-        ----------
-        windows : raw windows or :class:`PoolChannels`
-        dtype : {"float32", "uint8"}
-            Raw values, or per-feature quantile bins
-            (:func:`vjboost.boost.binning.compute_bin_edges`; categorical codes are stored as
-            themselves).
-        feature_ids : int array, optional
-            Global ids (default all).
-        n_bins : int
-            Bins per ordered feature (2..256) for ``"uint8"``.
-        edges : float32 (Q, E), optional
-            Reuse edges (e.g. from the training set when precomputing a validation set).
-        edge_sample_size : int, optional
-            Compute edges on a random subset of this many windows (faster on large sets).
-        seed : int or Generator
-            For the subset above.
-        block_features : int
-            Features evaluated per block in the uint8 path (bounds the float32 scratch).
-        budget : int, optional
-            Memory budget in bytes (default: 75% of available memory, see ``check_memory``).
-        threads : int, optional
-
-        Returns
-        -------
-        PrecomputedFeatures
-        """
-        if dtype not in ("float32", "uint8"):
-            raise ValueError(f"dtype: expected 'float32' or 'uint8', got {dtype!r}")
-        gids = check_feature_ids(feature_ids, self.n_features)
-        if isinstance(windows, PoolChannels):
-            n = windows.n_samples
-            chan_bytes = 0
-        else:
-            _, _, n = self._inputs(windows)
-            chan_bytes = self.channels_nbytes(n)
-        q = gids.shape[0]
-        need = self.estimate_precompute_nbytes(n, q, dtype, block_features)
-        need -= self.channels_nbytes(n) - chan_bytes
-        advice = (
-            f"Use dtype='uint8' ({format_bytes(q * n)} for the matrix), " if dtype == "float32"
-            else ""
-        ) + (
-            "fewer windows, fewer features (feature_ids, or a pool of smaller families), or "
-            "lazy evaluation with a feature sampler (FeaturePool.evaluate on sampled ids)."
-        )
-        check_memory(
-            need,
-            f"precomputed feature matrix ({q} features x {n} windows {dtype})",
-            budget=budget,
-            advice=advice,
-        )
-        prep = self._as_prepared(windows, threads)
-        kinds = self.kinds()[gids]
-        if dtype == "float32":
-            values = self.evaluate(prep, gids, threads=threads)
-            return PrecomputedFeatures(values, gids, None, kinds)
-
-        from vjboost.boost.binning import bin_values, compute_bin_edges
-
-        if edges is not None:
-            edges = np.ascontiguousarray(edges, dtype=np.float32)
-            if edges.ndim != 2 or edges.shape[0] != q or edges.shape[1] > 255:
-                raise ValueError(f"edges: expected shape ({q}, E<=255), got {edges.shape}")
-            out_edges = edges
-        else:
-            if not isinstance(n_bins, int | np.integer) or not 2 <= int(n_bins) <= 256:
-                raise ValueError(f"n_bins: expected an integer in 2..256, got {n_bins!r}")
-            # categorical rows need all 255 code edges whatever n_bins is
-            width = 255 if kinds.any() else int(n_bins) - 1
-            out_edges = np.full((q, width), np.inf, dtype=np.float32)
-        sub = None
-        if edges is None and edge_sample_size is not None and edge_sample_size < n:
-            if int(edge_sample_size) < 2:
-                raise ValueError(f"edge_sample_size: expected >= 2, got {edge_sample_size}")
-            rng = check_random_state(seed)
-            sub = np.sort(rng.choice(n, int(edge_sample_size), replace=False))
-        values = np.empty((q, n), dtype=np.uint8)
-        block = max(1, int(block_features))
-        for a in range(0, q, block):
-            b = min(a + block, q)
-            raw = self.evaluate(prep, gids[a:b], threads=threads)
-            cat = kinds[a:b]
-            if edges is None:
-                ordered = np.flatnonzero(~cat)
-                if ordered.size:
-                    src = raw[ordered] if sub is None else raw[ordered][:, sub]
-                    e = compute_bin_edges(src, int(n_bins), threads=threads)
-                    out_edges[a + ordered, : e.shape[1]] = e
-                cat_rows = np.flatnonzero(cat)
-                if cat_rows.size:
-                    out_edges[a + cat_rows] = categorical_edges(cat_rows.size, out_edges.shape[1])
-            with np.errstate(invalid="ignore"):  # inf - inf in the +inf padding checks
-                values[a:b] = bin_values(raw, out_edges[a:b], threads=threads)
-        return PrecomputedFeatures(values, gids, out_edges, kinds)

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from vjboost._estimator import Estimator, NotFittedError
 from vjboost._memory import check_memory
-from vjboost._validation import check_array, check_in_range, check_random_state
-from vjboost.boost.learners import Stump
-from vjboost.boost.losses import LOSSES
-from vjboost.boost.reservoir.learner import _FitStep, _labels_pm, loss_terms
-from vjboost.boost.stumps import search_stumps
-from vjboost.boost.weak import fit_weak_learner
+from vjboost._validation import check_array, check_in_range, check_labels, check_random_state
+from vjboost.boost.losses import Problem, make_loss
+from vjboost.boost.reservoir.learner import loss_terms
+from vjboost.boost.rounds import run_rounds
+from vjboost.boost.search import MatrixSearch
 
 __all__ = ["BASELINES", "SubsampleBooster"]
 
@@ -37,7 +37,66 @@ BASELINES = ("wss", "mada", "fix")
 _EPS = 1e-10
 
 
-class SubsampleBooster:
+class _SubsampleStep:
+    """LogitBoost scores of all N examples; each round's learner is fitted on a sub-sample
+    (``"wss"``: drawn by weight, least squares with uniform weights; ``"mada"``: accepted by
+    MadaBoost's filter, a discrete stump with uniform weights)."""
+
+    done = False
+
+    def __init__(self, method: str, y: np.ndarray, m: int, rng: np.random.Generator) -> None:
+        self.method, self.y, self.m, self.rng = method, y, m, rng
+        self.scores = np.zeros(y.size)
+        self._problem: Problem | None = None
+
+    def _draw(self) -> np.ndarray:
+        n, m = self.y.size, self.m
+        if self.method == "wss":
+            w, _ = loss_terms("logit", self.y, self.scores)
+            keys = np.log(self.rng.random(n)) / np.maximum(w, 1e-300)
+            return np.sort(np.argpartition(-keys, m - 1)[:m])
+        accept = np.minimum(1.0, np.exp(np.minimum(-self.y * self.scores, 0.0)))
+        chosen: list[np.ndarray] = []
+        got = 0
+        while got < m:
+            perm = self.rng.permutation(n)
+            ok = perm[self.rng.random(n) < accept[perm]]
+            chosen.append(ok[: m - got])
+            got += min(ok.size, m - got)
+        return np.sort(np.concatenate(chosen))
+
+    def problems(self) -> list[Problem]:
+        if self._problem is None:
+            ids = self._draw()
+            w = np.zeros(self.y.size)
+            w[ids] = 1.0 / ids.size
+            if self.method == "wss":
+                _, z = loss_terms("logit", self.y, self.scores)
+                self._problem = Problem(w, z, "regression", sample_ids=ids)
+            else:
+                self._problem = Problem(w, self.y, "discrete", sample_ids=ids)
+        return [self._problem]
+
+    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
+                     sample_ids: np.ndarray | None = None) -> np.ndarray:
+        p = self._problem
+        ids, n_leaves = p.sample_ids, len(hypothesis)
+        if self.method == "wss":
+            # least squares on the sample (importance sampling of the weighted fit), F += f / 2
+            a = np.bincount(leaf[ids], minlength=n_leaves).astype(np.float64)
+            b = np.bincount(leaf[ids], weights=p.response[ids], minlength=n_leaves)
+            return 0.5 * np.divide(b, a, out=np.zeros_like(a), where=a > 0)
+        signs = np.where(np.asarray(hypothesis) >= 0, 1.0, -1.0)
+        g = float(np.clip(np.mean(self.y[ids] * signs[leaf[ids]]), -1 + _EPS, 1 - _EPS))
+        return 0.5 * np.log((1.0 + g) / (1.0 - g)) * signs
+
+    def update(self, predictions: np.ndarray) -> float:
+        self.scores = self.scores + predictions
+        self._problem = None
+        return float(np.mean(np.logaddexp(0.0, -2.0 * self.y * self.scores)))
+
+
+class SubsampleBooster(Estimator):
     """Boosting on a sub-sample per round, with the whole set in memory (baselines).
 
     Parameters
@@ -46,28 +105,24 @@ class SubsampleBooster:
     n_estimators : int, default=250
     sample_size : int, default=100
         Examples each weak learner is fitted on.
-    seed : int, Generator or None
+    random_state : int, Generator or None
     threads : int, optional
 
     Attributes
     ----------
-    learners_ : list of Stump
+    estimators_ : list of Tree
     """
 
     def __init__(
         self,
         method: str = "wss",
+        *,
         n_estimators: int = 250,
         sample_size: int = 100,
-        *,
-        seed: Any = None,
+        random_state: Any = None,
         threads: int | None = None,
     ) -> None:
-        self.method = method
-        self.n_estimators = n_estimators
-        self.sample_size = sample_size
-        self.seed = seed
-        self.threads = threads
+        self._store(locals())
 
     def fit(self, X: Any, y: Any) -> SubsampleBooster:
         """Train on ``X`` (n_samples, n_features) with labels 1 and 0 (or -1)."""
@@ -76,9 +131,7 @@ class SubsampleBooster:
         check_in_range(self.n_estimators, "n_estimators", low=1, integer=True)
         check_in_range(self.sample_size, "sample_size", low=2, integer=True)
         X = check_array(X, "X", ndim=2)
-        ypm = _labels_pm(y, "y")
-        if ypm.size != X.shape[0]:
-            raise ValueError(f"y: has {ypm.size} entries but X has {X.shape[0]} rows")
+        ypm, _ = check_labels(y, "y", n_samples=X.shape[0], signed=True)
         if self.sample_size > X.shape[0]:
             raise ValueError(
                 f"sample_size: {self.sample_size} is larger than the training set ({X.shape[0]})"
@@ -86,87 +139,33 @@ class SubsampleBooster:
         check_memory(X.size * 4 + X.shape[0] * 32, f"feature-major copy of X {X.shape}",
                      advice="Use the reservoir learner for data that does not fit in memory.")
         xfm = np.ascontiguousarray(X.T, dtype=np.float32)
-        rng = check_random_state(self.seed)
-        self.learners_: list[Stump] = []
+        rng = check_random_state(self.random_state)
         self.n_features_ = int(X.shape[1])
-        getattr(self, f"_fit_{self.method}")(xfm, ypm, rng)
+        if self.method == "fix":
+            # one uniform sub-sample drawn before training; plain LogitBoost on it
+            ids = np.sort(rng.choice(ypm.size, self.sample_size, replace=False))
+            step: Any = make_loss("logit", ypm[ids])
+            search = MatrixSearch(np.ascontiguousarray(xfm[:, ids]), threads=self.threads)
+        else:
+            step = _SubsampleStep(self.method, ypm, self.sample_size, rng)
+            search = MatrixSearch(xfm, threads=self.threads)
+        self.estimators_ = run_rounds(step, search, n_rounds=self.n_estimators).flat
         return self
-
-    def _fit_lsq(self, xfm, ypm, ids, weights, response) -> Stump | None:
-        step = _FitStep(weights, response, LOSSES["logit"].criterion)
-        h, _ = fit_weak_learner(step, np.ascontiguousarray(xfm[:, ids]), threads=self.threads)
-        if h is not None:
-            h.leaf_values = 0.5 * h.leaf_values
-            self.learners_.append(h)
-        return h
-
-    def _fit_fix(self, xfm, ypm, rng) -> None:
-        ids = np.sort(rng.choice(ypm.size, self.sample_size, replace=False))
-        ys, fs = ypm[ids], np.zeros(ids.size)
-        sub = np.ascontiguousarray(xfm[:, ids])
-        for _ in range(self.n_estimators):
-            w, z = loss_terms("logit", ys, fs)
-            step = _FitStep(w, z, "regression")
-            h, _ = fit_weak_learner(step, sub, threads=self.threads)
-            if h is None:
-                break
-            h.leaf_values = 0.5 * h.leaf_values
-            self.learners_.append(h)
-            fs = fs + h.predict_matrix(sub)
-
-    def _fit_wss(self, xfm, ypm, rng) -> None:
-        f = np.zeros(ypm.size)
-        m = self.sample_size
-        for _ in range(self.n_estimators):
-            w, z = loss_terms("logit", ypm, f)
-            keys = np.log(rng.random(ypm.size)) / np.maximum(w, 1e-300)
-            ids = np.sort(np.argpartition(-keys, m - 1)[:m])
-            h = self._fit_lsq(xfm, ypm, ids, np.full(m, 1.0 / m), z[ids])
-            if h is not None:
-                f = f + h.predict_matrix(xfm)
-
-    def _fit_mada(self, xfm, ypm, rng) -> None:
-        f = np.zeros(ypm.size)
-        m = self.sample_size
-        n = ypm.size
-        for _ in range(self.n_estimators):
-            accept = np.minimum(1.0, np.exp(np.minimum(-ypm * f, 0.0)))
-            chosen: list[np.ndarray] = []
-            got = 0
-            while got < m:
-                perm = rng.permutation(n)
-                ok = perm[rng.random(n) < accept[perm]]
-                chosen.append(ok[: m - got])
-                got += min(ok.size, m - got)
-            ids = np.sort(np.concatenate(chosen))
-            ys = ypm[ids]
-            sub = np.ascontiguousarray(xfm[:, ids])
-            s = search_stumps(sub, ys, np.full(ids.size, 1.0 / ids.size), criterion="discrete",
-                              threads=self.threads)
-            j = s.best()
-            if j < 0:
-                break
-            g = float(np.clip(s.score[j], -1 + _EPS, 1 - _EPS))
-            alpha = 0.5 * np.log((1.0 + g) / (1.0 - g))
-            h = Stump(int(s.feature_ids[j]), s.threshold[j], alpha * s.left_value[j],
-                      alpha * s.right_value[j], score=float(s.score[j]))
-            self.learners_.append(h)
-            f = f + h.predict_matrix(xfm)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores (n,) of ``X`` (n_samples, n_features)."""
-        if not getattr(self, "learners_", None):
-            raise ValueError("this SubsampleBooster is not fitted yet")
+        if not getattr(self, "estimators_", None):
+            raise NotFittedError("this SubsampleBooster is not fitted yet")
         X = check_array(X, "X", ndim=2)
         if X.shape[1] != self.n_features_:
             raise ValueError(f"X: expected {self.n_features_} features, got {X.shape[1]}")
         xfm = np.ascontiguousarray(X.T, dtype=np.float32)
         out = np.zeros(X.shape[0])
-        for h in self.learners_:
+        for h in self.estimators_:
             out += h.predict_matrix(xfm)
         return out
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy."""
-        ypm = _labels_pm(y, "y")
+        ypm, _ = check_labels(y, "y", signed=True)
         return float(np.mean(np.where(self.decision_function(X) >= 0, 1.0, -1.0) == ypm))

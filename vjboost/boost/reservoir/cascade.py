@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from vjboost._validation import check_in_range
-from vjboost.boost.learners import learner_from_dict
 from vjboost.boost.reservoir.learner import ReservoirBooster
 from vjboost.boost.streams import MixedStream, SampleStream
 
@@ -117,16 +116,6 @@ class WindowScores:
         return self.scores
 
 
-def to_global(learner: Any, gids: np.ndarray) -> Any:
-    """``learner`` with its feature ids (rows of ``gids``) replaced by ``gids[row]``."""
-    d = learner.to_dict()
-    if "feature" in d:
-        d["feature"] = int(gids[d["feature"]])
-    else:
-        d["features"] = [int(gids[f]) for f in d["features"]]
-    return learner_from_dict(d)
-
-
 def train_reservoir_stage(
     pool: Any,
     positives: SampleStream,
@@ -145,7 +134,7 @@ def train_reservoir_stage(
     cov_features: int | None = 512,
     stop: Callable[[ReservoirBooster, int], bool] | None = None,
     memory_budget: int | None = None,
-    seed: Any = None,
+    random_state: Any = None,
     threads: int | None = None,
 ) -> tuple[list[Any], ReservoirBooster]:
     """Train the weak learners of one stage from streams of positive and negative windows.
@@ -177,12 +166,12 @@ def train_reservoir_stage(
         ``stop(booster, t) -> bool`` after each weak learner, e.g. the stage's hit-rate and
         false-alarm check on held-out windows with ``booster.decision_function(windows)``.
     memory_budget : int, optional
-    seed : int or None
+    random_state : int, Generator or None
     threads : int, optional
 
     Returns
     -------
-    learners : list of Stump or Tree
+    learners : list of Tree
         The stage's weak learners with *global* pool feature ids (leaf values include the
         coefficients; the stage score is their sum).
     booster : ReservoirBooster
@@ -195,17 +184,18 @@ def train_reservoir_stage(
             else np.asarray(feature_ids, dtype=np.int64))
     pos = _Relabel(positives, 1)
     neg = _Relabel(negatives, 0)
-    stream = MixedStream([pos, neg], [pos_fraction, 1.0 - pos_fraction], seed=seed)
+    stream = MixedStream([pos, neg], [pos_fraction, 1.0 - pos_fraction], seed=random_state)
     cat = np.asarray(pool.kinds(), dtype=bool)[gids]
     booster = ReservoirBooster(
         n_estimators=n_weak, reservoir_size=reservoir_size, n_fresh=q, strategy=strategy,
         loss=loss, weak_learner=weak_learner, max_depth=max_depth,
         featurizer=PoolFeaturizer(pool, gids, threads=threads),
         categorical=cat if cat.any() else None, float32_leaves=float32_leaves,
-        cov_features=cov_features, memory_budget=memory_budget, seed=seed, threads=threads,
+        cov_features=cov_features, memory_budget=memory_budget, random_state=random_state,
+        threads=threads,
     )
     booster.fit(stream, callback=stop)
-    return [to_global(h, gids) for h in booster.learners_], booster
+    return [h.remap(gids) for h in booster.estimators_], booster
 
 
 class _Relabel(SampleStream):

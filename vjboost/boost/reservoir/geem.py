@@ -40,7 +40,7 @@ from numba import njit, prange
 
 from vjboost._memory import check_memory
 from vjboost._threads import n_threads
-from vjboost._validation import check_array, check_in_range
+from vjboost._validation import check_array, check_in_range, check_labels, check_sample_weight
 
 __all__ = [
     "expected_edge",
@@ -206,11 +206,7 @@ def stump_covariance(
         (no stump exists), every pair is treated as never separated: ``Sigma = y y'``.
     """
     values = check_array(values, "values", ndim=2, dtype=np.float32)
-    y = check_array(y, "y", ndim=1, dtype=np.float64)
-    if y.shape[0] != values.shape[1]:
-        raise ValueError(f"y: has {y.shape[0]} entries but values has {values.shape[1]} columns")
-    if not np.all(np.abs(y) == 1.0):
-        raise ValueError("y: labels must be -1 or +1")
+    y, _ = check_labels(y, "y", n_samples=values.shape[1], signed=True, negative=(-1,))
     if feature_ids is not None:
         ids = check_array(feature_ids, "feature_ids", ndim=1)
         if ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= values.shape[0]:
@@ -259,12 +255,7 @@ def sherman_morrison_delete(inverse: Any, k: int) -> np.ndarray:
 
 
 def _check_weights(weights: Any, n: int) -> np.ndarray:
-    w = check_array(weights, "weights", ndim=1, dtype=np.float64)
-    if w.shape[0] != n:
-        raise ValueError(f"weights: has {w.shape[0]} entries but cov is {n} x {n}")
-    if (w < 0).any():
-        raise ValueError("weights: negative weights are not allowed")
-    return w
+    return check_sample_weight(weights, n, "weights", normalize=False)
 
 
 def geem_select(

@@ -43,14 +43,17 @@ from typing import Any
 import numpy as np
 from numba import njit, prange
 
+from vjboost._estimator import Estimator, NotFittedError
 from vjboost._memory import check_memory, format_bytes
 from vjboost._threads import n_threads
-from vjboost._validation import check_array, check_in_range, check_random_state
-from vjboost.boost.learners import Stump
-from vjboost.boost.losses import LOSSES, BoostingLoss
+from vjboost._validation import check_array, check_in_range, check_labels, check_random_state
+from vjboost.boost.losses import LOSSES, BoostingLoss, Problem
 from vjboost.boost.reservoir.geem import geem_select, stump_covariance
+from vjboost.boost.rounds import RoundResult, run_rounds
+from vjboost.boost.search import MatrixSearch
 from vjboost.boost.streams import SampleStream
-from vjboost.boost.weak import fit_weak_learner
+from vjboost.boost.tree import Tree
+from vjboost.boost.weak import TreeShape
 
 __all__ = [
     "STRATEGIES",
@@ -70,17 +73,6 @@ def flatten_samples(samples: np.ndarray) -> np.ndarray:
     if s.ndim < 2:
         raise ValueError(f"samples: expected (n, ...) with at least one feature, got {s.shape}")
     return np.ascontiguousarray(s.reshape(s.shape[0], -1).T, dtype=np.float32)
-
-
-def _labels_pm(y: Any, name: str = "labels") -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"{name}: expected a 1-D array, got shape {y.shape}")
-    ok = np.isin(y, (-1, 0, 1))
-    if not ok.all():
-        bad = np.unique(y[~ok])[:5].tolist()
-        raise ValueError(f"{name}: labels must be 1 (positive) and 0 or -1 (negative), got {bad}")
-    return np.where(y > 0, 1.0, -1.0)
 
 
 def loss_terms(loss: str, y: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -200,17 +192,37 @@ def _gather_columns(flat, d, n, keep):
             flat[dst + j] = flat[src + keep[j]]
 
 
-class _FitStep:
-    """The weights/response view ``fit_weak_learner`` reads, with reservoir weights."""
+class _KeptStep:
+    """The loss of one reservoir round: the kept samples, their (GEEM-corrected) least-squares
+    weights and response; leaves are the weighted means scaled by the loss's leaf scale."""
 
-    def __init__(self, weights: np.ndarray, response: np.ndarray, criterion: str) -> None:
+    name = "reservoir"
+    criterion = "regression"
+    done = False
+
+    def __init__(self, weights: np.ndarray, response: np.ndarray, scale: float,
+                 y: np.ndarray, scores: np.ndarray) -> None:
         self.weights = weights
         self.response = response
-        self.criterion = criterion
-        self.n_samples = int(weights.size)
+        self.scale = scale
+        self.y = y
+        self.scores = scores
+
+    def problems(self) -> list[Problem]:
+        return [Problem(self.weights, self.response, "regression")]
+
+    def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
+                     sample_ids: np.ndarray | None = None) -> np.ndarray:
+        a = np.bincount(leaf, weights=self.weights, minlength=len(hypothesis))
+        b = np.bincount(leaf, weights=self.weights * self.response, minlength=len(hypothesis))
+        return self.scale * np.divide(b, a, out=np.zeros_like(a), where=a > 0)
+
+    def update(self, predictions: np.ndarray) -> float:
+        self.scores = self.scores + predictions
+        return float(np.mean(np.logaddexp(0.0, -2.0 * self.y * self.scores)))
 
 
-class ReservoirBooster:
+class ReservoirBooster(Estimator):
     """Boosting from a stream with a bounded reservoir of samples.
 
     Parameters
@@ -235,8 +247,7 @@ class ReservoirBooster:
         with attributes ``n_features`` and ``into(samples, out)`` (writing the (D, n) values into
         ``out``) fills the reservoir's buffer directly, without a temporary (D, q) array.
     categorical : array-like of bool, shape (D,), optional
-        Features holding categorical codes 0..255 (MB-LBP): their weak learners split on code
-        subsets (:class:`~vjboost.boost.learners.CategoricalStump`).
+        Features holding categorical codes 0..255 (MB-LBP): their nodes split on code subsets.
     float32_leaves : bool, default=False
         Round every leaf value to float32 before it is used (cascade models store float32
         leaves: training then scores with exactly the values detection will use).
@@ -249,12 +260,12 @@ class ReservoirBooster:
     memory_budget : int, optional
         Bytes allowed for the reservoir and GEEM's matrices (default: see
         :func:`vjboost._memory.check_memory`).
-    seed : int, Generator or None
+    random_state : int, Generator or None
     threads : int, optional
 
     Attributes
     ----------
-    learners_ : list of Stump or Tree
+    estimators_ : list of Tree
         Weak learners (leaf values include the coefficient; the score is their sum).
     n_features_ : int
     classes_ : ndarray, ``[negative label, 1]``
@@ -269,9 +280,9 @@ class ReservoirBooster:
     def __init__(
         self,
         n_estimators: int = 250,
+        *,
         reservoir_size: int = 100,
         n_fresh: int = 100,
-        *,
         strategy: str = "geem",
         loss: str = "logit",
         weak_learner: str = "stump",
@@ -282,24 +293,10 @@ class ReservoirBooster:
         ridge: float = 1.0,
         cov_features: int | None = None,
         memory_budget: int | None = None,
-        seed: Any = None,
+        random_state: Any = None,
         threads: int | None = None,
     ) -> None:
-        self.n_estimators = n_estimators
-        self.reservoir_size = reservoir_size
-        self.n_fresh = n_fresh
-        self.strategy = strategy
-        self.loss = loss
-        self.weak_learner = weak_learner
-        self.max_depth = max_depth
-        self.featurizer = featurizer
-        self.categorical = categorical
-        self.float32_leaves = float32_leaves
-        self.ridge = ridge
-        self.cov_features = cov_features
-        self.memory_budget = memory_budget
-        self.seed = seed
-        self.threads = threads
+        self._store(locals())
 
     # ---- parameters ---------------------------------------------------------------------
     def _validate_params(self) -> None:
@@ -370,12 +367,12 @@ class ReservoirBooster:
     # ---- training -----------------------------------------------------------------------
     def _reset(self) -> None:
         self._validate_params()
-        self.learners_: list[Any] = []
+        self.estimators_: list[Tree] = []
         self.history_: dict[str, list] = {"loss": [], "n_pos": [], "expected_edge": []}
         self.n_seen_ = 0
         self.n_features_ = None
         self.classes_ = np.array([0, 1])
-        self._rng = check_random_state(self.seed)
+        self._rng = check_random_state(self.random_state)
         self._res_values = None
         self._res_y = np.zeros(0)
         self._res_f = np.zeros(0)
@@ -384,12 +381,8 @@ class ReservoirBooster:
         self._stumps = (np.zeros(0, np.int64), np.zeros(0, np.float32), np.zeros(0), np.zeros(0))
 
     def _labels(self, samples: np.ndarray, labels: Any) -> np.ndarray:
-        y = _labels_pm(labels)
-        if samples.shape[0] != y.shape[0]:
-            raise ValueError(
-                f"labels: has {y.shape[0]} entries but there are {samples.shape[0]} samples"
-            )
-        if (np.asarray(labels) < 0).any():
+        y, classes = check_labels(labels, "labels", n_samples=samples.shape[0], signed=True)
+        if classes[0] < 0:
             self.classes_ = np.array([-1, 1])
         self.n_seen_ += int(y.size)
         return y
@@ -468,18 +461,25 @@ class ReservoirBooster:
         else:
             self._featurize_into(samples, res)
         self._res_values, self._res_y, self._res_f = res, y, np.zeros(y.size)
-        for t in range(self.n_estimators):
-            samples, labels = stream.take(q)
-            samples = np.asarray(samples)
-            y = self._labels(samples, labels)
+
+        def before_round(t: int) -> tuple[_KeptStep, MatrixSearch]:
+            batch, batch_labels = stream.take(q)
+            batch = np.asarray(batch)
+            yb = self._labels(batch, batch_labels)
             d = self.n_features_
             _spread_rows(self._flat, d, r, r + q)
             pool_v = self._flat[: d * (r + q)].reshape(d, r + q)
             self._res_values = None  # its view is no longer laid out as (D, r)
-            self._featurize_into(samples, pool_v[:, r:])
-            self._round_buffered(pool_v, y)
-            if callback is not None and callback(self, t):
-                break
+            self._featurize_into(batch, pool_v[:, r:])
+            pool_y = np.concatenate([self._res_y, yb])
+            pool_f = np.concatenate([self._res_f, self._scores_fm(pool_v, start=r)])
+            keep, fw, kz = self._select(pool_v, pool_y, pool_f)
+            del pool_v
+            _gather_columns(self._flat, d, r + q, keep)
+            kv = self._flat[: d * keep.size].reshape(d, keep.size)
+            return self._kept(kv, pool_y[keep], pool_f[keep], fw, kz)
+
+        self._run(before_round, self.n_estimators, callback)
         return self
 
     def partial_fit(self, samples: Any, labels: Any) -> ReservoirBooster:
@@ -488,18 +488,53 @@ class ReservoirBooster:
         The batch joins the reservoir, ``reservoir_size`` samples are kept, and one weak learner
         is fitted on them.
         """
-        if not hasattr(self, "learners_"):
+        if not hasattr(self, "estimators_"):
             self._reset()
         if self._flat is not None:
             # after fit(): continue from a copy of the reservoir (batches may have any size)
             self._res_values = np.array(self._res_values)
             self._flat = None
-        self._round(*self._ingest(samples, labels))
+        vals, y = self._ingest(samples, labels)
+
+        def before_round(t: int) -> tuple[_KeptStep, MatrixSearch]:
+            f_new = self._scores_fm(vals)
+            if self._res_values is None:
+                pool_v, pool_y, pool_f = vals, y, f_new
+            else:
+                pool_v = np.concatenate([self._res_values, vals], axis=1)
+                pool_y = np.concatenate([self._res_y, y])
+                pool_f = np.concatenate([self._res_f, f_new])
+            keep, fw, kz = self._select(pool_v, pool_y, pool_f)
+            kv = np.ascontiguousarray(pool_v[:, keep])
+            return self._kept(kv, pool_y[keep], pool_f[keep], fw, kz)
+
+        self._run(before_round, 1, None)
         return self
+
+    def _kept(self, kv: np.ndarray, ky: np.ndarray, kf: np.ndarray, fw: np.ndarray,
+              kz: np.ndarray) -> tuple[_KeptStep, MatrixSearch]:
+        """The round's step and search over the kept samples (the new reservoir)."""
+        self._res_values, self._res_y, self._res_f = kv, ky, kf
+        step = _KeptStep(fw, kz, _LEAF_SCALE[self.loss], ky, kf)
+        return step, MatrixSearch(kv, categorical=self._cat, threads=self.threads)
+
+    def _run(self, before_round: Callable[[int], Any], n_rounds: int,
+             callback: Callable[[ReservoirBooster, int], bool] | None) -> None:
+        def after_round(res: RoundResult) -> bool:
+            self._res_f = res.step.scores
+            self.history_["loss"].append(res.loss)
+            self.history_["n_pos"].append(int((self._res_y > 0).sum()))
+            for tree in res.trees:
+                self._add(tree)
+            return bool(callback is not None and callback(self, res.t))
+
+        shape = TreeShape.of(self.weak_learner, max_depth=self.max_depth)
+        run_rounds(None, None, n_rounds=n_rounds, shape=shape, before_round=before_round,
+                   leaf_dtype=np.float32 if self.float32_leaves else None, callback=after_round)
 
     def _select(
         self, pool_v: np.ndarray, pool_y: np.ndarray, pool_f: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The kept indices and their least-squares weights (GEEM-corrected) and response."""
         w, z = loss_terms(self.loss, pool_y, pool_f)
         omega = w * np.abs(z)
@@ -520,68 +555,24 @@ class ReservoirBooster:
             self.history_["expected_edge"].append(float(corrected.sum()))
         if not fw.sum() > 0:
             fw = w[keep]
-        return keep, fw / fw.sum(), z[keep], w
+        return keep, fw / fw.sum(), z[keep]
 
-    def _fit_kept(self, kv: np.ndarray, ky: np.ndarray, kf: np.ndarray, fw: np.ndarray,
-                  kz: np.ndarray) -> None:
-        """Fit the round's weak learner on the kept samples and store the new reservoir."""
-        step = _FitStep(fw, kz, LOSSES[self.loss].criterion)
-        learner, _ = fit_weak_learner(
-            step, kv, kind=self.weak_learner, max_depth=self.max_depth,
-            categorical=self._cat, threads=self.threads,
-        )
-        if learner is not None:
-            leaves = learner.leaf_values * _LEAF_SCALE[self.loss]
-            if self.float32_leaves:
-                leaves = leaves.astype(np.float32).astype(np.float64)
-            learner.leaf_values = leaves
-            self._add(learner)
-            kf = kf + learner.predict_matrix(kv)
-        self._res_values, self._res_y, self._res_f = kv, ky, kf
-        self.history_["loss"].append(float(np.mean(np.logaddexp(0.0, -2.0 * ky * kf))))
-        self.history_["n_pos"].append(int((ky > 0).sum()))
-
-    def _round(self, vals: np.ndarray, y: np.ndarray) -> None:
-        f_new = self._scores_fm(vals)
-        if self._res_values is None:
-            pool_v, pool_y, pool_f = vals, y, f_new
-        else:
-            pool_v = np.concatenate([self._res_values, vals], axis=1)
-            pool_y = np.concatenate([self._res_y, y])
-            pool_f = np.concatenate([self._res_f, f_new])
-        keep, fw, kz, _ = self._select(pool_v, pool_y, pool_f)
-        kv = np.ascontiguousarray(pool_v[:, keep])
-        self._fit_kept(kv, pool_y[keep], pool_f[keep], fw, kz)
-
-    def _round_buffered(self, pool_v: np.ndarray, y: np.ndarray) -> None:
-        """A round of :meth:`fit`: ``pool_v`` (the whole buffer) holds R then the fresh Q."""
-        r = self.reservoir_size
-        f_new = self._scores_fm(pool_v, start=r)
-        pool_y = np.concatenate([self._res_y, y])
-        pool_f = np.concatenate([self._res_f, f_new])
-        keep, fw, kz, _ = self._select(pool_v, pool_y, pool_f)
-        d, n = pool_v.shape
-        del pool_v
-        _gather_columns(self._flat, d, n, keep)
-        kv = self._flat[: d * keep.size].reshape(d, keep.size)
-        self._fit_kept(kv, pool_y[keep], pool_f[keep], fw, kz)
-
-    def _add(self, learner: Any) -> None:
-        self.learners_.append(learner)
-        if isinstance(learner, Stump):
+    def _add(self, tree: Tree) -> None:
+        self.estimators_.append(tree)
+        if tree.is_stump and not tree.categorical[0]:
             feat, thr, left, right = self._stumps
             self._stumps = (
-                np.append(feat, learner.feature),
-                np.append(thr, np.float32(learner.threshold)).astype(np.float32),
-                np.append(left, learner.left_value),
-                np.append(right, learner.right_value),
+                np.append(feat, tree.feature[0]),
+                np.append(thr, tree.threshold[0]).astype(np.float32),
+                np.append(left, tree.leaves[0]),
+                np.append(right, tree.leaves[1]),
             )
 
     @property
     def reservoir_(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The samples kept: feature values (D, r), labels (r,) ±1 and current scores (r,)."""
         if getattr(self, "_res_values", None) is None:
-            raise ValueError("this ReservoirBooster holds no reservoir (not fitted yet)")
+            raise NotFittedError("this ReservoirBooster holds no reservoir (not fitted yet)")
         return self._res_values, self._res_y, self._res_f
 
     # ---- prediction ---------------------------------------------------------------------
@@ -592,19 +583,19 @@ class ReservoirBooster:
         if feat.size:
             with n_threads(self.threads):
                 _stump_scores_from(values, start, feat, thr, left, right, out)
-        for h in self.learners_:
-            if not isinstance(h, Stump):
+        for h in self.estimators_:
+            if not (h.is_stump and not h.categorical[0]):
                 out += (h.predict_matrix(values) if start == 0
                         else h.predict(np.ascontiguousarray(values[h.features_, start:])))
         return out
 
-    def _check_fitted(self) -> None:
-        if not getattr(self, "learners_", None):
-            raise ValueError("this ReservoirBooster is not fitted yet (no weak learner)")
+    def check_fitted(self) -> None:
+        if not getattr(self, "estimators_", None):
+            raise NotFittedError("this ReservoirBooster is not fitted yet (no weak learner)")
 
     def decision_function_features(self, values: Any) -> np.ndarray:
         """Scores (n,) of feature-major values (D, n) (already featurized)."""
-        self._check_fitted()
+        self.check_fitted()
         v = check_array(values, "values", ndim=2, dtype=np.float32)
         if v.shape[0] != self.n_features_:
             raise ValueError(f"values: expected {self.n_features_} feature rows, got {v.shape[0]}")
@@ -612,7 +603,7 @@ class ReservoirBooster:
 
     def decision_function(self, samples: Any, *, batch_size: int = 4096) -> np.ndarray:
         """Scores (n,) of samples in the stream's form (featurized in batches)."""
-        self._check_fitted()
+        self.check_fitted()
         samples = np.asarray(samples)
         out = np.empty(samples.shape[0])
         for a in range(0, samples.shape[0], batch_size):
@@ -625,7 +616,7 @@ class ReservoirBooster:
 
     def score(self, samples: Any, labels: Any) -> float:
         """Accuracy."""
-        y = _labels_pm(labels)
+        y, _ = check_labels(labels, "labels", signed=True)
         return float(np.mean(np.where(self.decision_function(samples) >= 0, 1.0, -1.0) == y))
 
     def memory_estimate(self, n_features: int) -> str:

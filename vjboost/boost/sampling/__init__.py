@@ -2,8 +2,10 @@
 
 Each boosting round a :class:`Sampler` chooses the weak learner given the loss's weights (through
 an :class:`EdgeEvaluator` that computes edges of any block of features x examples lazily), the
-partition of the pool into families, and a budget of feature evaluations; it returns the learner
-and the exact cost it spent. :class:`SampledBoostedClassifier` runs the boosting loop.
+partition of the pool into families, and a budget of feature evaluations; it returns the split
+and the exact cost it spent. For a depth-k tree the sampler chooses every node's split on the
+examples reaching that node (:class:`vjboost.boost.search.SampledSearch`).
+:class:`SampledBoostedClassifier` runs the boosting loop.
 
 Strategies (``SAMPLERS`` names):
 
@@ -40,7 +42,7 @@ from vjboost.boost.sampling.evaluator import (
     MatrixSource,
     Partition,
     PoolSource,
-    RoundProblem,
+    Problem,
     WeakLearner,
 )
 from vjboost.boost.sampling.examples import uniform_subset, weighted_sample
@@ -81,7 +83,7 @@ __all__ = [
     "MatrixSource",
     "Partition",
     "PoolSource",
-    "RoundProblem",
+    "Problem",
     "SampledBoostedClassifier",
     "Sampler",
     "Selection",

@@ -27,7 +27,7 @@ __all__ = ["UCB", "EpsilonGreedy", "Exp3P"]
 
 
 class _Bandit(Sampler):
-    def __init__(self, n_examples: int | None = None, random_state: Any = None) -> None:
+    def __init__(self, n_examples: int | None = None, *, random_state: Any = None) -> None:
         super().__init__(random_state)
         if n_examples is not None:
             check_count(n_examples, "n_examples")
@@ -75,8 +75,8 @@ class UCB(_Bandit):
 
     name = "ucb"
 
-    def __init__(self, k: int = 1, n_examples: int | None = None, random_state: Any = None):
-        super().__init__(n_examples, random_state)
+    def __init__(self, k: int = 1, *, n_examples: int | None = None, random_state: Any = None):
+        super().__init__(n_examples, random_state=random_state)
         self.k = check_count(k, "k")
 
     def _select(self, evaluator, budget):
@@ -108,10 +108,10 @@ class Exp3P(_Bandit):
     name = "exp3p"
 
     def __init__(
-        self, eta: float = 0.3, lam: float = 0.15, n_rounds: int = 1000,
+        self, eta: float = 0.3, *, lam: float = 0.15, n_rounds: int = 1000,
         n_examples: int | None = None, random_state: Any = None,
     ) -> None:
-        super().__init__(n_examples, random_state)
+        super().__init__(n_examples, random_state=random_state)
         if not 0.0 < float(lam) <= 1.0:
             raise ValueError(f"lam: must be in (0, 1], got {lam}")
         if float(eta) < 0.0:
@@ -157,10 +157,10 @@ class EpsilonGreedy(_Bandit):
     name = "epsilon_greedy"
 
     def __init__(
-        self, c: float = 1.0, d: float = 0.3, n_examples: int | None = None,
+        self, c: float = 1.0, *, d: float = 0.3, n_examples: int | None = None,
         random_state: Any = None,
     ) -> None:
-        super().__init__(n_examples, random_state)
+        super().__init__(n_examples, random_state=random_state)
         if not float(c) > 0 or not float(d) > 0:
             raise ValueError(f"c and d: must be positive, got c={c}, d={d}")
         self.c = float(c)

@@ -1,6 +1,7 @@
 """The sampler interface.
 
-At every boosting round the booster installs the loss's weights in an
+At every boosting round (for a tree: at every node, the evaluator restricted to the node's
+examples) the booster installs the loss's weights in an
 :class:`~vjboost.boost.sampling.evaluator.EdgeEvaluator` and calls
 ``sampler.select(evaluator, budget)``. The sampler decides which blocks ``(feature ids x example
 ids)`` to evaluate, within ``budget`` feature evaluations, and returns a :class:`Selection`: the
@@ -21,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from vjboost._estimator import Estimator
 from vjboost._validation import check_random_state
 from vjboost.boost.sampling.evaluator import BlockEdges, EdgeEvaluator, WeakLearner
 
@@ -34,7 +36,8 @@ class Selection:
     Attributes
     ----------
     learner : WeakLearner
-        The chosen stump (leaves/votes estimated on the sample; refitted by the booster).
+        The chosen split (leaves/votes estimated on the sample; refitted by the booster), of
+        a stump or of one node of a tree.
     cost : int
         Feature evaluations spent this round (including one-off set-up costs paid this round).
     info : dict
@@ -73,7 +76,7 @@ def draw_features(members: np.ndarray, q: int, rng: np.random.Generator) -> np.n
     return members[rng.choice(members.size, size=q, replace=False)]
 
 
-class Sampler(abc.ABC):
+class Sampler(Estimator, abc.ABC):
     """Base class of the strategies choosing one weak learner per round under a cost budget.
 
     Parameters
@@ -83,6 +86,7 @@ class Sampler(abc.ABC):
     """
 
     name: ClassVar[str] = ""
+    _fitted_attribute: ClassVar[str] = "rng_"
 
     def __init__(self, random_state: Any = None) -> None:
         self.random_state = random_state
@@ -135,11 +139,3 @@ class Sampler(abc.ABC):
             b = blocks[0]
             return b.learner(0), b, 0
         return best_block.learner(best_pos), best_block, best_pos
-
-    def get_params(self) -> dict[str, Any]:
-        return {k: v for k, v in vars(self).items()
-                if not k.endswith("_") and not k.startswith("_")}
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from vjboost._validation import check_array
+from vjboost._validation import check_array, check_sample_weight
 
 __all__ = ["uniform_subset", "weighted_sample"]
 
@@ -54,13 +54,9 @@ def weighted_sample(weights: Any, n: int, rng: np.random.Generator) -> np.ndarra
     """
     n = _check_count(n)
     w = check_array(weights, "weights", ndim=1, dtype=np.float64)
-    if (w < 0).any():
-        raise ValueError("weights: negative weights are not allowed")
+    w = check_sample_weight(w, w.size, "weights", normalize=False)
     cdf = np.cumsum(w)
-    total = cdf[-1]
-    if not total > 0:
-        raise ValueError("weights: all weights are zero")
-    u = np.sort(rng.random(n)) * total
+    u = np.sort(rng.random(n)) * cdf[-1]
     out = np.empty(n, dtype=np.int64)
     _draw_sorted(cdf, u, out)
     return out

@@ -97,7 +97,7 @@ class Laminating(Sampler):
     name = "laminating"
 
     def __init__(
-        self, n_features: int | None = None, n_examples: int | None = None, s_min: int = 8,
+        self, n_features: int | None = None, *, n_examples: int | None = None, s_min: int = 8,
         random_state: Any = None,
     ) -> None:
         super().__init__(random_state)
@@ -142,15 +142,18 @@ class TastingLaminating(Laminating):
     name = "tasting_laminating"
 
     def __init__(
-        self, n_tasted: int = 32, n_taste_examples: int = 1000, n_features: int | None = None,
-        n_examples: int | None = None, s_min: int = 8, random_state: Any = None,
+        self, n_tasted: int = 32, *, n_taste_examples: int = 1000,
+        n_features: int | None = None, n_examples: int | None = None, s_min: int = 8,
+        random_state: Any = None,
     ) -> None:
-        super().__init__(n_features, n_examples, s_min, random_state)
+        super().__init__(n_features, n_examples=n_examples, s_min=s_min,
+                         random_state=random_state)
         self.n_tasted = check_count(n_tasted, "n_tasted")
         self.n_taste_examples = check_count(n_taste_examples, "n_taste_examples")
 
     def _setup(self, evaluator, budget):
-        self._taster = TastingQ1(self.n_tasted, self.n_taste_examples, random_state=self.rng_)
+        self._taster = TastingQ1(self.n_tasted, n_taste_examples=self.n_taste_examples,
+                                 random_state=self.rng_)
         self._taster.start(evaluator, budget)
 
     def _initial(self, evaluator, q0):

@@ -219,7 +219,7 @@ def _s_grid(n_samples: int, budget: int, s_min: int) -> np.ndarray:
 
 class _MAS(Sampler):
     def __init__(
-        self, n_components: int = 2, s_min: int = 16, random_state: Any = None
+        self, n_components: int = 2, *, s_min: int = 16, random_state: Any = None
     ) -> None:
         super().__init__(random_state)
         self.n_components = check_count(n_components, "n_components")
@@ -274,10 +274,10 @@ class MASNaive(_MAS):
 
 class _MASFamilies(_MAS):
     def __init__(
-        self, n_components: int = 2, s_min: int = 16, fit_fraction: float = 0.1,
+        self, n_components: int = 2, *, s_min: int = 16, fit_fraction: float = 0.1,
         fit_examples: int | None = None, random_state: Any = None,
     ) -> None:
-        super().__init__(n_components, s_min, random_state)
+        super().__init__(n_components, s_min=s_min, random_state=random_state)
         if not 0.0 < float(fit_fraction) < 1.0:
             raise ValueError(f"fit_fraction: must be in (0, 1), got {fit_fraction}")
         self.fit_fraction = float(fit_fraction)

@@ -98,8 +98,8 @@ def allocate_tasting(
 
 class _Tasting(Sampler):
     def __init__(
-        self, n_tasted: int = 32, n_taste_examples: int = 1000, n_examples: int | None = None,
-        random_state: Any = None,
+        self, n_tasted: int = 32, *, n_taste_examples: int = 1000,
+        n_examples: int | None = None, random_state: Any = None,
     ) -> None:
         super().__init__(random_state)
         self.n_tasted = check_count(n_tasted, "n_tasted")

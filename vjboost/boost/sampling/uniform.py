@@ -3,8 +3,8 @@
 ``Q.S <= budget`` with ``S`` fixed (``n_examples``, default ``sqrt(budget)``) and
 ``Q = budget // S``; examples are drawn from the weights (weighting-by-sampling).
 
-* :class:`Full` -- every feature on every example with the exact weights (ignores the budget;
-  costs ``F * N`` per round).
+* :class:`Full` -- every feature on every example (of the node) with the exact weights (ignores
+  the budget; costs ``F * N`` per round).
 * :class:`UniformNaive` -- ``Q`` features uniformly from the whole pool (partition ignored).
 * :class:`Uniform1Q` -- one family uniformly at random, then ``Q`` features of it.
 * :class:`UniformQ1` -- ``Q`` draws, each of a family uniformly at random then a feature of it.
@@ -30,14 +30,13 @@ class Full(Sampler):
     name = "full"
 
     def _select(self, evaluator: EdgeEvaluator, budget: int) -> tuple[WeakLearner, dict]:
-        b = evaluator.block(np.arange(evaluator.n_features), np.arange(evaluator.n_samples),
-                            weighted=True)
+        b = evaluator.block(np.arange(evaluator.n_features), evaluator.node_ids, weighted=True)
         learner, _, _ = self._best_of([b])
-        return learner, {"Q": evaluator.n_features, "S": evaluator.n_samples}
+        return learner, {"Q": evaluator.n_features, "S": int(evaluator.node_ids.size)}
 
 
 class _FixedSize(Sampler):
-    def __init__(self, n_examples: int | None = None, random_state: Any = None) -> None:
+    def __init__(self, n_examples: int | None = None, *, random_state: Any = None) -> None:
         super().__init__(random_state)
         if n_examples is not None:
             check_count(n_examples, "n_examples")
@@ -119,10 +118,10 @@ class BestFamily(_FixedSize):
     name = "best_family"
 
     def __init__(
-        self, family: int | str | None = None, n_probe: int = 32,
+        self, family: int | str | None = None, *, n_probe: int = 32,
         n_examples: int | None = None, random_state: Any = None,
     ) -> None:
-        super().__init__(n_examples, random_state)
+        super().__init__(n_examples, random_state=random_state)
         self.family = family
         self.n_probe = check_count(n_probe, "n_probe")
 

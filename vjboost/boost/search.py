@@ -1,0 +1,287 @@
+"""Split searches: where a boosting round finds its weak learner.
+
+The round loop (:mod:`vjboost.boost.rounds`) and the tree grower (:class:`~vjboost.boost.weak.
+TreeShape`) never touch feature values; they talk to a *split search*:
+
+``best_splits(problem, node_ids)``
+    For each node (the example ids reaching it; ``None`` = all examples), the best
+    :class:`~vjboost.boost.weak.Split` under the problem's weights and response (``None`` when
+    no feature separates the node's examples), with the per-feature result when there is one.
+``go_left(split, ids)``
+    The side of each example ``ids`` (``None`` = all) at a split.
+``rows(tree)``
+    The values of ``tree.features_`` on all examples and whether they are bins (for the leaf
+    refit on all examples).
+``binned``
+    Whether trees are grown on uint8 bins (they then carry ``split_bins``).
+
+Implementations:
+
+:class:`MatrixSearch`
+    A precomputed matrix (float32 values or uint8 bins, any :class:`~vjboost.boost.source.
+    MatrixSource`), searched in place: exhaustive over its rows (or a subset drawn per round).
+:class:`StreamedSearch`
+    A feature pool evaluated in blocks of features at every search (memory bounded by a block):
+    each block is evaluated once for all the nodes searched together.
+:class:`SampledSearch`
+    An adaptive sampler of :mod:`vjboost.boost.sampling` chooses each node's split under a
+    budget of feature evaluations, on the examples reaching the node; features are evaluated
+    lazily through the source, for the sampled blocks only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from vjboost.boost.losses import Problem
+from vjboost.boost.source import FeatureSource, MatrixSource
+from vjboost.boost.stumps import search_splits
+from vjboost.boost.tree import Tree
+from vjboost.boost.weak import Split, fit_partition, go_left
+
+__all__ = ["MatrixSearch", "SampledSearch", "StreamedSearch"]
+
+
+def _best(s: Any, feature_of: Any) -> Split | None:
+    j = s.best()
+    if j < 0:
+        return None
+    return Split.from_search(s, j, int(feature_of(int(s.feature_ids[j]))))
+
+
+class _NodeByNode:
+    """Searches that handle the nodes of one call one after the other."""
+
+    def best_splits(self, problem: Problem, node_ids: list[np.ndarray | None]
+                    ) -> list[tuple[Split | None, Any]]:
+        # a node of fewer than two examples cannot be split
+        return [(None, None) if ids is not None and ids.size < 2 else self._node(problem, ids)
+                for ids in node_ids]
+
+    def _node(self, problem: Problem, ids: np.ndarray | None) -> tuple[Split | None, Any]:
+        raise NotImplementedError
+
+
+class MatrixSearch(_NodeByNode):
+    """Exhaustive search over a precomputed feature-major matrix (searched in place).
+
+    Parameters
+    ----------
+    values : ndarray (F, N) float32 or uint8, or a MatrixSource
+    edges : ndarray (F, E), optional
+        Bin edges of uint8 values (thresholds are then raw values).
+    categorical : bool mask (F,), optional
+    feature_ids : array-like (F,), optional
+        Global id of each row (stored in the trees); default the row.
+    rows : array-like of int, optional
+        Rows searched (default all); ``row_subset`` may be changed between rounds
+        (``max_features``).
+    threads : int, optional
+
+    Examples
+    --------
+    >>> from vjboost.boost.losses import make_loss
+    >>> from vjboost.boost.weak import TreeShape
+    >>> X = np.array([[0, 1, 2, 3], [0, 3, 1, 2]], dtype=np.float32)
+    >>> tree, _ = TreeShape(max_depth=2).grow(MatrixSearch(X),
+    ...                                       make_loss("gentle", [1, -1, -1, 1]).problems()[0])
+    >>> tree.predict_matrix(X).tolist()
+    [1.0, -1.0, -1.0, 1.0]
+    """
+
+    def __init__(self, values: Any, *, edges: Any = None, categorical: Any = None,
+                 feature_ids: Any = None, rows: Any = None, threads: int | None = None) -> None:
+        if not isinstance(values, MatrixSource):
+            values = MatrixSource(values, edges=edges, categorical=categorical,
+                                  feature_ids=feature_ids)
+        self.source = values
+        self.values = values.matrix
+        self.edges = values.edges
+        self.binned = values.binned
+        self.categorical = values.categorical if values.categorical.any() else None
+        self._identity = values._feature_ids is None
+        self.feature_ids = values.feature_ids
+        self.row_subset = None if rows is None else np.asarray(rows, dtype=np.int64)
+        self.threads = threads
+
+    def _row_of(self, features: np.ndarray) -> np.ndarray:
+        if self._identity:
+            return np.asarray(features, dtype=np.int64)
+        lookup = {int(g): i for i, g in enumerate(self.feature_ids)}
+        return np.array([lookup[int(g)] for g in features], dtype=np.int64)
+
+    def search(self, problem: Problem, ids: np.ndarray | None) -> Any:
+        """Per-feature best splits of the rows on the examples ``ids``."""
+        return search_splits(self.values, problem.response, problem.weights,
+                             criterion=problem.criterion, categorical=self.categorical,
+                             edges=self.edges, feature_ids=self.row_subset, sample_ids=ids,
+                             threads=self.threads)
+
+    def _node(self, problem: Problem, ids: np.ndarray | None) -> tuple[Split | None, Any]:
+        s = self.search(problem, ids)
+        return _best(s, lambda r: self.feature_ids[r]), s
+
+    def go_left(self, split: Split, ids: np.ndarray | None) -> np.ndarray:
+        x = self.values[split.row] if ids is None else self.values[split.row, ids]
+        return go_left(split, x, self.binned)
+
+    def rows_of(self, tree: Tree) -> np.ndarray:
+        return np.ascontiguousarray(self.values[self._row_of(tree.features_)])
+
+    def rows(self, tree: Tree) -> tuple[np.ndarray, bool]:
+        return self.rows_of(tree), self.binned
+
+    def fit_partition(self, problem: Problem, ids: np.ndarray | None, n_parts: int
+                      ) -> tuple[Tree | None, Any]:
+        return fit_partition(self.values, problem, ids, n_parts, rows=self.row_subset,
+                             feature_ids=self.feature_ids, edges=self.edges,
+                             threads=self.threads)
+
+
+class StreamedSearch:
+    """Exhaustive search over a feature pool evaluated block by block (low memory).
+
+    Every call of :meth:`best_splits` evaluates the pool's features ``block`` at a time on all
+    examples and searches every node in each block, so a depth-``k`` tree costs ``k`` passes.
+
+    Parameters
+    ----------
+    source : PoolSource (or any FeatureSource)
+    block : int
+        Features per block.
+    threads : int, optional
+    """
+
+    binned = False
+
+    def __init__(self, source: FeatureSource, *, block: int, threads: int | None = None
+                 ) -> None:
+        self.source = source
+        self.block = max(1, int(block))
+        self.threads = threads
+        self.categorical = source.categorical if source.categorical.any() else None
+
+    def best_splits(self, problem: Problem, node_ids: list[np.ndarray | None]
+                    ) -> list[tuple[Split | None, Any]]:
+        best: list[Split | None] = [None] * len(node_ids)
+        n = self.source.n_features
+        for a in range(0, n, self.block):
+            gids = np.arange(a, min(a + self.block, n), dtype=np.int64)
+            vals = self.source.values(gids)
+            cat = None if self.categorical is None else self.categorical[gids]
+            for k, ids in enumerate(node_ids):
+                if ids is not None and ids.size < 2:
+                    continue
+                s = search_splits(vals, problem.response, problem.weights,
+                                  criterion=problem.criterion, categorical=cat, sample_ids=ids,
+                                  threads=self.threads)
+                cand = _best(s, lambda r, g=gids: g[r])
+                if cand is not None and (best[k] is None or cand.score > best[k].score):
+                    best[k] = cand
+        return [(b, None) for b in best]
+
+    def go_left(self, split: Split, ids: np.ndarray | None) -> np.ndarray:
+        x = self.source.values(np.array([split.feature], dtype=np.int64), ids)[0]
+        return go_left(split, x, False)
+
+    def rows(self, tree: Tree) -> tuple[np.ndarray, bool]:
+        return self.source.values(tree.features_), False
+
+    def fit_partition(self, problem: Problem, ids: Any, n_parts: int) -> Any:
+        raise ValueError("weak_learner: the histogram learner needs a precomputed matrix")
+
+
+class SampledSearch(_NodeByNode):
+    """Each node's split chosen by an adaptive sampler under a budget of feature evaluations.
+
+    The sampler sees the node's examples only (the evaluator's weights are restricted to them),
+    draws blocks of (features x examples) and pays ``Q * S`` per block (``cost_``). Routing a
+    node's examples and refitting the leaves need the chosen features on all examples; those
+    columns are evaluated once per round and counted in ``refit_cost_``.
+
+    Parameters
+    ----------
+    sampler : Sampler
+    source : FeatureSource
+        Features evaluated lazily (a :class:`~vjboost.boost.source.PoolSource`), or a matrix.
+    budget : int
+        Feature evaluations per node.
+    threads : int, optional
+
+    Attributes
+    ----------
+    cost_ : int
+        Evaluations spent by the sampler since the last :meth:`new_round`.
+    refit_cost_ : int
+        Evaluations of chosen features on all examples (routing and refit), all rounds.
+    selections_ : list of dict
+        The sampler's details of every node of the round.
+    """
+
+    def __init__(self, sampler: Any, source: FeatureSource, budget: int, *,
+                 threads: int | None = None) -> None:
+        from vjboost.boost.sampling.evaluator import EdgeEvaluator
+
+        self.sampler = sampler
+        self.source = source
+        self.budget = int(budget)
+        self.evaluator = EdgeEvaluator(source, threads=threads)
+        self.binned = isinstance(source, MatrixSource) and source.binned
+        if self.binned and source.edges is None:
+            raise ValueError("X: a uint8 matrix needs its bin_edges (thresholds are raw values)")
+        self.started = False
+        self.cost_ = 0
+        self.refit_cost_ = 0
+        self.selections_: list[dict] = []
+        self._columns: dict[int, np.ndarray] = {}
+        self._root = True
+
+    def new_round(self) -> None:
+        """Forget the round's columns and counters (the loop calls this before each round)."""
+        self._columns = {}
+        self.cost_ = 0
+        self.selections_ = []
+        self._root = True
+
+    def column(self, feature: int) -> np.ndarray:
+        if feature not in self._columns:
+            self._columns[feature] = self.evaluator.column(feature)
+            self.refit_cost_ += self.source.n_samples
+        return self._columns[feature]
+
+    def _node(self, problem: Problem, ids: np.ndarray | None) -> tuple[Split | None, Any]:
+        self.evaluator.set_problem(problem, node_ids=ids)
+        if not self.started:
+            self.sampler.start(self.evaluator, self.budget)
+            self.started = True
+        sel = self.sampler.select(self.evaluator, self.budget)
+        self.cost_ += sel.cost
+        self.selections_.append(sel.info)
+        wl = sel.learner
+        root, self._root = self._root, False
+        if not np.isfinite(wl.edge):
+            if not root:
+                return None, None
+            # every sampled feature was constant on the sample: a round is not lost, its
+            # learner is a constant (everything left), refitted on all examples
+            wl.threshold, wl.subset = float(np.finfo(np.float32).max), None
+            wl.split_bin = 256 if self.binned else None
+        sub = wl.subset if wl.subset is not None and np.any(wl.subset) else None
+        return Split(int(wl.feature), int(wl.feature), float(wl.edge), np.copy(wl.left_value),
+                     np.copy(wl.right_value), float(wl.threshold), wl.split_bin, sub), None
+
+    def go_left(self, split: Split, ids: np.ndarray | None) -> np.ndarray:
+        col = self.column(split.feature)
+        return go_left(split, col if ids is None else col[ids], self.binned)
+
+    def rows(self, tree: Tree) -> tuple[np.ndarray, bool]:
+        vals = np.stack([self.column(int(f)) for f in tree.features_])
+        if not self.binned and tree.categorical.any() and vals.dtype != np.uint8:
+            # codes delivered as float32: apply() reads them as integers either way
+            vals = np.ascontiguousarray(vals)
+        return np.ascontiguousarray(vals), self.binned
+
+    def fit_partition(self, problem: Problem, ids: Any, n_parts: int) -> Any:
+        raise ValueError("weak_learner: the histogram learner needs a precomputed matrix")
