@@ -276,16 +276,16 @@ def _tilted_integral(img):
     return T
 
 
-def _decide(model, vals):
+def _decide(model, vals, return_score=False):
     """Accepted windows from feature values (F, n) of ``model.feature_ids``: every stage's
-    float64 sum of tree outputs against float32(threshold) - 1e-5."""
+    float64 sum of tree outputs against float32(threshold) - 1e-5 (and the last stage's sum)."""
     ok = np.ones(vals.shape[1], dtype=bool)
     for st in model.stages:
         s = np.zeros(vals.shape[1])
         for t in st.trees:
             s += t.predict_matrix(vals)
         ok &= s >= np.float32(np.float32(st.threshold) - np.float32(1e-5))
-    return ok
+    return (ok, s) if return_score else ok
 
 
 def _brute_force(model, img):
@@ -399,8 +399,9 @@ def _random_mixed_cascade(pool, ids, windows, rng, n_stages=3, n_trees=4, pass_r
     return CascadeModel(pool.window_shape, stages=stages, family=pool, feature_ids=ids)
 
 
-@pytest.mark.parametrize("names", [("haar", "mblbp", "hog"), ("haar", "mblbp")],
-                         ids=["haar+mblbp+hog", "haar+mblbp"])
+@pytest.mark.parametrize("names", [("haar", "mblbp", "hog"), ("haar", "mblbp"),
+                                   ("haar", "fourier")],
+                         ids=["haar+mblbp+hog", "haar+mblbp", "haar+fourier(generic)"])
 def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
     """Haar + MB-LBP (+ HOG) features in one cascade of depth-2 trees mixing ordered and
     categorical nodes: the detector (one kernel pass when every family compiles its features)
@@ -410,7 +411,8 @@ def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
     from vjboost.features import FeaturePool, get_family_class
 
     win = (16, 16)
-    kw = {"hog": {"pixels_per_cell": (7, 7)}}  # the 16x16 window's interior cells
+    kw = {"hog": {"pixels_per_cell": (7, 7)},  # the 16x16 window's interior cells
+          "fourier": {"size": 4}}
     pool = FeaturePool([get_family_class(n)(win, **kw.get(n, {})) for n in names])
     rng = np.random.default_rng(7)
     ids = np.sort(np.concatenate([rng.choice(np.arange(a, b), 6, replace=False)
@@ -419,8 +421,10 @@ def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
     img = np.ascontiguousarray(astronaut_gray[60:150, 150:250])
     sample = np.lib.stride_tricks.sliding_window_view(img, win)[::5, ::5].reshape(-1, *win)
     model = _random_mixed_cascade(pool, ids, sample, rng)
-    if all(f.program([0]) is not None for f in pool.families):
-        assert CascadeRunner(model).compiled is not None  # the kernels run it, in one pass
+    # one kernel pass when every family compiles its features, else the generic family path
+    compiled = all(f.program([0]) is not None for f in pool.families)
+    assert (CascadeRunner(model).compiled is not None) == compiled
+    assert compiled == ("fourier" not in names)
     det = CascadeDetector(model, scale_factor=1.2, min_neighbors=0, mode="clean", step=1,
                           skip_after_stage0=False, min_std=0)
     boxes, scores = det.raw_windows(img)
@@ -432,13 +436,7 @@ def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
             img, (sw, sh), interpolation=cv2.INTER_LINEAR_EXACT)
         cut = np.lib.stride_tricks.sliding_window_view(level, win)
         ys, xs = np.mgrid[:cut.shape[0], :cut.shape[1]]
-        vals = pool.evaluate(cut.reshape(-1, *win), ids)
-        alive = np.ones(vals.shape[1], dtype=bool)
-        for st in model.stages:
-            score = np.zeros(vals.shape[1])
-            for t in st.trees:
-                score += t.predict_matrix(vals)
-            alive &= score >= np.float32(np.float32(st.threshold) - np.float32(1e-5))
+        alive, score = _decide(model, pool.evaluate(cut.reshape(-1, *win), ids), True)
         for x, y, sc in zip(xs.ravel()[alive], ys.ravel()[alive], score[alive], strict=True):
             ref_boxes.append((int(np.rint(np.float32(x) * s)), int(np.rint(np.float32(y) * s)),
                               int(np.rint(np.float32(16) * s)), int(np.rint(np.float32(16) * s))))
