@@ -136,8 +136,9 @@ def test_jittered_cut_equals_brute_force_sampling(angle, scale, sx, sy, seed):
     xs = cx + scale * (np.cos(t) * du - np.sin(t) * dv)
     ys = cy + scale * (np.sin(t) * du + np.cos(t) * dv)
     want = _bilinear_reflect(img, xs, ys)
-    # OpenCV interpolates in fixed point: at most one grey level off after rounding
-    assert np.abs(got.astype(np.float64) - want).max() <= 1.01
+    # OpenCV interpolates with weights quantised to 1/32 (INTER_BITS = 5) and rounds: a little
+    # over one grey level off at most on this blurred image (1.016 seen)
+    assert np.abs(got.astype(np.float64) - want).max() <= 1.25
 
 
 def test_jittered_cut_exact_cases(rng):
