@@ -110,17 +110,68 @@ def log(entry: dict, path: Path) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+#: recipe keys the tool handles itself (how the positives file is prepared), not vjtrain options
+PREP_KEYS = ("sources", "degrade")
+
+
+def degrade(images: np.ndarray, n: int, *, seed: int) -> np.ndarray:
+    """``n`` degraded copies of every window, as a low-quality scan shows a face: Gaussian blur
+    (σ up to 1.2 px of the 32×32 window), contrast reduced to 35–100 % around the window's mean
+    and Gaussian noise (σ up to 6 grey levels), each drawn independently per copy (seeded).
+
+    Returns (n × len(images), 32, 32) uint8, copy-major.
+    """
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        sig = rng.uniform(0.0, 1.2, len(images))
+        blurred = np.stack([cv2.GaussianBlur(g, (0, 0), s) if s > 0.3 else g
+                            for g, s in zip(images, sig, strict=True)]).astype(np.float32)
+        mean = blurred.mean(axis=(1, 2), keepdims=True)
+        c = rng.uniform(0.35, 1.0, (len(images), 1, 1)).astype(np.float32)
+        noise = rng.normal(0.0, 1.0, blurred.shape).astype(np.float32) * rng.uniform(
+            0.0, 6.0, (len(images), 1, 1)).astype(np.float32)
+        out.append(np.clip(np.rint(mean + c * (blurred - mean) + noise), 0, 255).astype(np.uint8))
+    return np.concatenate(out) if out else images[:0]
+
+
+def prepare_positives(pos: Path, config: dict, folder: Path) -> Path:
+    """The positives file of a recipe: ``sources`` (comma list of webfaces, cbcl, nrc; default
+    all) and ``degrade`` (copies per window, :func:`degrade`) applied to ``tools/face_data.py``'s
+    training windows; the file itself when neither is set."""
+    sources, n_deg = config.get("sources"), int(config.get("degrade") or 0)
+    if not sources and not n_deg:
+        return pos
+    with np.load(pos) as z:
+        images, src = z["images"], z["source"]
+    if sources:
+        images = images[np.isin(src, [s.strip() for s in str(sources).split(",")])]
+    seed = int(config.get("seed", 0))
+    if n_deg:
+        images = np.concatenate([images, degrade(images, n_deg, seed=seed)])
+    # shuffled here too, so that a stage's positives mix clean and degraded windows
+    images = images[np.random.default_rng(seed).permutation(len(images))]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "positives.npz"
+    np.savez(path, images=images)
+    return path
+
+
 def train(name: str, out: Path, *, overrides: dict, data: Path, quick: bool, nice: int,
           ship: bool) -> dict:
     """Run ``vjtrain`` with recipe ``name`` (and ``overrides``) into ``out``."""
     config = dict(RECIPES[name], **overrides)
     pos, bg = data / "train" / "positives.npz", data / "backgrounds_train.txt"
+    pos = prepare_positives(pos, config, out.with_name(out.name + "_data"))
+    config_vj = {k: v for k, v in config.items() if k not in PREP_KEYS}
     if quick:
         out.mkdir(parents=True, exist_ok=True)
         pos, bg = _quick_data(pos, bg, out)
-        config.update({"stages": 3, "num-pos": 1000, "num-neg": 1000, "jitter": 1})
+        config_vj.update({"stages": 3, "num-pos": 1000, "num-neg": 1000, "jitter": 1})
     vjbin = Path(sys.executable).parent / "vjtrain"
-    cmd = [str(vjbin), str(pos), str(bg), "-o", str(out), *vjtrain_args(config), "-q"]
+    cmd = [str(vjbin), str(pos), str(bg), "-o", str(out), *vjtrain_args(config_vj), "-q"]
     if nice:
         cmd = ["nice", "-n", str(nice), *cmd]
     print(" ".join(cmd), flush=True)
