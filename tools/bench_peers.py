@@ -305,6 +305,13 @@ def dlib_boxes(rects) -> np.ndarray:
                      for r in rects], dtype=np.float64).reshape(-1, 4)
 
 
+def dlib_evaluation(paths, runs, gt) -> DetectionEvaluation:
+    """Score-swept evaluation of dlib's ``run(img, up, -1)`` outputs (one per image)."""
+    dets = {p: (dlib_boxes(r), np.asarray(s, np.float64))
+            for p, (r, s, _) in zip(paths, runs, strict=True)}
+    return evaluate_detections(dets, gt, iou_threshold=IOU)
+
+
 def _same(a, b) -> bool:
     return Counter(map(tuple, np.asarray(a).reshape(-1, 4).tolist())) == \
         Counter(map(tuple, np.asarray(b).reshape(-1, 4).tolist()))
@@ -406,9 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     cv2.setNumThreads(-1)
 
     for label, (_, up) in dlib_runs.items():
-        dets = {p: (dlib_boxes(r), np.asarray(s, np.float64))
-                for p, (r, s, _) in zip(paths, dlib_out[label], strict=True)}
-        ev = evaluate_detections(dets, gt, iou_threshold=IOU)
+        ev = dlib_evaluation(paths, dlib_out[label], gt)
         i0 = np.flatnonzero(ev.thresholds >= 0)
         at0 = ({"detection_rate": round(float(ev.curve_detection_rate[i0[-1]]), 4),
                 "false_positives": int(ev.curve_false_positives[i0[-1]])} if i0.size else None)

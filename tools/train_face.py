@@ -268,6 +268,22 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost") -> dict
             "scores": {k: v["rates"] for k, v in scores.items()}, "declared": declared}
 
 
+def validate_dlib(paths, images, gt, *, upsample: int = 2) -> dict:
+    """dlib's HOG frontal-face detector on the validation set (score swept; one thread)."""
+    import dlib
+
+    hog = dlib.get_frontal_face_detector()
+    hog.run(images[0], upsample, -1)
+    t0 = time.perf_counter()
+    runs = [hog.run(g, upsample, -1) for g in images]
+    secs = time.perf_counter() - t0
+    mp = sum(g.size for g in images) / 1e6
+    ev = bp.dlib_evaluation(paths, runs, gt)
+    return {"model": f"dlib HOG up{upsample}", "kind": "dlib", "window": None, "stages": None,
+            "ms_per_mp_1t": round(1000 * secs / mp, 1), "min_neighbors": bp.rates(ev),
+            "scores": {}, "declared": None}
+
+
 def best_score(res: dict) -> tuple[str, dict]:
     """The operating score with the largest mean rate over the budgets (validation only)."""
     cands = dict(res["scores"], min_neighbors=res["min_neighbors"])
@@ -279,7 +295,8 @@ def print_validation(results: list[dict]) -> None:
     cols = " ".join(f"{'@' + str(b):>6s}" for b in bp.BUDGETS)
     print(f"\n{'model':<34s} {'curve':<14s} {cols}  {'mean':>6s} {'ms/MP':>7s}")
     for r in results:
-        rows = [("min_neighbors", r["min_neighbors"])] + sorted(r["scores"].items())
+        first = "score" if r["kind"] == "dlib" else "min_neighbors"
+        rows = [(first, r["min_neighbors"])] + sorted(r["scores"].items())
         for i, (k, rt) in enumerate(rows):
             v = [rt[str(b)] for b in bp.BUDGETS]
             tm = f"{r['ms_per_mp_1t']:7.0f}" if i == 0 else ""
@@ -309,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("validate", help="curves on the validation detection set")
     v.add_argument("models", nargs="+")
     v.add_argument("--peers", action="store_true", help="also OpenCV's default and alt2")
+    v.add_argument("--dlib", action="store_true",
+                   help="also dlib's HOG detector (upsample 2; its score swept)")
     v.add_argument("--label", default=None, help="name of the configuration in the log")
     args = ap.parse_args(argv)
 
@@ -332,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.peers:
         specs += [(s, "opencv") for s in bp.OPENCV.values()]
     results = [validate_one(s, paths, images, gt, kind=k) for s, k in specs]
+    if args.dlib:
+        results.append(validate_dlib(paths, images, gt, upsample=2))
     print_validation(results)
     for r in results:
         log({"kind": "validate", "label": args.label, "quick": args.quick,
