@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -84,6 +85,7 @@ def train_budgeted(config: dict, out: Path, pos: Path, bg: Path, budget: float,
     t0 = time.perf_counter()
     proc = subprocess.Popen(["nice", "-n", str(nice), vjbin, *args], env=env, stdout=logf,
                             stderr=subprocess.STDOUT, start_new_session=True)
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     try:
         proc.wait(timeout=budget)
         cut = False
@@ -92,6 +94,9 @@ def train_budgeted(config: dict, out: Path, pos: Path, bg: Path, budget: float,
         proc.wait()
         cut = True
     wall = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # the CPU time the row got: the machine's load decides how much of the budget that is
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     ck = json.loads((out / "checkpoint.json").read_text())
     k = len(ck["stages"])
     if k == 0:
@@ -104,7 +109,7 @@ def train_budgeted(config: dict, out: Path, pos: Path, bg: Path, budget: float,
     stage_s = [sum(v for kk, v in st["seconds"].items() if kk == "total")
                for st in ck["stages"]]
     peak = max((st.get("info", {}).get("peak_rss", 0) for st in ck["stages"]), default=0)
-    return {"stages": k, "cut": cut, "wall_s": round(wall, 1),
+    return {"stages": k, "cut": cut, "wall_s": round(wall, 1), "cpu_s": round(cpu, 1),
             "training_s": round(float(sum(stage_s)), 1),
             "weak_learners": int(sum(len(st["learners"]) for st in ck["stages"])),
             "peak_rss_gib": round(peak / 2**30, 2)}
