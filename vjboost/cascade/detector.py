@@ -36,7 +36,6 @@ __all__ = [
     "CascadeDetector",
     "Detections",
     "detect_images",
-    "detect_multiscale",
     "opencv_scales",
     "to_gray",
 ]
@@ -316,24 +315,6 @@ class CascadeDetector:
                                         image_size=(img_w, img_h), nms_iou=self.nms_iou)
         return Detections(b, best, cnt, np.full(len(b), self.model.n_stages, dtype=np.int32),
                           raw_count=len(boxes))
-
-
-def detect_multiscale(
-    image: np.ndarray,
-    model: CascadeModel | str | os.PathLike[str],
-    **params: Any,
-) -> Detections:
-    """Functional form: ``CascadeDetector(model, **params).detect(image)``.
-
-    ``model`` may be a :class:`CascadeModel` or a path to an OpenCV XML or vjboost model file.
-    ``roi`` may be passed among ``params``.
-    """
-    roi = params.pop("roi", None)
-    if not isinstance(model, CascadeModel):
-        from .model_io import load_model
-
-        model = load_model(model)
-    return CascadeDetector(model, **params).detect(image, roi=roi)
 
 
 def detect_images(

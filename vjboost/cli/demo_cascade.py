@@ -11,7 +11,7 @@
    ``OUT/cascade.xml``;
 4. the detector runs on ``astronaut()``; the detections are printed as JSON lines and drawn in
    ``OUT/astronaut.png``, and compared with OpenCV's own frontal-face cascade when it is there;
-5. the frontal-face cascade vjboost ships (``models/frontalface.json``, trained by ``vjtrain`` on
+5. the frontal-face cascade vjboost ships (``vjboost:frontalface``, trained by ``vjtrain`` on
    public data) runs on the same image, drawn in ``OUT/astronaut_shipped.png``.
 """
 

@@ -177,9 +177,9 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--model", "-m", "model_path", type=str,
-              help="Cascade: OpenCV XML or vjboost JSON, vjboost:NAME (shipped in models/) or "
-                   "opencv:NAME (shipped with OpenCV). Default: vjboost:frontalface, vjboost's "
-                   "frontal-face cascade (see models/README.md).")
+              help="Cascade: OpenCV XML or vjboost JSON file, vjboost:NAME (shipped with "
+                   "vjboost: frontalface, car_side) or opencv:NAME (shipped with OpenCV 4). "
+                   "Default: vjboost:frontalface, vjboost's frontal-face cascade.")
 @click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True,
               help="Ratio between successive scales (> 1).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
@@ -261,7 +261,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         if model_path is None:
             model_path = default_model_path()
             if model_path is None:
-                raise click.UsageError("no --model given and neither vjboost's models/ folder "
+                raise click.UsageError("no --model given and neither vjboost's models folder "
                                        "nor OpenCV's frontal-face cascade is installed; pass "
                                        "--model")
         try:

@@ -37,7 +37,7 @@ FRAMING_HELP = (
 
 
 def resolve_model_path(spec: str) -> str:
-    """A model path, ``vjboost:NAME`` (shipped in ``models/``) or ``opencv:NAME`` (OpenCV's)."""
+    """A model path, ``vjboost:NAME`` (shipped with vjboost) or ``opencv:NAME`` (OpenCV's)."""
     try:
         return resolve_model(spec)
     except ModelNotFound as exc:
@@ -65,8 +65,8 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Folder the annotation's image names are relative to (default: see "
                    "vjboost.io.read_annotations).")
 @click.option("--model", "-m", "models", multiple=True,
-              help="Cascade: vjboost JSON or OpenCV XML, vjboost:NAME for a cascade shipped in "
-                   "models/ (vjboost:frontalface), or opencv:NAME for one shipped with OpenCV "
+              help="Cascade: vjboost JSON or OpenCV XML, vjboost:NAME for a cascade shipped "
+                   "with vjboost (vjboost:frontalface), or opencv:NAME for one shipped with OpenCV "
                    "(e.g. opencv:haarcascade_frontalface_default). Repeatable.")
 @click.option("--detections", "detection_files", multiple=True, type=click.Path(dir_okay=False),
               help="Saved detections to score instead of (or besides) running a model: COCO "
