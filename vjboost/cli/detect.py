@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
+from .._jit import compile_notice
 from .._limits import Limits, limit_error
 from ..cascade.shipped import ModelNotFound, default_model, resolve_model
 from ..io import (
@@ -282,8 +283,9 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         for src, why in expanded.problems:
             stats.fail(src, why)
         single = len(inputs) == 1 and len(expanded.sources) <= 1
-        _run_all(detector, expanded.sources, writer, out_dir, stats, max_frames, every,
-                 progress, limits)
+        with compile_notice():
+            _run_all(detector, expanded.sources, writer, out_dir, stats, max_frames, every,
+                     progress, limits)
     except BaseException:
         writer.abort()
         raise

@@ -17,6 +17,7 @@ import click
 
 from .._errors import VJBoostError
 from .._io import atomic_write
+from .._jit import compile_notice
 from .._limits import Limits
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
@@ -115,16 +116,17 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
-    if protocol == "uiuc":
-        _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
-                   threads, output_dir)
-        return
-    try:
-        _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
-              scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-              output_dir, progress, report, report_samples)
-    except VJBoostError as exc:
-        raise click.ClickException(str(exc)) from None
+    with compile_notice():
+        if protocol == "uiuc":
+            _main_uiuc(annotations, models, labels, images, scale_factor, min_size,
+                       min_neighbors, threads, output_dir)
+            return
+        try:
+            _main(annotations, fmt, category, image_root, models, detection_files, labels,
+                  images, scale_factor, min_size, min_neighbors, max_neighbors, iou, threads,
+                  max_pixels, output_dir, progress, report, report_samples)
+        except VJBoostError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
