@@ -151,7 +151,7 @@ def test_wheel_ships_the_models_and_runs_outside_the_repository(tmp_path):
     """Build a wheel, check its contents, install it into a fresh venv (reusing this
     environment's packages) and detect from a folder outside the repository."""
     wheels = tmp_path / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                     "-q", "-w", str(wheels), str(REPO)], check=True, capture_output=True)
     (wheel,) = wheels.glob("vjboost-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
