@@ -9,6 +9,8 @@ kernel compilation or cache loading, detection, output), measured here in one ru
 * ``cv2``: a ``python`` process that imports ``cv2``, loads the same cascade
   (``vjboost/models/frontalface.xml``) into ``cv2.CascadeClassifier`` and detects on the same
   image with the same settings (scale 1.1, minNeighbors 3): the peer;
+* CPU seconds (user + system) of the same processes, steadier than wall times when the
+  machine is shared;
 * parts: ``python -c pass`` (interpreter start), ``import vjboost.cli.detect``, and the first
   run's compile note (``compiling kernels``) checked on stderr.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -40,11 +43,19 @@ CV2_SNIPPET = (
 )
 
 
+#: CPU seconds (user + system) of the finished child processes, per ``timed`` call
+CPU: list[float] = []
+
+
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
-    """Wall seconds of one process, and its result (stdout/stderr captured)."""
+    """Wall seconds of one process, and its result (stdout/stderr captured); its CPU seconds
+    are appended to :data:`CPU` (on a loaded machine they move less than wall times)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
     return dt, res
@@ -89,26 +100,29 @@ def main(argv: list[str] | None = None) -> dict:
              "print(MODELS_DIR / 'frontalface.xml')"],
             env=base_env, capture_output=True, text=True, check=True).stdout.strip()
 
-        first, notes, n_dets = [], [], None
+        first, first_cpu, notes, n_dets = [], [], [], None
         cache = tmp_path / "cache-0"
         for k in range(args.first_runs):
             cache = tmp_path / f"cache-{k}"
             env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
             dt, res = timed([vjdetect, str(photo)], env)
             first.append(dt)
+            first_cpu.append(CPU[-1])
             notes.append("compiling kernels" in res.stderr)
             n_dets = len(res.stdout.splitlines())
         env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
-        warm, warm_note = [], False
+        warm, warm_cpu, warm_note = [], [], False
         for _ in range(args.warm_runs):
             dt, res = timed([vjdetect, str(photo)], env)
             warm.append(dt)
+            warm_cpu.append(CPU[-1])
             warm_note |= "compiling kernels" in res.stderr
-        cv2_times = []
+        cv2_times, cv2_cpu = [], []
         cv2_dets = None
         for _ in range(max(args.warm_runs, 1)):
             dt, res = timed([python, "-c", CV2_SNIPPET, xml, str(photo)], base_env)
             cv2_times.append(dt)
+            cv2_cpu.append(CPU[-1])
             cv2_dets = int(res.stdout.strip())
         start = [timed([python, "-c", "pass"], base_env)[0] for _ in range(3)]
         imports = [timed([python, "-c", "import vjboost.cli.detect"], env)[0] for _ in range(3)]
@@ -125,6 +139,9 @@ def main(argv: list[str] | None = None) -> dict:
         "first_over_cv2": round(med(first) / med(cv2_times), 1),
         "warm_over_cv2": round(med(warm) / med(cv2_times), 1),
         "compile_s": round(med(first) - med(warm), 2),
+        "first_run_cpu_s": round(med(first_cpu), 2),
+        "warm_cpu_s": round(med(warm_cpu), 2),
+        "cv2_cpu_s": round(med(cv2_cpu), 2),
         "python_start_s": round(med(start), 3),
         "import_cli_s": round(med(imports), 2),
         "detections": n_dets,
@@ -140,6 +157,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"  warm run                 {result['warm_median_s']:6.2f} s  (target <= 1 s)")
     print(f"  cv2 process, same XML    {result['cv2_median_s']:6.2f} s  "
           f"-> first {result['first_over_cv2']}x, warm {result['warm_over_cv2']}x cv2's time")
+    print(f"  CPU seconds (user+sys): first {result['first_run_cpu_s']:.2f}, warm "
+          f"{result['warm_cpu_s']:.2f}, cv2 {result['cv2_cpu_s']:.2f}")
     print(f"  of which: python start {result['python_start_s']:.2f} s, import vjboost.cli.detect "
           f"{result['import_cli_s']:.2f} s, compilation ~{result['compile_s']:.2f} s")
     print(f"  detections: vjdetect {n_dets}, cv2 {cv2_dets}; compile note on first run: "

@@ -185,8 +185,9 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
               help="Ratio between successive scales (> 1).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
               help="Raw windows a detection needs (0: raw windows).")
-@click.option("--min-size", help="Smallest object, N or WxH pixels.")
-@click.option("--max-size", help="Largest object, N or WxH pixels.")
+@click.option("--min-size", help="Smallest object, N or WxH pixels (default: the cascade's "
+              "window, e.g. 20x20).")
+@click.option("--max-size", help="Largest object, N or WxH pixels (default: no limit).")
 @click.option("--mode", type=click.Choice(["opencv", "clean"]), default="opencv",
               show_default=True,
               help="opencv: identical to cv2 detectMultiScale (its row cut-off included); "
