@@ -194,3 +194,46 @@ def test_wheel_ships_the_models_and_runs_outside_the_repository(tmp_path):
     det = subprocess.run([str(venv / "bin" / "vjdetect"), str(photo)], cwd=outside,
                          capture_output=True, text=True, env=env, check=True)
     assert len(det.stdout.splitlines()) == int(out[1])
+
+
+#: the layers, lowest first: a module may import its own layer and the ones below it
+LAYERS = ["_bottom", "io", "features", "boost", "cascade", "eval", "cli"]
+
+
+def _layer(module: str) -> str | None:
+    part = module.split(".")[1] if "." in module else None
+    if part is None or part == "models":
+        return None
+    return part if part in LAYERS else "_bottom"  # _errors, _memory, boxes, _lazy ...
+
+
+def test_layering_no_import_goes_up():
+    """docs/architecture.md's rule, on every import statement (function-level ones too)."""
+    import ast
+
+    bad = []
+    for path in (REPO / "vjboost").rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if module == "vjboost":
+            continue  # the lazy top-level namespace names everything
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package
+                for _ in range(max(node.level - 1, 0)):
+                    base = base.rpartition(".")[0]
+                targets = [".".join(p for p in (base if node.level else "", node.module or "")
+                                    if p)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            for target in targets:
+                if target == "vjboost":
+                    bad.append(f"{module} imports the top-level package")
+                elif target.startswith("vjboost."):
+                    low, high = _layer(module), _layer(target)
+                    if high and LAYERS.index(high) > LAYERS.index(low):
+                        bad.append(f"{module} ({low}) imports {target} ({high})")
+    assert not bad, "\n".join(sorted(set(bad)))
