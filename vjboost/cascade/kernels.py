@@ -31,12 +31,14 @@ window whose inner-area σ is too small (``area · inv_var >= gate``, OpenCV: ``
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numba import njit
+from numba.core.errors import NumbaPerformanceWarning
 
 from vjboost._threads import resolve_threads, run_tasks
 from vjboost.boost.tree import Tree
@@ -255,10 +257,14 @@ def _make_scan(ops: int, shape: int):
     change the cache key in every process); each pair is cached under its own key.
     """
 
-    # Serial and nogil: :func:`scan` splits the items between Python threads. numba's
-    # ``parallel=True`` would compile (and cache) a second, gufunc-wrapped copy of this body,
-    # which more than doubles the compilation a first detection waits for.
-    @njit(cache=True, nogil=True)
+    # A serial loop, nogil: :func:`scan` splits the items between Python threads. A prange
+    # loop would make numba compile (and cache) a second, gufunc-wrapped copy of this body,
+    # which more than doubled the compilation a first detection waits for. ``parallel=True``
+    # stays all the same: numba's parallel pipeline turns this loop nest into code about five
+    # times faster than its plain pipeline does (0.16 against 0.83 CPU seconds for the shipped
+    # face cascade on astronaut()); it then warns that it parallelised no loop, as intended
+    # (:func:`scan` silences that warning).
+    @njit(cache=True, nogil=True, parallel=True)
     def scan_items(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
                    tree_node0, tree_leaf0, node_left, node_right, subsets, leaves, out_passed,
                    out_score):  # pragma: no cover - numba
@@ -402,8 +408,11 @@ def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_st
     # every item writes its own outputs, so runs of items are independent tasks
     nt = resolve_threads(threads)
     edges = np.linspace(0, len(items), min(len(items), nt * _TASKS_PER_THREAD) + 1).astype(int)
-    run_tasks([(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)],
-              lambda ab: kernel(buf, items[ab[0]:ab[1]], *rest), threads=nt)
+    tasks = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    with warnings.catch_warnings():
+        if not kernel.signatures:  # compiled by the first task, in this thread
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        run_tasks(tasks, lambda ab: kernel(buf, items[ab[0]:ab[1]], *rest), threads=nt)
     return out_passed, out_score
 
 
