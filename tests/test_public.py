@@ -88,8 +88,11 @@ def test_detect_matches_the_detector(tmp_path):
         np.testing.assert_array_equal(d.neighbors, want.neighbors)
 
 
-@pytest.mark.parametrize("module", ["vjboost.cascade.api", "vjboost._lazy", "vjboost._threads",
-                                    "vjboost._jit"])
+@pytest.mark.parametrize("module", [
+    "vjboost.cascade.api", "vjboost.cascade.model_io", "vjboost.cascade.detector",
+    "vjboost.cascade.model", "vjboost.boost.ensemble", "vjboost.boost.sampling.registry",
+    "vjboost.features.haar", "vjboost.boxes", "vjboost._lazy", "vjboost._threads",
+    "vjboost._jit"])
 def test_doctests(module):
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0

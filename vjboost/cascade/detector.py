@@ -167,6 +167,15 @@ class CascadeDetector:
         numba threads (``None``: all).
     channel_order : {"bgr", "rgb"}, default="bgr"
         Colour order of 3-channel input (OpenCV convention is BGR).
+
+    Examples
+    --------
+    >>> from skimage import data
+    >>> from vjboost.cascade.model_io import load_model
+    >>> detector = CascadeDetector(load_model("vjboost:frontalface"), min_neighbors=3)
+    >>> faces = detector.detect(data.astronaut()[..., 1])   # gray (H, W) uint8
+    >>> faces.boxes.dtype, faces.boxes.shape[1]
+    (dtype('int32'), 4)
     """
 
     def __init__(

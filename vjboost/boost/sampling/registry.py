@@ -35,7 +35,24 @@ SAMPLERS: dict[str, tuple[type[Sampler], dict[str, Any]]] = {
 
 
 def make_sampler(name: str, **params: Any) -> Sampler:
-    """Build a sampler by name (see :data:`SAMPLERS`) with extra constructor parameters."""
+    """Build a sampler by name (see :data:`SAMPLERS`) with extra constructor parameters.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`SAMPLERS` (``"laminating"``, ``"ucb"``, ``"mas_1q"``...).
+    **params
+        Constructor parameters, over the name's defaults.
+
+    Returns
+    -------
+    Sampler
+
+    Examples
+    --------
+    >>> type(make_sampler("ucb3")).__name__, make_sampler("ucb3").k
+    ('UCB', 3)
+    """
     if name not in SAMPLERS:
         raise ValueError(f"sampler: expected one of {sorted(SAMPLERS)}, got {name!r}")
     cls, defaults = SAMPLERS[name]
