@@ -118,6 +118,14 @@ def test_numba_cache_in_the_users_folder(tmp_path):
          " print(numba.config.CACHE_DIR)"], capture_output=True, text=True, env=env,
         check=True).stdout.split()
     assert out == [str(tmp_path / "vjboost" / "numba")] * 2
+    # a cache home that cannot hold the folder (here a file): numba's default stays
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    env["XDG_CACHE_HOME"] = str(blocker)
+    out = subprocess.run([sys.executable, "-c", "import vjboost, os; "
+                          "print(os.environ.get('NUMBA_CACHE_DIR', 'unset'))"],
+                         capture_output=True, text=True, env=env, check=True).stdout.strip()
+    assert out == "unset"
     # a folder the user chose wins
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "mine")
     out = subprocess.run([sys.executable, "-c", "import vjboost, numba; "

@@ -37,7 +37,8 @@ def cache_dir() -> Path:
 
 
 def use_user_cache() -> None:
-    """Point numba's cache at :func:`cache_dir` unless ``NUMBA_CACHE_DIR`` is set already.
+    """Point numba's cache at :func:`cache_dir` unless ``NUMBA_CACHE_DIR`` is set already
+    (or the folder cannot be created or written: numba then keeps its default).
 
     Sets ``NUMBA_CACHE_DIR`` for this process (numba reads it when it is imported, and reads
     its config again when it was imported before). Other numba code of the process then
@@ -45,7 +46,14 @@ def use_user_cache() -> None:
     """
     if os.environ.get("NUMBA_CACHE_DIR"):
         return
-    path = str(cache_dir())
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return  # e.g. a read-only home: numba's own choice then (it refuses nothing)
+    if not os.access(folder, os.W_OK):
+        return
+    path = str(folder)
     os.environ["NUMBA_CACHE_DIR"] = path
     config = getattr(sys.modules.get("numba"), "config", None)
     if config is not None:
