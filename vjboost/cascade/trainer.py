@@ -756,6 +756,7 @@ class CascadeTrainer:
         resume: bool = False,
         log: Callable[[str], None] | None = None,
         max_new_stages: int | None = None,
+        executor: Any = None,
     ) -> CascadeTrainer:
         """Train the cascade.
 
@@ -774,6 +775,10 @@ class CascadeTrainer:
             Receives one line per event (default: silent).
         max_new_stages : int, optional
             Train at most this many stages in this call (the rest on a later ``resume``).
+        executor : vjboost._parallel.Executor, optional
+            Mine negatives as tasks on this executor (e.g. Dask workers); the cascade is the
+            same as without it. Not part of the checkpoint's settings: a run may be resumed
+            with another executor or none.
 
         Returns
         -------
@@ -860,7 +865,8 @@ class CascadeTrainer:
                     # negatives
                     res = mine_negatives(model, bgs, int(self.num_neg),
                                          params=mp, seed=int(self.seed), stage=k,
-                                         stop_ratio=required if k > 0 else None, cache=cache)
+                                         stop_ratio=required if k > 0 else None, cache=cache,
+                                         executor=executor)
                     t2 = time.perf_counter()
                     ms = mining_summary(res)
                     ms["stage"] = k
