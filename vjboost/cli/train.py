@@ -253,8 +253,9 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             pos_crop: str | None, pos_format: str | None, category: str | None,
             jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
-            seed: int, threads: int, scheduler: str | None, workers: int, resume: bool, eval_annotations: str | None,
-            eval_images: str | None, max_new_stages: int | None, quiet: bool) -> None:
+            seed: int, threads: int, scheduler: str | None, workers: int, resume: bool,
+            eval_annotations: str | None, eval_images: str | None,
+            max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
     POS: a folder of crops, annotations (info.dat, CSV, JSON, COCO, a Pascal VOC / YOLO /
