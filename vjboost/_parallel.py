@@ -276,7 +276,8 @@ class DaskExecutor(Executor):
 
 
 def make_executor(*, scheduler: str | None = None, workers: int | None = None,
-                  threads: int | None = None, retries: int = 2) -> Executor:
+                  threads: int | None = None, retries: int = 2,
+                  timeout: float = 10.0) -> Executor:
     """The executor for command-line style options.
 
     Parameters
@@ -289,6 +290,8 @@ def make_executor(*, scheduler: str | None = None, workers: int | None = None,
     threads : int, optional
         Without Dask: a thread pool of this many threads (``None``/``1``: serial).
     retries : int, default=2
+    timeout : float, default=10
+        Seconds to wait for the scheduler.
 
     Returns
     -------
@@ -302,9 +305,9 @@ def make_executor(*, scheduler: str | None = None, workers: int | None = None,
     [1, 2, 3]
     """
     if scheduler:
-        return DaskExecutor(scheduler, retries=retries)
+        return DaskExecutor(scheduler, retries=retries, timeout=timeout)
     if workers:
-        return DaskExecutor(n_workers=int(workers), retries=retries)
+        return DaskExecutor(n_workers=int(workers), retries=retries, timeout=timeout)
     if threads is not None and threads > 1:
         return ThreadExecutor(int(threads))
     return SerialExecutor()
