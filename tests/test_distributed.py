@@ -122,13 +122,24 @@ def test_mining_and_training_same_on_threads(faces, backgrounds):
                                                                         strict=True)]
 
 
+def test_resume_with_another_executor_gives_the_same_cascade(faces, backgrounds, tmp_path):
+    ref = _train(faces, backgrounds, None)
+    kw = dict(window_shape=WIN, features="lbp", num_stages=3, num_pos=150, num_neg=300,
+              min_hit_rate=0.98, max_false_alarm=0.5, seed=1, max_weak_count=20)
+    with ThreadExecutor(2) as ex:  # a run that stops after one stage (a lost cluster)
+        CascadeTrainer(**kw).fit(faces, backgrounds, output_dir=tmp_path, executor=ex,
+                                 max_new_stages=1)
+    tr = CascadeTrainer(**kw).fit(faces, backgrounds, output_dir=tmp_path, resume=True)
+    assert stages_digest(tr.stages_) == stages_digest(ref.stages_)
+
+
 def test_detect_many_matches_in_process(images):
     model = load_model("vjboost:frontalface")
     det = CascadeDetector(model, scale_factor=1.2)
     with ThreadExecutor(2) as ex:
         got = list(detect_many(model, images, executor=ex, chunk=1, scale_factor=1.2))
     assert [g[0] for g in got] == images
-    for path, found, err, size in got[:2]:
+    for path, found, err, _ in got[:2]:
         ref = det.detect(cv2.imread(path))
         assert err == "" and len(ref) > 0
         assert np.array_equal(found.boxes, ref.boxes)
