@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import itertools
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -181,10 +182,13 @@ class DaskExecutor(Executor):
         re-runs its tasks elsewhere up to ``distributed.scheduler.allowed-failures`` times).
     timeout : float, default=10
         Seconds to wait for the scheduler when connecting.
+    quiet : bool, default=False
+        Silence Dask's own log messages below CRITICAL in this process (command-line tools:
+        a lost scheduler is then reported by the one line of :class:`ExecutorError`).
     """
 
     def __init__(self, address: str | None = None, *, n_workers: int | None = None,
-                 retries: int = 2, timeout: float = 10.0) -> None:
+                 retries: int = 2, timeout: float = 10.0, quiet: bool = False) -> None:
         if (address is None) == (n_workers is None):
             raise ValueError("give exactly one of address (a running scheduler) and n_workers "
                              "(a local cluster)")
@@ -192,6 +196,8 @@ class DaskExecutor(Executor):
                                       or not isinstance(n_workers, int) or n_workers < 1):
             raise ValueError(f"n_workers: expected a positive integer, got {n_workers!r}")
         distributed = _import_distributed()
+        if quiet:
+            logging.getLogger("distributed").setLevel(logging.CRITICAL)
         self.retries = int(retries)
         self.address = address
         self._cluster = None
@@ -282,7 +288,7 @@ class DaskExecutor(Executor):
 
 def make_executor(*, scheduler: str | None = None, workers: int | None = None,
                   threads: int | None = None, retries: int = 2,
-                  timeout: float = 10.0) -> Executor:
+                  timeout: float = 10.0, quiet: bool = False) -> Executor:
     """The executor for command-line style options.
 
     Parameters
@@ -297,6 +303,8 @@ def make_executor(*, scheduler: str | None = None, workers: int | None = None,
     retries : int, default=2
     timeout : float, default=10
         Seconds to wait for the scheduler.
+    quiet : bool, default=False
+        See :class:`DaskExecutor`.
 
     Returns
     -------
@@ -310,9 +318,10 @@ def make_executor(*, scheduler: str | None = None, workers: int | None = None,
     [1, 2, 3]
     """
     if scheduler:
-        return DaskExecutor(scheduler, retries=retries, timeout=timeout)
+        return DaskExecutor(scheduler, retries=retries, timeout=timeout, quiet=quiet)
     if workers:
-        return DaskExecutor(n_workers=int(workers), retries=retries, timeout=timeout)
+        return DaskExecutor(n_workers=int(workers), retries=retries, timeout=timeout,
+                            quiet=quiet)
     if threads is not None and threads > 1:
         return ThreadExecutor(int(threads))
     return SerialExecutor()

@@ -302,7 +302,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         if scheduler or workers:
             from .._parallel import make_executor
 
-            executor = make_executor(scheduler=scheduler, workers=workers)
+            executor = make_executor(scheduler=scheduler, workers=workers, quiet=True)
         try:
             batch = None
             if executor is not None:

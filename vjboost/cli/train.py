@@ -368,7 +368,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     from vjboost._parallel import ExecutorError, make_executor
 
     try:
-        executor = make_executor(scheduler=scheduler, workers=workers) if (
+        executor = make_executor(scheduler=scheduler, workers=workers, quiet=True) if (
             scheduler or workers) else None
     except ExecutorError as exc:
         raise InputError(str(exc)) from None
