@@ -206,8 +206,8 @@ class DaskExecutor(Executor):
             import dask
 
             try:
-                # the workers' statistical profiler samples the task's stack every 10 ms,
-                # which costs the Python parts of a scan about a fifth of their speed
+                # the workers' statistical profiler interrupts the task every 10 ms to sample
+                # its stack: a cost, and no insight into tasks that run compiled kernels
                 with dask.config.set({"distributed.worker.profile.enabled": False}):
                     self._cluster = distributed.LocalCluster(
                         n_workers=n_workers, threads_per_worker=1, processes=True,
