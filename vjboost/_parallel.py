@@ -228,8 +228,14 @@ class DaskExecutor(Executor):
                 f"--scheduler {self.address}: cannot reach the Dask scheduler within "
                 f"{timeout:g} s ({type(exc).__name__}); is `dask scheduler` running there?"
             ) from None
-        self.n_workers = max(1, len(self.client.scheduler_info(n_workers=-1)["workers"])
-                             if n_workers is None else n_workers)
+        if n_workers is None:
+            try:
+                info = self.client.scheduler_info(n_workers=-1)
+            except TypeError:  # distributed < 2025: every worker is listed anyway
+                info = self.client.scheduler_info()
+            self.n_workers = max(1, len(info["workers"]))
+        else:
+            self.n_workers = n_workers
         self.name = (f"local cluster, {n_workers} processes" if address is None
                      else f"scheduler {address}")
 
@@ -237,12 +243,16 @@ class DaskExecutor(Executor):
         try:
             return self.client.scatter(value, broadcast=True, hash=False)
         except Exception as exc:
+            if self.client.status == "running":
+                raise
             raise self._lost(exc) from None
 
     def _submit(self, fn, unit, shared):
         try:
             return self.client.submit(fn, unit, *shared, pure=False, retries=self.retries)
         except Exception as exc:
+            if self.client.status == "running":
+                raise
             raise self._lost(exc) from None
 
     def _result(self, fut):
