@@ -25,15 +25,13 @@ from vjboost.cascade.negatives import MiningParams, mine_negatives
 from vjboost.cascade.tasks import detect_many
 from vjboost.cascade.trainer import CascadeTrainer, stages_digest
 
-WIN = (12, 12)
+WIN = (16, 16)
 
 
 @pytest.fixture(scope="module")
-def faces() -> np.ndarray:
-    from skimage.data import lfw_subset
-
-    imgs = (lfw_subset()[:100] * 255).round().astype(np.uint8)
-    out = np.stack([cv2.resize(im, WIN[::-1], interpolation=cv2.INTER_AREA) for im in imgs])
+def faces(small_face_set) -> np.ndarray:
+    """The 100 small LFW faces and their mirror images."""
+    out = np.load(small_face_set / "pos.npz")["images"]
     return np.concatenate([out, out[:, :, ::-1]])
 
 

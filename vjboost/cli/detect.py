@@ -42,6 +42,7 @@ from ..io import (
     open_detection_writer,
     read_image,
 )
+from ._dask import dask_options, open_executor
 
 __all__ = ["default_model_path", "main"]
 
@@ -207,12 +208,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "best-scored window of each overlapping set; none: raw windows.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0: all).")
-@click.option("--scheduler", metavar="tcp://HOST:PORT",
-              help="Detect in the images (not videos) as tasks on this Dask scheduler's "
-                   "workers (pip install 'vjboost[dask]'; workers must read the files at the "
-                   "same paths). Same output as without it; see docs/distributed.md.")
-@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Detect on a local Dask cluster of N worker processes (0: in this process).")
+@dask_options("Detect in the images (not videos)")
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False),
               help="Write annotated images (<name>_det.png/jpg) and videos (<name>_det.avi).")
 @click.option("--format", "fmt", type=click.Choice(DETECTION_FORMATS), default="jsonl",
@@ -298,11 +294,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         for src, why in expanded.problems:
             stats.fail(src, why)
         single = len(inputs) == 1 and len(expanded.sources) <= 1
-        executor = None
-        if scheduler or workers:
-            from .._parallel import make_executor
-
-            executor = make_executor(scheduler=scheduler, workers=workers, quiet=True)
+        executor = open_executor(scheduler, workers)
         try:
             batch = None
             if executor is not None:

@@ -24,6 +24,8 @@ from typing import Any
 import click
 import numpy as np
 
+from ._dask import dask_options, open_executor
+
 __all__ = ["main", "vjtrain"]
 
 class InputError(click.ClickException):
@@ -227,12 +229,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0 = all cores).")
-@click.option("--scheduler", metavar="tcp://HOST:PORT",
-              help="Mine negatives as tasks on this Dask scheduler's workers (pip install "
-                   "'vjboost[dask]'; every worker must read the background files at the same "
-                   "paths). Same cascade as without it; see docs/distributed.md.")
-@click.option("--workers", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Mine on a local Dask cluster of N worker processes (0: in this process).")
+@dask_options("Mine negatives")
 @click.option("--resume", is_flag=True,
               help="Continue from the checkpoint in the output folder (same settings; more "
                    "--stages or more backgrounds are allowed).")
@@ -365,11 +362,10 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         progress=not quiet and sys.stderr.isatty(),
         reservoir=reservoir, reservoir_strategy=reservoir_strategy,
     )
-    from vjboost._parallel import ExecutorError, make_executor
+    from vjboost._parallel import ExecutorError
 
     try:
-        executor = make_executor(scheduler=scheduler, workers=workers, quiet=True) if (
-            scheduler or workers) else None
+        executor = open_executor(scheduler, workers)
     except ExecutorError as exc:
         raise InputError(str(exc)) from None
     if executor is not None:
