@@ -248,3 +248,19 @@ def test_lost_scheduler_is_one_clear_error(dask_cluster):
             ex.map(_slow_square, range(4))
     finally:
         ex.close()
+
+
+@pytest.mark.parametrize("edge_sample", [None, 50])
+def test_precompute_blocks_on_threads_same_matrix(faces, edge_sample):
+    from vjboost.boost.binning import precompute
+    from vjboost.cascade.trainer import make_pool
+
+    pool = make_pool("haar,lbp", WIN)
+    ids = np.arange(0, pool.n_features, 7)
+    kw = dict(feature_ids=ids, block_features=300, edge_sample_size=edge_sample, seed=4)
+    ref = precompute(pool, faces, "uint8", **kw)
+    with ThreadExecutor(2) as ex:
+        got = precompute(pool, faces, "uint8", executor=ex, **kw)
+    assert np.array_equal(ref.matrix, got.matrix)
+    assert np.array_equal(ref.edges, got.edges)
+    assert got.categorical.any() and not got.categorical.all()  # both kinds of blocks
