@@ -15,6 +15,10 @@ every worker, the second (warm) run is what every later stage of a training sees
 the warm one. Throughput is windows rejected per second; ratios are against ``inprocess``. All
 modes must mine the identical negatives (``same_negatives``).
 
+Feature precomputation (``precompute`` of one stage's uint8 matrix: 19x19 Haar features on
+CBCL faces) in-process with 2 threads against blocks on the 2 Dask workers; the matrices must be
+equal.
+
 ``dask_same_model``: a small cascade (3 LBP stages on scikit-image's faces and pictures) trained
 in-process and on the 2-worker cluster must be identical.
 
@@ -78,6 +82,28 @@ def mine(model, bgs, executor, cache) -> tuple[float, object]:
     return time.perf_counter() - t, res
 
 
+def precompute_times(executors: dict, n_windows: int, n_features: int) -> dict:
+    """Seconds of one stage's feature precomputation (19x19 Haar, CBCL faces) per executor,
+    after a warm-up, and whether every matrix equals the in-process one."""
+    from vjboost.boost.binning import precompute
+    from vjboost.cascade.trainer import make_pool
+
+    faces = np.load(SHARED / "faces" / "cbcl_train.npz")["images"][:n_windows]
+    pool = make_pool("haar", (19, 19))
+    ids = np.linspace(0, pool.n_features - 1, min(n_features, pool.n_features)).astype(int)
+    out, ref = {}, None
+    for name, ex in executors.items():
+        kw = dict(feature_ids=ids, edge_sample_size=1024, seed=0, threads=2,
+                  executor=None if isinstance(ex, SerialExecutor) else ex)
+        precompute(pool, faces[:64], "uint8", **{**kw, "feature_ids": ids[:512]})
+        t = time.perf_counter()
+        m = precompute(pool, faces, "uint8", **kw)
+        out[name] = time.perf_counter() - t
+        ref = m.matrix if ref is None else ref
+        out[name + "_same"] = bool(np.array_equal(ref, m.matrix))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -92,7 +118,7 @@ def main() -> None:
         sys.exit(f"no background images in {SHARED / 'negatives'}")
     model = load_model("vjboost:frontalface").truncated(n_st)
     print(f"mining one pass over {len(bgs)} images with the {n_st}-stage frontal-face cascade")
-    rows, ref, started = {}, None, {}
+    rows, ref, started, pre = {}, None, {}, {}
     for mode in ("inprocess", "threads2", "dask1", "dask2"):
         t0 = time.perf_counter()
         ex = (SerialExecutor() if mode == "inprocess" else ThreadExecutor(2)
@@ -102,6 +128,9 @@ def main() -> None:
             cache = ImageCache()
             cold, _ = mine(model, bgs, ex, cache)
             warm, res = mine(model, bgs, ex, cache)
+            if mode in ("inprocess", "dask2"):
+                pre.update(precompute_times({mode: ex}, 500 if a.quick else 2000,
+                                            8000 if a.quick else 64000))
             if mode == "dask2":
                 faces, small_bgs = small_training_set(Path(a.tmp) / "small")
                 same_model = train_small(faces, small_bgs, None) == train_small(
@@ -123,10 +152,19 @@ def main() -> None:
                                      / rows["dask1"]["rejected_per_s"], 2)
     print("ratios (windows rejected per second):",
           ", ".join(f"{k} {v}" for k, v in ratios.items()))
+    pre_ratio = round(pre["inprocess"] / pre["dask2"], 2)
+    print(f"feature precomputation ({'8,000' if a.quick else 'all 63,960'} Haar features x "
+          f"{500 if a.quick else 2000} windows, uint8): in-process (2 threads) "
+          f"{pre['inprocess']:.2f} s, 2 Dask workers {pre['dask2']:.2f} s, speed ratio "
+          f"{pre_ratio}, same matrix: {pre['dask2_same']}")
     print(f"dask_same_model: {same_model}")
     result = {"images": len(bgs), "stages": n_st, "windows_scanned": int(ref.n_scanned),
               "windows_accepted": int(ref.n_accepted), "modes": rows, **ratios,
               "same_negatives": all(r["same"] for r in rows.values()),
+              "precompute_inprocess_s": round(pre["inprocess"], 2),
+              "precompute_dask2_s": round(pre["dask2"], 2),
+              "precompute_dask2_vs_inprocess": pre_ratio,
+              "precompute_same": pre["dask2_same"],
               "dask_same_model": bool(same_model), "quick": bool(a.quick)}
     print("RESULT " + json.dumps(result))
 

@@ -130,7 +130,7 @@ def _chunks(items: Iterator[Any], first: int, largest: int) -> Iterator[list[Any
 
 def scan_visits(executor: Executor, model: CascadeModel | None, paths: Sequence[str],
                 visits: Iterable[tuple[int, int]], *, params: MiningParams, seed: int,
-                stage: int, per_image: int, chunk: int = 32
+                stage: int, per_image: int, chunk: int = 8
                 ) -> Iterator[tuple[int, int, tuple[np.ndarray, int, int] | None]]:
     """Mining visits computed on ``executor``, yielded in the order of ``visits``.
 
