@@ -13,7 +13,9 @@ Main entry points (exported lazily, :mod:`vjboost._lazy`):
   (``vjboost.cascade.detector``); :class:`Pyramid`, :func:`opencv_scales` — the scan geometry
   (``vjboost.cascade.scan``); :class:`CascadeRunner`, :func:`cascade_accepts` — every
   window-level evaluation (``vjboost.cascade.runner``); box maths (grouping, NMS, IoU) is in
-  :mod:`vjboost.boxes`.
+  :mod:`vjboost.boxes`;
+- :func:`detect_many` — batch detection over image files on an executor (in-process, threads or
+  Dask workers, :func:`vjboost._parallel.make_executor`; ``vjboost.cascade.tasks``).
 """
 
 from __future__ import annotations
@@ -41,5 +43,6 @@ if TYPE_CHECKING:
     from vjboost.cascade.runner import CascadeRunner, cascade_accepts
     from vjboost.cascade.scan import Pyramid, opencv_scales
     from vjboost.cascade.shipped import resolve_model
+    from vjboost.cascade.tasks import detect_many
 
 __getattr__, __dir__, __all__ = attach(__name__, __file__)
