@@ -45,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import available_memory, format_bytes
+from .._errors import InputError
+from .._memory import available_memory, check_memory, format_bytes, memory_budget
 from .._threads import n_threads
 from .._validation import check_in_range
 from ..boost.binning import precompute, precompute_nbytes
@@ -57,7 +58,7 @@ from ..boost.tree import Tree
 from ..boost.weak import TreeShape
 from ..features.base import FeatureFamily, get_family_class
 from ..features.pool import FeaturePool
-from .checkpoint import config_differences, load_checkpoint, save_checkpoint
+from .checkpoint import checkpoint_stages, config_differences, load_checkpoint, save_checkpoint
 from .kernels import reject_threshold
 from .model import CascadeModel, Stage
 from .negatives import ImageCache, MiningParams, mine_negatives, mining_summary
@@ -90,7 +91,7 @@ RESERVOIR_IMAGE_CACHE = 64 * 1024**2
 RESERVOIR_CHUNK = 4096
 
 
-class TrainingError(ValueError):
+class TrainingError(InputError):
     """Training cannot start or continue (bad settings or data); the message says why."""
 
 
@@ -659,8 +660,7 @@ class CascadeTrainer:
     def _make_search(self, windows: np.ndarray, k: int, log) -> tuple[Any, dict[str, Any]]:
         pool = self.pool_
         n = windows.shape[0]
-        budget = (int(self.memory_budget) if self.memory_budget is not None
-                  else int(0.75 * available_memory()))
+        budget = memory_budget(self.memory_budget)
         info: dict[str, Any] = {"memory_budget": budget}
         sampled = self.sampler not in (None, "full")
         need = precompute_nbytes(pool, n, dtype="uint8")
@@ -680,6 +680,9 @@ class CascadeTrainer:
                                 seed=self._stage_seed(k), budget=budget, threads=self.threads)
             info.update(mode="precomputed uint8", cache_bytes=int(matrix.matrix.nbytes))
             return MatrixSearch(matrix, threads=self.threads), info
+        # streaming needs the windows' channels and one feature of every window at least
+        check_memory(pool.channels_nbytes(n) + 8 * n, f"streamed feature search over {n} windows",
+                     budget=budget, advice="Lower --num-pos/--num-neg or use a smaller window.")
         source = PoolSource(pool, windows, threads=self.threads)
         block = max(1, min(pool.n_features, (budget - source.channels.nbytes) // max(1, 8 * n)))
         info.update(mode=f"streamed in blocks of {block} features", cache_bytes=int(
@@ -817,7 +820,7 @@ class CascadeTrainer:
                         f"{out}: the checkpoint was made with other settings or data ("
                         + "; ".join(diff[:4]) + "); use the same ones to resume, or another "
                         "output folder")
-                stages = [StageResult.from_dict(d) for d in ck["stages"]]
+                stages = checkpoint_stages(ck, StageResult.from_dict, out)
                 mining_log = [m for m in ck.get("mining", []) if m["stage"] < len(stages)]
                 if len(stages) > self.num_stages:
                     raise TrainingError(

@@ -41,6 +41,8 @@ from typing import Any
 import click
 import numpy as np
 
+from ._command import Command
+
 __all__ = ["main", "read_frame_boxes", "vjadapt"]
 
 class InputError(click.ClickException):
@@ -168,7 +170,8 @@ def _check_params(pos_iou: float, neg_iou: float, min_hit_rate: float | None, bl
         raise InputError(f"--scale-factor: must be > 1, got {scale_factor}")
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
+@click.command(cls=Command, error_exit_code=2,
+               context_settings={"help_option_names": ["-h", "--help"],
                                  "max_content_width": 100})
 @click.argument("model_path", metavar="MODEL")
 @click.argument("inputs", nargs=-1, required=True)

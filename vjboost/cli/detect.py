@@ -41,6 +41,7 @@ from ..io import (
     open_detection_writer,
     read_image,
 )
+from ._command import Command
 
 __all__ = ["default_model_path", "main"]
 
@@ -174,7 +175,8 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
     stats.frames += n_read
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=Command, error_exit_code=1,
+               context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--model", "-m", "model_path", type=str,
               help="Cascade: OpenCV XML or vjboost JSON, vjboost:NAME (shipped in models/) or "

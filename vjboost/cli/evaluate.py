@@ -25,6 +25,7 @@ from ..io import (
     check_output,
     read_annotations,
 )
+from ._command import Command
 
 __all__ = ["main", "resolve_model_path"]
 
@@ -53,7 +54,8 @@ def _image_list(images: str | None, annotations) -> list[str]:
         raise click.BadParameter(str(exc), param_hint="--images") from None
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
+@click.command(cls=Command, error_exit_code=1,
+               context_settings={"help_option_names": ["-h", "--help"],
                                  "max_content_width": 100})
 @click.argument("annotations", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,

@@ -24,7 +24,13 @@ from typing import Any
 import click
 import numpy as np
 
+from .._io import OutputFolder, check_output_path
+from ._command import Command
+
 __all__ = ["main", "vjtrain"]
+
+#: the files a training run writes in its output folder (checked before training starts)
+OUTPUT_NAMES = ("model.json", "cascade.xml", "checkpoint.json", "report.json", "report.html")
 
 class InputError(click.ClickException):
     """Bad input: printed as ``Error: ...`` with exit status 2."""
@@ -152,7 +158,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
     return samples
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
+@click.command(cls=Command, error_exit_code=2,
+               context_settings={"help_option_names": ["-h", "--help"],
                                  "max_content_width": 100})
 @click.argument("pos", required=False)
 @click.argument("neg", required=False)
@@ -333,19 +340,15 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             f"the {len(backgrounds)} background image(s) hold about {int(approx * mp.n_passes)} "
             f"windows of {win[1]}x{win[0]}, fewer than --num-neg {num_neg}; add backgrounds or "
             "lower --num-neg")
-    out = Path(output)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot create the output folder ({exc.strerror or exc})"
-                         ) from None
-    if not os.access(out, os.W_OK):
-        raise InputError(f"{out}: the output folder is not writable")
-    from vjboost.cascade.checkpoint import CHECKPOINT_NAME
+    # the folder belongs to this run until the command ends; its files are checked now
+    out = OutputFolder(output, what="training", log=echo).acquire()
+    click.get_current_context().call_on_close(out.release)
+    out = out.path
+    from vjboost.cascade.checkpoint import CHECKPOINT_NAME, check_resumable
 
-    if (out / CHECKPOINT_NAME).exists() and not resume:
-        raise InputError(f"{out}: holds a training checkpoint already; add --resume to continue "
-                         "it, or choose another output folder")
+    check_resumable(out, resume=resume)
+    for name in OUTPUT_NAMES:
+        check_output_path(out / name, min_free=0)
     echo(f"positives: {len(positives)} ({pos_src}), budget needed {need}; backgrounds: "
          f"{len(backgrounds)} image(s); pool: {pool!r}")
     trainer = CascadeTrainer(

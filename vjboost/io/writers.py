@@ -33,7 +33,7 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from .._errors import OutputError
-from .._io import atomic_open, atomic_write
+from .._io import atomic_open, atomic_write, check_output_path, output_error
 
 __all__ = ["DETECTION_FORMATS", "DetectionWriter", "check_output", "open_detection_writer"]
 
@@ -71,28 +71,7 @@ def check_output(path: str | os.PathLike[str], *, folder: bool = False,
     Traceback (most recent call last):
     vjboost._errors.OutputError: ...
     """
-    p = Path(path)
-    if folder:
-        if p.exists() and not p.is_dir():
-            raise OutputError(f"{what}: {p} exists and is not a folder")
-        if not p.exists():
-            if not p.parent.is_dir():
-                raise OutputError(f"{what}: cannot create {p}: the folder {p.parent} does not "
-                                  "exist")
-            try:
-                p.mkdir()
-            except OSError as exc:
-                raise OutputError(f"{what}: cannot create {p} ({exc.strerror or exc})") from None
-        target = p
-    else:
-        if p.is_dir():
-            raise OutputError(f"{what}: {p} is a folder; give a file name")
-        target = p.parent if str(p.parent) else Path(".")
-        if not target.is_dir():
-            raise OutputError(f"{what}: cannot write {p}: the folder {target} does not exist")
-    if not os.access(target, os.W_OK | os.X_OK):
-        raise OutputError(f"{what}: cannot write in {target} (permission denied)")
-    return p
+    return check_output_path(path, "folder" if folder else "file", what=what)
 
 
 @dataclass
@@ -150,10 +129,14 @@ class DetectionWriter:
         self.n_detections += len(b)
         if self.format == "jsonl":
             assert self._fh is not None
-            for (x, y, w, h), sc, n in zip(b.tolist(), s.tolist(), nb.tolist(), strict=True):
-                self._fh.write(json.dumps({"source": source, "frame": int(frame), "x": x, "y": y,
-                                           "w": w, "h": h, "score": round(sc, 6),
-                                           "neighbors": n}) + "\n")
+            try:
+                for (x, y, w, h), sc, n in zip(b.tolist(), s.tolist(), nb.tolist(),
+                                               strict=True):
+                    self._fh.write(json.dumps({"source": source, "frame": int(frame), "x": x,
+                                               "y": y, "w": w, "h": h, "score": round(sc, 6),
+                                               "neighbors": n}) + "\n")
+            except OSError as exc:  # a full disk: the temporary file goes on abort()
+                raise output_error(self.path, exc) from None
             return
         self._images.append(_Image(source, int(frame), int(image_size[0]), int(image_size[1]),
                                    b, s, nb))
@@ -173,7 +156,7 @@ class DetectionWriter:
             elif self.format == "yolo":
                 self._write_yolo()
         except OSError as exc:
-            raise OutputError(f"{self.path}: cannot be written ({exc.strerror or exc})") from None
+            raise output_error(self.path, exc) from None
         finally:
             self._fh = self._ctx = None
 
@@ -298,5 +281,5 @@ def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl"
             try:
                 w._fh = w._ctx.__enter__()
             except OSError as exc:
-                raise OutputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+                raise output_error(path, exc) from None
     return w
