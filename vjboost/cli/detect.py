@@ -3,8 +3,8 @@
 Writes the detections as JSON lines (``source, frame, x, y, w, h, score, neighbors``) to stdout
 or ``--save FILE``, or as COCO JSON, Pascal VOC XML or YOLO txt (``--format``), and with
 ``--output-dir`` annotated copies of the images and videos. Unreadable and oversized inputs are
-skipped and counted; the exit status is 1 when nothing at all could be read. Output paths are
-checked before any detection runs.
+skipped and counted; the exit status is 1 when nothing at all could be read, 3 when some inputs
+were skipped (the others were processed). Output paths are checked before any detection runs.
 
 Examples::
 
@@ -43,7 +43,10 @@ from ..io import (
 )
 from ._command import Command
 
-__all__ = ["default_model_path", "main"]
+__all__ = ["EXIT_SOME_SKIPPED", "default_model_path", "main"]
+
+#: exit status when some inputs were skipped (unreadable, oversized) and the others processed
+EXIT_SOME_SKIPPED = 3
 
 
 @dataclass
@@ -300,6 +303,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         f"{stats.detections} detection(s), {len(stats.failed)} skipped", err=True)
     if stats.read == 0:
         sys.exit(1)
+    if stats.failed:
+        sys.exit(EXIT_SOME_SKIPPED)
 
 
 def _run_all(detector, sources, writer, out_dir, stats, max_frames, every, show,

@@ -70,7 +70,7 @@ from typing import Any
 import numpy as np
 
 from vjboost._errors import InputError
-from vjboost._limits import check_count
+from vjboost._limits import FLOAT32_OVERFLOW, check_count
 from vjboost._memory import check_memory
 from vjboost.features.base import FeatureFamily, check_window_shape, register_family
 from vjboost.features.channels import ChannelSet
@@ -261,6 +261,8 @@ def _explicit_table(window_shape: tuple[int, int], rects: Any, weights: Any,
         raise InputError(f"weights: expected shape {(f, n_r)} to match rects, got {wt.shape}")
     if not np.isfinite(wt).all():
         raise InputError("weights: contains NaN or infinite values")
+    if wt.size and np.abs(wt).max() >= FLOAT32_OVERFLOW:  # the programs hold float32 weights
+        raise InputError(f"weights: {np.abs(wt).max():g} is beyond float32's range")
     tl = np.asarray(tilted)
     if tl.shape != (f,) or tl.dtype.kind not in "biu":
         raise InputError(f"tilted: expected ({f},) booleans, got shape {tl.shape} dtype "
