@@ -528,3 +528,27 @@ def test_bad_backgrounds_and_positives_are_skipped(train_data, tmp_path):
     _png_header_only(crops / "huge.png", 50000, 50000)
     ps = load_positives(str(crops), (16, 16))
     assert len(ps.samples) == 3 and ps.skipped
+
+
+def test_npz_positives_fail_in_one_line_naming_the_file(tmp_path):
+    from vjboost.cascade.positives import load_positives
+
+    (tmp_path / "bad.npz").write_bytes(b"garbage")
+    np.savez(tmp_path / "obj.npz", images=np.array([object()], dtype=object))
+    np.savez(tmp_path / "noimg.npz", x=np.zeros(3))
+    for name, needle in (("bad.npz", "not a zip archive"), ("obj.npz", "Python objects"),
+                         ("noimg.npz", "no array 'images'")):
+        with pytest.raises(InputError, match=needle) as info:
+            load_positives(str(tmp_path / name), (16, 16))
+        assert str(tmp_path / name) in str(info.value)
+
+
+@pytest.mark.parametrize("module", ["vjboost._io", "vjboost._limits", "vjboost._memory",
+                                    "vjboost.cli._command", "vjboost.cascade.budget",
+                                    "vjboost.cascade.model_io", "vjboost.features.haar"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0

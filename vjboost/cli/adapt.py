@@ -233,7 +233,7 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
             quiet: bool) -> None:
     """Adapt the cascade MODEL (OpenCV XML or vjboost JSON, vjboost:NAME or opencv:NAME) to the
     stream INPUTS: videos, images or folders of images, labelled by --boxes or --self-label."""
-    from vjboost._io import atomic_write
+    from vjboost._io import atomic_write, check_output_path
     from vjboost.cascade.adapt import StreamCollector, adapt_cascade
     from vjboost.cascade.model_io import load_model, save_model
     from vjboost.cascade.opencv_xml import CascadeFormatError, ExportError
@@ -247,6 +247,10 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     out = Path(output)
     if out.suffix.lower() not in (".json", ".xml"):
         raise InputError(f"-o/--output: expected a .json or .xml file name, got {output!r}")
+    # outputs first: a wrong path fails now, not after the stream was read
+    check_output_path(out, what="-o/--output")
+    if report_path is not None:
+        check_output_path(report_path, what="--report")
     try:
         model = load_model(model_path)
     except CascadeFormatError as exc:

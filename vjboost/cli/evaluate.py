@@ -16,13 +16,12 @@ from pathlib import Path
 import click
 
 from .._errors import VJBoostError
-from .._io import atomic_write
+from .._io import OutputFolder, atomic_write
 from .._limits import Limits
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
     FORMATS,
     AnnotationError,
-    check_output,
     read_annotations,
 )
 from ._command import Command
@@ -43,6 +42,13 @@ def resolve_model_path(spec: str) -> str:
         return resolve_model(spec)
     except ModelNotFound as exc:
         raise click.BadParameter(str(exc), param_hint="--model") from None
+
+
+def _hold(output_dir: str) -> Path:
+    """The output folder, held by this run (a lock file) until the command ends."""
+    folder = OutputFolder(output_dir, what="evaluation").acquire()
+    click.get_current_context().call_on_close(folder.release)
+    return folder.path
 
 
 def _image_list(images: str | None, annotations) -> list[str]:
@@ -147,7 +153,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     if labels and len(labels) != n_runs:
         raise click.BadParameter(f"{len(labels)} labels for {n_runs} models and detection "
                                  "files", param_hint="--label")
-    out = check_output(output_dir, folder=True, what="--output-dir")
+    out = _hold(output_dir)
     try:
         gt = read_annotations(annotations, format=fmt, category=category, images=image_root)
     except AnnotationError as exc:
@@ -279,8 +285,7 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
     if not models:
         raise click.BadParameter("--protocol uiuc needs a cascade to run", param_hint="--model")
     paths = _image_list(images, {})
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _hold(output_dir)
     evs, rows = {}, []
     for k, spec in enumerate(models):
         label = labels[k] if labels else Path(spec.split(":")[-1]).stem
