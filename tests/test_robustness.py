@@ -445,10 +445,9 @@ def test_vjtrain_refuses_a_held_folder_and_an_output_that_is_a_folder(train_data
         r = CliRunner().invoke(vjtrain, _train_args(train_data, out))
         assert r.exit_code == 2 and f"pid {os.getpid()}" in r.output, r.output
     (out / "model.json").mkdir()
-    t0 = time.perf_counter()
-    r = CliRunner().invoke(vjtrain, _train_args(train_data, out))
+    r = CliRunner().invoke(vjtrain, _train_args(train_data, out))  # refused before training
     assert r.exit_code == 2 and "model.json is a folder" in r.output, r.output
-    assert time.perf_counter() - t0 < 30 and not (out / LOCK_NAME).exists()
+    assert not (out / LOCK_NAME).exists() and not (out / "checkpoint.json").exists()
 
 
 def test_vjtrain_full_disk_and_damaged_checkpoint(train_data, tmp_path, monkeypatch):
@@ -552,3 +551,23 @@ def test_docstring_examples(module):
 
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0
+
+
+# found by tools/fuzz_inputs.py (--seed 1, case 2864): a PNG whose IHDR Pillow cannot read
+# (interlace method 0xaf); OpenCV's libpng decoder spent 10 s and 3.7 GB on its 272 bytes
+_BAD_IHDR_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000100000000c08000000af5f5c9cb3e3dadfd749444154081d01cc0033ff"
+    "01eff0a914c8b57f2a707e872ab8db0977017ca923b640864ebb88b012e33244b73901f2bad2308f8873bad3b9052216"
+    "e979b9017f8b3372ffbad07b089e36d35781cfd6013d71e68df3ef2f6125bc3e05832f076701f0addf099236cd45950d"
+    "6ae3c9f53a2501c0f3ab1dc77051b4cef33c2eaf14066601d1a7a4d2ad84e682c42b21c376d49374016a5c88435bf14f"
+    "140bbc5eec51335b8701f8121974aa528d601dbb28d566d62808018e951d23865fba51c6ebe4fac017d6b30102241382"
+    "46d2e29fdc5816509be39f850b8660def27e29980000000049454e44ae426082")
+
+
+def test_png_with_a_damaged_header_is_not_decoded(tmp_path):
+    from vjboost.io import ImageReadError, read_image
+
+    p = tmp_path / "bad.png"
+    p.write_bytes(_BAD_IHDR_PNG)
+    with pytest.raises(ImageReadError, match="bad.png: damaged PNG file"):
+        read_image(p)  # at once: the decoder is not given the file

@@ -113,7 +113,8 @@ def _readers(tmp: Path) -> dict[str, tuple[str, Callable[[Path], object]]]:
     }
 
 
-def run(n_cases: int, seed: int, max_seconds: float, tmp: Path) -> dict:
+def run(n_cases: int, seed: int, max_seconds: float, tmp: Path,
+        save_raw: Path | None = None) -> dict:
     from vjboost._errors import VJBoostError
 
     bases = {**_models(tmp), **_samples(tmp)}
@@ -154,6 +155,9 @@ def run(n_cases: int, seed: int, max_seconds: float, tmp: Path) -> dict:
         if outcome == "raw_exceptions":
             raw.append({"case": case, "reader": name, "error": detail[:300],
                         "input": data[:120].decode("latin-1")})
+            if save_raw is not None:
+                save_raw.mkdir(parents=True, exist_ok=True)
+                (save_raw / f"case{case}{suffix}").write_bytes(data)
     totals = {k: sum(s[k] for s in stats.values())
               for k in ("cases", "loaded", "clean_failures", "raw_exceptions", "unnamed")}
     return {"stats": stats, "totals": totals, "raw": raw}
@@ -166,16 +170,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-seconds", type=float, default=10.0,
                     help="A case slower than this counts as a failure.")
     ap.add_argument("--quick", action="store_true", help="600 cases (well under a minute).")
+    ap.add_argument("--save-raw", type=Path, help="Write the inputs of raw exceptions here "
+                    "(case<N>.<suffix>) to reproduce them.")
     args = ap.parse_args(argv)
     n = 600 if args.quick else args.cases
     t0 = time.perf_counter()
-    cv2.setLogLevel(0)
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
     saved = os.dup(2)  # libpng prints its complaints about broken files on stderr
     try:
         with open(os.devnull, "w") as null:
             os.dup2(null.fileno(), 2)
             with tempfile.TemporaryDirectory() as d:
-                out = run(n, args.seed, args.max_seconds, Path(d))
+                out = run(n, args.seed, args.max_seconds, Path(d), args.save_raw)
     finally:
         os.dup2(saved, 2)
         os.close(saved)
