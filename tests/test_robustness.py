@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import cv2
@@ -570,3 +571,67 @@ def test_png_with_a_damaged_header_is_not_decoded(tmp_path):
     p.write_bytes(_BAD_IHDR_PNG)
     with pytest.raises(ImageReadError, match="bad.png: damaged PNG file"):
         read_image(p)  # at once: the decoder is not given the file
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 64 KiB tmpfs (needs root and a mount-capable system; skipped otherwise)."""
+    import shutil
+
+    if os.name != "posix" or os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root and mount(8)")
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()})")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_real_full_disk_on_a_tiny_tmpfs(tiny_tmpfs):
+    atomic_write(tiny_tmpfs / "model.json", "old")
+    with pytest.raises(OutputError, match="model.json: cannot be written: the disk is full"):
+        atomic_write(tiny_tmpfs / "model.json", b"x" * 200_000)
+    assert (tiny_tmpfs / "model.json").read_text() == "old"
+    assert [p.name for p in tiny_tmpfs.iterdir()] == ["model.json"]
+    with open(tiny_tmpfs / "filler", "wb") as fh:  # fill it up
+        with pytest.raises(OSError):
+            fh.write(b"x" * 200_000)
+            fh.flush()
+    with pytest.raises(OutputError, match="disk is full|No space left"):
+        check_output_path(tiny_tmpfs / "out", "folder")
+
+
+@pytest.mark.slow
+def test_two_vjtrain_runs_on_one_folder(train_data, tmp_path):
+    """A real second vjtrain is refused while the first trains; the first then finishes and
+    --resume takes the folder again."""
+    from vjboost.cli.train import vjtrain
+
+    out = tmp_path / "o"
+    args = _train_args(train_data, out, "--max-false-alarm", "0.9")
+    args[args.index("--stages") + 1] = "2"
+    args[args.index("--max-weak-count") + 1] = "20"
+    code = "import sys; from vjboost.cli.train import main; main(sys.argv[1:])"
+    first = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(600):
+            if (out / LOCK_NAME).exists() or first.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert first.poll() is None, "the first run ended before the second started"
+        r = CliRunner().invoke(vjtrain, args)
+        assert r.exit_code == 2 and f"pid {first.pid}" in r.output, r.output
+        log = first.communicate(timeout=600)[0]
+    finally:
+        first.kill()
+    assert first.returncode == 0, log
+    assert (out / "model.json").exists() and not (out / LOCK_NAME).exists()
+    args[args.index("--stages") + 1] = "3"
+    r = CliRunner().invoke(vjtrain, [*args, "--resume"])
+    assert r.exit_code == 0 and "resuming after stage" in r.output, r.output

@@ -346,7 +346,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     out = out.path
     from vjboost.cascade.checkpoint import CHECKPOINT_NAME, check_resumable
 
-    check_resumable(out, resume=resume)
+    if check_resumable(out, resume=resume) is None and resume:
+        echo(f"note: {out} holds no checkpoint: --resume starts from scratch")
     for name in OUTPUT_NAMES:
         check_output_path(out / name, min_free=0)
     echo(f"positives: {len(positives)} ({pos_src}), budget needed {need}; backgrounds: "
@@ -367,8 +368,11 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     except TrainingError as exc:
         raise InputError(str(exc)) from None
     except KeyboardInterrupt:
-        echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run the "
-             "same command with --resume to continue")
+        if (out / CHECKPOINT_NAME).exists():
+            echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run "
+                 "the same command with --resume to continue")
+        else:
+            echo("interrupted before the first stage was finished: nothing was saved")
         sys.exit(130)
     evaluation = _evaluate(trainer.model_, eval_set, threads, echo)
     _write_outputs(trainer, out, positives, echo, evaluation)
