@@ -48,6 +48,12 @@ def _parse_window(value: str) -> tuple[int, int]:
         parts = parts * 2
     if len(parts) != 2 or min(parts) < 3:
         raise InputError(f"--window: expected WIDTHxHEIGHT with sides >= 3, got {value!r}")
+    from vjboost._limits import get_limits, limit_error
+
+    cap = get_limits().max_window_side
+    if max(parts) > cap:
+        raise limit_error("--window", f"a side of {max(parts)}", cap, "max_window_side",
+                          unit=" pixels")
     w, h = parts
     return h, w
 
