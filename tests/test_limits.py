@@ -12,7 +12,6 @@ from click.testing import CliRunner
 
 from vjboost._errors import LimitError
 from vjboost._limits import Limits, check_pyramid_levels, limit_error, pyramid_levels
-from vjboost.cascade.synthetic import random_cascade
 from vjboost.io import ImageTooLargeError, read_image
 
 
@@ -70,13 +69,6 @@ def test_image_pixel_cap_from_the_header(tmp_path, monkeypatch):
     assert read_image(ok).shape == (20, 30)
 
 
-@pytest.fixture
-def model_json(tmp_path):
-    from vjboost.cascade import save_model
-
-    p = tmp_path / "m.json"
-    save_model(random_cascade(seed=1, window=(20, 20)), p)
-    return str(p)
 
 
 def _good(path):

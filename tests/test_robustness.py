@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_limits import _png_header_only
+from test_limits import _good, _png_header_only
 
 import vjboost._io as vio
 from vjboost._errors import InputError, LimitError, OutputError, VJBoostError
@@ -368,18 +368,6 @@ def test_output_path_checks(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(OutputError, match="exists and is not a folder"):
         check_output_path(tmp_path / "f", "folder")
-
-
-@pytest.fixture
-def model_json(tmp_path):
-    p = tmp_path / "m.json"
-    save_model(random_cascade(seed=1, window=(20, 20)), p)
-    return str(p)
-
-
-def _good(path):
-    cv2.imwrite(str(path), np.random.default_rng(0).integers(0, 255, (60, 80), dtype=np.uint8))
-    return path
 
 
 def test_vjdetect_json_on_a_full_disk_leaves_no_file(tmp_path, model_json, monkeypatch):

@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
+from .._io import check_output_path
 from .._limits import Limits, limit_error
 from ..cascade.shipped import ModelNotFound, default_model, resolve_model
 from ..io import (
@@ -36,7 +37,6 @@ from ..io import (
     ImageReadError,
     Source,
     VideoFrames,
-    check_output,
     expand_inputs,
     open_detection_writer,
     read_image,
@@ -259,7 +259,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
     if max_pixels is not None:
         limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
     # outputs first: a wrong path fails now, not after the whole batch
-    out_dir = check_output(output_dir, folder=True, what="--output-dir") if output_dir else None
+    out_dir = check_output_path(output_dir, "folder", what="--output-dir") if output_dir else None
     writer = open_detection_writer(save_path, format=fmt, label=label,
                                    what="--json" if json_path is not None else "--save")
     try:

@@ -49,7 +49,7 @@ from .inputs import (
 from .regions import negative_mask, negative_regions, windows_outside
 from .vec import VecFormatError, read_vec, vec_layout, write_vec
 from .video import VideoFrames, VideoReadError, iter_frames
-from .writers import DETECTION_FORMATS, DetectionWriter, check_output, open_detection_writer
+from .writers import DETECTION_FORMATS, DetectionWriter, open_detection_writer
 
 __all__ = [
     "DETECTION_FORMATS",
@@ -67,7 +67,6 @@ __all__ = [
     "VideoFrames",
     "VideoReadError",
     "check_image_size",
-    "check_output",
     "detect_format",
     "expand_inputs",
     "image_files",

@@ -3,7 +3,8 @@
 A :class:`DetectionWriter` is opened once per run (:func:`open_detection_writer`), receives the
 detections of every image or frame, and writes its files on :meth:`~DetectionWriter.close`, each
 through a temporary file renamed into place, so that a failed run leaves no half-written file.
-:func:`check_output` refuses an output that cannot be written before any work starts.
+:func:`vjboost._io.check_output_path` refuses an output that cannot be written before any work
+starts.
 
 Formats
 -------
@@ -35,43 +36,10 @@ import numpy as np
 from .._errors import OutputError
 from .._io import atomic_open, atomic_write, check_output_path, output_error
 
-__all__ = ["DETECTION_FORMATS", "DetectionWriter", "check_output", "open_detection_writer"]
+__all__ = ["DETECTION_FORMATS", "DetectionWriter", "open_detection_writer"]
 
 DETECTION_FORMATS = ("jsonl", "coco", "voc", "yolo")
 """Output formats of :func:`open_detection_writer`."""
-
-
-def check_output(path: str | os.PathLike[str], *, folder: bool = False,
-                 what: str = "output") -> Path:
-    """Check that an output file or folder can be written, before any work is done.
-
-    A file's folder must exist and be writable, and the file must not be a folder; an output
-    folder is created when its parent exists.
-
-    Parameters
-    ----------
-    path : path-like
-    folder : bool, default=False
-        The output is a folder (created if missing).
-    what : str
-        Name used in messages (an option such as ``--save``).
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    OutputError
-        One line naming the path and the reason.
-
-    Examples
-    --------
-    >>> check_output("/nonexistent/dir/out.jsonl")  # doctest: +IGNORE_EXCEPTION_DETAIL
-    Traceback (most recent call last):
-    vjboost._errors.OutputError: ...
-    """
-    return check_output_path(path, "folder" if folder else "file", what=what)
 
 
 @dataclass
@@ -270,9 +238,9 @@ def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl"
     if format in ("voc", "yolo"):
         if path == "-":
             raise OutputError(f"--format {format} writes one file per image: give a folder")
-        check_output(path, folder=True, what=what)
+        check_output_path(path, "folder", what=what)
     elif path != "-":
-        check_output(path, what=what)
+        check_output_path(path, what=what)
     if format == "jsonl":
         if path == "-":
             w._fh = sys.stdout
