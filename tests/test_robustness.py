@@ -623,3 +623,43 @@ def test_two_vjtrain_runs_on_one_folder(train_data, tmp_path):
     args[args.index("--stages") + 1] = "3"
     r = CliRunner().invoke(vjtrain, [*args, "--resume"])
     assert r.exit_code == 0 and "resuming after stage" in r.output, r.output
+
+
+def _vec_bytes() -> bytes:
+    import tempfile
+
+    from vjboost.io import write_vec
+
+    with tempfile.TemporaryDirectory() as d:
+        write_vec(Path(d) / "a.vec", np.arange(3 * 8 * 8, dtype=np.uint8).reshape(3, 8, 8) % 251)
+        return (Path(d) / "a.vec").read_bytes()
+
+
+_SAMPLE_FILES = {
+    "vec": (".vec", _vec_bytes),
+    "coco": (".json", lambda: json.dumps({
+        "images": [{"id": 1, "file_name": "a.png", "width": 16, "height": 12}],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 5, 6]}],
+        "categories": [{"id": 1, "name": "face"}]}).encode()),
+    "info": (".dat", lambda: b"a.png 2 1 2 5 6 3 3 4 4\n"),
+    "csv": (".csv", lambda: b"image,x,y,w,h\na.png,1,2,5,6\n"),
+}
+
+
+@FUZZ
+@given(st.data())
+def test_fuzzed_vec_and_annotation_files_load_or_fail_cleanly(tmp_path_factory, data):
+    from vjboost.io import read_annotations, read_vec
+
+    kind = data.draw(st.sampled_from(sorted(_SAMPLE_FILES)))
+    suffix, make = _SAMPLE_FILES[kind]
+    raw = data.draw(_mutations(make()))
+    p = tmp_path_factory.mktemp("fz") / f"input{suffix}"
+    p.write_bytes(raw)
+    try:
+        if kind == "vec":
+            read_vec(p)
+        else:
+            read_annotations(p, format=kind)
+    except VJBoostError as exc:
+        assert str(p) in str(exc) or p.name in str(exc), str(exc)
