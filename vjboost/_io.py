@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+from numba import njit
 
 from ._errors import InputError, OutputError
 from ._limits import Limits, get_limits, limit_error
@@ -111,21 +112,41 @@ def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception
     return data
 
 
+@njit(cache=True, nogil=True)
+def _max_depth(b: np.ndarray) -> int:  # pragma: no cover - compiled
+    depth = 0
+    deepest = 0
+    inside = False
+    escaped = False
+    for c in b:
+        if inside:
+            if escaped:
+                escaped = False
+            elif c == 92:  # backslash
+                escaped = True
+            elif c == 34:  # closing quote
+                inside = False
+        elif c == 34:
+            inside = True
+        elif c == 91 or c == 123:  # [ {
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif c == 93 or c == 125:  # ] }
+            depth -= 1
+    return deepest
+
+
 def _json_depth(data: bytes) -> int:
-    """Deepest nesting of ``[``/``{`` outside strings (vectorised; before any parsing)."""
-    b = np.frombuffer(data, dtype=np.uint8)
-    if b.size == 0:
-        return 0
-    idx = np.arange(b.size)
-    # a quote is escaped when preceded by an odd run of backslashes
-    last_other = np.maximum.accumulate(np.where(b != ord("\\"), idx, -1))
-    prev_other = np.concatenate([[-1], last_other[:-1]])
-    quote = (b == ord('"')) & ((idx - 1 - prev_other) % 2 == 0)
-    inside = (np.cumsum(quote) % 2 == 1) & ~quote
-    opens = ((b == ord("[")) | (b == ord("{"))) & ~inside
-    closes = ((b == ord("]")) | (b == ord("}"))) & ~inside
-    depth = np.cumsum(opens.astype(np.int64) - closes.astype(np.int64))
-    return int(depth.max())
+    """Deepest nesting of ``[``/``{`` outside strings, in one pass before any parsing (no
+    memory beyond the text).
+
+    Examples
+    --------
+    >>> _json_depth(b'{"a": [[1], "[[["], "b": {}}')
+    3
+    """
+    return int(_max_depth(np.frombuffer(data, dtype=np.uint8))) if data else 0
 
 
 def _json_constant(name: str) -> Any:
