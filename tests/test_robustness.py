@@ -439,17 +439,37 @@ def test_vjtrain_refuses_a_held_folder_and_an_output_that_is_a_folder(train_data
 
 
 def test_vjtrain_full_disk_and_damaged_checkpoint(train_data, tmp_path, monkeypatch):
+    """The disk fills up at the second checkpoint: one line, the first checkpoint intact, no
+    temporary file, no lock; --resume then continues. A truncated checkpoint says what to do."""
+    from vjboost.cascade.checkpoint import load_checkpoint
     from vjboost.cli.train import vjtrain
 
     out = tmp_path / "o"
+    args = _train_args(train_data, out, "--max-false-alarm", "0.9")
+    args[args.index("--stages") + 1] = "3"
+    real_fsync, writes = os.fsync, []
+
+    def fsync(fd):
+        frame = sys._getframe(1)
+        if frame.f_code.co_name == "atomic_open" and frame.f_locals["path"].name == \
+                "checkpoint.json":
+            writes.append(1)
+            if len(writes) == 2:
+                _enospc()
+        real_fsync(fd)
+
     with monkeypatch.context() as m:
-        m.setattr(vio.os, "fsync", _enospc)
-        r = CliRunner().invoke(vjtrain, _train_args(train_data, out))
-    assert r.exit_code == 2 and "the disk is full" in r.output, r.output
+        m.setattr(vio.os, "fsync", fsync)
+        r = CliRunner().invoke(vjtrain, args)
+    assert r.exit_code == 2 and "checkpoint.json: cannot be written: the disk is full" in \
+        r.output, r.output
     assert "Traceback" not in r.output and not (out / LOCK_NAME).exists()
     assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]
+    assert len(load_checkpoint(out)["stages"]) == 1  # the last good checkpoint
+    r = CliRunner().invoke(vjtrain, [*args, "--resume"])
+    assert r.exit_code == 0 and "resuming after stage 0" in r.output, r.output
     (out / "checkpoint.json").write_text('{"version": 1, "config": {}, "stag')
-    r = CliRunner().invoke(vjtrain, _train_args(train_data, out, "--resume"))
+    r = CliRunner().invoke(vjtrain, [*args, "--resume"])
     assert r.exit_code == 2 and "damaged training checkpoint" in r.output, r.output
     assert "delete" in r.output and len(r.output.strip().splitlines()) == 1
 
