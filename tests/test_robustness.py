@@ -149,8 +149,8 @@ def _xml_sub(pattern: str, new: str):
 
 
 XML_CASES = {
-    "width inf": (_xml_replace("<width>12</width>", "<width>inf</width>"), "expected an integer"),
-    "height nan": (_xml_replace("<height>12</height>", "<height>nan</height>"), "integer"),
+    "width inf": (_xml_replace("<width>12</width>", "<width>inf</width>"), "not a number"),
+    "height nan": (_xml_replace("<height>12</height>", "<height>nan</height>"), "not a number"),
     "width 1e300": (_xml_replace("<width>12</width>", "<width>1e300</width>"), "integer"),
     "window 100000": (_xml_replace("<width>12</width>", "<width>100000</width>"),
                       "VJBOOST_MAX_WINDOW_SIDE"),
@@ -160,9 +160,9 @@ XML_CASES = {
     "feature index 1e300": (_xml_replace("<internalNodes>\n            0 -1 0 ",
                                          "<internalNodes>\n            0 -1 1e300 "), "integer"),
     "feature index inf": (_xml_replace("<internalNodes>\n            0 -1 0 ",
-                                       "<internalNodes>\n            0 -1 inf "), "integer"),
+                                       "<internalNodes>\n            0 -1 inf "), "not a number"),
     "feature index 1_9": (_xml_replace("<internalNodes>\n            0 -1 0 ",
-                                       "<internalNodes>\n            0 -1 1_9 "), "integer"),
+                                       "<internalNodes>\n            0 -1 1_9 "), "not a number"),
     "child code 2^32": (_xml_replace("<internalNodes>\n            0 -1 ",
                                      "<internalNodes>\n            4294967296 -1 "), "outside"),
     "stage threshold -1e39": (_xml_sub(r"<stageThreshold>[^<]*<", "<stageThreshold>-1e39<"),
@@ -173,7 +173,7 @@ XML_CASES = {
     "lbp subset word over 32 bits": (_xml_replace("<internalNodes>\n            0 -1 0 ",
                                                   "<internalNodes>\n            0 -1 0 "
                                                   "99999999999 ", "LBP"), ""),
-    "lbp rect inf": (_xml_replace("<rect>", "<rect>inf ", "LBP"), "integer"),
+    "lbp rect inf": (_xml_replace("<rect>", "<rect>inf ", "LBP"), "not a number"),
 }
 
 

@@ -133,6 +133,8 @@ class _Reader:
     def int_token(self, token: str, where: str, rng: tuple[int, int] = _INT32) -> int:
         """A strict integer within ``rng`` (no ``1.0``, ``1e3``, ``inf``, no wrap-around)."""
         if not _INTEGER.match(token):
+            if not _NUMBER.match(token):
+                raise self.fail(where, f"not a number: {token[:30]!r}")
             raise self.fail(where, f"expected an integer, got {token[:30]!r}")
         v = int(token)
         if not rng[0] <= v <= rng[1]:
