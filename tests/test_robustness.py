@@ -683,3 +683,17 @@ def test_fuzzed_vec_and_annotation_files_load_or_fail_cleanly(tmp_path_factory, 
             read_annotations(p, format=kind)
     except VJBoostError as exc:
         assert str(p) in str(exc) or p.name in str(exc), str(exc)
+
+
+def test_vjtrain_records_its_options_and_version(train_data, tmp_path):
+    import vjboost
+    from vjboost.cli.train import vjtrain
+
+    out = tmp_path / "o"
+    r = CliRunner().invoke(vjtrain, _train_args(train_data, out, "--mirror"))
+    assert r.exit_code == 0, r.output
+    for name in ("model.json", "report.json"):
+        doc = json.loads((out / name).read_text())
+        run = (doc["params"] if name == "model.json" else doc)["run"]
+        assert run["options"]["mirror"] is True and run["options"]["window"] == "16x16"
+        assert run["vjboost"] == vjboost.__version__ and run["command"]

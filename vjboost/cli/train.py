@@ -438,9 +438,11 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
     from vjboost.cascade.report import write_report
 
     model = trainer.model_
+    run = _run_record()
     if model is not None:
         from vjboost.cascade.model_io import save_model
 
+        model.params["run"] = run
         try:
             save_model(model, out / "model.json")
             echo(f"model: {out / 'model.json'} ({model.summary()})")
@@ -455,7 +457,7 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
         else:
             echo("no OpenCV XML: OpenCV runs only HAAR and LBP cascades (train with --features "
                  "haar or --features lbp for one)")
-    report, extra = trainer.report_, None
+    report, extra = {**trainer.report_, "run": run}, None
     if evaluation is not None:
         from vjboost.eval.report import add_evaluation
 
@@ -471,6 +473,17 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
     from vjboost._memory import format_bytes
 
     echo(f"time {trainer.fit_time_:.1f} s, peak memory {format_bytes(peak)}")
+
+
+def _run_record() -> dict[str, Any]:
+    """How this run was started, as recorded in the model and the report: the command line,
+    vjboost's version and every option as parsed (``--mirror`` included: the trainer's own
+    ``mirror`` stays false because the command mirrors the positives itself)."""
+    import vjboost
+
+    ctx = click.get_current_context()
+    return {"command": " ".join(sys.argv), "vjboost": vjboost.__version__,
+            "options": {k: v for k, v in ctx.params.items()}}
 
 
 def _explain_stop(trainer, out: Path, echo) -> None:
