@@ -658,7 +658,8 @@ class CascadeTrainer:
     def _stage_seed(self, k: int) -> int:
         return int(np.random.default_rng([int(self.seed) & 0xFFFFFFFF, k]).integers(2**31))
 
-    def _make_search(self, windows: np.ndarray, k: int, log) -> tuple[Any, dict[str, Any]]:
+    def _make_search(self, windows: np.ndarray, k: int, log, executor: Any = None
+                     ) -> tuple[Any, dict[str, Any]]:
         pool = self.pool_
         n = windows.shape[0]
         budget = memory_budget(self.memory_budget)
@@ -679,7 +680,8 @@ class CascadeTrainer:
         if need - pool.channels_nbytes(n) <= left:
             matrix = precompute(pool, windows, "uint8", n_bins=int(self.n_bins),
                                 edge_sample_size=min(int(self.edge_sample_size), n),
-                                seed=self._stage_seed(k), budget=budget, threads=self.threads)
+                                seed=self._stage_seed(k), budget=budget, threads=self.threads,
+                                executor=executor)
             info.update(mode="precomputed uint8", cache_bytes=int(matrix.matrix.nbytes))
             return MatrixSearch(matrix, threads=self.threads), info
         source = PoolSource(pool, windows, threads=self.threads)
@@ -758,6 +760,7 @@ class CascadeTrainer:
         resume: bool = False,
         log: Callable[[str], None] | None = None,
         max_new_stages: int | None = None,
+        executor: Any = None,
     ) -> CascadeTrainer:
         """Train the cascade.
 
@@ -776,6 +779,10 @@ class CascadeTrainer:
             Receives one line per event (default: silent).
         max_new_stages : int, optional
             Train at most this many stages in this call (the rest on a later ``resume``).
+        executor : vjboost._parallel.Executor, optional
+            Mine negatives and precompute feature blocks as tasks on this executor (e.g. Dask
+            workers); the cascade is the same as without it. Not part of the checkpoint's
+            settings: a run may be resumed with another executor or none.
 
         Returns
         -------
@@ -864,7 +871,8 @@ class CascadeTrainer:
                     # negatives
                     res = mine_negatives(model, bgs, int(self.num_neg),
                                          params=mp, seed=int(self.seed), stage=k,
-                                         stop_ratio=required if k > 0 else None, cache=cache)
+                                         stop_ratio=required if k > 0 else None, cache=cache,
+                                         executor=executor)
                     t2 = time.perf_counter()
                     ms = mining_summary(res)
                     ms["stage"] = k
@@ -897,7 +905,7 @@ class CascadeTrainer:
                     else:
                         windows = np.concatenate([pw, res.windows])
                         y = np.r_[np.ones(len(pw)), -np.ones(len(res.windows))]
-                        search, finfo = self._make_search(windows, k, log)
+                        search, finfo = self._make_search(windows, k, log, executor)
                         t3 = time.perf_counter()
                         st = train_stage(
                             search, y, loss=self.loss, shape=self._shape(),

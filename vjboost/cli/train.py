@@ -26,6 +26,7 @@ import numpy as np
 
 from .._io import OutputFolder, check_output_path
 from ._command import Command
+from ._dask import dask_options, open_executor
 
 __all__ = ["main", "vjtrain"]
 
@@ -240,6 +241,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0 = all cores).")
+@dask_options("Mine negatives")
 @click.option("--resume", is_flag=True,
               help="Continue from the checkpoint in the output folder (same settings; more "
                    "--stages or more backgrounds are allowed).")
@@ -260,8 +262,9 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             pos_crop: str | None, pos_format: str | None, category: str | None,
             jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
-            seed: int, threads: int, resume: bool, eval_annotations: str | None,
-            eval_images: str | None, max_new_stages: int | None, quiet: bool) -> None:
+            seed: int, threads: int, scheduler: str | None, workers: int, resume: bool,
+            eval_annotations: str | None, eval_images: str | None,
+            max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
     POS: a folder of crops, annotations (info.dat, CSV, JSON, COCO, a Pascal VOC / YOLO /
@@ -368,11 +371,21 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         progress=not quiet and sys.stderr.isatty(),
         reservoir=reservoir, reservoir_strategy=reservoir_strategy,
     )
+    from vjboost._parallel import ExecutorError
+
+    try:
+        executor = open_executor(scheduler, workers)
+    except ExecutorError as exc:
+        raise InputError(str(exc)) from None
+    if executor is not None:
+        echo(f"mining on Dask: {executor.name}, {executor.n_workers} worker(s)")
     try:
         trainer.fit(positives, backgrounds, output_dir=out, resume=resume, log=echo,
-                    max_new_stages=max_new_stages)
+                    max_new_stages=max_new_stages, executor=executor)
     except TrainingError as exc:
         raise InputError(str(exc)) from None
+    except ExecutorError as exc:
+        raise InputError(f"{exc} (checkpoint: {out / CHECKPOINT_NAME})") from None
     except KeyboardInterrupt:
         if (out / CHECKPOINT_NAME).exists():
             echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run "
@@ -380,6 +393,9 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         else:
             echo("interrupted before the first stage was finished: nothing was saved")
         sys.exit(130)
+    finally:
+        if executor is not None:
+            executor.close()
     evaluation = _evaluate(trainer.model_, eval_set, threads, echo)
     _write_outputs(trainer, out, positives, echo, evaluation)
     _explain_stop(trainer, out, echo)
