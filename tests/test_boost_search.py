@@ -78,6 +78,7 @@ def test_trainer_streams_features_over_the_memory_budget(tmp_path):
     import cv2
     import skimage.data as d
 
+    from vjboost.cascade.budget import PROGRAM_BYTES_PER_FEATURE
     from vjboost.cascade.trainer import CascadeTrainer
 
     faces = (d.lfw_subset()[:60] * 255).round().astype(np.uint8)
@@ -92,7 +93,9 @@ def test_trainer_streams_features_over_the_memory_budget(tmp_path):
               seed=1, threads=1)
     full = CascadeTrainer(**kw).fit(faces, bgs)
     pool = full.pool_
-    budget = pool.channels_nbytes(150) + 8 * 150 * 300  # room for blocks of a few hundred
+    # the training floor (feature program, channels) plus room for blocks of a few hundred
+    budget = (PROGRAM_BYTES_PER_FEATURE * pool.n_features + pool.channels_nbytes(150)
+              + 8 * 150 * 300)
     streamed = CascadeTrainer(memory_budget=budget, **kw).fit(faces, bgs)
     assert full.stages_[0].info["mode"] == "precomputed uint8"
     assert streamed.stages_[0].info["mode"].startswith("streamed in blocks of")

@@ -25,10 +25,11 @@ scanned), an estimate of the cascade's false-alarm rate on background windows.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,6 +196,44 @@ def _scan_image(img: np.ndarray, det: CascadeDetector | None, params: MiningPara
     return pyr.windows(img, pos), n_scan, n_acc
 
 
+def mining_detector(model: CascadeModel | None, params: MiningParams) -> CascadeDetector | None:
+    """The detector mining scans with (``None`` before the first stage)."""
+    if model is None:
+        return None
+    # one small image per kernel call: threads do not pay (and suffer on a busy machine)
+    return CascadeDetector(model, scale_factor=params.scale_factor, min_neighbors=0,
+                           mode="clean", step=params.grid_step, skip_after_stage0=False,
+                           grouping="none", threads=1)
+
+
+def _schedule(n_images: int, params: MiningParams, seed: int, stage: int
+              ) -> Iterator[tuple[int, int]]:
+    """The visits ``(pass, image index)`` in mining order."""
+    for p in range(params.n_passes):
+        order = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(stage), p, 0x6E6567]
+                                      ).permutation(n_images)
+        for k in order:
+            yield p, int(k)
+
+
+def scan_visit(img: np.ndarray, p: int, k: int, det: CascadeDetector | None,
+               params: MiningParams, seed: int, stage: int, per_image: int
+               ) -> tuple[np.ndarray, int, int]:
+    """One visit of the schedule: image ``k`` (decoded as ``img``) cropped at pass ``p``'s grid
+    offset and scanned; a pure function of its arguments.
+
+    Returns
+    -------
+    windows : ndarray of uint8, shape (m, height, width)
+        At most ``per_image`` accepted windows.
+    n_scanned, n_accepted : int
+    """
+    step = params.grid_step
+    ox, oy = p % step, (p // step) % step
+    pick_rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(stage), p, int(k)])
+    return _scan_image(np.ascontiguousarray(img[oy:, ox:]), det, params, per_image, pick_rng)
+
+
 def mine_negatives(
     model: CascadeModel | None,
     image_paths: Sequence[str | os.PathLike[str]],
@@ -205,6 +244,7 @@ def mine_negatives(
     stage: int = 0,
     stop_ratio: float | None = None,
     cache: ImageCache | None = None,
+    executor: Any = None,
 ) -> MiningResult:
     """Collect ``n`` background windows accepted by ``model``.
 
@@ -225,6 +265,10 @@ def mine_negatives(
         false-alarm target is met.
     cache : ImageCache, optional
         Decoded images shared between calls (speed only).
+    executor : vjboost._parallel.Executor, optional
+        Scan the images as tasks on this executor (threads or Dask workers, see
+        :mod:`vjboost.cascade.tasks`); the visits are assembled in the schedule's order, so the
+        result is the same as without it.
 
     Returns
     -------
@@ -240,33 +284,31 @@ def mine_negatives(
                          f"{params.window}")
     cache = cache if cache is not None else ImageCache()
     h, w = params.window
-    step = params.grid_step
     per_image = params.max_per_image or max(4, math.ceil(4 * n / len(paths)))
-    det = None
-    if model is not None:
-        # one small image per kernel call: threads do not pay (and suffer on a busy machine)
-        det = CascadeDetector(model, scale_factor=params.scale_factor, min_neighbors=0,
-                              mode="clean", step=step, skip_after_stage0=False, grouping="none",
-                              threads=1)
+    det = mining_detector(model, params)
     out: list[np.ndarray] = []
     have = 0
     res = MiningResult(np.zeros((0, h, w), np.uint8))
     bad: set[str] = set()
-    for p in range(params.n_passes):
-        res.passes = p + 1
-        ox, oy = p % step, (p // step) % step
-        rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(stage), p, 0x6E6567])
-        order = rng.permutation(len(paths))
-        for k in order:
-            path = paths[int(k)]
-            img = cache.get(path)
-            if img is None:
-                bad.add(path)
+    visits = _schedule(len(paths), params, seed, stage)
+    if executor is None:
+        results: Iterator[tuple[int, int, Any]] = (
+            (p, k, None if (img := cache.get(paths[k])) is None
+             else scan_visit(img, p, k, det, params, seed, stage, per_image))
+            for p, k in visits)
+    else:
+        from .tasks import scan_visits
+
+        results = scan_visits(executor, model, paths, visits, params=params, seed=seed,
+                              stage=stage, per_image=per_image)
+    with contextlib.closing(results):
+        for p, k, found in results:
+            res.passes = p + 1
+            if found is None:
+                bad.add(paths[k])
                 continue
             res.n_images_visited += 1
-            pick_rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(stage), p, int(k)])
-            wins, n_scan, n_acc = _scan_image(np.ascontiguousarray(img[oy:, ox:]), det, params,
-                                              per_image, pick_rng)
+            wins, n_scan, n_acc = found
             res.n_scanned += n_scan
             res.n_accepted += n_acc
             if len(wins):
@@ -279,10 +321,8 @@ def mine_negatives(
                     and res.n_accepted <= stop_ratio * res.n_scanned):
                 res.target_reached = True
                 break
-        if have >= n or res.target_reached:
-            break
-    else:
-        res.exhausted = have < n
+        else:
+            res.exhausted = have < n
     res.windows = (np.ascontiguousarray(np.concatenate(out)) if out
                    else np.zeros((0, h, w), np.uint8))
     res.unreadable = sorted(bad)

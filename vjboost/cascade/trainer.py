@@ -45,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import available_memory, format_bytes
+from .._errors import InputError
+from .._memory import available_memory, format_bytes, memory_budget
 from .._threads import n_threads
 from .._validation import check_in_range
 from ..boost.binning import precompute, precompute_nbytes
@@ -57,7 +58,8 @@ from ..boost.tree import Tree
 from ..boost.weak import TreeShape
 from ..features.base import FeatureFamily, get_family_class
 from ..features.pool import FeaturePool
-from .checkpoint import config_differences, load_checkpoint, save_checkpoint
+from .budget import check_training_memory
+from .checkpoint import checkpoint_stages, config_differences, load_checkpoint, save_checkpoint
 from .kernels import reject_threshold
 from .model import CascadeModel, Stage
 from .negatives import ImageCache, MiningParams, mine_negatives, mining_summary
@@ -90,7 +92,7 @@ RESERVOIR_IMAGE_CACHE = 64 * 1024**2
 RESERVOIR_CHUNK = 4096
 
 
-class TrainingError(ValueError):
+class TrainingError(InputError):
     """Training cannot start or continue (bad settings or data); the message says why."""
 
 
@@ -656,14 +658,15 @@ class CascadeTrainer:
     def _stage_seed(self, k: int) -> int:
         return int(np.random.default_rng([int(self.seed) & 0xFFFFFFFF, k]).integers(2**31))
 
-    def _make_search(self, windows: np.ndarray, k: int, log) -> tuple[Any, dict[str, Any]]:
+    def _make_search(self, windows: np.ndarray, k: int, log, executor: Any = None
+                     ) -> tuple[Any, dict[str, Any]]:
         pool = self.pool_
         n = windows.shape[0]
-        budget = (int(self.memory_budget) if self.memory_budget is not None
-                  else int(0.75 * available_memory()))
+        budget = memory_budget(self.memory_budget)
         info: dict[str, Any] = {"memory_budget": budget}
         sampled = self.sampler not in (None, "full")
         need = precompute_nbytes(pool, n, dtype="uint8")
+        left = check_training_memory(pool, n, budget=budget)  # after the program and channels
         info["matrix_bytes"] = int(pool.n_features) * n
         if sampled:
             from ..boost.sampling import make_sampler
@@ -674,14 +677,15 @@ class CascadeTrainer:
             info.update(mode=f"sampler {self.sampler}", sampler_budget=int(sb),
                         cache_bytes=int(source.channels.nbytes))
             return SampledSearch(sampler, source, sb, threads=self.threads), info
-        if need <= budget:
+        if need - pool.channels_nbytes(n) <= left:
             matrix = precompute(pool, windows, "uint8", n_bins=int(self.n_bins),
                                 edge_sample_size=min(int(self.edge_sample_size), n),
-                                seed=self._stage_seed(k), budget=budget, threads=self.threads)
+                                seed=self._stage_seed(k), budget=budget, threads=self.threads,
+                                executor=executor)
             info.update(mode="precomputed uint8", cache_bytes=int(matrix.matrix.nbytes))
             return MatrixSearch(matrix, threads=self.threads), info
         source = PoolSource(pool, windows, threads=self.threads)
-        block = max(1, min(pool.n_features, (budget - source.channels.nbytes) // max(1, 8 * n)))
+        block = max(1, min(pool.n_features, left // max(1, 8 * n)))
         info.update(mode=f"streamed in blocks of {block} features", cache_bytes=int(
             source.channels.nbytes + 4 * block * n))
         log(f"  feature matrix ({format_bytes(need)}) over the memory budget "
@@ -756,6 +760,7 @@ class CascadeTrainer:
         resume: bool = False,
         log: Callable[[str], None] | None = None,
         max_new_stages: int | None = None,
+        executor: Any = None,
     ) -> CascadeTrainer:
         """Train the cascade.
 
@@ -774,6 +779,10 @@ class CascadeTrainer:
             Receives one line per event (default: silent).
         max_new_stages : int, optional
             Train at most this many stages in this call (the rest on a later ``resume``).
+        executor : vjboost._parallel.Executor, optional
+            Mine negatives and precompute feature blocks as tasks on this executor (e.g. Dask
+            workers); the cascade is the same as without it. Not part of the checkpoint's
+            settings: a run may be resumed with another executor or none.
 
         Returns
         -------
@@ -795,6 +804,8 @@ class CascadeTrainer:
         if len(pos) < self.num_pos:
             raise TrainingError(f"positives: {len(pos)} given but num_pos is {self.num_pos}")
         self.pool_ = make_pool(self.features, self.window_shape, haar_mode=self.haar_mode)
+        check_training_memory(self.pool_, self.num_pos + self.num_neg if self.reservoir is None
+                              else 2 * self.reservoir, budget=self.memory_budget)
         cfg = self.config(_digest(pos), hashlib.sha1("\n".join(bgs).encode()).hexdigest()[:16])
         out = None if output_dir is None else Path(output_dir)
         stages: list[StageResult] = []
@@ -817,7 +828,7 @@ class CascadeTrainer:
                         f"{out}: the checkpoint was made with other settings or data ("
                         + "; ".join(diff[:4]) + "); use the same ones to resume, or another "
                         "output folder")
-                stages = [StageResult.from_dict(d) for d in ck["stages"]]
+                stages = checkpoint_stages(ck, StageResult.from_dict, out)
                 mining_log = [m for m in ck.get("mining", []) if m["stage"] < len(stages)]
                 if len(stages) > self.num_stages:
                     raise TrainingError(
@@ -860,7 +871,8 @@ class CascadeTrainer:
                     # negatives
                     res = mine_negatives(model, bgs, int(self.num_neg),
                                          params=mp, seed=int(self.seed), stage=k,
-                                         stop_ratio=required if k > 0 else None, cache=cache)
+                                         stop_ratio=required if k > 0 else None, cache=cache,
+                                         executor=executor)
                     t2 = time.perf_counter()
                     ms = mining_summary(res)
                     ms["stage"] = k
@@ -893,7 +905,7 @@ class CascadeTrainer:
                     else:
                         windows = np.concatenate([pw, res.windows])
                         y = np.r_[np.ones(len(pw)), -np.ones(len(res.windows))]
-                        search, finfo = self._make_search(windows, k, log)
+                        search, finfo = self._make_search(windows, k, log, executor)
                         t3 = time.perf_counter()
                         st = train_stage(
                             search, y, loss=self.loss, shape=self._shape(),

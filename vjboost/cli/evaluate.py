@@ -16,15 +16,16 @@ from pathlib import Path
 import click
 
 from .._errors import VJBoostError
-from .._io import atomic_write
+from .._io import OutputFolder, atomic_write
+from .._jit import compile_notice
 from .._limits import Limits
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
     FORMATS,
     AnnotationError,
-    check_output,
     read_annotations,
 )
+from ._command import Command
 
 __all__ = ["main", "resolve_model_path"]
 
@@ -37,11 +38,18 @@ FRAMING_HELP = (
 
 
 def resolve_model_path(spec: str) -> str:
-    """A model path, ``vjboost:NAME`` (shipped in ``models/``) or ``opencv:NAME`` (OpenCV's)."""
+    """A model path, ``vjboost:NAME`` (shipped with vjboost) or ``opencv:NAME`` (OpenCV's)."""
     try:
         return resolve_model(spec)
     except ModelNotFound as exc:
         raise click.BadParameter(str(exc), param_hint="--model") from None
+
+
+def _hold(output_dir: str) -> Path:
+    """The output folder, held by this run (a lock file) until the command ends."""
+    folder = OutputFolder(output_dir, what="evaluation").acquire()
+    click.get_current_context().call_on_close(folder.release)
+    return folder.path
 
 
 def _image_list(images: str | None, annotations) -> list[str]:
@@ -53,7 +61,8 @@ def _image_list(images: str | None, annotations) -> list[str]:
         raise click.BadParameter(str(exc), param_hint="--images") from None
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
+@click.command(cls=Command, error_exit_code=1,
+               context_settings={"help_option_names": ["-h", "--help"],
                                  "max_content_width": 100})
 @click.argument("annotations", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -65,8 +74,8 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Folder the annotation's image names are relative to (default: see "
                    "vjboost.io.read_annotations).")
 @click.option("--model", "-m", "models", multiple=True,
-              help="Cascade: vjboost JSON or OpenCV XML, vjboost:NAME for a cascade shipped in "
-                   "models/ (vjboost:frontalface), or opencv:NAME for one shipped with OpenCV "
+              help="Cascade: vjboost JSON or OpenCV XML, vjboost:NAME for a cascade shipped "
+                   "with vjboost (vjboost:frontalface), or opencv:NAME for one shipped with OpenCV "
                    "(e.g. opencv:haarcascade_frontalface_default). Repeatable.")
 @click.option("--detections", "detection_files", multiple=True, type=click.Path(dir_okay=False),
               help="Saved detections to score instead of (or besides) running a model: COCO "
@@ -115,16 +124,17 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
-    if protocol == "uiuc":
-        _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
-                   threads, output_dir)
-        return
-    try:
-        _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
-              scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-              output_dir, progress, report, report_samples)
-    except VJBoostError as exc:
-        raise click.ClickException(str(exc)) from None
+    with compile_notice():
+        if protocol == "uiuc":
+            _main_uiuc(annotations, models, labels, images, scale_factor, min_size,
+                       min_neighbors, threads, output_dir)
+            return
+        try:
+            _main(annotations, fmt, category, image_root, models, detection_files, labels,
+                  images, scale_factor, min_size, min_neighbors, max_neighbors, iou, threads,
+                  max_pixels, output_dir, progress, report, report_samples)
+        except VJBoostError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
@@ -145,7 +155,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     if labels and len(labels) != n_runs:
         raise click.BadParameter(f"{len(labels)} labels for {n_runs} models and detection "
                                  "files", param_hint="--label")
-    out = check_output(output_dir, folder=True, what="--output-dir")
+    out = _hold(output_dir)
     try:
         gt = read_annotations(annotations, format=fmt, category=category, images=image_root)
     except AnnotationError as exc:
@@ -277,8 +287,7 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
     if not models:
         raise click.BadParameter("--protocol uiuc needs a cascade to run", param_hint="--model")
     paths = _image_list(images, {})
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _hold(output_dir)
     evs, rows = {}, []
     for k, spec in enumerate(models):
         label = labels[k] if labels else Path(spec.split(":")[-1]).stem

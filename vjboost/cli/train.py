@@ -24,7 +24,14 @@ from typing import Any
 import click
 import numpy as np
 
+from .._io import OutputFolder, check_output_path
+from ._command import Command
+from ._dask import dask_options, open_executor
+
 __all__ = ["main", "vjtrain"]
+
+#: the files a training run writes in its output folder (checked before training starts)
+OUTPUT_NAMES = ("model.json", "cascade.xml", "checkpoint.json", "report.json", "report.html")
 
 class InputError(click.ClickException):
     """Bad input: printed as ``Error: ...`` with exit status 2."""
@@ -42,6 +49,12 @@ def _parse_window(value: str) -> tuple[int, int]:
         parts = parts * 2
     if len(parts) != 2 or min(parts) < 3:
         raise InputError(f"--window: expected WIDTHxHEIGHT with sides >= 3, got {value!r}")
+    from vjboost._limits import get_limits, limit_error
+
+    cap = get_limits().max_window_side
+    if max(parts) > cap:
+        raise limit_error("--window", f"a side of {max(parts)}", cap, "max_window_side",
+                          unit=" pixels")
     w, h = parts
     return h, w
 
@@ -152,7 +165,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
     return samples
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
+@click.command(cls=Command, error_exit_code=2,
+               context_settings={"help_option_names": ["-h", "--help"],
                                  "max_content_width": 100})
 @click.argument("pos", required=False)
 @click.argument("neg", required=False)
@@ -171,9 +185,10 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Feature/example sampler (full = exhaustive search; laminating, tasting_1q, "
                    "mas_naive, ucb, ...).")
 @click.option("--sampler-budget", type=click.IntRange(min=1),
-              help="Feature evaluations per round of the sampler (default 1%% of all).")
+              help="Feature evaluations per round of the sampler (default: 1% of all).")
 @click.option("--stages", type=click.IntRange(1, 1000), default=20, show_default=True,
-              help="Number of stages.")
+              help="Stages to train at most; training stops earlier, with fewer stages, once "
+                   "the false-alarm target (--max-false-alarm ^ --stages) is met.")
 @click.option("--min-hit-rate", type=float, default=0.995, show_default=True,
               help="Share of its positives each stage keeps.")
 @click.option("--max-false-alarm", type=float, default=0.5, show_default=True,
@@ -188,7 +203,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               default="gentle", show_default=True,
               help="Boosting algorithm (gentle = OpenCV's GAB).")
 @click.option("--weak-learner", type=click.Choice(["stump", "tree"]), default="stump",
-              show_default=True)
+              show_default=True,
+              help="Weak learner of the stages: a stump (one split) or a tree (--max-depth).")
 @click.option("--max-depth", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Depth of trees (--weak-learner tree).")
 @click.option("--weight-trim-rate", type=float, default=0.95, show_default=True,
@@ -227,6 +243,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0 = all cores).")
+@dask_options("Mine negatives")
 @click.option("--resume", is_flag=True,
               help="Continue from the checkpoint in the output folder (same settings; more "
                    "--stages or more backgrounds are allowed).")
@@ -247,8 +264,9 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             pos_crop: str | None, pos_format: str | None, category: str | None,
             jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
-            seed: int, threads: int, resume: bool, eval_annotations: str | None,
-            eval_images: str | None, max_new_stages: int | None, quiet: bool) -> None:
+            seed: int, threads: int, scheduler: str | None, workers: int, resume: bool,
+            eval_annotations: str | None, eval_images: str | None,
+            max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
     POS: a folder of crops, annotations (info.dat, CSV, JSON, COCO, a Pascal VOC / YOLO /
@@ -333,19 +351,16 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             f"the {len(backgrounds)} background image(s) hold about {int(approx * mp.n_passes)} "
             f"windows of {win[1]}x{win[0]}, fewer than --num-neg {num_neg}; add backgrounds or "
             "lower --num-neg")
-    out = Path(output)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot create the output folder ({exc.strerror or exc})"
-                         ) from None
-    if not os.access(out, os.W_OK):
-        raise InputError(f"{out}: the output folder is not writable")
-    from vjboost.cascade.checkpoint import CHECKPOINT_NAME
+    # the folder belongs to this run until the command ends; its files are checked now
+    out = OutputFolder(output, what="training", log=echo).acquire()
+    click.get_current_context().call_on_close(out.release)
+    out = out.path
+    from vjboost.cascade.checkpoint import CHECKPOINT_NAME, check_resumable
 
-    if (out / CHECKPOINT_NAME).exists() and not resume:
-        raise InputError(f"{out}: holds a training checkpoint already; add --resume to continue "
-                         "it, or choose another output folder")
+    if check_resumable(out, resume=resume) is None and resume:
+        echo(f"note: {out} holds no checkpoint: --resume starts from scratch")
+    for name in OUTPUT_NAMES:
+        check_output_path(out / name, min_free=0)
     echo(f"positives: {len(positives)} ({pos_src}), budget needed {need}; backgrounds: "
          f"{len(backgrounds)} image(s); pool: {pool!r}")
     trainer = CascadeTrainer(
@@ -358,15 +373,31 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         progress=not quiet and sys.stderr.isatty(),
         reservoir=reservoir, reservoir_strategy=reservoir_strategy,
     )
+    from vjboost._parallel import ExecutorError
+
+    try:
+        executor = open_executor(scheduler, workers)
+    except ExecutorError as exc:
+        raise InputError(str(exc)) from None
+    if executor is not None:
+        echo(f"mining on Dask: {executor.name}, {executor.n_workers} worker(s)")
     try:
         trainer.fit(positives, backgrounds, output_dir=out, resume=resume, log=echo,
-                    max_new_stages=max_new_stages)
+                    max_new_stages=max_new_stages, executor=executor)
     except TrainingError as exc:
         raise InputError(str(exc)) from None
+    except ExecutorError as exc:
+        raise InputError(f"{exc} (checkpoint: {out / CHECKPOINT_NAME})") from None
     except KeyboardInterrupt:
-        echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run the "
-             "same command with --resume to continue")
+        if (out / CHECKPOINT_NAME).exists():
+            echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run "
+                 "the same command with --resume to continue")
+        else:
+            echo("interrupted before the first stage was finished: nothing was saved")
         sys.exit(130)
+    finally:
+        if executor is not None:
+            executor.close()
     evaluation = _evaluate(trainer.model_, eval_set, threads, echo)
     _write_outputs(trainer, out, positives, echo, evaluation)
     _explain_stop(trainer, out, echo)
@@ -425,9 +456,11 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
     from vjboost.cascade.report import write_report
 
     model = trainer.model_
+    run = _run_record()
     if model is not None:
         from vjboost.cascade.model_io import save_model
 
+        model.params["run"] = run
         try:
             save_model(model, out / "model.json")
             echo(f"model: {out / 'model.json'} ({model.summary()})")
@@ -442,7 +475,7 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
         else:
             echo("no OpenCV XML: OpenCV runs only HAAR and LBP cascades (train with --features "
                  "haar or --features lbp for one)")
-    report, extra = trainer.report_, None
+    report, extra = {**trainer.report_, "run": run}, None
     if evaluation is not None:
         from vjboost.eval.report import add_evaluation
 
@@ -458,6 +491,17 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
     from vjboost._memory import format_bytes
 
     echo(f"time {trainer.fit_time_:.1f} s, peak memory {format_bytes(peak)}")
+
+
+def _run_record() -> dict[str, Any]:
+    """How this run was started, as recorded in the model and the report: the command line,
+    vjboost's version and every option as parsed (``--mirror`` included: the trainer's own
+    ``mirror`` stays false because the command mirrors the positives itself)."""
+    import vjboost
+
+    ctx = click.get_current_context()
+    return {"command": " ".join(sys.argv), "vjboost": vjboost.__version__,
+            "options": {k: v for k, v in ctx.params.items()}}
 
 
 def _explain_stop(trainer, out: Path, echo) -> None:

@@ -28,6 +28,7 @@ family code runs, so that numba kernels never see bad input.
 from __future__ import annotations
 
 import abc
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Integral
@@ -35,6 +36,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from vjboost._limits import get_limits, limit_error
 from vjboost._memory import check_memory
 from vjboost.features.program import Program, evaluate_positions, evaluate_program
 
@@ -133,6 +135,11 @@ def check_window_shape(window_shape: Any, name: str = "window_shape") -> tuple[i
             raise TypeError(f"{name}: {what} must be an integer, got {v!r}")
         if v < 1:
             raise ValueError(f"{name}: {what} must be >= 1, got {v}")
+    cap = get_limits().max_window_side
+    if max(h, w) > cap:
+        # before any table over the window is built: a hostile model cannot exhaust memory
+        raise limit_error(f"{name} {int(w)}x{int(h)}", f"a side of {max(int(h), int(w))}", cap,
+                          "max_window_side", unit=" pixels")
     return int(h), int(w)
 
 
@@ -620,9 +627,15 @@ def register_family(cls: type[FeatureFamily]) -> type[FeatureFamily]:
     return cls
 
 
+#: Modules of the built-in families: importing one registers its families.
+_FAMILY_MODULES = ("haar", "mblbp", "custom", "pool", "lbp", "hog", "histogram", "fourier",
+                   "pixel", "acf")
+
+
 def _import_builtin_families() -> None:
-    # Importing the package registers the built-in families (and whatever else it imports).
-    import vjboost.features  # noqa: F401
+    # on first use of the registry, not at package import: a detector needs one family module
+    for mod in _FAMILY_MODULES:
+        importlib.import_module(f"vjboost.features.{mod}")
 
 
 def get_family_class(name: str) -> type[FeatureFamily]:
