@@ -7,8 +7,8 @@ Two sub-commands:
   data ``tools/face_data.py`` built in ``--data`` (default ``/work/data/faces``: the training
   positives of every source and the training backgrounds; never CMU-MIT), under ``nice``, and
   records its wall time and peak memory (the child's ``ru_maxrss``). ``--ship`` copies the model
-  to ``models/NAME.json`` (and ``.xml`` when the cascade is OpenCV-exportable, and its report)
-  with its declared operating score (``params["operating_score"]``).
+  to ``vjboost/models/NAME.json`` (and ``.xml`` when the cascade is OpenCV-exportable, and its
+  report) with its declared operating score (``params["operating_score"]``).
 * ``validate MODEL...`` runs models on the validation detection set (``val/det``: held-out
   NRC-IIT frames, synthetic scenes of held-out faces in held-out backgrounds, face-free held-out
   backgrounds) and prints, at the false-positive budgets of ``tools/bench_peers.py``, the
@@ -215,21 +215,20 @@ def _quick_data(pos: Path, bg: Path, out: Path) -> tuple[Path, Path]:
 
 
 def ship_model(name: str, out: Path) -> list[str]:
-    """Copy a trained model into ``models/`` under ``name`` with its declared operating score."""
+    """Copy a trained model into the shipped models' folder under ``name`` with its declared
+    operating score."""
     from vjboost.cascade import load_model, save_model
+    from vjboost.cascade.shipped import MODELS_DIR
 
     model = load_model(out / "model.json")
     model.params["operating_score"] = dict(OPERATING.get(name, bp.DEFAULT_OPERATING))
-    dest = REPO / "models"
-    save_model(model, dest / f"{name}.json")
-    shipped = [f"models/{name}.json"]
-    if (out / "cascade.xml").is_file():
-        shutil.copyfile(out / "cascade.xml", dest / f"{name}.xml")
-        shipped.append(f"models/{name}.xml")
-    if (out / "report.json").is_file():
-        shutil.copyfile(out / "report.json", dest / f"{name}.report.json")
-        shipped.append(f"models/{name}.report.json")
-    return shipped
+    save_model(model, MODELS_DIR / f"{name}.json")
+    shipped = [MODELS_DIR / f"{name}.json"]
+    for src, suffix in (("cascade.xml", ".xml"), ("report.json", ".report.json")):
+        if (out / src).is_file():
+            shutil.copyfile(out / src, MODELS_DIR / f"{name}{suffix}")
+            shipped.append(MODELS_DIR / f"{name}{suffix}")
+    return [str(p.relative_to(REPO)) for p in shipped]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -324,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a vjtrain option of the recipe (repeatable)")
     t.add_argument("--nice", type=int, default=5)
-    t.add_argument("--ship", action="store_true", help="copy the model into models/")
+    t.add_argument("--ship", action="store_true", help="copy the model into vjboost/models/")
     v = sub.add_parser("validate", help="curves on the validation detection set")
     v.add_argument("models", nargs="+")
     v.add_argument("--peers", action="store_true", help="also OpenCV's default and alt2")
