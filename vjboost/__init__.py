@@ -39,8 +39,7 @@ from typing import TYPE_CHECKING
 
 from vjboost._jit import use_user_cache
 from vjboost._lazy import attach
-
-__version__ = "0.1.0"
+from vjboost._version import __version__
 
 if TYPE_CHECKING:
     from vjboost._errors import InputError, LimitError, OutputError, VJBoostError
