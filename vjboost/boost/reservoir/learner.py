@@ -487,6 +487,18 @@ class ReservoirBooster(Estimator):
 
         The batch joins the reservoir, ``reservoir_size`` samples are kept, and one weak learner
         is fitted on them.
+
+        Parameters
+        ----------
+        samples : array-like of shape (n, ...)
+            A batch in the stream's form (what ``featurizer`` reads; by default rows whose
+            entries are the features).
+        labels : array-like of shape (n,)
+            Two classes: 1 and 0, or 1 and -1.
+
+        Returns
+        -------
+        self
         """
         if not hasattr(self, "estimators_"):
             self._reset()
@@ -602,7 +614,20 @@ class ReservoirBooster(Estimator):
         return self._scores_fm(np.ascontiguousarray(v))
 
     def decision_function(self, samples: Any, *, batch_size: int = 4096) -> np.ndarray:
-        """Scores (n,) of samples in the stream's form (featurized in batches)."""
+        """Scores (n,) of samples in the stream's form (featurized in batches).
+
+        Parameters
+        ----------
+        samples : array-like of shape (n, ...)
+            Samples in the stream's form (what ``featurizer`` reads).
+        batch_size : int, default 4096
+            Samples featurized at a time (bounds the temporary (D, batch_size) values).
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+            Summed weak-learner outputs; >= 0 predicts ``classes_[1]``.
+        """
         self.check_fitted()
         samples = np.asarray(samples)
         out = np.empty(samples.shape[0])
@@ -615,7 +640,20 @@ class ReservoirBooster(Estimator):
         return np.where(self.decision_function(samples) >= 0, self.classes_[1], self.classes_[0])
 
     def score(self, samples: Any, labels: Any) -> float:
-        """Accuracy."""
+        """Accuracy: the fraction of samples whose predicted sign matches ``labels``.
+
+        Parameters
+        ----------
+        samples : array-like of shape (n, ...)
+            Samples in the stream's form.
+        labels : array-like of shape (n,)
+            Two classes: 1 and 0, or 1 and -1.
+
+        Returns
+        -------
+        float
+            In [0, 1].
+        """
         y, _ = check_labels(labels, "labels", signed=True)
         return float(np.mean(np.where(self.decision_function(samples) >= 0, 1.0, -1.0) == y))
 

@@ -94,7 +94,15 @@ class Sampler(Estimator, abc.ABC):
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self, evaluator: EdgeEvaluator, budget: int) -> None:
-        """Prepare for a new training run (seeds the generator, resets statistics)."""
+        """Prepare for a new training run (seeds the generator, resets statistics).
+
+        Parameters
+        ----------
+        evaluator : EdgeEvaluator
+            The edges of the run's weak learners on demand (and their cost).
+        budget : int
+            Feature evaluations per round, >= 1.
+        """
         check_budget(budget)
         self.rng_ = check_random_state(self.random_state)
         if isinstance(self.random_state, np.random.Generator):
@@ -107,7 +115,22 @@ class Sampler(Estimator, abc.ABC):
         """Strategy-specific initialisation (override)."""
 
     def select(self, evaluator: EdgeEvaluator, budget: int) -> Selection:
-        """Choose the weak learner of this round spending at most about ``budget`` evaluations."""
+        """Choose the weak learner of this round spending at most about ``budget`` evaluations.
+
+        Calls :meth:`start` first when the sampler has not started.
+
+        Parameters
+        ----------
+        evaluator : EdgeEvaluator
+            The edges of candidate weak learners on demand; its ``cost`` counts the spending.
+        budget : int
+            Feature evaluations this round, >= 1.
+
+        Returns
+        -------
+        Selection
+            The learner, the evaluations spent and the strategy's details.
+        """
         budget = check_budget(budget)
         if not hasattr(self, "rng_"):
             self.start(evaluator, budget)
