@@ -49,6 +49,25 @@ class Split:
     bins); a categorical one iff bit ``code`` of ``subset`` is set. ``left_value`` and
     ``right_value`` (scalars, or K-vectors for multi-class problems) are the hypothesis leaves
     estimated on the node's examples; ``score`` the criterion value.
+
+    Parameters
+    ----------
+    feature : int
+        Global feature id.
+    row : int
+        The search's own index of the feature.
+    score : float
+        Criterion value (larger is better).
+    left_value, right_value : float or ndarray of shape (K,)
+        Hypothesis leaves on the node's examples.
+    threshold : float, default inf
+        Raw-value threshold of an ordered split.
+    split_bin : int, optional
+        The threshold as a bin, for searches on uint8 bins.
+    subset : ndarray of shape (8,), uint32, optional
+        Codes going left (bit ``c``), for a categorical split.
+    info : dict
+        Search-specific details.
     """
 
     feature: int
@@ -67,7 +86,21 @@ class Split:
 
     @classmethod
     def from_search(cls, s: StumpSearch, pos: int, feature: int) -> Split:
-        """Split of position ``pos`` of a per-feature search result."""
+        """Split of position ``pos`` of a per-feature search result.
+
+        Parameters
+        ----------
+        s : StumpSearch
+            The per-feature result.
+        pos : int
+            Position in ``s`` (its ``feature_ids[pos]`` becomes the ``row``).
+        feature : int
+            Global feature id of that row.
+
+        Returns
+        -------
+        Split
+        """
         sub = None
         if s.subset is not None and np.any(s.subset[pos]):
             sub = s.subset[pos].copy()
@@ -168,6 +201,20 @@ class TreeShape:
 
         ``"stump"``; ``"tree"`` with ``max_depth`` (complete) or ``max_leaves`` (best-first);
         ``"histogram"`` with ``n_parts``.
+
+        Parameters
+        ----------
+        weak_learner : {"stump", "tree", "histogram"}, default "stump"
+        max_depth : int, default 2
+            Depth of a complete tree (``"tree"`` without ``max_leaves``).
+        max_leaves : int, optional
+            Leaves of a best-first tree (``"tree"``), in [2, 4096].
+        n_parts : int, default 8
+            Parts of the histogram learner, in [2, 256].
+
+        Returns
+        -------
+        TreeShape
         """
         if weak_learner not in WEAK_LEARNERS:
             raise ValueError(f"weak_learner: expected one of {WEAK_LEARNERS}, got "
@@ -193,6 +240,15 @@ class TreeShape:
     def grow(self, search: Any, problem: Problem, sample_ids: np.ndarray | None = None
              ) -> tuple[Tree | None, Any]:
         """Grow one learner on the examples ``sample_ids`` (default all).
+
+        Parameters
+        ----------
+        search : MatrixSearch, StreamedSearch or SampledSearch
+            Finds the nodes' splits and routes their examples.
+        problem : Problem
+            Weights and response of the round, for all N examples.
+        sample_ids : ndarray of int, optional
+            The examples the learner is grown on (default all).
 
         Returns
         -------
@@ -326,6 +382,24 @@ def partition_tree(feature: int, thresholds: Any, values: Any, *, split_bins: An
 
     Part ``j`` (value ``values[j]``) holds the values ``v`` with exactly ``j`` of the strictly
     increasing ``thresholds`` ``<= v`` (left iff ``v < threshold`` at every node).
+
+    Parameters
+    ----------
+    feature : int
+        Global feature id of every node.
+    thresholds : array-like of shape (P - 1,)
+        Strictly increasing raw-value thresholds (at least one; stored as float32).
+    values : array-like of shape (P,)
+        The parts' leaf values.
+    split_bins : array-like of shape (P - 1,), int, optional
+        The thresholds as bins (the tree then carries ``split_bins``).
+    score : float, default 0.0
+        Criterion value, stored as the root's node score.
+
+    Returns
+    -------
+    Tree
+        Balanced, depth ``ceil(log2 P)``, ``P`` leaves.
 
     Examples
     --------
