@@ -176,7 +176,19 @@ class CascadeRunner:
         return n_passed, score
 
     def accepts(self, windows: Any, *, min_std: float | None = None) -> np.ndarray:
-        """Whether every stage accepts each window, shape (S,) bool (see :meth:`run`)."""
+        """Whether every stage accepts each window, shape (S,) bool (see :meth:`run`).
+
+        Parameters
+        ----------
+        windows : ndarray of uint8, shape (S, H, W) or (S, H, W, 3)
+            Windows of the model's size.
+        min_std : float, optional
+            The detector's σ gate in grey levels (10 in OpenCV's detector); None: no gate.
+
+        Returns
+        -------
+        ndarray of bool, shape (S,)
+        """
         return self.run(windows, min_std=min_std)[0] == self.last_stage
 
     def prepare(self, windows: Any) -> Any:
