@@ -313,6 +313,19 @@ def haar_pool_size(window_shape: tuple[int, int], mode: str = "BASIC",
     """Number of Haar features of ``mode`` in a window (OpenCV's pool size), counted without
     enumerating them (so that a huge window is refused before its table is built).
 
+    Parameters
+    ----------
+    window_shape : (int, int)
+        ``(height, width)`` in pixels.
+    mode : {"BASIC", "CORE", "ALL"}, default "BASIC"
+        OpenCV's feature set (case-insensitive; ``"viola-jones"`` is accepted too).
+    types : str or list of str, optional
+        Only these Haar types of ``mode`` (e.g. ``["x2", "y2"]``; default all of them).
+
+    Returns
+    -------
+    int
+
     Examples
     --------
     >>> haar_pool_size((24, 24))
