@@ -404,7 +404,13 @@ def _alpha(edge: float) -> float:
 
 
 class DiscreteAdaBoost(BoostingLoss):
-    """Discrete AdaBoost (Freund & Schapire): ``h`` in {-1, +1}, ``alpha`` from the error."""
+    """Discrete AdaBoost (Freund & Schapire): ``h`` in {-1, +1}, ``alpha`` from the error.
+
+    Parameters
+    ----------
+    y, sample_weight, balanced_init
+        As :class:`BoostingLoss`.
+    """
 
     name = "discrete"
     criterion = "discrete"
@@ -424,6 +430,11 @@ class RealAdaBoost(BoostingLoss):
     """Real AdaBoost (Schapire & Singer): ``h = 1/2 ln((W+ + eps)/(W- + eps))`` per leaf.
 
     ``eps = W / (2 N)`` (smoothing of Schapire & Singer, with ``W`` the total weight).
+
+    Parameters
+    ----------
+    y, sample_weight, balanced_init
+        As :class:`BoostingLoss`.
     """
 
     name = "real"
@@ -435,7 +446,13 @@ class RealAdaBoost(BoostingLoss):
 
 
 class GentleAdaBoost(BoostingLoss):
-    """Gentle AdaBoost (Friedman, Hastie & Tibshirani): weighted least-squares leaves."""
+    """Gentle AdaBoost (Friedman, Hastie & Tibshirani): weighted least-squares leaves.
+
+    Parameters
+    ----------
+    y, sample_weight, balanced_init
+        As :class:`BoostingLoss`.
+    """
 
     name = "gentle"
     criterion = "regression"
