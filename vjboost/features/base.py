@@ -119,6 +119,13 @@ class Channels:
 def check_window_shape(window_shape: Any, name: str = "window_shape") -> tuple[int, int]:
     """Validate a ``(height, width)`` pair of positive integers.
 
+    Parameters
+    ----------
+    window_shape : pair of int
+        ``(height, width)`` in pixels (bools are refused).
+    name : str, default "window_shape"
+        The argument named in errors.
+
     Returns
     -------
     tuple of int
