@@ -120,7 +120,19 @@ def vec_layout(path: str | os.PathLike[str], window: tuple[int, int] | None = No
 
 
 def decode_vec_pixels(px: np.ndarray, layout: VecLayout) -> np.ndarray:
-    """int16 pixel records (k, h*w) -> uint8 samples (k, h, w); refuses values outside 0..255."""
+    """int16 pixel records (k, h*w) -> uint8 samples (k, h, w); refuses values outside 0..255.
+
+    Parameters
+    ----------
+    px : ndarray of int16, shape (k, h * w)
+        The pixel fields of ``k`` records.
+    layout : VecLayout
+        The file's layout (its ``window`` ``(h, w)``; its ``path`` names the file in errors).
+
+    Returns
+    -------
+    ndarray of uint8, shape (k, h, w)
+    """
     if px.size and (px.min() < 0 or px.max() > 255):
         raise VecFormatError(f"{layout.path}: pixel values outside 0..255")
     return px.reshape(-1, *layout.window).astype(np.uint8)
