@@ -53,7 +53,20 @@ MODES = ("opencv", "clean")
 
 
 def check_mode(mode: str, step: int | None) -> None:
-    """Refuse an unknown scan mode, or a step with ``mode="opencv"`` (OpenCV's step is fixed)."""
+    """Refuse an unknown scan mode, or a step with ``mode="opencv"`` (OpenCV's step is fixed).
+
+    Parameters
+    ----------
+    mode : {"opencv", "clean"}
+        The scan mode.
+    step : int or None
+        The window step asked for (only ``mode="clean"`` takes one).
+
+    Raises
+    ------
+    ValueError
+        Naming ``mode`` or ``step``.
+    """
     if mode not in MODES:
         raise ValueError(f"mode: expected 'opencv' or 'clean', got {mode!r}")
     if mode == "opencv" and step is not None:

@@ -135,6 +135,26 @@ def scan_visits(executor: Executor, model: CascadeModel | None, paths: Sequence[
     """Mining visits computed on ``executor``, yielded in the order of ``visits``.
 
     Close the iterator to stop early (tasks not started are cancelled).
+
+    Parameters
+    ----------
+    executor : Executor
+        Runs :func:`mine_chunk` on chunks of visits (serial, threads or Dask).
+    model : CascadeModel or None
+        The cascade so far (``None`` before the first stage), shared once with the workers.
+    paths : sequence of str
+        The background images, indexed by the visits.
+    visits : iterable of (int, int)
+        ``(pass, image index)`` in the order wanted.
+    params, seed, stage, per_image
+        As in :func:`~vjboost.cascade.negatives.scan_visit`.
+    chunk : int, default 8
+        Largest number of visits per task (the first tasks hold 2, then 4, ...).
+
+    Yields
+    ------
+    (int, int, result)
+        ``(pass, image index, result)`` as :func:`mine_chunk` returns them.
     """
     data = executor.share(None if model is None else model_json(model))
     units = _chunks(((p, k, paths[k]) for p, k in visits), 2, chunk)
