@@ -196,7 +196,27 @@ def batch_coordinate_alpha(margins: Any, smoothing: float = 0.0) -> np.ndarray:
 
 
 def alpha_approximation_error(alpha_reference: Any, alpha: Any) -> float:
-    """Normalised distance ``½‖a/‖a‖₁ − b/‖b‖₁‖₁`` between two coefficient vectors (in [0, 1])."""
+    """Normalised distance ``½‖a/‖a‖₁ − b/‖b‖₁‖₁`` between two coefficient vectors (in [0, 1]).
+
+    Parameters
+    ----------
+    alpha_reference : array-like of shape (J,)
+        The reference coefficients ``a`` (e.g. batch AdaBoost's), not all zero.
+    alpha : array-like of shape (J,)
+        The coefficients ``b`` compared with them, not all zero.
+
+    Returns
+    -------
+    float
+        0 when ``b`` is a positive multiple of ``a``.
+
+    Examples
+    --------
+    >>> alpha_approximation_error([1.0, 1.0], [2.0, 2.0])
+    0.0
+    >>> alpha_approximation_error([1.0, 0.0], [0.0, 1.0])
+    1.0
+    """
     a = check_array(alpha_reference, "alpha_reference", ndim=1, dtype=np.float64)
     b = check_array(alpha, "alpha", ndim=1, dtype=np.float64)
     if a.shape != b.shape:

@@ -111,7 +111,22 @@ class Split:
 
 
 def go_left(split: Split, x: np.ndarray, binned: bool) -> np.ndarray:
-    """Side of each value ``x`` (S,) at ``split`` (True = left)."""
+    """Side of each value ``x`` (S,) at ``split`` (True = left).
+
+    Parameters
+    ----------
+    split : Split
+        The node's split.
+    x : ndarray of shape (S,)
+        The split feature's values: raw float32, uint8 bins (``binned``), or codes for a
+        categorical split.
+    binned : bool
+        Compare bins with ``split.split_bin`` rather than values with ``split.threshold``.
+
+    Returns
+    -------
+    ndarray of bool, shape (S,)
+    """
     if split.categorical:
         c = x.astype(np.int64)
         return ((split.subset[c >> 5] >> (c & 31).astype(np.uint32)) & 1).astype(bool)
@@ -530,7 +545,34 @@ def fit_weak_learner(
 def fit_partition(values: np.ndarray, problem: Problem, cols: np.ndarray | None,
                   n_parts: int, *, rows: Any, feature_ids: np.ndarray, edges: Any,
                   threads: int | None) -> tuple[Tree | None, Any]:
-    """Real AdaBoost's domain-partitioning learner on a block (``values`` binned if float)."""
+    """Real AdaBoost's domain-partitioning learner on a block (``values`` binned if float).
+
+    Parameters
+    ----------
+    values : ndarray of shape (F, N), float32 or uint8
+        Feature-major values; float values are binned on the examples ``cols`` first.
+    problem : Problem
+        A two-class problem with the ``"real"`` criterion.
+    cols : ndarray of int64 or None
+        The examples fitted (``None``: all).
+    n_parts : int
+        Parts of the feature's domain.
+    rows : array-like of int or None
+        Rows searched (``None``: all).
+    feature_ids : ndarray of int64, shape (F,)
+        Global id of each row.
+    edges : ndarray of shape (F, E) or None
+        Bin edges of uint8 ``values``.
+    threads : int or None
+        numba threads.
+
+    Returns
+    -------
+    tree : Tree or None
+        A balanced tree on the best feature (``None`` when no feature splits).
+    search : object
+        The per-feature histogram search result.
+    """
     if problem.criterion != "real" or problem.n_outputs != 1:
         raise ValueError("weak_learner: the histogram learner needs the two-class 'real' loss")
     if values.dtype != np.uint8:

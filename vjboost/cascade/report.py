@@ -255,7 +255,7 @@ def draw_feature(ax: Any, d: dict[str, Any]) -> None:
     Parameters
     ----------
     ax : matplotlib Axes
-        Already showing the window (drawn over, limits unchanged).
+        Already showing the window (the feature is drawn over it).
     d : dict
         ``describe(i)`` of the feature: ``rects`` (with ``tilted``, ``window_shape``), ``cells``
         (with ``centre``), ``rect``, ``x``/``y``, or only ``text``.

@@ -79,6 +79,26 @@ class _SubsampleStep:
 
     def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
                      sample_ids: np.ndarray | None = None) -> np.ndarray:
+        """Leaves fitted on the round's sub-sample only.
+
+        ``"wss"``: half the mean working response per leaf; otherwise Discrete AdaBoost's
+        ``½ ln((1 + g) / (1 - g))`` times the leaf signs, ``g`` the sub-sample's edge.
+
+        Parameters
+        ----------
+        k : int
+            The problem's index (always 0; unused).
+        leaf : ndarray of shape (N,), int64
+            Leaf index of every training example.
+        hypothesis : ndarray of shape (L,)
+            The fitted learner's leaf values (their signs for the discrete methods).
+        sample_ids : ndarray of int, optional
+            Unused: the round's sub-sample is used.
+
+        Returns
+        -------
+        ndarray of shape (L,), float64
+        """
         p = self._problem
         ids, n_leaves = p.sample_ids, len(hypothesis)
         if self.method == "wss":

@@ -80,6 +80,23 @@ def loss_terms(loss: str, y: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray
 
     A set holding a single class gets them through an extra zero-weight sample of the other
     class (the step objects refuse single-class sets).
+
+    Parameters
+    ----------
+    loss : str
+        A two-class loss name of :data:`vjboost.boost.losses.LOSSES` (``"logit"``, ...).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    scores : ndarray of shape (n,)
+        Current scores ``F``.
+
+    Returns
+    -------
+    w : ndarray of shape (n,), float64
+        The loss's weights at ``F`` (normalised over the set).
+    z : ndarray of shape (n,), float64
+        Its response (the labels for the AdaBoost losses, the working response for
+        LogitBoost).
     """
     y = np.asarray(y, dtype=np.float64)
     single = np.all(y == y[0])
@@ -213,6 +230,23 @@ class _KeptStep:
 
     def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
                      sample_ids: np.ndarray | None = None) -> np.ndarray:
+        """Weighted least-squares leaves on the kept samples, times the loss's leaf scale.
+
+        Parameters
+        ----------
+        k : int
+            The problem's index (always 0; unused).
+        leaf : ndarray of shape (r,), int64
+            Leaf index of every kept sample.
+        hypothesis : ndarray of shape (L,)
+            The fitted learner's leaves (only their count is used).
+        sample_ids : ndarray of int, optional
+            Unused.
+
+        Returns
+        -------
+        ndarray of shape (L,), float64
+        """
         a = np.bincount(leaf, weights=self.weights, minlength=len(hypothesis))
         b = np.bincount(leaf, weights=self.weights * self.response, minlength=len(hypothesis))
         return self.scale * np.divide(b, a, out=np.zeros_like(a), where=a > 0)

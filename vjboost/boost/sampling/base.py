@@ -50,7 +50,21 @@ class Selection:
 
 
 def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
-    """A positive integer parameter (``Q``, ``S``, ``R``...) or a clear error."""
+    """A positive integer parameter (``Q``, ``S``, ``R``...) or a clear error.
+
+    Parameters
+    ----------
+    value : int
+        The value (bools and non-integers raise ``TypeError``).
+    name : str
+        The parameter named in errors.
+    minimum : int, default 1
+        Smallest value accepted (``ValueError`` below it).
+
+    Returns
+    -------
+    int
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name}: expected an integer, got {value!r}")
     if value < minimum:
@@ -69,7 +83,23 @@ def reward(edge: float) -> float:
 
 
 def draw_features(members: np.ndarray, q: int, rng: np.random.Generator) -> np.ndarray:
-    """``min(q, len(members))`` distinct features drawn uniformly from ``members``."""
+    """``min(q, len(members))`` distinct features drawn uniformly from ``members``.
+
+    Parameters
+    ----------
+    members : ndarray of int64
+        The candidate feature ids (e.g. one family's).
+    q : int
+        Features wanted.
+    rng : numpy.random.Generator
+        The source of randomness (not used when all members are taken).
+
+    Returns
+    -------
+    ndarray of int64
+        All of ``members`` (a copy, in order) when ``q >= len(members)``, else ``q`` of them in
+        draw order.
+    """
     q = min(int(q), members.size)
     if q == members.size:
         return members.copy()
