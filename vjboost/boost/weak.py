@@ -432,7 +432,19 @@ def partition_tree(feature: int, thresholds: Any, values: Any, *, split_bins: An
     sb = None if split_bins is None else np.asarray(split_bins, dtype=np.int64).reshape(-1)
 
     def build(lo: int, hi: int, depth: int) -> _Node:
-        # parts lo..hi (inclusive) -> subtree; a single part is a leaf
+        """The balanced subtree of parts ``lo .. hi`` (inclusive); one part is a leaf.
+
+        Parameters
+        ----------
+        lo, hi : int
+            First and last part.
+        depth : int
+            Depth of the subtree's root.
+
+        Returns
+        -------
+        _Node
+        """
         if lo == hi:
             return _Node(None, depth, vals[lo], None)  # type: ignore[arg-type]
         mid = (lo + hi + 1) // 2

@@ -444,6 +444,19 @@ class FeaturePool:
                                         sample_ids=sids)
 
             def family_part(k, local):
+                """Family ``k``'s features ``local`` from its prepared channels.
+
+                Parameters
+                ----------
+                k : int
+                    The family's index in the pool.
+                local : ndarray of int64
+                    Its local feature ids.
+
+                Returns
+                -------
+                ndarray of float32, shape (len(local), S)
+                """
                 return self.families[k].evaluate(prep.channels[k], local, sids)
         else:
             def program_part(rows):
@@ -451,6 +464,19 @@ class FeaturePool:
                 return evaluate_program(prog, data(prog.channels.color or rgb is not None))
 
             def family_part(k, local):
+                """Family ``k``'s features ``local``, its channels prepared from the windows.
+
+                Parameters
+                ----------
+                k : int
+                    The family's index in the pool.
+                local : ndarray of int64
+                    Its local feature ids.
+
+                Returns
+                -------
+                ndarray of float32, shape (len(local), S)
+                """
                 f = self.families[k]
                 return f.evaluate(f.prepare(data(f.color)), local)
 

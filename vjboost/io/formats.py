@@ -88,6 +88,24 @@ class _Collector:
 
     def add(self, name: str, label: str, box: list[int], *, ignore: bool = False,
             aliases: tuple[str, ...] = ()) -> None:
+        """Record one box of image ``name``.
+
+        Labels named like ignore regions (``IGNORE_LABELS``) always become ignore regions;
+        other labels are counted, and boxes outside the chosen category are left out.
+
+        Parameters
+        ----------
+        name : str
+            The image's resolved path.
+        label : str
+            The box's class label.
+        box : list of 4 int
+            ``(x, y, w, h)`` in pixels.
+        ignore : bool, default False
+            An ignore region of the chosen category (crowd, difficult, occluded...).
+        aliases : tuple of str, default ()
+            Other names of the label the category may be given as (e.g. a YOLO class id).
+        """
         self.image(name)
         if label.strip().lower() in IGNORE_LABELS:
             self.ignore.setdefault(name, []).append(box)

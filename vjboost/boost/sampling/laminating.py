@@ -65,6 +65,18 @@ def laminating_schedule(
     s_min = check_count(s_min, "s_min")
 
     def steps(q: int, s: int) -> list[tuple[int, int]]:
+        """The schedule from ``(Q0, S0) = (q, s)``: halve ``Q`` (rounded up), double ``S``.
+
+        Parameters
+        ----------
+        q, s : int
+            Features and examples of the first step.
+
+        Returns
+        -------
+        list of (int, int)
+            Down to ``Q = 1``.
+        """
         out = [(q, s)]
         while q > 1:
             q = -(-q // 2)
