@@ -373,6 +373,17 @@ class HaarFamily(FeatureFamily):
     Program: OP_RECTS on channels ``gray`` (upright rectangles) and ``tilted`` (45°, mode ALL),
     NORM_VARIANCE (planes ``gray``, ``gray2``) when ``normalize``, else NORM_NONE.
     :meth:`from_rects` builds a family of explicitly listed features (OpenCV HAAR cascades).
+
+    Examples
+    --------
+    >>> fam = HaarFamily((24, 24))
+    >>> fam.n_features                                  # OpenCV's BASIC pool at 24x24
+    162336
+    >>> fam.describe(0)["text"]
+    'haar x2 at (x=0, y=0) unit 1x1'
+    >>> windows = np.random.default_rng(0).integers(0, 256, (5, 24, 24), dtype=np.uint8)
+    >>> fam.evaluate(fam.prepare(windows), [0, 100]).shape   # (features, windows) float32
+    (2, 5)
     """
 
     name = "haar"

@@ -85,6 +85,16 @@ class FeaturePool:
         Global id of each family's first feature; ``offsets[-1] == n_features``.
     n_features : int
     window_shape : (int, int)
+
+    Examples
+    --------
+    >>> from vjboost.features import HaarFamily, MBLBPFamily
+    >>> pool = FeaturePool([HaarFamily((12, 12)), MBLBPFamily((12, 12))])
+    >>> pool.n_features, pool.family_sizes().tolist()
+    (10828, [10344, 484])
+    >>> windows = np.random.default_rng(0).integers(0, 256, (5, 12, 12), dtype=np.uint8)
+    >>> pool.evaluate(pool.prepare(windows), [0, 10827]).shape   # a Haar and an MB-LBP feature
+    (2, 5)
     """
 
     def __init__(self, families: Sequence[FeatureFamily] | FeatureFamily) -> None:
