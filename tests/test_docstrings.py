@@ -89,7 +89,10 @@ def test_public_functions_document_their_parameters():
     "vjboost.boost.sampling.examples", "vjboost.boost.sampling.laminating",
     "vjboost.features.base", "vjboost.features.fourier", "vjboost.features.histogram",
     "vjboost.features.lbp", "vjboost.features.mblbp", "vjboost.features.pixel",
-    "vjboost.features.pool", "vjboost.io.vec"])
+    "vjboost.features.pool", "vjboost.features.integral", "vjboost.io.vec",
+    "vjboost.boost.binning", "vjboost.boost.online", "vjboost.boost.sampling.booster",
+    "vjboost.cascade.checkpoint", "vjboost.cascade.positives", "vjboost.cascade.runner",
+    "vjboost.cascade.opencv_xml"])
 def test_docstring_examples(module):
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0

@@ -128,6 +128,15 @@ def compute_bin_edges(
     -------
     edges : ndarray of shape (Q, n_bins - 1), float32
         Strictly increasing edges per row, padded with ``+inf``.
+
+    Examples
+    --------
+    >>> values = np.array([[0, 1, 2, 3, 4, 5]], dtype=np.float32)
+    >>> edges = compute_bin_edges(values, 4)
+    >>> edges.tolist()
+    [[1.0, 3.0, 4.0]]
+    >>> bin_values(values, edges).tolist()                  # edges <= value
+    [[0, 1, 1, 2, 3, 3]]
     """
     values = check_array(values, "values", ndim=2, dtype=np.float32)
     n_bins = check_in_range(n_bins, "n_bins", low=2, high=256, integer=True)

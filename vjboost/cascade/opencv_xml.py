@@ -386,6 +386,14 @@ def read_opencv_xml(
         in OpenCV).
     LimitError
         A cap of ``limits`` was exceeded.
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> xml = to_opencv_xml(load_model("vjboost:frontalface"))
+    >>> model = read_opencv_xml(xml.encode(), name="face.xml")
+    >>> model.window_shape, model.params["format"]
+    ((20, 20), 'opencv-traincascade')
     """
     lim = get_limits(limits)
     if isinstance(source, bytes | bytearray):

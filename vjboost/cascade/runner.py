@@ -316,6 +316,15 @@ def cascade_accepts(model: CascadeModel, windows: Any, *, min_std: float | None 
     -------
     accepted : ndarray of bool, shape (S,)
     n_passed : ndarray of int64, shape (S,)
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> model = load_model("vjboost:frontalface")
+    >>> flat = np.full((2, 20, 20), 128, np.uint8)          # two featureless windows
+    >>> accepted, n_passed = cascade_accepts(model, flat)
+    >>> accepted.tolist(), bool((n_passed < model.n_stages).all())
+    ([False, False], True)
     """
     n_passed, _ = CascadeRunner(model).run(windows, min_std=min_std)
     return n_passed == model.n_stages, n_passed

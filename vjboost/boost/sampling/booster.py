@@ -80,6 +80,17 @@ class SampledBoostedClassifier(Estimator):
         Seconds since the start of training after each round.
     selections_ : list of dict
         The sampler's details of each round (of its first node).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 20))
+    >>> y = (X[:, 3] > 0).astype(int)
+    >>> clf = SampledBoostedClassifier(n_estimators=20, random_state=0)
+    >>> clf.fit(X, y, families=[10, 10]).score(X, y) > 0.95    # two families of 10 features
+    True
+    >>> bool(clf.cost_.max() <= clf.budget_)                  # evaluations per round
+    True
     """
 
     def __init__(
