@@ -292,10 +292,8 @@ class _Booster(Estimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Finite feature values (shape (n_features, n_samples) with ``feature_major``).
-        feature_major : bool, default False
-            ``X`` is transposed: one row per feature.
+        X, feature_major
+            As for :meth:`decision_function`.
 
         Yields
         ------
@@ -348,10 +346,8 @@ class _Booster(Estimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Finite feature values (shape (n_features, n_samples) with ``feature_major``).
-        feature_major : bool, default False
-            ``X`` is transposed: one row per feature.
+        X, feature_major
+            As for :meth:`decision_function`.
 
         Returns
         -------
@@ -368,10 +364,8 @@ class _Booster(Estimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Finite feature values (shape (n_features, n_samples) with ``feature_major``).
-        feature_major : bool, default False
-            ``X`` is transposed: one row per feature.
+        X, feature_major
+            As for :meth:`decision_function`.
 
         Returns
         -------
@@ -385,10 +379,8 @@ class _Booster(Estimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Finite feature values (shape (n_features, n_samples) with ``feature_major``).
-        feature_major : bool, default False
-            ``X`` is transposed: one row per feature.
+        X, feature_major
+            As for :meth:`decision_function`.
 
         Yields
         ------
@@ -404,10 +396,8 @@ class _Booster(Estimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Finite feature values (shape (n_features, n_samples) with ``feature_major``).
-        feature_major : bool, default False
-            ``X`` is transposed: one row per feature.
+        X, feature_major
+            As for :meth:`decision_function`.
 
         Yields
         ------

@@ -280,10 +280,8 @@ class MatrixSource(_Source):
         """The matrix's rows ``feature_ids`` (a view-free copy) at the columns ``sample_ids``.
         Parameters
         ----------
-        feature_ids : ndarray of shape (Q,), int64
-            Global feature ids.
-        sample_ids : ndarray of shape (S,), int64, optional
-            Example ids, repeats allowed (default all examples, ``S = n_samples``).
+        feature_ids, sample_ids
+            As for :meth:`FeatureSource.values`.
 
         Returns
         -------
@@ -318,10 +316,8 @@ class CallableSource(_Source):
         """``fn(feature_ids, sample_ids)``, checked for its shape.
         Parameters
         ----------
-        feature_ids : ndarray of shape (Q,), int64
-            Global feature ids.
-        sample_ids : ndarray of shape (S,), int64, optional
-            Example ids, repeats allowed (default all examples, ``S = n_samples``).
+        feature_ids, sample_ids
+            As for :meth:`FeatureSource.values`.
 
         Returns
         -------
@@ -368,10 +364,8 @@ class PoolSource(_Source):
         """The pool's values on the windows (each distinct window evaluated once).
         Parameters
         ----------
-        feature_ids : ndarray of shape (Q,), int64
-            Global feature ids.
-        sample_ids : ndarray of shape (S,), int64, optional
-            Example ids, repeats allowed (default all examples, ``S = n_samples``).
+        feature_ids, sample_ids
+            As for :meth:`FeatureSource.values`.
 
         Returns
         -------

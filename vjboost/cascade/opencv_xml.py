@@ -70,7 +70,11 @@ _WORD = (-(2**31), 2**32 - 1)  # LBP subset words: OpenCV writes them as signed 
 
 
 class _Reader:
-    """Helpers that remember the file name and element path for error messages."""
+    """Helpers that remember the file name and element path for error messages.
+
+    Their ``where`` argument is the path of the element at hand (``cascade/stages/_[3]``...),
+    which errors name after the file; ``node`` is the element itself.
+    """
 
     def __init__(self, source: str, limits: Limits | None = None) -> None:
         self.source = source
@@ -84,7 +88,7 @@ class _Reader:
         h, w : int
             The window's height and width in pixels.
         where : str
-            The element's path, named in errors.
+            The element's path (see the class).
         """
         cap = self.limits.max_window_side
         if max(h, w) > cap:
@@ -99,7 +103,7 @@ class _Reader:
         n : int
             Features of the cascade.
         where : str
-            The element's path, named in errors.
+            The element's path (see the class).
         """
         cap = self.limits.max_features
         if n > cap:
@@ -114,7 +118,7 @@ class _Reader:
         n : int
             Decision nodes of the cascade.
         where : str
-            The element's path, named in errors.
+            The element's path (see the class).
         """
         cap = self.limits.max_model_nodes
         if n > cap:
@@ -127,7 +131,7 @@ class _Reader:
         Parameters
         ----------
         where : str
-            The element's path, named in errors.
+            The element's path (see the class).
         what : str
             What is wrong.
 
@@ -147,7 +151,7 @@ class _Reader:
         tag : str
             The child's tag.
         where : str
-            The element's path, named in errors.
+            The element's path (see the class).
         required : bool, default True
             Raise when it is missing (else return None).
 
@@ -165,10 +169,8 @@ class _Reader:
 
         Parameters
         ----------
-        node : Element
-            The XML element.
-        where : str
-            The element's path, named in errors.
+        node, where
+            The element, and its path (see the class).
 
         Returns
         -------
@@ -185,10 +187,8 @@ class _Reader:
 
         Parameters
         ----------
-        node : Element
-            The XML element.
-        where : str
-            The element's path, named in errors.
+        node, where
+            The element, and its path (see the class).
 
         Returns
         -------
@@ -204,10 +204,8 @@ class _Reader:
 
         Parameters
         ----------
-        node : Element
-            The XML element.
-        where : str
-            The element's path, named in errors.
+        node, where
+            The element, and its path (see the class).
 
         Returns
         -------
@@ -224,7 +222,7 @@ class _Reader:
         token : str
             One token of an element's text.
         where : str
-            The element's path, named in errors.
+            The element's path (see the class).
 
         Returns
         -------
@@ -246,7 +244,7 @@ class _Reader:
         token : str
             One token of an element's text.
         where : str
-            The element's path, named in errors.
+            The element's path (see the class).
         rng : (int, int), default int32's range
             Smallest and largest value accepted.
 
@@ -268,10 +266,8 @@ class _Reader:
 
         Parameters
         ----------
-        node : Element
-            The XML element.
-        where : str
-            The element's path, named in errors.
+        node, where
+            The element, and its path (see the class).
 
         Returns
         -------
@@ -284,10 +280,8 @@ class _Reader:
 
         Parameters
         ----------
-        node : Element
-            The XML element.
-        where : str
-            The element's path, named in errors.
+        node, where
+            The element, and its path (see the class).
 
         Returns
         -------
@@ -303,10 +297,8 @@ class _Reader:
 
         Parameters
         ----------
-        node : Element
-            The XML element.
-        where : str
-            The element's path, named in errors.
+        node, where
+            The element, and its path (see the class).
 
         Returns
         -------
@@ -322,10 +314,8 @@ class _Reader:
 
         Parameters
         ----------
-        node : Element
-            The XML element.
-        where : str
-            The element's path, named in errors.
+        node, where
+            The element, and its path (see the class).
 
         Returns
         -------

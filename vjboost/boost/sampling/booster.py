@@ -284,10 +284,8 @@ class SampledBoostedClassifier(Estimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Raw feature values (shape (n_features, n_samples) with ``feature_major``).
-        feature_major : bool, default False
-            ``X`` is transposed: one row per feature.
+        X, feature_major
+            As for :meth:`decision_function`.
 
         Yields
         ------
@@ -344,10 +342,8 @@ class SampledBoostedClassifier(Estimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Raw feature values (shape (n_features, n_samples) with ``feature_major``).
-        feature_major : bool, default False
-            ``X`` is transposed: one row per feature.
+        X, feature_major
+            As for :meth:`decision_function`.
 
         Returns
         -------
