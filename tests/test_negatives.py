@@ -176,3 +176,30 @@ def test_run_clock_eta():
     # ratio 0.25 -> target 1/64 in 4 more halvings, fewer than the 5 stages left
     assert clock.stages_left(1) == 4
     assert clock.eta(1) == pytest.approx(4 * 10 + 2 * (2 + 4 + 8 + 16))
+
+
+@pytest.mark.slow
+def test_mixed_pool_trains_saves_reloads_and_detects(faces, backgrounds, tmp_path):
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.model_io import load_model, save_model
+
+    from skimage.data import lfw_subset
+
+    imgs = (lfw_subset()[:100] * 255).round().astype(np.uint8)
+    faces20 = np.stack([cv2.resize(im, (20, 20), interpolation=cv2.INTER_AREA) for im in imgs])
+    tr = CascadeTrainer(window_shape=(20, 20), features="haar,mblbp,hog,channels",
+                        sampler="laminating", weak_learner="tree", max_depth=2, num_stages=2,
+                        num_pos=90, num_neg=200, max_weak_count=4, seed=0,
+                        mining={"scale_factor": 1.5})
+    tr.fit(faces20, backgrounds, output_dir=tmp_path)
+    save_model(tr.model_, tmp_path / "model.json")
+    back = load_model(tmp_path / "model.json")
+    img = cv2.imread(backgrounds[0], cv2.IMREAD_GRAYSCALE)
+    a = CascadeDetector(tr.model_, min_neighbors=0, grouping="none").raw_windows(img)
+    b = CascadeDetector(back, min_neighbors=0, grouping="none").raw_windows(img)
+    assert np.array_equal(a[0], b[0]) and np.allclose(a[1], b[1])
+    # the report counts, per stage, the features of each family the learners read
+    for k, row in enumerate(tr.report_["stages"]):
+        used = sum(int(c) for c in row["families"].values())
+        ids = {int(g) for lr in tr.stages_[k].learners for g in lr.feature}
+        assert used == len(ids)
