@@ -203,3 +203,13 @@ def test_mixed_pool_trains_saves_reloads_and_detects(faces, backgrounds, tmp_pat
         used = sum(int(c) for c in row["families"].values())
         ids = {int(g) for lr in tr.stages_[k].learners for g in lr.feature}
         assert used == len(ids)
+
+
+@pytest.mark.parametrize("module", ["vjboost.cascade.negatives", "vjboost.cascade.progress",
+                                    "vjboost._memory"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0
