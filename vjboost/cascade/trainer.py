@@ -248,6 +248,9 @@ class CascadeTrainer:
     memory_budget : int, optional
         Bytes the run may use (default: :data:`DEFAULT_MEMORY`, or 75 % of the available memory
         if less); caches are sized from it, and a stage that cannot fit is refused.
+    executor : object with ``map(fn, iterable)``, optional
+        Runs the units of each mining batch (e.g. on a cluster; see
+        :meth:`vjboost.cascade.negatives.NegativePool.fill`); the cascade does not depend on it.
     callback : callable, optional
         ``callback(event, info)`` while training runs (stage starts and ends, mining batches,
         boosting rounds, log lines, the run's ETA; see :mod:`vjboost.cascade.progress`).
@@ -298,6 +301,7 @@ class CascadeTrainer:
         seed: int = 0,
         threads: int | None = None,
         memory_budget: int | None = None,
+        executor: Any = None,
         callback: Callback | None = None,
         reservoir: int | None = None,
         reservoir_strategy: str = "geem",
@@ -325,6 +329,7 @@ class CascadeTrainer:
         self.seed = seed
         self.threads = threads
         self.memory_budget = memory_budget
+        self.executor = executor
         self.callback = callback
         self.reservoir = reservoir
         self.reservoir_strategy = reservoir_strategy
@@ -646,6 +651,7 @@ class CascadeTrainer:
                 # 2. negatives: the pool re-checked against the last stage, topped up by mining
                 res = negatives.fill(
                     model, stage=k, stop_ratio=required if k > 0 else None, threads=self.threads,
+                    executor=self.executor,
                     progress=partial(mining_event, emit, clock, k))
                 t2 = time.perf_counter()
                 mining_log.append({**mining_summary(res), "stage": k, "seconds": t2 - t1})
