@@ -213,3 +213,12 @@ def test_docstring_examples(module):
 
     res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert res.attempted > 0 and res.failed == 0
+
+
+@pytest.mark.slow
+def test_trainer_with_an_executor_gives_the_same_cascade(faces, backgrounds):
+    kw = dict(window_shape=WIN, features="haar", num_stages=3, num_pos=100, num_neg=200,
+              min_hit_rate=0.99, seed=3, max_weak_count=6, mining={"scale_factor": 1.5})
+    a = CascadeTrainer(**kw).fit(faces, backgrounds)
+    b = CascadeTrainer(**kw, executor=_ShuffledExecutor()).fit(faces, backgrounds)
+    assert stages_digest(a.stages_) == stages_digest(b.stages_)
