@@ -24,20 +24,11 @@ WIN = (12, 12)
 
 
 @pytest.fixture(scope="module")
-def faces() -> np.ndarray:
-    from skimage.data import lfw_subset
-
-    imgs = (lfw_subset()[:100] * 255).round().astype(np.uint8)
-    out = np.stack([cv2.resize(im, WIN[::-1], interpolation=cv2.INTER_AREA) for im in imgs])
-    return np.concatenate([out, out[:, :, ::-1]])
-
-
-@pytest.fixture(scope="module")
-def trained(faces, backgrounds):
+def trained(faces12, backgrounds):
     tr = CascadeTrainer(window_shape=WIN, features="haar", num_stages=3, num_pos=150,
                         num_neg=300, min_hit_rate=0.99, max_false_alarm=0.5, seed=2,
                         max_weak_count=12)
-    return tr.fit(faces, backgrounds)
+    return tr.fit(faces12, backgrounds)
 
 
 def _brute_accepts(pool, stages, windows) -> np.ndarray:
@@ -141,16 +132,16 @@ def test_pool_reuse_negatives_accepted_by_previous_stages_brute_force(trained, b
     assert 0 < res.supply
 
 
-def test_trainer_pool_resume_gives_identical_cascade(faces, backgrounds, tmp_path):
+def test_trainer_pool_resume_gives_identical_cascade(faces12, backgrounds, tmp_path):
     kw = dict(window_shape=WIN, features="haar", num_stages=3, num_pos=100, num_neg=200,
               min_hit_rate=0.99, max_false_alarm=0.5, seed=7, max_weak_count=6,
               mining={"scale_factor": 1.5, "batch": 4})
-    full = CascadeTrainer(**kw).fit(faces, backgrounds, output_dir=tmp_path / "a")
+    full = CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path / "a")
     events = []
-    CascadeTrainer(**kw).fit(faces, backgrounds, output_dir=tmp_path / "b", max_new_stages=1)
+    CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path / "b", max_new_stages=1)
     assert len(list((tmp_path / "b").glob("negatives-*.npy"))) == 1
     resumed = CascadeTrainer(**kw, callback=lambda e, i: events.append(e)).fit(
-        faces, backgrounds, output_dir=tmp_path / "b", resume=True)
+        faces12, backgrounds, output_dir=tmp_path / "b", resume=True)
     assert stages_digest(full.stages_) == stages_digest(resumed.stages_)
     assert len(full.stages_) >= 2
     # pool reuse happened and is recorded; every stage reports its own peak memory
@@ -159,14 +150,14 @@ def test_trainer_pool_resume_gives_identical_cascade(faces, backgrounds, tmp_pat
     assert {"stage", "mining", "round", "stage_done", "log"} <= set(events)
 
 
-def test_trainer_refuses_a_damaged_pool(faces, backgrounds, tmp_path):
+def test_trainer_refuses_a_damaged_pool(faces12, backgrounds, tmp_path):
     kw = dict(window_shape=WIN, num_stages=3, num_pos=150, num_neg=300, seed=7,
               max_weak_count=5, mining={"scale_factor": 1.5})
-    CascadeTrainer(**kw).fit(faces, backgrounds, output_dir=tmp_path, max_new_stages=1)
+    CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path, max_new_stages=1)
     f = next(tmp_path.glob("negatives-*.npy"))
     np.save(f, np.zeros((3, *WIN), np.uint8))
     with pytest.raises(ValueError, match="negative pool"):
-        CascadeTrainer(**kw).fit(faces, backgrounds, output_dir=tmp_path, resume=True)
+        CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path, resume=True)
 
 
 def test_run_clock_eta():
@@ -179,11 +170,11 @@ def test_run_clock_eta():
 
 
 @pytest.mark.slow
-def test_mixed_pool_trains_saves_reloads_and_detects(faces, backgrounds, tmp_path):
+def test_mixed_pool_trains_saves_reloads_and_detects(backgrounds, tmp_path):
+    from skimage.data import lfw_subset
+
     from vjboost.cascade.detector import CascadeDetector
     from vjboost.cascade.model_io import load_model, save_model
-
-    from skimage.data import lfw_subset
 
     imgs = (lfw_subset()[:100] * 255).round().astype(np.uint8)
     faces20 = np.stack([cv2.resize(im, (20, 20), interpolation=cv2.INTER_AREA) for im in imgs])
@@ -216,9 +207,9 @@ def test_docstring_examples(module):
 
 
 @pytest.mark.slow
-def test_trainer_with_an_executor_gives_the_same_cascade(faces, backgrounds):
+def test_trainer_with_an_executor_gives_the_same_cascade(faces12, backgrounds):
     kw = dict(window_shape=WIN, features="haar", num_stages=3, num_pos=100, num_neg=200,
               min_hit_rate=0.99, seed=3, max_weak_count=6, mining={"scale_factor": 1.5})
-    a = CascadeTrainer(**kw).fit(faces, backgrounds)
-    b = CascadeTrainer(**kw, executor=_ShuffledExecutor()).fit(faces, backgrounds)
+    a = CascadeTrainer(**kw).fit(faces12, backgrounds)
+    b = CascadeTrainer(**kw, executor=_ShuffledExecutor()).fit(faces12, backgrounds)
     assert stages_digest(a.stages_) == stages_digest(b.stages_)
