@@ -227,9 +227,18 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "registered family).")
 @click.option("--haar-mode", type=click.Choice(["BASIC", "CORE", "ALL"]), default="BASIC",
               show_default=True, help="OpenCV's Haar feature set.")
-@click.option("--sampler", default="full", show_default=True,
-              help="Feature/example sampler (full = exhaustive search; laminating, tasting_1q, "
-                   "mas_naive, ucb, ...).")
+@click.option("--sampler", default="laminating", show_default=True,
+              help="How each round finds its weak learner. laminating (default): evaluates "
+                   "about 1%% of features x windows per round (--sampler-budget), halving the "
+                   "features and doubling the windows; no feature matrix, memory O(windows x "
+                   "channels); on a 14-stage face run 2-3x faster than full at the same "
+                   "validation accuracy (docs/training.md). full: exhaustive search, first "
+                   "precomputes every feature on every window of the stage (features x windows "
+                   "bytes, 3.3 GB for 125,199 Haar features x 26,000 windows; over --memory it "
+                   "is recomputed every round instead, much slower); exact best split. "
+                   "tasting_1q, tasting_q1, mas_1q, mas_q1, mas_naive, ucb, exp3p, ...: the "
+                   "same budget as laminating, spent on the families that look best (useful "
+                   "with several --features).")
 @click.option("--sampler-budget", type=click.IntRange(min=1),
               help="Feature evaluations per round of the sampler (default 1%% of all).")
 @click.option("--stages", type=click.IntRange(1, 1000), default=20, show_default=True,
