@@ -457,6 +457,8 @@ class CascadeTrainer:
             from ..boost.sampling import make_sampler
 
             source = PoolSource(pool, windows, threads=self.threads)
+            self._check_fits(source.channels.nbytes, f"stage {k}'s feature channels of {n} "
+                             "windows")
             sb = self.sampler_budget or max(10 * n, int(0.01 * pool.n_features * n))
             sampler = make_sampler(self.sampler, random_state=self._stage_seed(k))
             info.update(mode=f"sampler {self.sampler}", sampler_budget=int(sb),
@@ -469,18 +471,22 @@ class CascadeTrainer:
             info.update(mode="precomputed uint8", cache_bytes=int(matrix.matrix.nbytes))
             return MatrixSearch(matrix, threads=self.threads), info
         source = PoolSource(pool, windows, threads=self.threads)
-        try:
-            check_memory(source.channels.nbytes + 8 * n, f"stage {k}'s feature channels and "
-                         f"one streamed feature of {n} windows", budget=budget,
-                         advice="Raise the memory budget (--memory) or lower --num-pos/--num-neg.")
-        except MemoryBudgetError as exc:
-            raise TrainingError(str(exc)) from None
+        self._check_fits(source.channels.nbytes + 8 * n, f"stage {k}'s feature channels and "
+                         f"one streamed feature of {n} windows")
         block = max(1, min(pool.n_features, (budget - source.channels.nbytes) // max(1, 8 * n)))
         info.update(mode=f"streamed in blocks of {block} features", cache_bytes=int(
             source.channels.nbytes + 4 * block * n))
         log(f"  feature matrix ({format_bytes(need)}) over the memory budget "
             f"({format_bytes(budget)}): features are recomputed every round in blocks of {block}")
         return StreamedSearch(source, block=block, threads=self.threads), info
+
+    def _check_fits(self, nbytes: int, what: str) -> None:
+        try:
+            check_memory(nbytes, what, budget=self._feature_budget, advice=(
+                "Raise the memory budget (memory_budget, vjtrain --memory) or lower "
+                "num_pos / num_neg."))
+        except MemoryBudgetError as exc:
+            raise TrainingError(str(exc)) from None
 
     def _shape(self) -> TreeShape:
         return TreeShape.of(self.weak_learner, max_depth=int(self.max_depth))
@@ -726,7 +732,14 @@ class CascadeTrainer:
         images = int(IMAGE_CACHE_SHARE * budget)
         # the pool holds at most num_neg windows plus one batch's surplus, and a stage's copy
         pool = 3 * int(self.num_neg) * int(np.prod(self.window_shape))
-        self._feature_budget = budget - images - BASE_MEMORY - 2 * pos_nbytes - pool
+        held = BASE_MEMORY + 2 * pos_nbytes + pool
+        self._feature_budget = budget - images - held
+        if self._feature_budget <= 0:
+            raise TrainingError(
+                f"memory budget: {format_bytes(budget)} leaves nothing for feature caches (the "
+                f"process, the positives and the negative pool hold {format_bytes(held)}, "
+                f"decoded backgrounds {format_bytes(images)}); raise it (memory_budget, vjtrain "
+                "--memory)")
         return images
 
     def _negative_pool(self, bgs: list[str], out: Path | None, ck: dict[str, Any] | None,
