@@ -127,6 +127,8 @@ def test_pool_reuse_negatives_accepted_by_previous_stages_brute_force(trained, b
             # every negative of stage k passes stages 0..k-1, by plain evaluation; the flat
             # windows the detector's sigma gate refuses never enter the pool
             assert _brute_accepts(trained.pool_, stages[:k], res.windows).all()
+            inner = res.windows[:, 1:-1, 1:-1].reshape(len(res.windows), -1)
+            assert (inner.std(axis=1) > 9.9).all()  # the detector's gate: sigma > 10
         assert res.n_from_pool <= res.pool_checked
     assert carried > 0  # the pool was reused
     assert 0 < res.supply

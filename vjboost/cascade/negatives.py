@@ -512,19 +512,21 @@ class NegativePool:
         if model is not None and tuple(model.window_shape) != params.window:
             raise ValueError(f"model: window {model.window_shape} differs from the mining "
                              f"window {params.window}")
+        per_image = params.per_image(n, len(self.paths))
+        scanner = UnitScanner(model, params=params, seed=self.seed, per_image=per_image,
+                              cache=self.cache if executor is None else None)
         res = MiningResult(self.windows[:0])
         res.pool_checked = len(self.windows)
         if len(self.windows) and n_stages > self.checked_stages:
+            # with the detector's sigma gate: windows drawn before the first stage (every
+            # window accepted) may be flat ones that detection never evaluates
             keep = CascadeRunner(model, first_stage=self.checked_stages, threads=threads
-                                 ).accepts(self.windows)
+                                 ).accepts(self.windows, min_std=scanner.detector().min_std)
             self.windows = self.windows[keep]
         self.checked_stages = n_stages
         res.n_from_pool = len(self.windows)
         parts = [self.windows]
         have = len(self.windows)
-        per_image = params.per_image(n, len(self.paths))
-        scanner = UnitScanner(model, params=params, seed=self.seed, per_image=per_image,
-                              cache=self.cache if executor is None else None)
 
         def report() -> None:
             if progress is not None:
