@@ -12,10 +12,8 @@ per-stage mining cost, and the samplers on the face validation split.
 2. **Shipped configuration** (``--shipped-stages N``): the ``models/README.md`` command of
    ``vjboost:frontalface`` (19 stages) run by ``vjtrain`` with today's defaults for its first
    ``N`` stages; wall time and peak memory (the child process's maximum resident set) are
-   measured. When ``N < 19`` the 19-stage time is extrapolated (and flagged as such): later
-   stages' boosting from the measured seconds per weak learner times the weak learners of the
-   shipped model's stages, their mining from the last measured stage's mining grown by
-   ``1 / max_false_alarm`` per stage.
+   measured. When ``N < 19`` the 19-stage time is extrapolated (and flagged as such, see
+   :func:`extrapolate`) from the shipped model's own training report.
 3. **Mining per stage**: for every run, mining seconds, windows scanned, windows carried in the
    negative pool and the growth of mining time from one stage to the next.
 4. **Samplers** (``--samplers a,b,...``): a small face cascade (``/work/data/faces``, built by
@@ -190,16 +188,32 @@ def shipped_run(args, n_stages: int) -> dict:
 
 
 def extrapolate(wall: float, stages: list[dict]) -> float:
-    """19-stage wall time from the first stages (see the module docstring)."""
+    """19-stage wall time from the first stages: later stages' boosting at the measured seconds
+    per weak learner times the shipped model's weak learners of those stages; their mining at
+    the shipped run's mining time of the same stage times the measured ratio of mining times
+    (this run / the shipped run) over the stages run after the first."""
     shipped = json.loads((REPO / "models" / "frontalface.report.json").read_text())["stages"]
     n = len(stages)
     boost = sum(s["seconds"]["total"] - s["seconds"]["negatives"] for s in stages)
-    per_weak = boost / max(1, sum(s["n_weak"] for s in stages))
-    last_mining = stages[-1]["seconds"]["negatives"]
-    rest = 0.0
-    for j in range(n, SHIPPED_STAGES):
-        rest += per_weak * shipped[j]["n_weak"] + last_mining * 2.0 ** (j - n + 1)
+    # report stages count "n_weak", checkpoint stages list their "learners"
+    per_weak = boost / max(1, sum(s.get("n_weak", len(s.get("learners", []))) for s in stages))
+    common = range(1, n) if n > 1 else range(0, 1)
+    ratio = (sum(stages[j]["seconds"]["negatives"] for j in common)
+             / max(1e-9, sum(shipped[j]["seconds"]["negatives"] for j in common)))
+    rest = sum(per_weak * shipped[j]["n_weak"] + ratio * shipped[j]["seconds"]["negatives"]
+               for j in range(n, SHIPPED_STAGES))
     return wall + rest
+
+
+def from_checkpoint(folder: Path) -> dict:
+    """Figures of a shipped-configuration run stopped early (from its checkpoint)."""
+    ck = json.loads((folder / "checkpoint.json").read_text())
+    stages = ck["stages"]
+    wall = sum(s["seconds"]["total"] for s in stages)
+    return {"stages_run": len(stages), "wall_s": round(wall, 1),
+            "stage_peak_gib": [round(s["info"].get("peak_rss", 0) / 2**30, 2) for s in stages],
+            "mining": mining_table([s["seconds"] for s in stages], ck["mining"]),
+            "extrapolated_s": round(extrapolate(wall, stages), 0)}
 
 
 def compare_samplers(args, samplers: list[str]) -> list[dict]:
@@ -255,6 +269,9 @@ def main() -> None:
                     help="searches of the reference run (comma-separated; '' for none)")
     ap.add_argument("--shipped-stages", type=int, default=0,
                     help="run the shipped configuration for this many stages (0: skip)")
+    ap.add_argument("--shipped-from", metavar="DIR",
+                    help="only print the figures of a shipped-configuration run stopped early "
+                         "(its output folder)")
     ap.add_argument("--samplers", default="",
                     help="compare these samplers on the face validation split, e.g. "
                          "full,laminating,tasting_1q")
@@ -262,6 +279,9 @@ def main() -> None:
                     help="stages,num_pos,num_neg of the sampler comparison")
     args = ap.parse_args()
     args.sampler_run = tuple(int(v) for v in args.sampler_run.split(","))
+    if args.shipped_from:
+        print("RESULT " + json.dumps(from_checkpoint(Path(args.shipped_from))))
+        return
     if not (SHARED / "traincascade-anchor").is_dir():
         print(f"needs {SHARED / 'traincascade-anchor'}")
         print("RESULT " + json.dumps({"skipped": True}))
