@@ -229,18 +229,19 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               show_default=True, help="OpenCV's Haar feature set.")
 @click.option("--sampler", default="laminating", show_default=True,
               help="How each round finds its weak learner. laminating (default): evaluates "
-                   "about 1%% of features x windows per round (--sampler-budget), halving the "
+                   "about 1% of features x windows per round (--sampler-budget), halving the "
                    "features and doubling the windows; no feature matrix, memory O(windows x "
                    "channels); on a 13-stage face cascade 2.6x faster than full and at least "
                    "as accurate on the validation split (docs/training.md). full: "
-                   "exhaustive search, first precomputes every feature on every window of the stage (features x windows "
+                   "exhaustive search, first precomputes every feature on every window of the "
+                   "stage (features x windows "
                    "bytes, 3.3 GB for 125,199 Haar features x 26,000 windows; over --memory it "
                    "is recomputed every round instead, much slower); exact best split. "
                    "tasting_1q, tasting_q1, mas_1q, mas_q1, mas_naive, ucb, exp3p, ...: the "
                    "same budget as laminating, spent on the families that look best (useful "
                    "with several --features).")
 @click.option("--sampler-budget", type=click.IntRange(min=1),
-              help="Feature evaluations per round of the sampler (default 1%% of all).")
+              help="Feature evaluations per round of the sampler (default 1% of all).")
 @click.option("--stages", type=click.IntRange(1, 1000), default=20, show_default=True,
               help="Number of stages.")
 @click.option("--min-hit-rate", type=float, default=0.995, show_default=True,
@@ -298,7 +299,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "mirrored, rotated by 90 degrees, between the pyramid's scales and with a "
                    "seeded gamma change (new windows, so the backgrounds last longer).")
 @click.option("--memory", "memory", metavar="SIZE",
-              help="Memory the run may use, e.g. 4G or 800M (default: 4G, or 75%% of the "
+              help="Memory the run may use, e.g. 4G or 800M (default: 4G, or 75% of the "
                    "available memory if less). Caches are sized from it: feature values are "
                    "precomputed when they fit, else streamed; a stage that cannot fit is "
                    "refused.")
