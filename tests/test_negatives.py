@@ -9,6 +9,7 @@ import cv2
 import numpy as np
 import pytest
 
+from vjboost._parallel import Executor
 from vjboost.cascade.kernels import reject_threshold
 from vjboost.cascade.negatives import (
     AUGMENTATIONS,
@@ -44,21 +45,21 @@ def _brute_accepts(pool, stages, windows) -> np.ndarray:
     return ok
 
 
-class _ShuffledExecutor:
-    """Runs the units of a batch in a seeded shuffled order (as tasks completing in any order)
-    and returns the results in input order; records every unit."""
+class _ShuffledExecutor(Executor):
+    """Runs the tasks of a batch in a seeded shuffled order (as tasks completing in any order)
+    and yields the results in task order; records every mining unit."""
 
     def __init__(self) -> None:
         self.units: list[tuple[str, int]] = []
         self.rng = np.random.default_rng(5)
 
-    def map(self, fn, units):
+    def imap(self, fn, units, *shared, ahead=None):
         units = list(units)
-        self.units.extend(units)
+        self.units.extend(u for chunk in units for u in chunk)
         out = [None] * len(units)
         for i in self.rng.permutation(len(units)):
-            out[i] = fn(units[i])
-        return out
+            out[i] = fn(units[i], *shared)
+        yield from out
 
 
 def test_no_unit_scanned_twice_and_executor_order_independent(backgrounds):
@@ -213,5 +214,5 @@ def test_trainer_with_an_executor_gives_the_same_cascade(faces12, backgrounds):
     kw = dict(window_shape=WIN, features="haar", num_stages=3, num_pos=100, num_neg=200,
               min_hit_rate=0.99, seed=3, max_weak_count=6, mining={"scale_factor": 1.5})
     a = CascadeTrainer(**kw).fit(faces12, backgrounds)
-    b = CascadeTrainer(**kw, executor=_ShuffledExecutor()).fit(faces12, backgrounds)
+    b = CascadeTrainer(**kw).fit(faces12, backgrounds, executor=_ShuffledExecutor())
     assert stages_digest(a.stages_) == stages_digest(b.stages_)

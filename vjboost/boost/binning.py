@@ -20,11 +20,15 @@ Edges are chosen as follows, per feature:
 :func:`precompute` is the one path from a feature pool to a binned matrix: it evaluates the pool
 block by block (bounded float32 scratch), places edges on a seeded subset of the windows if
 asked, keeps categorical codes as their own bins (:func:`categorical_edges`) and returns a
-:class:`~vjboost.boost.source.MatrixSource` that the searches use in place.
+:class:`~vjboost.boost.source.MatrixSource` that the searches use in place. Each block is a pure
+function of its features and the windows (:func:`binned_block`), so the blocks may run as tasks
+on an executor (threads or Dask workers) with the same result.
 """
 
 from __future__ import annotations
 
+import hashlib
+import threading
 from typing import Any
 
 import numpy as np
@@ -222,6 +226,7 @@ def precompute(
     block_features: int = 4096,
     budget: int | None = None,
     threads: int | None = None,
+    executor: Any = None,
 ) -> MatrixSource:
     """The feature-major matrix of a pool's ``feature_ids`` (default all) on all windows.
 
@@ -247,6 +252,10 @@ def precompute(
     budget : int, optional
         Memory budget in bytes (default: see :func:`vjboost._memory.check_memory`).
     threads : int, optional
+    executor : vjboost._parallel.Executor, optional
+        Evaluate and bin the blocks of ``block_features`` features as tasks on this executor
+        (uint8 path with raw windows): the pool and the windows are sent once, each block's
+        uint8 rows come back. Same matrix as without it.
 
     Returns
     -------
@@ -299,20 +308,69 @@ def precompute(
         sub = np.sort(check_random_state(seed).choice(n, int(edge_sample_size), replace=False))
     values = np.empty((q, n), dtype=np.uint8)
     block = max(1, int(block_features))
-    for a in range(0, q, block):
-        b = min(a + block, q)
-        raw = pool.evaluate(prep, gids[a:b], threads=threads)
-        cat = kinds[a:b]
-        if edges is None:
-            ordered = np.flatnonzero(~cat)
-            if ordered.size:
-                src = raw[ordered] if sub is None else raw[ordered][:, sub]
-                e = compute_bin_edges(np.ascontiguousarray(src), int(n_bins), threads=threads)
-                out_edges[a + ordered, : e.shape[1]] = e
-            cat_rows = np.flatnonzero(cat)
-            if cat_rows.size:
-                out_edges[a + cat_rows] = categorical_edges(cat_rows.size, out_edges.shape[1])
-        with np.errstate(invalid="ignore"):  # inf - inf in the +inf padding checks
-            values[a:b] = bin_values(raw, out_edges[a:b], threads=threads)
+    units = [(gids[a:a + block], kinds[a:a + block], out_edges[a:a + block],
+              edges is None) for a in range(0, q, block)]
+    if executor is None or prepared:
+        results: Any = (binned_block(u, pool, prep, int(n_bins), sub, threads) for u in units)
+    else:
+        results = executor.imap(_binned_block_task, units, executor.share(pool),
+                                executor.share(np.ascontiguousarray(windows)), int(n_bins),
+                                sub)
+    for a, (vals, e) in zip(range(0, q, block), results, strict=True):
+        values[a:a + len(vals)] = vals
+        out_edges[a:a + len(vals)] = e
     return MatrixSource(values, edges=out_edges, **meta)
+
+
+def binned_block(unit: tuple[np.ndarray, np.ndarray, np.ndarray, bool], pool: Any,
+                 prep: Any, n_bins: int, sub: np.ndarray | None, threads: int | None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """One block of :func:`precompute`'s uint8 path: evaluate features, place edges, bin.
+
+    Parameters
+    ----------
+    unit : (feature_ids, categorical, edges, place_edges)
+        Global ids (B,), their categorical flags (B,), float32 edges (B, E) (used as they are
+        unless ``place_edges``).
+    pool, prep
+        The pool and its prepared windows.
+    n_bins : int
+    sub : int array, optional
+        Windows the edges are placed on (default all).
+    threads : int, optional
+
+    Returns
+    -------
+    values : ndarray of uint8, shape (B, S)
+    edges : ndarray of float32, shape (B, E)
+    """
+    ids, cat, edges, place = unit
+    raw = pool.evaluate(prep, ids, threads=threads)
+    edges = np.array(edges, dtype=np.float32)
+    if place:
+        ordered = np.flatnonzero(~cat)
+        if ordered.size:
+            src = raw[ordered] if sub is None else raw[ordered][:, sub]
+            e = compute_bin_edges(np.ascontiguousarray(src), int(n_bins), threads=threads)
+            edges[ordered, : e.shape[1]] = e
+        cat_rows = np.flatnonzero(cat)
+        if cat_rows.size:
+            edges[cat_rows] = categorical_edges(cat_rows.size, edges.shape[1])
+    with np.errstate(invalid="ignore"):  # inf - inf in the +inf padding checks
+        return bin_values(raw, edges, threads=threads), edges
+
+
+_PREPARED: dict[str, Any] = {}
+_PREPARED_LOCK = threading.Lock()
+
+
+def _binned_block_task(unit, pool, windows: np.ndarray, n_bins: int, sub):
+    """:func:`binned_block` on a worker: the windows are prepared once per worker process."""
+    key = f"{hashlib.sha1(windows.data).hexdigest()} {id(pool)} {pool!r}"
+    with _PREPARED_LOCK:
+        prep = _PREPARED.get(key)
+        if prep is None:
+            _PREPARED.clear()  # one stage's windows at a time
+            prep = _PREPARED[key] = pool.prepare(windows, threads=1)
+    return binned_block(unit, pool, prep, n_bins, sub, 1)
 

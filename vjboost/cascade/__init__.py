@@ -12,7 +12,9 @@ Main entry points (imported lazily, so that importing a submodule stays cheap):
   (``vjboost.cascade.detector``); :class:`Pyramid`, :func:`opencv_scales` — the scan geometry
   (``vjboost.cascade.scan``); :class:`CascadeRunner`, :func:`cascade_accepts` — every
   window-level evaluation (``vjboost.cascade.runner``); box maths (grouping, NMS, IoU) is in
-  :mod:`vjboost.boxes`.
+  :mod:`vjboost.boxes`;
+- :func:`detect_many` — batch detection over image files on an executor (in-process, threads or
+  Dask workers, :func:`vjboost._parallel.make_executor`; ``vjboost.cascade.tasks``).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ _EXPORTS = {
     "Detections": "detector",
     "detect_multiscale": "detector",
     "detect_images": "detector",
+    "detect_many": "tasks",
     "opencv_scales": "scan",
     "Pyramid": "scan",
     "CascadeRunner": "runner",

@@ -247,8 +247,11 @@ def scan_unit(model: CascadeModel | None, path: str, p: int, *, params: MiningPa
     return UnitScan(pyr.windows(img, pos), int(n_scan), int(n_acc))
 
 
-def mining_detector(model: CascadeModel, params: MiningParams) -> CascadeDetector:
-    """The detector that scans backgrounds for ``model`` (every window, no grouping)."""
+def mining_detector(model: CascadeModel | None, params: MiningParams) -> CascadeDetector | None:
+    """The detector that scans backgrounds for ``model`` (every window, no grouping; ``None``
+    before the first stage)."""
+    if model is None:
+        return None
     # one small image per kernel call: threads do not pay (and suffer on a busy machine)
     return CascadeDetector(model, scale_factor=params.scale_factor, min_neighbors=0,
                            mode="clean", step=params.grid_step, skip_after_stage0=False,
@@ -496,9 +499,10 @@ class NegativePool:
             acceptance ratio ``<= stop_ratio`` (the cascade's false-alarm target is met).
         progress : callable, optional
             ``progress(MiningProgress)`` after the pool check and every batch.
-        executor : object with ``map(fn, iterable)``, optional
-            Runs the units of a batch (results in input order, as
-            :meth:`concurrent.futures.Executor.map`); default: in this process, one by one.
+        executor : vjboost._parallel.Executor, optional
+            Runs the units of each batch as tasks (threads, Dask workers;
+            :func:`vjboost.cascade.tasks.scan_units`); a batch is consumed in unit order, so the
+            result is the same as without it. Default: in this process, one by one.
         threads : int, optional
             Threads of the pool re-check.
 
@@ -539,8 +543,13 @@ class NegativePool:
             if not units:
                 res.exhausted = True
                 break
-            scans: Iterable[UnitScan] = (map(scanner, units) if executor is None
-                                         else executor.map(scanner, units))
+            if executor is None:
+                scans: Iterable[UnitScan] = map(scanner, units)
+            else:
+                from .tasks import scan_units
+
+                scans = scan_units(executor, model, units, params=params, seed=self.seed,
+                                   per_image=per_image)
             for (path, p), sc in zip(units, scans, strict=True):
                 res.passes = max(res.passes, p + 1)
                 if not sc.readable:
@@ -677,7 +686,7 @@ def mine_negatives(
         See :meth:`NegativePool.fill`.
     cache : ImageCache, optional
         Decoded images shared between calls (speed only).
-    executor : optional
+    executor : vjboost._parallel.Executor, optional
         See :meth:`NegativePool.fill`.
 
     Returns
@@ -711,7 +720,6 @@ def mining_summary(res: MiningResult) -> dict[str, Any]:
         "n_scanned": int(res.n_scanned),
         "n_accepted": int(res.n_accepted),
         "acceptance_ratio": float(res.acceptance_ratio),
-        "windows_per_second": float(res.n_scanned / res.seconds) if res.seconds > 0 else 0.0,
         "n_images_visited": int(res.n_images_visited),
         "passes": int(res.passes),
         "exhausted": bool(res.exhausted),

@@ -248,9 +248,6 @@ class CascadeTrainer:
     memory_budget : int, optional
         Bytes the run may use (default: :data:`DEFAULT_MEMORY`, or 75 % of the available memory
         if less); caches are sized from it, and a stage that cannot fit is refused.
-    executor : object with ``map(fn, iterable)``, optional
-        Runs the units of each mining batch (e.g. on a cluster; see
-        :meth:`vjboost.cascade.negatives.NegativePool.fill`); the cascade does not depend on it.
     callback : callable, optional
         ``callback(event, info)`` while training runs (stage starts and ends, mining batches,
         boosting rounds, log lines, the run's ETA; see :mod:`vjboost.cascade.progress`).
@@ -301,7 +298,6 @@ class CascadeTrainer:
         seed: int = 0,
         threads: int | None = None,
         memory_budget: int | None = None,
-        executor: Any = None,
         callback: Callback | None = None,
         reservoir: int | None = None,
         reservoir_strategy: str = "geem",
@@ -329,7 +325,6 @@ class CascadeTrainer:
         self.seed = seed
         self.threads = threads
         self.memory_budget = memory_budget
-        self.executor = executor
         self.callback = callback
         self.reservoir = reservoir
         self.reservoir_strategy = reservoir_strategy
@@ -445,7 +440,8 @@ class CascadeTrainer:
     def _stage_seed(self, k: int) -> int:
         return int(np.random.default_rng([int(self.seed) & 0xFFFFFFFF, k]).integers(2**31))
 
-    def _make_search(self, windows: np.ndarray, k: int, log) -> tuple[Any, dict[str, Any]]:
+    def _make_search(self, windows: np.ndarray, k: int, log, executor: Any = None
+                     ) -> tuple[Any, dict[str, Any]]:
         pool = self.pool_
         n = windows.shape[0]
         budget = self._feature_budget
@@ -467,7 +463,8 @@ class CascadeTrainer:
         if need <= budget:
             matrix = precompute(pool, windows, "uint8", n_bins=int(self.n_bins),
                                 edge_sample_size=min(int(self.edge_sample_size), n),
-                                seed=self._stage_seed(k), budget=budget, threads=self.threads)
+                                seed=self._stage_seed(k), budget=budget, threads=self.threads,
+                                executor=executor)
             info.update(mode="precomputed uint8", cache_bytes=int(matrix.matrix.nbytes))
             return MatrixSearch(matrix, threads=self.threads), info
         source = PoolSource(pool, windows, threads=self.threads)
@@ -556,6 +553,7 @@ class CascadeTrainer:
         resume: bool = False,
         log: Callable[[str], None] | None = None,
         max_new_stages: int | None = None,
+        executor: Any = None,
     ) -> CascadeTrainer:
         """Train the cascade.
 
@@ -574,6 +572,10 @@ class CascadeTrainer:
             Receives one line per event (default: silent).
         max_new_stages : int, optional
             Train at most this many stages in this call (the rest on a later ``resume``).
+        executor : vjboost._parallel.Executor, optional
+            Mine negatives and precompute feature blocks as tasks on this executor (e.g. Dask
+            workers); the cascade is the same as without it. Not part of the checkpoint's
+            settings: a run may be resumed with another executor or none.
 
         Returns
         -------
@@ -657,7 +659,7 @@ class CascadeTrainer:
                 # 2. negatives: the pool re-checked against the last stage, topped up by mining
                 res = negatives.fill(
                     model, stage=k, stop_ratio=required if k > 0 else None, threads=self.threads,
-                    executor=self.executor,
+                    executor=executor,
                     progress=partial(mining_event, emit, clock, k))
                 t2 = time.perf_counter()
                 mining_log.append({**mining_summary(res), "stage": k, "seconds": t2 - t1})
@@ -667,7 +669,7 @@ class CascadeTrainer:
                 if stop is not None:
                     break
                 # 3. features and boosting
-                st, finfo, t3 = self._boost_stage(pw, res.windows, k, emit, log)
+                st, finfo, t3 = self._boost_stage(pw, res.windows, k, emit, log, executor)
                 t4 = time.perf_counter()
                 st.seconds = {"positives": t1 - t0, "negatives": t2 - t1,
                               "features": t3 - t2, "boosting": t4 - t3, "total": t4 - t0}
@@ -786,7 +788,7 @@ class CascadeTrainer:
                 f"({res.passes} passes, {len(res.unreadable)} unreadable)")}
         return None
 
-    def _boost_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, emit, log
+    def _boost_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, emit, log, executor
                      ) -> tuple[StageResult, dict[str, Any], float]:
         """Stage ``k`` from its positives and negatives; also when its features were ready."""
 
@@ -799,7 +801,7 @@ class CascadeTrainer:
             return st, finfo, t3
         windows = np.concatenate([pw, nw])
         y = np.r_[np.ones(len(pw)), -np.ones(len(nw))]
-        search, finfo = self._make_search(windows, k, log)
+        search, finfo = self._make_search(windows, k, log, executor)
         t3 = time.perf_counter()
         st = train_stage(search, y, loss=self.loss, shape=self._shape(),
                          min_hit_rate=float(self.min_hit_rate),

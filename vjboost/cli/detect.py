@@ -30,6 +30,7 @@ import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
 from .._limits import Limits, limit_error
+from .._parallel import ExecutorError
 from ..cascade.shipped import ModelNotFound, default_model, resolve_model
 from ..io import (
     DETECTION_FORMATS,
@@ -41,6 +42,7 @@ from ..io import (
     open_detection_writer,
     read_image,
 )
+from ._dask import dask_options, open_executor
 
 __all__ = ["default_model_path", "main"]
 
@@ -113,23 +115,33 @@ def _detect(detector, image: np.ndarray, name: str):
 
 
 def _run_image(detector, src: Source, writer, out_dir, used, stats: _Stats,
-               limits: Limits) -> None:
+               limits: Limits, batch=None) -> None:
+    """Detect in one image (or take its result from ``batch``, the detections of the image
+    sources in order computed on an executor) and record it."""
     from .._io import atomic_write
 
     path = str(src.target)
+    bgr = None
     try:
-        rgb = read_image(path, gray=False, limits=limits)
-        bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
-        det = _detect(detector, bgr, path)
+        if batch is None:
+            rgb = read_image(path, gray=False, limits=limits)
+            bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
+            det = _detect(detector, bgr, path)
+            size = (bgr.shape[1], bgr.shape[0])
+        else:
+            done, det, error, size = next(batch)
+            if det is None:
+                raise ImageReadError(error)
     except ImageReadError as exc:
         stats.fail(path, exc)
         return
     stats.read += 1
     stats.frames += 1
     stats.detections += len(det)
-    writer.add(path, det.boxes, det.scores, det.neighbors,
-               image_size=(bgr.shape[1], bgr.shape[0]))
+    writer.add(path, det.boxes, det.scores, det.neighbors, image_size=size)
     if out_dir is not None:
+        if bgr is None:  # detected elsewhere: read again to draw
+            bgr = cv2.cvtColor(read_image(path, gray=False, limits=limits), cv2.COLOR_RGB2BGR)
         jpg = Path(path).suffix.lower() in (".jpg", ".jpeg")
         ok, buf = cv2.imencode(".jpg" if jpg else ".png", _annotate(bgr, det))
         atomic_write(_out_path(out_dir, path, ".jpg" if jpg else ".png", used), buf.tobytes())
@@ -196,6 +208,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "best-scored window of each overlapping set; none: raw windows.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0: all).")
+@dask_options("Detect in the images (not videos)")
 @click.option("--output-dir", "-o", type=click.Path(file_okay=False),
               help="Write annotated images (<name>_det.png/jpg) and videos (<name>_det.avi).")
 @click.option("--format", "fmt", type=click.Choice(DETECTION_FORMATS), default="jsonl",
@@ -221,22 +234,22 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-         threads, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
-         max_frames, every, progress) -> None:
+         threads, scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels,
+         recursive, max_frames, every, progress) -> None:
     """Detect objects in INPUTS: image files, folders, glob patterns, list files (.txt, one
     image per line), video files or camera indexes (0, 1, ...). Prints one JSON line per
     detection (or writes --format coco|voc|yolo)."""
     try:
         _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode,
-              grouping, threads, output_dir, fmt, save_path, json_path, label, max_pixels,
-              recursive, max_frames, every, progress)
-    except (OutputError, LimitError, _ParameterLimit) as exc:
+              grouping, threads, scheduler, workers, output_dir, fmt, save_path, json_path,
+              label, max_pixels, recursive, max_frames, every, progress)
+    except (OutputError, LimitError, _ParameterLimit, ExecutorError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
 def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-          threads, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
-          max_frames, every, progress) -> None:
+          threads, scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels,
+          recursive, max_frames, every, progress) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
@@ -268,13 +281,12 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
             model = load_model(resolve_model(model_path))
         except (ModelNotFound, CascadeFormatError, VJBoostError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
+        params = dict(scale_factor=scale_factor, min_neighbors=min_neighbors,
+                      min_size=_parse_size(min_size, "--min-size"),
+                      max_size=_parse_size(max_size, "--max-size"), mode=mode,
+                      grouping=grouping, threads=threads or None)
         try:
-            detector = CascadeDetector(
-                model, scale_factor=scale_factor, min_neighbors=min_neighbors,
-                min_size=_parse_size(min_size, "--min-size"),
-                max_size=_parse_size(max_size, "--max-size"), mode=mode, grouping=grouping,
-                threads=threads or None,
-            )
+            detector = CascadeDetector(model, **params)
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         stats = _Stats()
@@ -282,8 +294,21 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         for src, why in expanded.problems:
             stats.fail(src, why)
         single = len(inputs) == 1 and len(expanded.sources) <= 1
-        _run_all(detector, expanded.sources, writer, out_dir, stats, max_frames, every,
-                 progress, limits)
+        executor = open_executor(scheduler, workers)
+        try:
+            batch = None
+            if executor is not None:
+                from ..cascade.tasks import detect_many
+
+                # one kernel thread per task: the workers are the parallelism
+                batch = detect_many(model, [str(s.target) for s in expanded.sources
+                                            if s.kind == "image"], executor=executor,
+                                    limits=limits, **{**params, "threads": 1})
+            _run_all(detector, expanded.sources, writer, out_dir, stats, max_frames, every,
+                     progress, limits, batch)
+        finally:
+            if executor is not None:
+                executor.close()
     except BaseException:
         writer.abort()
         raise
@@ -301,7 +326,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
 
 
 def _run_all(detector, sources, writer, out_dir, stats, max_frames, every, show,
-             limits) -> None:
+             limits, batch=None) -> None:
     from ._progress import progress_line
 
     progress: Any = progress_line(show)
@@ -313,7 +338,7 @@ def _run_all(detector, sources, writer, out_dir, stats, max_frames, every, show,
         task = progress.add_task("images", total=len(images)) if progress and images else None
         for src in sources:
             if src.kind == "image":
-                _run_image(detector, src, writer, out_dir, used, stats, limits)
+                _run_image(detector, src, writer, out_dir, used, stats, limits, batch)
                 if task is not None:
                     progress.advance(task)
             else:

@@ -24,6 +24,8 @@ from typing import Any
 import click
 import numpy as np
 
+from ._dask import dask_options, open_executor
+
 __all__ = ["main", "vjtrain"]
 
 class InputError(click.ClickException):
@@ -306,6 +308,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0 = all cores).")
+@dask_options("Mine negatives")
 @click.option("--resume", is_flag=True,
               help="Continue from the checkpoint in the output folder (same settings; more "
                    "--stages or more backgrounds are allowed).")
@@ -326,8 +329,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             pos_crop: str | None, pos_format: str | None, category: str | None,
             jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
-            mining_augment: bool, memory: str | None, seed: int, threads: int, resume: bool,
-            eval_annotations: str | None,
+            mining_augment: bool, memory: str | None, seed: int, threads: int,
+            scheduler: str | None, workers: int, resume: bool, eval_annotations: str | None,
             eval_images: str | None, max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
 
@@ -447,15 +450,25 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         mining=mining, seed=seed, threads=threads or None, memory_budget=budget,
         reservoir=reservoir, reservoir_strategy=reservoir_strategy,
     )
+    from vjboost._parallel import ExecutorError
+
+    try:
+        executor = open_executor(scheduler, workers)
+    except ExecutorError as exc:
+        raise InputError(str(exc)) from None
+    if executor is not None:
+        echo(f"mining on Dask: {executor.name}, {executor.n_workers} worker(s)")
     bars = (_ProgressBars(stages, max_weak_count) if not quiet and sys.stderr.isatty()
             else None)
     trainer.callback = bars
     try:
         trainer.fit(positives, backgrounds, output_dir=out, resume=resume,
                     log=(lambda m: None) if bars is not None else echo,
-                    max_new_stages=max_new_stages)
+                    max_new_stages=max_new_stages, executor=executor)
     except TrainingError as exc:
         raise InputError(str(exc)) from None
+    except ExecutorError as exc:
+        raise InputError(f"{exc} (checkpoint: {out / CHECKPOINT_NAME})") from None
     except KeyboardInterrupt:
         echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run the "
              "same command with --resume to continue")
@@ -463,6 +476,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     finally:
         if bars is not None:
             bars.close()
+        if executor is not None:
+            executor.close()
     evaluation = _evaluate(trainer.model_, eval_set, threads, echo)
     _write_outputs(trainer, out, positives, echo, evaluation)
     _explain_stop(trainer, out, echo)
