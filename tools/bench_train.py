@@ -280,7 +280,10 @@ def main() -> None:
     args = ap.parse_args()
     args.sampler_run = tuple(int(v) for v in args.sampler_run.split(","))
     if args.shipped_from:
-        print("RESULT " + json.dumps(from_checkpoint(Path(args.shipped_from))))
+        sh = from_checkpoint(Path(args.shipped_from))
+        print("RESULT " + json.dumps({
+            "shipped_config_s": sh["extrapolated_s"], "shipped_config_extrapolated": True,
+            "shipped_config_peak_gib": max(sh["stage_peak_gib"]), "shipped": sh}))
         return
     if not (SHARED / "traincascade-anchor").is_dir():
         print(f"needs {SHARED / 'traincascade-anchor'}")
