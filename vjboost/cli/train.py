@@ -229,8 +229,9 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "registered family).")
 @click.option("--haar-mode", type=click.Choice(["BASIC", "CORE", "ALL"]), default="BASIC",
               show_default=True, help="OpenCV's Haar feature set.")
-@click.option("--sampler", default="laminating", show_default=True,
-              help="How each round finds its weak learner. laminating (default): evaluates "
+@click.option("--sampler", default=None,
+              help="How each round finds its weak learner. laminating (default, but with "
+                   "--reservoir, which bounds what a round looks at by itself): evaluates "
                    "about 1% of features x windows per round (--sampler-budget), halving the "
                    "features and doubling the windows; no feature matrix, memory O(windows x "
                    "channels); on a 13-stage face cascade 2.6x faster than full and at least "
@@ -321,7 +322,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--max-new-stages", type=click.IntRange(min=1), hidden=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, output: str,
-            window: str, features: str, haar_mode: str, sampler: str,
+            window: str, features: str, haar_mode: str, sampler: str | None,
             sampler_budget: int | None, stages: int, min_hit_rate: float,
             max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
             weak_learner: str, max_depth: int, weight_trim_rate: float,
@@ -383,6 +384,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         pool = make_pool(features, win, haar_mode=haar_mode)
     except TrainingError as exc:
         raise InputError(f"--{exc}") from None
+    if sampler is None:
+        sampler = "full" if reservoir is not None else "laminating"
     if sampler not in ("full", None):
         from vjboost.boost.sampling import SAMPLERS
 
