@@ -15,8 +15,7 @@ $(VENV)/.installed: pyproject.toml
 setup: $(VENV)/.installed
 
 demo: setup
-	$(PY) -m vjboost.cli.demo
-	$(PY) -m vjboost.cli.demo_cascade demo-out
+	$(VENV)/bin/vjdemo
 
 test: setup
 	$(PY) -m ruff check vjboost tests tools

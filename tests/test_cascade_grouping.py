@@ -179,7 +179,7 @@ def test_grouping_many_sizes_matches_reference(rects, thr, eps):
 
 def test_partition_of_detector_like_windows_matches_quadratic():
     # a dense field of windows at 12 scales, as a cascade accepting a textured region gives
-    from vjboost.boxes import _classes, _classes_quadratic
+    from vjboost.boxes import _classes, _classes_all_pairs
 
     rng = np.random.default_rng(0)
     rows = []
@@ -195,7 +195,7 @@ def test_partition_of_detector_like_windows_matches_quadratic():
     assert len(r) > 3000
     for eps in (0.2, 0.05):
         fast, k1 = _classes(r, eps)
-        slow, k2 = _classes_quadratic(r, eps)
+        slow, k2 = _classes_all_pairs(r, eps)
         assert k1 == k2 and np.array_equal(fast, slow)
 
 

@@ -22,7 +22,7 @@ def test_pixel_features_reference():
 
 
 def test_demo_runs_and_beats_chance(capsys):
-    assert demo.main(["--n-estimators", "40"]) == 0
+    assert demo.main(["classifier", "--n-estimators", "40"]) == 0
     out = capsys.readouterr().out
     m = re.search(r"held-out accuracy (\d\.\d+)\n", out)
     assert m, out
@@ -45,3 +45,15 @@ def test_cascade_demo_trains_and_detects(tmp_path, capsys):
     m = re.search(r"shipped cascade vjboost:frontalface .* (\d+) detection\(s\)", out)
     assert m, out
     assert (tmp_path / "astronaut_shipped.png").is_file()
+    # ``make demo`` twice in one clone: the second run reuses the first one's training
+    assert demo_cascade.main([str(tmp_path), "--stages", "2", "--num-neg", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "continuing the training" in out
+    assert load_model(tmp_path / "model.json") == model
+
+
+def test_vjdemo_usage(capsys):
+    assert demo.main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: vjdemo") and "vjdemo cascade" in out
+    assert demo.main(["nonsense"]) == 2

@@ -14,7 +14,7 @@ from vjboost.cascade import (
     CascadeModel,
     CascadeRunner,
     Stage,
-    detect_multiscale,
+    detect,
     opencv_scales,
     read_opencv_xml,
     write_opencv_xml,
@@ -466,7 +466,7 @@ def test_parameter_errors():
 
 def test_nms_grouping_and_functional_api(astronaut_gray, tmp_path):
     p = _shipped("haarcascade_frontalface_default.xml")
-    d = detect_multiscale(astronaut_gray, p, scale_factor=1.2, min_neighbors=3,
+    d = detect(astronaut_gray, p, scale_factor=1.2, min_neighbors=3,
                           grouping="nms", nms_iou=0.3)
     ref = cv2.CascadeClassifier(str(p)).detectMultiScale(astronaut_gray, 1.2, 3)
     assert len(d) >= 1

@@ -1,4 +1,4 @@
-"""Model names (vjboost:NAME, opencv:NAME) and the frontal-face cascade shipped in models/."""
+"""Model names (vjboost:NAME, opencv:NAME) and the frontal-face cascade vjboost ships."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def test_shipped_model_meets_its_goal_on_cmu_mit(shared_dir):
     assert (ref.detection_rate, ref.false_positives) == (pytest.approx(309 / 354), 52)  # anchor
     ours = curves["vjboost:frontalface"]
     assert ours.detection_rate_at(ref.false_positives) >= ref.detection_rate
-    # the figures models/README.md reports
+    # the figures vjboost/models/README.md reports
     at1, at3 = ours.at(1), ours.at(3)
     assert (at1.detection_rate, at1.false_positives) == (pytest.approx(313 / 354), 31)
     assert (at3.detection_rate, at3.false_positives) == (pytest.approx(294 / 354), 7)

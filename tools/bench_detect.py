@@ -3,7 +3,7 @@
 Images: the CMU+MIT frontal face test set in ../shared/data/cmu-mit when present (test + newtest),
 else a handful of scikit-image sample images. Cascades: OpenCV's haarcascade_frontalface_default /
 alt / alt2, scikit-image's LBP face cascade (its misspelled ``featureParams`` tag fixed for
-OpenCV) and vjboost's shipped ``models/frontalface.xml`` (depth-2 trees). Settings as in
+OpenCV) and vjboost's shipped ``vjboost/models/frontalface.xml`` (depth-2 trees). Settings as in
 docs/anchors.md: minSize = the cascade window, minNeighbors 3.
 
 For every cascade, scale factor and thread count (1 and 2) both detectors run on the whole image
@@ -12,8 +12,8 @@ milliseconds per megapixel, with the ratio ours / OpenCV (< 1 means faster). Als
 share of images whose detections are identical (as multisets). scikit-image's
 ``skimage.feature.Cascade`` is timed on the LBP cascade for reference.
 
-``--cold-start`` also times the first ``vjdetect`` of one photo with an empty numba cache (the
-compilation of every kernel detection needs) against a second, warm run, in fresh processes.
+The time to a first detection (``vjdetect`` with an empty numba cache, then warm, next to a
+``cv2`` process) is ``tools/bench_first_run.py``.
 
 Prints a table and ends with one line ``RESULT {json}``. ``--quick`` runs in well under a minute
 (once the kernels are cached).
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -87,21 +86,6 @@ def cascades(tmpdir: Path) -> list[tuple[str, Path]]:
     return out
 
 
-def cold_start(photo: Path) -> dict[str, float]:
-    """Wall seconds of ``vjdetect photo`` with an empty numba cache, then with the cache filled
-    (fresh processes both), and their difference: the compile time of detection."""
-    out = {}
-    with tempfile.TemporaryDirectory(prefix="vjcold") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        for run in ("cold", "warm"):
-            t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "vjboost.cli.detect", str(photo)], env=env,
-                           check=True, capture_output=True)
-            out[f"{run}_s"] = round(time.perf_counter() - t0, 2)
-    out["compile_s"] = round(out["cold_s"] - out["warm_s"], 2)
-    return out
-
-
 def _ms(b) -> Counter:
     return Counter(map(tuple, np.asarray(b).reshape(-1, 4).tolist()))
 
@@ -113,8 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale-factors", default=None, help="comma list, default 1.1,1.2")
     ap.add_argument("--threads", default="1,2", help="comma list of thread counts")
     ap.add_argument("--no-skimage", action="store_true", help="skip skimage.feature.Cascade")
-    ap.add_argument("--cold-start", action="store_true",
-                    help="also time the first vjdetect of one photo on an empty numba cache")
     args = ap.parse_args(argv)
 
     if not hasattr(cv2, "CascadeClassifier"):
@@ -206,14 +188,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"skimage.feature.Cascade (LBP, step_ratio=1, {len(sk_imgs)} images): "
               f"{sk['skimage_ms_per_mp']:.1f} ms/MP = {sk['skimage_over_opencv']:.1f}x OpenCV "
               "single-threaded")
-    cold = None
-    if args.cold_start:
-        photo = Path(tmp) / "photo.png"
-        cv2.imwrite(str(photo), imgs[0])
-        cold = cold_start(photo)
-        print(f"first vjdetect of one photo ({imgs[0].shape[1]}x{imgs[0].shape[0]}): "
-              f"{cold['cold_s']:.1f} s on an empty numba cache, {cold['warm_s']:.1f} s warm: "
-              f"{cold['compile_s']:.1f} s of compilation")
     ratios = [r["ratio"] for r in rows]
     result = {
         "images": len(imgs), "megapixels": round(mp, 2), "source": source,
@@ -223,7 +197,6 @@ def main(argv: list[str] | None = None) -> int:
         "all_identical": all(r["identical_images"].split("/")[0]
                              == r["identical_images"].split("/")[1] for r in rows),
         "skimage": sk,
-        "cold_start": cold,
     }
     print("RESULT " + json.dumps(result))
     return 0

@@ -9,7 +9,7 @@ per-stage mining cost, and the samplers on the face validation split.
    here (no pip wheel builds it), so its figures are the recorded ones: 893 s wall time, CMU-MIT
    recall 0.466 with 50 false positives (IoU ≥ 0.5) and 0.480 / 45 (IoU ≥ 0.3) at scaleFactor
    1.1, minNeighbors 3. Ratios of wall time to 893 s are printed.
-2. **Shipped configuration** (``--shipped-stages N``): the ``models/README.md`` command of
+2. **Shipped configuration** (``--shipped-stages N``): the ``vjboost/models/README.md`` command of
    ``vjboost:frontalface`` (19 stages) run by ``vjtrain`` with today's defaults for its first
    ``N`` stages; wall time and peak memory (the child process's maximum resident set) are
    measured. When ``N < 19`` the 19-stage time is extrapolated (and flagged as such, see
@@ -54,7 +54,7 @@ SHARED = next((p for p in (Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "
 FACES = Path("/work/data/faces")
 ANCHOR = {"seconds": 893.0, "recall_iou50": 0.466, "fp_iou50": 50, "recall_iou30": 0.480,
           "fp_iou30": 45, "stages": 13, "weak": 90}
-#: the models/README.md command of vjboost:frontalface (without output folder and --stages)
+#: the vjboost/models/README.md command of vjboost:frontalface (without output folder and --stages)
 SHIPPED_ARGS = [
     str(SHARED / "faces" / "caltech_webfaces_36x36.npz"), str(SHARED / "negatives"),
     "--window", "20x20", "--pos-crop", "0.175,0.19,0.667,0.667", "--mirror",
@@ -63,7 +63,7 @@ SHIPPED_ARGS = [
     "--max-false-alarm", "0.5", "--haar-mode", "ALL", "--weak-learner", "tree",
     "--max-depth", "2", "--mining-scale-factor", "1.1", "--seed", "0", "-q"]
 SHIPPED_STAGES = 19
-#: what the shipped model's run took (models/frontalface.report.json, before this benchmark)
+#: what the shipped model's run took (its report in vjboost/models/, before this benchmark)
 SHIPPED_BEFORE = {"seconds": 4247.0, "peak_gib": 12.3}
 
 
@@ -192,7 +192,8 @@ def extrapolate(wall: float, stages: list[dict]) -> float:
     per weak learner times the shipped model's weak learners of those stages; their mining at
     the shipped run's mining time of the same stage times the measured ratio of mining times
     (this run / the shipped run) over the stages run after the first."""
-    shipped = json.loads((REPO / "models" / "frontalface.report.json").read_text())["stages"]
+    report = REPO / "vjboost" / "models" / "frontalface.report.json"
+    shipped = json.loads(report.read_text())["stages"]
     n = len(stages)
     boost = sum(s["seconds"]["total"] - s["seconds"]["negatives"] for s in stages)
     # report stages count "n_weak", checkpoint stages list their "learners"

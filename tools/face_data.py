@@ -4,7 +4,7 @@ Sources (``../shared/data`` only; CMU-MIT is never read):
 
 * Caltech WebFaces crops (``faces/caltech_webfaces_36x36.npz``). The target box — the box
   convention of the shipped ``vjboost:frontalface`` — is its ``--pos-crop 0.175,0.19,0.667,0.667``
-  of the 36×36 crop (``models/README.md``, ``tools/face_framing.py``).
+  of the 36×36 crop (``vjboost/models/README.md``, ``tools/face_framing.py``).
 * MIT CBCL training faces (``faces/cbcl_train.npz``, label 1), 19×19 tight crops.
 * NRC-IIT clips (``video/*.avi``), labelled by a teacher: dlib's HOG detector and OpenCV's alt2
   cascade must both find the face, confidently, at the same place; near-duplicate frames of a
@@ -58,7 +58,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
 
-# The shipped model's box inside a 36x36 WebFaces crop, as fractions (models/README.md).
+# The shipped model's box inside a 36x36 WebFaces crop, as fractions (vjboost/models/README.md).
 WEBFACES_POS_CROP = (0.175, 0.19, 0.667, 0.667)
 SOURCES = ("webfaces", "cbcl", "nrc")
 

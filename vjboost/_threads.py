@@ -1,13 +1,22 @@
-"""Thread-count control for the numba kernels."""
+"""Thread-count control for the numba kernels, and tasks of ``nogil`` kernels on threads."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import numba
 
-__all__ = ["n_threads", "resolve_threads"]
+__all__ = ["n_threads", "resolve_threads", "run_tasks"]
+
+T = TypeVar("T")
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_SIZE = 0
+_POOL_LOCK = threading.Lock()
 
 
 def resolve_threads(threads: int | None) -> int:
@@ -30,3 +39,51 @@ def n_threads(threads: int | None) -> Iterator[int]:
         yield n
     finally:
         numba.set_num_threads(old)
+
+
+def _pool(size: int) -> ThreadPoolExecutor:
+    global _POOL, _POOL_SIZE
+    with _POOL_LOCK:
+        if _POOL is None or _POOL_SIZE < size:
+            if _POOL is not None:
+                _POOL.shutdown(wait=False)
+            _POOL = ThreadPoolExecutor(size, thread_name_prefix="vjboost")
+            _POOL_SIZE = size
+        return _POOL
+
+
+def run_tasks(tasks: Sequence[T], func: Callable[[T], object], *, threads: int | None) -> None:
+    """Run ``func(task)`` for every task on up to ``threads`` threads (results are dropped).
+
+    For kernels compiled with ``nogil=True`` that write disjoint parts of their outputs: the
+    threads pull tasks in order until none is left, so uneven tasks balance out, and the
+    result does not depend on the number of threads. The first task runs in the calling
+    thread (a kernel that still has to compile does so once, there). Unlike numba's
+    ``parallel=True``, nothing extra is compiled, and no threading layer is started.
+
+    Parameters
+    ----------
+    tasks : sequence
+        One item per task, passed to ``func``.
+    func : callable
+    threads : int or None
+        As in :func:`resolve_threads`.
+
+    Examples
+    --------
+    >>> out = [0] * 4
+    >>> run_tasks(range(4), lambda i: out.__setitem__(i, i * i), threads=2)
+    >>> out
+    [0, 1, 4, 9]
+    """
+    if len(tasks) == 0:
+        return
+    func(tasks[0])
+    rest = tasks[1:]
+    nt = min(resolve_threads(threads), len(rest))
+    if nt <= 1:
+        for t in rest:
+            func(t)
+        return
+    for f in [_pool(nt).submit(func, t) for t in rest]:
+        f.result()

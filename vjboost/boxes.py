@@ -24,7 +24,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ._memory import check_memory
 from ._validation import check_array
+
+#: Up to this many rectangles (or groups), grouping compares every pair in NumPy: a photo's
+#: few hundred raw windows group in milliseconds with nothing to compile; the near-linear
+#: search below (numba) pays for its compilation on the many windows of an evaluation sweep.
+_FEW_RECTS = 1024
 
 __all__ = [
     "WindowGroups",
@@ -387,19 +393,35 @@ def _labels_from_parent(parent):
     return labels, k
 
 
-@njit(cache=True, nogil=True)
-def _classes_quadratic(rects: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
-    """OpenCV's partition as written (every pair compared): the reference of the tests."""
-    n = rects.shape[0]
-    parent = np.arange(n)
-    for i in range(n):
-        for j in range(i + 1, n):
-            if _similar(rects, i, j, eps):
-                a = _find(parent, i)
-                b = _find(parent, j)
-                if a != b:
-                    parent[b] = a
-    return _labels_from_parent(parent)
+def _classes_all_pairs(r: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
+    """OpenCV's partition as written (every pair compared), in NumPy: the path for a few
+    hundred windows (a photo's detections), where compiling the near-linear search would cost
+    more than it saves, and for sizes beyond that search's range.
+
+    Components of the similarity graph by minimum-label propagation with pointer jumping; the
+    label of a class is its first member, so numbering the labels in order gives the classes in
+    order of first appearance, as OpenCV numbers them.
+    """
+    n = r.shape[0]
+    check_memory(10 * n * n, f"the pairwise similarity of {n} rectangles",
+                 advice="Group fewer rectangles at a time.")
+    x, y, w, h = (r[:, d] for d in range(4))
+    # OpenCV's SimilarRects, with its order of operations
+    delta = eps * (np.minimum(w[:, None], w[None, :]) + np.minimum(h[:, None], h[None, :])) * 0.5
+    adj = np.abs(x[:, None] - x[None, :]) <= delta
+    adj &= np.abs(y[:, None] - y[None, :]) <= delta
+    adj &= np.abs((x + w)[:, None] - (x + w)[None, :]) <= delta
+    adj &= np.abs((y + h)[:, None] - (y + h)[None, :]) <= delta
+    del delta
+    lab = np.arange(n)
+    while True:
+        new = np.minimum(lab, np.where(adj, lab[None, :], n).min(axis=1, initial=n))
+        new = new[new]
+        if np.array_equal(new, lab):
+            break
+        lab = new
+    first, labels = np.unique(lab, return_inverse=True)
+    return labels.astype(np.int64).reshape(-1), int(first.shape[0])
 
 
 def _classes(r: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
@@ -412,9 +434,11 @@ def _classes(r: np.ndarray, eps: float) -> tuple[np.ndarray, int]:
     be similar to i are found by one binary search per row over ``|x - x_i| <= K``, so the pairs
     compared are few more than the similar ones (OpenCV compares all ``n²/2`` pairs).
     """
+    if r.shape[0] <= _FEW_RECTS:
+        return _classes_all_pairs(r, eps)
     level, kb, row, active, kmax, ok = _partition_keys(r, eps)
     if not ok:  # sizes beyond the grid's range
-        return _classes_quadratic(r, eps)
+        return _classes_all_pairs(r, eps)
     idx = np.flatnonzero(active)
     order = idx[np.lexsort((r[idx, 0], row[idx], level[idx]))]
     return _partition_run(r, eps, order, level, kb, row, kmax)
@@ -540,23 +564,16 @@ def similar_classes(rects, eps: float = 0.2) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
 def _class_stats(r, labels, k, sc):
-    sums = np.zeros((k, 4), dtype=np.int64)
-    cnt = np.zeros(k, dtype=np.int64)
+    """Per class: OpenCV's rounded average (integer sums times the float32 ``1/n``, rounded
+    half to even), the size and the best score (NaN scores ignored)."""
+    cnt = np.bincount(labels, minlength=k).astype(np.int64)
+    # float64 sums of integer coordinates are exact far beyond any image size
+    sums = np.stack([np.bincount(labels, weights=r[:, d], minlength=k) for d in range(4)], axis=1)
     best = np.full(k, -np.inf)
-    for i in range(r.shape[0]):
-        c = labels[i]
-        for d in range(4):
-            sums[c, d] += r[i, d]
-        cnt[c] += 1
-        if sc[i] > best[c]:
-            best[c] = sc[i]
-    avg = np.empty((k, 4), dtype=np.int64)
-    for c in range(k):
-        s = np.float32(1.0) / np.float32(cnt[c])
-        for d in range(4):
-            avg[c, d] = np.int64(np.rint(np.float32(sums[c, d]) * s))
+    np.fmax.at(best, labels, sc)
+    inv = np.float32(1.0) / cnt.astype(np.float32)
+    avg = np.rint(sums.astype(np.int64).astype(np.float32) * inv[:, None]).astype(np.int64)
     return avg, cnt, best
 
 
@@ -572,9 +589,36 @@ def _inside(avg, cnt, i, j, eps):
             and (n2 > max(3, n1) or n1 < 3))
 
 
+def _keep_classes(avg, cnt, thr: int, eps: float) -> np.ndarray:
+    """Classes kept at ``min_neighbors = thr`` (OpenCV's filter): more than ``thr`` windows and
+    not inside a better supported class. A few hundred classes, or degenerate sizes, compare
+    every pair in NumPy; more use the near-linear grid search (compiled)."""
+    alive = cnt > thr
+    degenerate = not eps >= 0.0 or bool(((avg[:, 2] <= 0) | (avg[:, 3] <= 0))[alive].any())
+    if degenerate or int(alive.sum()) <= _FEW_RECTS:
+        idx = np.flatnonzero(alive)
+        a, c = avg[idx], cnt[idx]
+        check_memory(8 * len(idx) ** 2, f"the pairwise containment of {len(idx)} groups",
+                     advice="Use a larger min_neighbors.")
+        # OpenCV drops class i when it lies in the eps-expanded class j and j is better
+        # supported
+        dx = np.rint(a[:, 2] * eps).astype(np.int64)
+        dy = np.rint(a[:, 3] * eps).astype(np.int64)
+        inside = ((a[:, None, 0] >= (a[:, 0] - dx)[None, :])
+                  & (a[:, None, 1] >= (a[:, 1] - dy)[None, :])
+                  & ((a[:, 0] + a[:, 2])[:, None] <= (a[:, 0] + a[:, 2] + dx)[None, :])
+                  & ((a[:, 1] + a[:, 3])[:, None] <= (a[:, 1] + a[:, 3] + dy)[None, :])
+                  & ((c[None, :] > np.maximum(3, c)[:, None]) | (c < 3)[:, None]))
+        np.fill_diagonal(inside, False)
+        keep = np.zeros(len(cnt), dtype=bool)
+        keep[idx] = ~inside.any(axis=1)
+        return keep
+    return _select(avg, cnt, thr, eps)
+
+
 @njit(cache=True, nogil=True)
 def _select(avg, cnt, thr, eps):
-    """Classes kept at ``min_neighbors = thr`` (OpenCV's filter), near-linear in their number.
+    """:func:`_keep_classes` for many classes of positive sizes, near-linear in their number.
 
     Class i can only lie inside class j when i's top-left corner is in j's expanded box, whose
     side is ``E_j = max(w_j + 2dx_j, h_j + 2dy_j)``; j sits at level ``bit_length(E_j)`` in the
@@ -582,22 +626,7 @@ def _select(avg, cnt, thr, eps):
     """
     k = cnt.shape[0]
     alive = cnt > thr
-    generic = False
-    for c in range(k):
-        if alive[c] and (avg[c, 2] <= 0 or avg[c, 3] <= 0 or not eps >= 0.0):
-            generic = True
     keep = np.zeros(k, dtype=np.bool_)
-    if generic:  # degenerate sizes: compare every pair as OpenCV does
-        for i in range(k):
-            if not alive[i]:
-                continue
-            inside = False
-            for j in range(k):
-                if j != i and alive[j] and _inside(avg, cnt, i, j, eps):
-                    inside = True
-                    break
-            keep[i] = not inside
-        return keep
     level = np.zeros(k, dtype=np.int64)
     gx = np.zeros(k, dtype=np.int64)
     gy = np.zeros(k, dtype=np.int64)
@@ -718,8 +747,8 @@ class WindowGroups:
             sc = self.scores.copy()
             cnt = np.ones(len(b), dtype=np.int32)
         else:
-            keep = (_select(self.averages_, self.counts_, thr, self.eps) if len(self.counts_)
-                    else np.zeros(0, dtype=bool))
+            keep = (_keep_classes(self.averages_, self.counts_, thr, self.eps)
+                    if len(self.counts_) else np.zeros(0, dtype=bool))
             b = self.averages_[keep].astype(np.int32)
             sc = self.best_[keep].astype(np.float64)
             cnt = self.counts_[keep].astype(np.int32)

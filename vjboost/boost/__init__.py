@@ -25,77 +25,45 @@ ensemble
     ``BoostedClassifier``, ``AdaBoostMH`` and ``LogitBoostClassifier`` estimators.
 """
 
-from vjboost.boost.binning import bin_values, compute_bin_edges, precompute
-from vjboost.boost.ensemble import AdaBoostMH, BoostedClassifier, LogitBoostClassifier
-from vjboost.boost.losses import (
-    BoostingLoss,
-    DiscreteAdaBoost,
-    GentleAdaBoost,
-    LogitBoost,
-    MulticlassLoss,
-    MultiLogitLoss,
-    OneVsRestLoss,
-    Problem,
-    RealAdaBoost,
-    make_loss,
-    trim_weights,
-)
-from vjboost.boost.rounds import RoundResult, Rounds, run_rounds
-from vjboost.boost.search import MatrixSearch, SampledSearch, StreamedSearch
-from vjboost.boost.source import (
-    CallableSource,
-    FeatureSource,
-    MatrixSource,
-    Partition,
-    PoolSource,
-)
-from vjboost.boost.stumps import (
-    search_categorical,
-    search_histograms,
-    search_multiclass_stumps,
-    search_splits,
-    search_stumps,
-)
-from vjboost.boost.tree import Tree
-from vjboost.boost.weak import Split, TreeShape, fit_weak_learner, partition_tree
+from __future__ import annotations
 
-__all__ = [
-    "AdaBoostMH",
-    "BoostedClassifier",
-    "BoostingLoss",
-    "CallableSource",
-    "DiscreteAdaBoost",
-    "FeatureSource",
-    "GentleAdaBoost",
-    "LogitBoost",
-    "LogitBoostClassifier",
-    "MatrixSearch",
-    "MatrixSource",
-    "MultiLogitLoss",
-    "MulticlassLoss",
-    "OneVsRestLoss",
-    "Partition",
-    "PoolSource",
-    "Problem",
-    "RealAdaBoost",
-    "RoundResult",
-    "Rounds",
-    "SampledSearch",
-    "Split",
-    "StreamedSearch",
-    "Tree",
-    "TreeShape",
-    "bin_values",
-    "compute_bin_edges",
-    "fit_weak_learner",
-    "make_loss",
-    "partition_tree",
-    "precompute",
-    "run_rounds",
-    "search_categorical",
-    "search_histograms",
-    "search_multiclass_stumps",
-    "search_splits",
-    "search_stumps",
-    "trim_weights",
-]
+from typing import TYPE_CHECKING
+
+from vjboost._lazy import attach
+
+if TYPE_CHECKING:
+    from vjboost.boost.binning import bin_values, compute_bin_edges, precompute
+    from vjboost.boost.ensemble import AdaBoostMH, BoostedClassifier, LogitBoostClassifier
+    from vjboost.boost.losses import (
+        BoostingLoss,
+        DiscreteAdaBoost,
+        GentleAdaBoost,
+        LogitBoost,
+        MulticlassLoss,
+        MultiLogitLoss,
+        OneVsRestLoss,
+        Problem,
+        RealAdaBoost,
+        make_loss,
+        trim_weights,
+    )
+    from vjboost.boost.rounds import RoundResult, Rounds, run_rounds
+    from vjboost.boost.search import MatrixSearch, SampledSearch, StreamedSearch
+    from vjboost.boost.source import (
+        CallableSource,
+        FeatureSource,
+        MatrixSource,
+        Partition,
+        PoolSource,
+    )
+    from vjboost.boost.stumps import (
+        search_categorical,
+        search_histograms,
+        search_multiclass_stumps,
+        search_splits,
+        search_stumps,
+    )
+    from vjboost.boost.tree import Tree
+    from vjboost.boost.weak import Split, TreeShape, fit_weak_learner, partition_tree
+
+__getattr__, __dir__, __all__ = attach(__name__, __file__)

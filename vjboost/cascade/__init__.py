@@ -1,6 +1,6 @@
 """vjboost.cascade: cascade models, OpenCV XML and own model formats, and the detector.
 
-Main entry points (imported lazily, so that importing a submodule stays cheap):
+Main entry points (exported lazily, :mod:`vjboost._lazy`):
 
 - :class:`CascadeModel`, :class:`Stage` — the model (``vjboost.cascade.model``; trees are
   :class:`vjboost.boost.tree.Tree`);
@@ -8,7 +8,8 @@ Main entry points (imported lazily, so that importing a submodule stays cheap):
   (``vjboost.cascade.opencv_xml``);
 - :func:`load_model`, :func:`save_model` — any model file; vjboost's JSON format
   (``vjboost.cascade.model_io``);
-- :class:`CascadeDetector`, :func:`detect_multiscale`, :class:`Detections` — detection
+- :func:`detect`, :func:`train` — one call each (``vjboost.cascade.api``);
+- :class:`CascadeDetector`, :class:`Detections` — detection
   (``vjboost.cascade.detector``); :class:`Pyramid`, :func:`opencv_scales` — the scan geometry
   (``vjboost.cascade.scan``); :class:`CascadeRunner`, :func:`cascade_accepts` — every
   window-level evaluation (``vjboost.cascade.runner``); box maths (grouping, NMS, IoU) is in
@@ -19,45 +20,29 @@ Main entry points (imported lazily, so that importing a submodule stays cheap):
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-_EXPORTS = {
-    "CascadeModel": "model",
-    "ModelError": "model",
-    "Stage": "model",
-    "CascadeFormatError": "opencv_xml",
-    "ExportError": "opencv_xml",
-    "read_opencv_xml": "opencv_xml",
-    "to_opencv_xml": "opencv_xml",
-    "write_opencv_xml": "opencv_xml",
-    "load_model": "model_io",
-    "save_model": "model_io",
-    "model_to_dict": "model_io",
-    "model_from_dict": "model_io",
-    "CascadeDetector": "detector",
-    "Detections": "detector",
-    "detect_multiscale": "detector",
-    "detect_images": "detector",
-    "detect_many": "tasks",
-    "opencv_scales": "scan",
-    "Pyramid": "scan",
-    "CascadeRunner": "runner",
-    "cascade_accepts": "runner",
-    "resolve_model": "shipped",
-}
+from vjboost._lazy import attach
 
-__all__ = sorted(_EXPORTS)
+if TYPE_CHECKING:
+    from vjboost.cascade.api import detect, train
+    from vjboost.cascade.detector import (
+        CascadeDetector,
+        Detections,
+        detect_images,
+    )
+    from vjboost.cascade.model import CascadeModel, ModelError, Stage
+    from vjboost.cascade.model_io import load_model, model_from_dict, model_to_dict, save_model
+    from vjboost.cascade.opencv_xml import (
+        CascadeFormatError,
+        ExportError,
+        read_opencv_xml,
+        to_opencv_xml,
+        write_opencv_xml,
+    )
+    from vjboost.cascade.runner import CascadeRunner, cascade_accepts
+    from vjboost.cascade.scan import Pyramid, opencv_scales
+    from vjboost.cascade.shipped import resolve_model
+    from vjboost.cascade.tasks import detect_many
 
-
-def __getattr__(name: str) -> Any:
-    mod = _EXPORTS.get(name)
-    if mod is None:
-        raise AttributeError(f"module 'vjboost.cascade' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__, __all__ = attach(__name__, __file__)

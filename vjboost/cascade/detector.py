@@ -36,7 +36,6 @@ __all__ = [
     "CascadeDetector",
     "Detections",
     "detect_images",
-    "detect_multiscale",
     "opencv_scales",
     "to_gray",
 ]
@@ -168,6 +167,15 @@ class CascadeDetector:
         numba threads (``None``: all).
     channel_order : {"bgr", "rgb"}, default="bgr"
         Colour order of 3-channel input (OpenCV convention is BGR).
+
+    Examples
+    --------
+    >>> from skimage import data
+    >>> from vjboost.cascade.model_io import load_model
+    >>> detector = CascadeDetector(load_model("vjboost:frontalface"), min_neighbors=3)
+    >>> faces = detector.detect(data.astronaut()[..., 1])   # gray (H, W) uint8
+    >>> faces.boxes.dtype, faces.boxes.shape[1]
+    (dtype('int32'), 4)
     """
 
     def __init__(
@@ -316,24 +324,6 @@ class CascadeDetector:
                                         image_size=(img_w, img_h), nms_iou=self.nms_iou)
         return Detections(b, best, cnt, np.full(len(b), self.model.n_stages, dtype=np.int32),
                           raw_count=len(boxes))
-
-
-def detect_multiscale(
-    image: np.ndarray,
-    model: CascadeModel | str | os.PathLike[str],
-    **params: Any,
-) -> Detections:
-    """Functional form: ``CascadeDetector(model, **params).detect(image)``.
-
-    ``model`` may be a :class:`CascadeModel` or a path to an OpenCV XML or vjboost model file.
-    ``roi`` may be passed among ``params``.
-    """
-    roi = params.pop("roi", None)
-    if not isinstance(model, CascadeModel):
-        from .model_io import load_model
-
-        model = load_model(model)
-    return CascadeDetector(model, **params).detect(image, roi=roi)
 
 
 def detect_images(

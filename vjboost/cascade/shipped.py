@@ -1,13 +1,13 @@
-"""Names for ready-made cascades: the ones vjboost ships in ``models/`` and OpenCV's own.
+"""Names for ready-made cascades: the ones vjboost ships and OpenCV's own.
 
-``vjboost:NAME`` is ``models/NAME.json`` (or ``.xml``) of this repository, ``opencv:NAME`` a
-cascade of ``cv2.data.haarcascades`` (OpenCV builds without that folder, such as OpenCV 5's
-wheels, get a one-line error); anything else is a file path. Names are resolved here only:
+``vjboost:NAME`` is ``NAME.json`` (or ``.xml``) of the package's ``models`` folder
+(``vjboost/models/``, package data: a wheel has it), ``opencv:NAME`` a cascade of
+``cv2.data.haarcascades`` (OpenCV builds without that folder, such as OpenCV 5's wheels, get a
+one-line error); anything else is a file path. Names are resolved here only:
 :func:`vjboost.cascade.model_io.load_model` accepts them, and so do ``vjdetect``, ``vjeval`` and
-``vjadapt``. The default detector model is
-``vjboost:frontalface`` (trained by ``vjtrain`` on public data, see ``models/README.md``), or
-OpenCV's ``haarcascade_frontalface_default`` when the models folder is not installed (a wheel
-install instead of a source checkout).
+``vjadapt``. The default detector model is ``vjboost:frontalface`` (trained by ``vjtrain`` on
+public data, see ``vjboost/models/README.md``); OpenCV's ``haarcascade_frontalface_default``
+only stands in when the models folder is missing (a broken install).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from .opencv_xml import CascadeFormatError
 
 __all__ = ["DEFAULT_MODEL", "MODELS_DIR", "ModelNotFound", "default_model", "resolve_model"]
 
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
 DEFAULT_MODEL = "vjboost:frontalface"
 _OPENCV_FALLBACK = "opencv:haarcascade_frontalface_default"
 

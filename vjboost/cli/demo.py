@@ -1,6 +1,10 @@
-"""Demo: a boosted face / non-face classifier on scikit-image's LFW subset.
+"""``vjdemo``: the demos, on scikit-image's data (nothing to download).
 
-``python -m vjboost.cli.demo`` (or ``make demo``) trains Gentle AdaBoost on 25x25 windows from
+``vjdemo`` (or ``make demo``) runs both; ``vjdemo classifier [options]`` and
+``vjdemo cascade [OUT] [options]`` run one (``vjdemo cascade --help``:
+:mod:`vjboost.cli.demo_cascade`).
+
+The classifier demo trains Gentle AdaBoost on 25x25 windows from
 ``skimage.data.lfw_subset()`` (100 faces, then 100 non-faces) with simple pixel features computed
 in NumPy — normalised pixel values, horizontal and vertical gradients and differences of random
 pixel pairs — holds out a stratified test set, and prints the held-out accuracy and timings.
@@ -17,7 +21,16 @@ import numpy as np
 from vjboost._validation import check_random_state
 from vjboost.boost import BoostedClassifier
 
-__all__ = ["load_lfw_windows", "main", "pixel_features"]
+__all__ = ["classifier_main", "load_lfw_windows", "main", "pixel_features"]
+
+USAGE = """usage: vjdemo [classifier | cascade] [options]
+
+  vjdemo                       both demos: the classifier, then the cascade (output: demo-out/)
+  vjdemo classifier [options]  a boosted face / non-face classifier on the LFW subset
+  vjdemo cascade [OUT] [opts]  train a small face cascade, run it and the shipped one on
+                               astronaut(); OUT defaults to demo-out (re-runnable)
+
+'vjdemo classifier --help' and 'vjdemo cascade --help' list each demo's options."""
 
 
 def load_lfw_windows() -> tuple[np.ndarray, np.ndarray]:
@@ -83,15 +96,42 @@ def _split(labels: np.ndarray, test_fraction: float, seed: int):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``vjdemo``: ``classifier``, ``cascade`` or (no argument) both."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args:
+        code = classifier_main([])
+        print()
+        from .demo_cascade import main as cascade_main
+
+        return code or cascade_main([], prog="vjdemo cascade")
+    if args[0] == "classifier":
+        return classifier_main(args[1:])
+    if args[0] == "cascade":
+        from .demo_cascade import main as cascade_main
+
+        return cascade_main(args[1:], prog="vjdemo cascade")
+    print(USAGE, file=sys.stdout if args[0] in ("-h", "--help") else sys.stderr)
+    return 0 if args[0] in ("-h", "--help") else 2
+
+
+def classifier_main(argv: list[str] | None = None) -> int:
+    """``vjdemo classifier``: train and score the LFW face / non-face classifier."""
     parser = argparse.ArgumentParser(
-        prog="python -m vjboost.cli.demo",
-        description="Train a boosted face/non-face classifier on skimage's LFW subset.",
+        prog="vjdemo classifier",
+        description="Train a boosted face/non-face classifier on skimage's LFW subset (100 "
+                    "faces, 100 non-faces, 25x25 pixels) and print its held-out accuracy.",
     )
-    parser.add_argument("--loss", default="gentle", choices=["gentle", "discrete", "real", "logit"])
-    parser.add_argument("--weak-learner", default="stump", choices=["stump", "tree"])
-    parser.add_argument("--n-estimators", type=int, default=100)
-    parser.add_argument("--test-fraction", type=float, default=0.3)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--loss", default="gentle", choices=["gentle", "discrete", "real", "logit"],
+                        help="boosting loss (default: gentle)")
+    parser.add_argument("--weak-learner", default="stump", choices=["stump", "tree"],
+                        help="weak learner: a stump or a depth-2 tree (default: stump)")
+    parser.add_argument("--n-estimators", type=int, default=100,
+                        help="boosting rounds, i.e. weak learners (default: 100)")
+    parser.add_argument("--test-fraction", type=float, default=0.3,
+                        help="share of the windows held out for testing, in (0, 1) "
+                             "(default: 0.3)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the split and the pair features (default: 0)")
     args = parser.parse_args(argv)
     if not 0.0 < args.test_fraction < 1.0:
         parser.error("--test-fraction: must be in (0, 1)")

@@ -1,6 +1,7 @@
 """Demo: train a small face detector on scikit-image's data and run it on ``astronaut()``.
 
-``python -m vjboost.cli.demo_cascade [OUT]`` (part of ``make demo``):
+``vjdemo cascade [OUT]`` (part of ``vjdemo`` and ``make demo``; re-runnable: a second run in
+the same folder continues the first one's training):
 
 1. positives: the 100 faces of ``skimage.data.lfw_subset()`` (25×25, resized to the 24×24 window),
    mirrored;
@@ -11,7 +12,7 @@
    ``OUT/cascade.xml``;
 4. the detector runs on ``astronaut()``; the detections are printed as JSON lines and drawn in
    ``OUT/astronaut.png``, and compared with OpenCV's own frontal-face cascade when it is there;
-5. the frontal-face cascade vjboost ships (``models/frontalface.json``, trained by ``vjtrain`` on
+5. the frontal-face cascade vjboost ships (``vjboost:frontalface``, trained by ``vjtrain`` on
    public data) runs on the same image, drawn in ``OUT/astronaut_shipped.png``.
 """
 
@@ -89,9 +90,10 @@ def write_backgrounds(folder: Path) -> list[str]:
     return paths
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, prog: str = "vjdemo cascade") -> int:
     from skimage import data
 
+    from vjboost.cascade.checkpoint import load_checkpoint
     from vjboost.cascade.detector import CascadeDetector
     from vjboost.cascade.model_io import save_model
     from vjboost.cascade.opencv_xml import ExportError
@@ -100,12 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     from vjboost.eval import iou_matrix
 
     ap = argparse.ArgumentParser(
-        prog="python -m vjboost.cli.demo_cascade", description=__doc__.splitlines()[0]
-    )
-    ap.add_argument("out", nargs="?", default="demo-out", help="output folder")
-    ap.add_argument("--stages", type=int, default=12)
-    ap.add_argument("--num-neg", type=int, default=600)
-    ap.add_argument("--seed", type=int, default=0)
+        prog=prog, description="Train a small face detector on scikit-image's data and run it "
+        "and the shipped face cascade on astronaut().")
+    ap.add_argument("out", nargs="?", default="demo-out",
+                    help="output folder: model.json, cascade.xml, report, drawn detections "
+                         "(default: demo-out)")
+    ap.add_argument("--stages", type=int, default=12,
+                    help="stages to train at most; fewer when the false-alarm target is met "
+                         "earlier (default: 12)")
+    ap.add_argument("--num-neg", type=int, default=600,
+                    help="negative windows mined per stage (default: 600)")
+    ap.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
     args = ap.parse_args(argv)
     out = Path(args.out)
     t0 = time.perf_counter()
@@ -128,7 +135,12 @@ def main(argv: list[str] | None = None) -> int:
         mirror=True,
         seed=args.seed,
     )
-    trainer.fit(pos, bgs, output_dir=out, log=print)
+    # a second run in the same folder continues (or just reloads) the first one's training
+    # instead of refusing the folder: the demo is deterministic, so its settings and data match
+    resume = load_checkpoint(out) is not None
+    if resume:
+        print(f"{out}: continuing the training found there (delete the folder to start over)")
+    trainer.fit(pos, bgs, output_dir=out, log=print, resume=resume)
     model = trainer.model_
     save_model(model, out / "model.json")
     try:

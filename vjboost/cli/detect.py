@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
+from .._jit import compile_notice
 from .._limits import Limits, limit_error
 from .._parallel import ExecutorError
 from ..cascade.shipped import ModelNotFound, default_model, resolve_model
@@ -189,15 +190,16 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--model", "-m", "model_path", type=str,
-              help="Cascade: OpenCV XML or vjboost JSON, vjboost:NAME (shipped in models/) or "
-                   "opencv:NAME (shipped with OpenCV). Default: vjboost:frontalface, vjboost's "
-                   "frontal-face cascade (see models/README.md).")
+              help="Cascade: OpenCV XML or vjboost JSON file, vjboost:NAME (shipped with "
+                   "vjboost: frontalface, car_side) or opencv:NAME (shipped with OpenCV 4). "
+                   "Default: vjboost:frontalface, vjboost's frontal-face cascade.")
 @click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True,
               help="Ratio between successive scales (> 1).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
               help="Raw windows a detection needs (0: raw windows).")
-@click.option("--min-size", help="Smallest object, N or WxH pixels.")
-@click.option("--max-size", help="Largest object, N or WxH pixels.")
+@click.option("--min-size", help="Smallest object, N or WxH pixels (default: the cascade's "
+              "window, e.g. 20x20).")
+@click.option("--max-size", help="Largest object, N or WxH pixels (default: no limit).")
 @click.option("--mode", type=click.Choice(["opencv", "clean"]), default="opencv",
               show_default=True,
               help="opencv: identical to cv2 detectMultiScale (its row cut-off included); "
@@ -274,7 +276,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         if model_path is None:
             model_path = default_model_path()
             if model_path is None:
-                raise click.UsageError("no --model given and neither vjboost's models/ folder "
+                raise click.UsageError("no --model given and neither vjboost's models folder "
                                        "nor OpenCV's frontal-face cascade is installed; pass "
                                        "--model")
         try:
@@ -304,8 +306,9 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
                 batch = detect_many(model, [str(s.target) for s in expanded.sources
                                             if s.kind == "image"], executor=executor,
                                     limits=limits, **{**params, "threads": 1})
-            _run_all(detector, expanded.sources, writer, out_dir, stats, max_frames, every,
-                     progress, limits, batch)
+            with compile_notice():
+                _run_all(detector, expanded.sources, writer, out_dir, stats, max_frames,
+                         every, progress, limits, batch)
         finally:
             if executor is not None:
                 executor.close()

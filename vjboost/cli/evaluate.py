@@ -17,6 +17,7 @@ import click
 
 from .._errors import VJBoostError
 from .._io import atomic_write
+from .._jit import compile_notice
 from .._limits import Limits
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
@@ -37,7 +38,7 @@ FRAMING_HELP = (
 
 
 def resolve_model_path(spec: str) -> str:
-    """A model path, ``vjboost:NAME`` (shipped in ``models/``) or ``opencv:NAME`` (OpenCV's)."""
+    """A model path, ``vjboost:NAME`` (shipped with vjboost) or ``opencv:NAME`` (OpenCV's)."""
     try:
         return resolve_model(spec)
     except ModelNotFound as exc:
@@ -65,8 +66,8 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Folder the annotation's image names are relative to (default: see "
                    "vjboost.io.read_annotations).")
 @click.option("--model", "-m", "models", multiple=True,
-              help="Cascade: vjboost JSON or OpenCV XML, vjboost:NAME for a cascade shipped in "
-                   "models/ (vjboost:frontalface), or opencv:NAME for one shipped with OpenCV "
+              help="Cascade: vjboost JSON or OpenCV XML, vjboost:NAME for a cascade shipped "
+                   "with vjboost (vjboost:frontalface), or opencv:NAME for one shipped with OpenCV "
                    "(e.g. opencv:haarcascade_frontalface_default). Repeatable.")
 @click.option("--detections", "detection_files", multiple=True, type=click.Path(dir_okay=False),
               help="Saved detections to score instead of (or besides) running a model: COCO "
@@ -115,16 +116,17 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
-    if protocol == "uiuc":
-        _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
-                   threads, output_dir)
-        return
-    try:
-        _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
-              scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-              output_dir, progress, report, report_samples)
-    except VJBoostError as exc:
-        raise click.ClickException(str(exc)) from None
+    with compile_notice():
+        if protocol == "uiuc":
+            _main_uiuc(annotations, models, labels, images, scale_factor, min_size,
+                       min_neighbors, threads, output_dir)
+            return
+        try:
+            _main(annotations, fmt, category, image_root, models, detection_files, labels,
+                  images, scale_factor, min_size, min_neighbors, max_neighbors, iou, threads,
+                  max_pixels, output_dir, progress, report, report_samples)
+        except VJBoostError as exc:
+            raise click.ClickException(str(exc)) from None
 
 
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,

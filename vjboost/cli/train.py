@@ -244,9 +244,10 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "same budget as laminating, spent on the families that look best (useful "
                    "with several --features).")
 @click.option("--sampler-budget", type=click.IntRange(min=1),
-              help="Feature evaluations per round of the sampler (default 1% of all).")
+              help="Feature evaluations per round of the sampler (default: 1% of all).")
 @click.option("--stages", type=click.IntRange(1, 1000), default=20, show_default=True,
-              help="Number of stages.")
+              help="Stages to train at most; training stops earlier, with fewer stages, once "
+                   "the false-alarm target (--max-false-alarm ^ --stages) is met.")
 @click.option("--min-hit-rate", type=float, default=0.995, show_default=True,
               help="Share of its positives each stage keeps.")
 @click.option("--max-false-alarm", type=float, default=0.5, show_default=True,
@@ -261,7 +262,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               default="gentle", show_default=True,
               help="Boosting algorithm (gentle = OpenCV's GAB).")
 @click.option("--weak-learner", type=click.Choice(["stump", "tree"]), default="stump",
-              show_default=True)
+              show_default=True,
+              help="Weak learner of the stages: a stump (one split) or a tree (--max-depth).")
 @click.option("--max-depth", type=click.IntRange(1, 8), default=2, show_default=True,
               help="Depth of trees (--weak-learner tree).")
 @click.option("--weight-trim-rate", type=float, default=0.95, show_default=True,

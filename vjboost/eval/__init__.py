@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from ..boxes import iou_matrix
-from .matching import IGNORED, match_detections
-from .metrics import DetectionEvaluation, evaluate_detections
-from .sweep import NeighborsCurve, sweep_min_neighbors
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "IGNORED",
-    "DetectionEvaluation",
-    "NeighborsCurve",
-    "evaluate_detections",
-    "iou_matrix",
-    "match_detections",
-    "sweep_min_neighbors",
-]
+from vjboost._lazy import attach
+
+if TYPE_CHECKING:
+    from ..boxes import iou_matrix
+    from .matching import IGNORED, match_detections
+    from .metrics import DetectionEvaluation, evaluate_detections
+    from .sweep import NeighborsCurve, sweep_min_neighbors
+
+__getattr__, __dir__, __all__ = attach(__name__, __file__)

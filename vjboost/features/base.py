@@ -28,6 +28,7 @@ family code runs, so that numba kernels never see bad input.
 from __future__ import annotations
 
 import abc
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from numbers import Integral
@@ -620,9 +621,15 @@ def register_family(cls: type[FeatureFamily]) -> type[FeatureFamily]:
     return cls
 
 
+#: Modules of the built-in families: importing one registers its families.
+_FAMILY_MODULES = ("haar", "mblbp", "custom", "pool", "lbp", "hog", "histogram", "fourier",
+                   "pixel", "acf")
+
+
 def _import_builtin_families() -> None:
-    # Importing the package registers the built-in families (and whatever else it imports).
-    import vjboost.features  # noqa: F401
+    # on first use of the registry, not at package import: a detector needs one family module
+    for mod in _FAMILY_MODULES:
+        importlib.import_module(f"vjboost.features.{mod}")
 
 
 def get_family_class(name: str) -> type[FeatureFamily]:

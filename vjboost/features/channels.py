@@ -426,8 +426,49 @@ def _small(images: np.ndarray, n_planes: int) -> bool:
 
 def _integrate_gray_planes(images, params, codes, flat, bases, stride):
     """Grey planes: ``codes`` 0 sum, 1 squared sum, 2 tilted sum (one pass per plane)."""
+    gray = gray_of(images)
+    if gray.shape[0] <= _FEW_IMAGES and _integrate_gray_cv2(gray, codes, flat, bases, stride):
+        return
     with n_threads(1 if _small(images, len(codes)) else None):
-        _integrate_gray(gray_of(images), flat, bases, stride, np.asarray(codes, np.int64))
+        _integrate_gray(gray, flat, bases, stride, np.asarray(codes, np.int64))
+
+
+#: Up to this many inputs per call, grey integrals come from ``cv2.integral3`` (whole images:
+#: detection levels, mining); window stacks keep the numba kernel (one call for all windows).
+#: Both give the same int32 planes; OpenCV's needs no compilation on a first run.
+_FEW_IMAGES = 4
+
+
+def _integrate_gray_cv2(gray: np.ndarray, codes, flat: np.ndarray, bases: np.ndarray,
+                        stride: int) -> bool:
+    """:func:`_integrate_gray` through ``cv2.integral3``; False (nothing written) when the
+    planes do not sit as whole rows of ``stride`` entries in ``flat``."""
+    n, h, w = gray.shape
+    if stride <= 0 or flat.size % stride or not flat.flags.c_contiguous:
+        return False
+    rows = flat.reshape(-1, stride)
+    origins = [divmod(int(b), stride) for b in np.asarray(bases).reshape(-1)]
+    if any(c0 + w + 1 > stride or r0 + h + 1 > rows.shape[0] for r0, c0 in origins):
+        return False
+    # int32 sums are exact while 255·h·w < 2**31; beyond that (and for squared sums) float64,
+    # exact below 2**53, then wrapped to int32 as the numba kernel wraps
+    exact32 = 255 * h * w < 2**31
+    sdepth = cv2.CV_32S if exact32 else cv2.CV_64F
+    wanted = {int(c) for c in codes}
+    for i in range(n):
+        if 2 in wanted:
+            planes = cv2.integral3(gray[i], sdepth=sdepth, sqdepth=cv2.CV_64F)
+        elif 1 in wanted:
+            planes = cv2.integral2(gray[i], sdepth=sdepth, sqdepth=cv2.CV_64F)
+        else:
+            planes = (cv2.integral(gray[i], sdepth=sdepth),)
+        for j, code in enumerate(codes):
+            r0, c0 = origins[i * len(codes) + j]
+            plane = planes[int(code)]
+            if plane.dtype != np.int32:
+                plane = plane.astype(np.int64).astype(np.int32)
+            rows[r0:r0 + h + 1, c0:c0 + w + 1] = plane
+    return True
 
 
 def _orient_params(params: tuple) -> tuple[int, bool]:

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numba
 import numpy as np
 
+from vjboost._threads import run_tasks
 from vjboost.features.base import (
     Channels,
     FeatureFamily,
@@ -77,13 +77,9 @@ def _run_threaded(kernel, args: tuple, n: int) -> None:
     """Call ``kernel(*args, j0, j1)`` on chunks of ``range(n)`` with numba's thread count."""
     n_thr = max(1, min(numba.get_num_threads(), n // 16 or 1))
     bounds = np.linspace(0, n, n_thr + 1).astype(np.int64)
-    kernel(*args, bounds[0], bounds[1])  # compiles on first use, in this thread
-    if n_thr == 1:
-        return
-    with ThreadPoolExecutor(n_thr - 1) as ex:
-        futures = [ex.submit(kernel, *args, bounds[k], bounds[k + 1]) for k in range(1, n_thr)]
-        for f in futures:
-            f.result()
+    run_tasks(list(zip(bounds[:-1], bounds[1:], strict=True)),
+              lambda ab: kernel(*args, ab[0], ab[1]),
+              threads=n_thr)
 
 
 def _check_func(func: Any) -> Any:

@@ -90,6 +90,11 @@ __all__ = [
 
 _JIT = {"cache": True, "nogil": True}
 
+#: Unsigned indices (``buf[_U(i)]``): numba then skips the negative-index wrap-around check. A
+#: plain global rather than an inlined helper function: numba inlines such a helper call by
+#: call site, which made up most of a cascade kernel's compilation.
+_U = np.uint64
+
 OP_RECTS, OP_MBLBP, OP_HOG = 0, 1, 2
 NORM_NONE, NORM_VARIANCE, NORM_GRADIENT = 0, 1, 2
 #: block normalisations of OP_HOG, by code
@@ -122,38 +127,32 @@ OPS_MIXED, OPS_RECTS, OPS_MBLBP, OPS_HAAR = 0, 1, 2, 3
 
 
 @numba.njit(inline="always", **_JIT)
-def _u(i):  # pragma: no cover - numba
-    # unsigned index: numba then skips the negative-index wrap-around check
-    return np.uint64(i)
-
-
-@numba.njit(inline="always", **_JIT)
 def _rsum(buf, p, tab, o):  # pragma: no cover - numba
     """int32 sum of the rectangle whose 4 corner offsets start at ``tab[o]``."""
-    return np.int32(buf[_u(p + tab[_u(o)])] - buf[_u(p + tab[_u(o + 1)])]
-                    - buf[_u(p + tab[_u(o + 2)])] + buf[_u(p + tab[_u(o + 3)])])
+    return np.int32(buf[_U(p + tab[_U(o)])] - buf[_U(p + tab[_U(o + 1)])]
+                    - buf[_U(p + tab[_U(o + 2)])] + buf[_U(p + tab[_U(o + 3)])])
 
 
 @numba.njit(inline="always", **_JIT)
 def mblbp_code(tab, o, buf, p):  # pragma: no cover - numba
     """OpenCV's multi-block LBP code (int, 0..255) of the OP_MBLBP record at word ``o``."""
     q = o + _OFS
-    a0 = buf[_u(p + tab[_u(q)])]
-    a1 = buf[_u(p + tab[_u(q + 1)])]
-    a2 = buf[_u(p + tab[_u(q + 2)])]
-    a3 = buf[_u(p + tab[_u(q + 3)])]
-    a4 = buf[_u(p + tab[_u(q + 4)])]
-    a5 = buf[_u(p + tab[_u(q + 5)])]
-    a6 = buf[_u(p + tab[_u(q + 6)])]
-    a7 = buf[_u(p + tab[_u(q + 7)])]
-    a8 = buf[_u(p + tab[_u(q + 8)])]
-    a9 = buf[_u(p + tab[_u(q + 9)])]
-    a10 = buf[_u(p + tab[_u(q + 10)])]
-    a11 = buf[_u(p + tab[_u(q + 11)])]
-    a12 = buf[_u(p + tab[_u(q + 12)])]
-    a13 = buf[_u(p + tab[_u(q + 13)])]
-    a14 = buf[_u(p + tab[_u(q + 14)])]
-    a15 = buf[_u(p + tab[_u(q + 15)])]
+    a0 = buf[_U(p + tab[_U(q)])]
+    a1 = buf[_U(p + tab[_U(q + 1)])]
+    a2 = buf[_U(p + tab[_U(q + 2)])]
+    a3 = buf[_U(p + tab[_U(q + 3)])]
+    a4 = buf[_U(p + tab[_U(q + 4)])]
+    a5 = buf[_U(p + tab[_U(q + 5)])]
+    a6 = buf[_U(p + tab[_U(q + 6)])]
+    a7 = buf[_U(p + tab[_U(q + 7)])]
+    a8 = buf[_U(p + tab[_U(q + 8)])]
+    a9 = buf[_U(p + tab[_U(q + 9)])]
+    a10 = buf[_U(p + tab[_U(q + 10)])]
+    a11 = buf[_U(p + tab[_U(q + 11)])]
+    a12 = buf[_U(p + tab[_U(q + 12)])]
+    a13 = buf[_U(p + tab[_U(q + 13)])]
+    a14 = buf[_U(p + tab[_U(q + 14)])]
+    a15 = buf[_U(p + tab[_U(q + 15)])]
     # corner grid c[j*4+i]; block (i, j) = c0 - c1 - c4 + c5; clockwise from the top-left
     # block, most significant bit first (OpenCV's LBPEvaluator)
     cv = np.int32(a5 - a6 - a9 + a10)
@@ -182,19 +181,19 @@ def rects_value(tab, tabf, o, buf, p, inv_var, inv_grad, haar):  # pragma: no co
     """Value of the OP_RECTS record at word ``o``: ``(w0·R0 + w1·R1 + w2·R2) · norm · scale``;
     ``haar``: OpenCV's Haar features (variance normalisation, unit scale: the record's first
     cache line is all it reads)."""
-    v = tabf[_u(o + _W)] * np.float32(_rsum(buf, p, tab, o + _OFS))
-    v += tabf[_u(o + _W + 1)] * np.float32(_rsum(buf, p, tab, o + _OFS + 4))
-    w2 = tabf[_u(o + _W + 2)]
+    v = tabf[_U(o + _W)] * np.float32(_rsum(buf, p, tab, o + _OFS))
+    v += tabf[_U(o + _W + 1)] * np.float32(_rsum(buf, p, tab, o + _OFS + 4))
+    w2 = tabf[_U(o + _W + 2)]
     if w2 != 0.0:
         v += w2 * np.float32(_rsum(buf, p, tab, o + _OFS + 8))
     if haar:
         return v * inv_var
-    nk = tab[_u(o + _NORM)]
+    nk = tab[_U(o + _NORM)]
     if nk == 1:
         v = v * inv_var
     elif nk == 2:
         v = v * inv_grad
-    return v * tabf[_u(o + _SCALE)]
+    return v * tabf[_U(o + _SCALE)]
 
 
 @numba.njit(inline="always", **_JIT)
@@ -215,7 +214,7 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
     elif ops == 2:
         op = 1
     else:
-        op = tab[_u(o + _OP)]
+        op = tab[_U(o + _OP)]
     if op == 0:
         return rects_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops == 3)
     if op == 1:
@@ -235,15 +234,15 @@ def _hog_sum(tab, o, buf, p, sums, c, b, nb):  # pragma: no cover - numba
     from ``sums`` when given, else read from the planes (the same integer either way)."""
     if sums.shape[0] > 0:
         return sums[c * nb + b]
-    return np.float64(_rsum(buf, p + b * tab[_u(o + _HPS)], tab, o + _OFS + 4 * c))
+    return np.float64(_rsum(buf, p + b * tab[_U(o + _HPS)], tab, o + _OFS + 4 * c))
 
 
 @numba.njit(inline="always", **_JIT)
 def hog_block_sums(tab, o, buf, p, out):  # pragma: no cover - numba
     """The ``n_cells × n_bins`` rectangle sums of the OP_HOG block of record ``o`` at window
     ``p`` into ``out`` (float64, cell-major), for :func:`hog_block_norms`/:func:`hog_entry`."""
-    nb = tab[_u(o + _HNB)]
-    for c in range(tab[_u(o + _HNC)]):
+    nb = tab[_U(o + _HNB)]
+    for c in range(tab[_U(o + _HNC)]):
         for b in range(nb):
             out[c * nb + b] = _hog_sum(tab, o, buf, p, _NO_SUMS, c, b, nb)
 
@@ -257,11 +256,11 @@ def hog_block_norms(tab, tabf, o, buf, p, sums):  # pragma: no cover - numba
     memory). They depend on the block only, so the entries of a block may share them
     (:func:`hog_entry`).
     """
-    nb = tab[_u(o + _HNB)]
-    nc = tab[_u(o + _HNC)]
-    kind = tab[_u(o + _HNORM)]
-    eps = np.float64(tabf[_u(o + _HEPS)])
-    clip = np.float64(tabf[_u(o + _HCLIP)])
+    nb = tab[_U(o + _HNB)]
+    nc = tab[_U(o + _HNC)]
+    kind = tab[_U(o + _HNORM)]
+    eps = np.float64(tabf[_U(o + _HEPS)])
+    clip = np.float64(tabf[_U(o + _HCLIP)])
     tot = 0.0
     for c in range(nc):
         for b in range(nb):
@@ -284,27 +283,27 @@ def hog_block_norms(tab, tabf, o, buf, p, sums):  # pragma: no cover - numba
 def hog_entry(tab, tabf, o, buf, p, a, b, sums):  # pragma: no cover - numba
     """Value of OP_HOG record ``o`` at window ``p`` given its block's normalisers ``(a, b)``
     (and its sums, or ``_NO_SUMS``)."""
-    nb = tab[_u(o + _HNB)]
-    c = tab[_u(o + _HCELL)]
-    target = _hog_sum(tab, o, buf, p, sums, c, tab[_u(o + _HTGT)] - c * nb, nb)
-    kind = tab[_u(o + _HNORM)]
+    nb = tab[_U(o + _HNB)]
+    c = tab[_U(o + _HCELL)]
+    target = _hog_sum(tab, o, buf, p, sums, c, tab[_U(o + _HTGT)] - c * nb, nb)
+    kind = tab[_U(o + _HNORM)]
     if kind == 1:
         v = math.sqrt(target / a)
     elif kind == 3:
-        v = min(target / a, np.float64(tabf[_u(o + _HCLIP)])) / b
+        v = min(target / a, np.float64(tabf[_U(o + _HCLIP)])) / b
     else:
         v = target / a
-    return np.float32(v) * tabf[_u(o + _SCALE)]
+    return np.float32(v) * tabf[_U(o + _SCALE)]
 
 
 @numba.njit(inline="always", **_JIT)
 def _same_block(tab, o, q):  # pragma: no cover - numba
     """Records ``o`` and ``q`` are entries of the same OP_HOG block (same normalisers)."""
     for k in range(16):
-        if tab[_u(o + _OFS + k)] != tab[_u(q + _OFS + k)]:
+        if tab[_U(o + _OFS + k)] != tab[_U(q + _OFS + k)]:
             return False
     for k in (_HNB, _HNC, _HNORM, _HPS, _HEPS, _HCLIP):
-        if tab[_u(o + k)] != tab[_u(q + k)]:
+        if tab[_U(o + k)] != tab[_U(q + k)]:
             return False
     return True
 
@@ -323,16 +322,16 @@ def window_norms(buf, p, pro, prof):  # pragma: no cover - numba
     nf = 0.0
     area = prof[0]
     if area > 0.0:
-        vs = np.int32(buf[_u(p + pro[0])] - buf[_u(p + pro[1])] - buf[_u(p + pro[2])]
-                      + buf[_u(p + pro[3])])
-        vq = (np.int64(buf[_u(p + pro[4])]) - np.int64(buf[_u(p + pro[5])])
-              - np.int64(buf[_u(p + pro[6])]) + np.int64(buf[_u(p + pro[7])])) & 0xFFFFFFFF
+        vs = np.int32(buf[_U(p + pro[0])] - buf[_U(p + pro[1])] - buf[_U(p + pro[2])]
+                      + buf[_U(p + pro[3])])
+        vq = (np.int64(buf[_U(p + pro[4])]) - np.int64(buf[_U(p + pro[5])])
+              - np.int64(buf[_U(p + pro[6])]) + np.int64(buf[_U(p + pro[7])])) & 0xFFFFFFFF
         nf = area * np.float64(vq) - np.float64(vs) * np.float64(vs)
         inv_var = np.float32(1.0 / math.sqrt(nf)) if nf > 0.0 else np.float32(0.0)
     area_g = prof[1]
     if area_g > 0.0:
-        tot = np.int32(buf[_u(p + pro[8])] - buf[_u(p + pro[9])] - buf[_u(p + pro[10])]
-                       + buf[_u(p + pro[11])])
+        tot = np.int32(buf[_U(p + pro[8])] - buf[_U(p + pro[9])] - buf[_U(p + pro[10])]
+                       + buf[_U(p + pro[11])])
         inv_grad = np.float32(area_g / (np.float64(tot) + MAG_SCALE * area_g))
     return inv_var, inv_grad, nf
 
@@ -367,7 +366,7 @@ def _make_evaluate(ops: int):
             last = -1
             for q in range(n_q):
                 o = q * REC
-                if ops == OPS_MIXED and tab[_u(o + _OP)] == OP_HOG:
+                if ops == OPS_MIXED and tab[_U(o + _OP)] == OP_HOG:
                     if last < 0 or not _same_block(tab, o, last):
                         for j in range(j0, j1):
                             sums = hs[j - j0]

@@ -16,78 +16,44 @@ the working directory.
 
 from __future__ import annotations
 
-from .annotations import (
-    FORMATS,
-    AnnotationError,
-    AnnotationSet,
-    detect_format,
-    read_annotations,
-    read_bg_list,
-    read_boxes_csv,
-    read_boxes_json,
-    read_info_dat,
-)
-from .images import (
-    ImageReadError,
-    ImageTooLargeError,
-    check_image_size,
-    image_size,
-    read_image,
-    read_images,
-)
-from .inputs import (
-    IMAGE_SUFFIXES,
-    VIDEO_SUFFIXES,
-    ExpandedInputs,
-    Source,
-    expand_inputs,
-    image_files,
-    is_image_file,
-    is_video_file,
-    list_images,
-)
-from .regions import negative_mask, negative_regions, windows_outside
-from .vec import VecFormatError, read_vec, vec_layout, write_vec
-from .video import VideoFrames, VideoReadError, iter_frames
-from .writers import DETECTION_FORMATS, DetectionWriter, check_output, open_detection_writer
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "DETECTION_FORMATS",
-    "FORMATS",
-    "IMAGE_SUFFIXES",
-    "VIDEO_SUFFIXES",
-    "AnnotationError",
-    "AnnotationSet",
-    "DetectionWriter",
-    "ExpandedInputs",
-    "ImageReadError",
-    "ImageTooLargeError",
-    "Source",
-    "VecFormatError",
-    "VideoFrames",
-    "VideoReadError",
-    "check_image_size",
-    "check_output",
-    "detect_format",
-    "expand_inputs",
-    "image_files",
-    "image_size",
-    "is_image_file",
-    "is_video_file",
-    "iter_frames",
-    "list_images",
-    "negative_mask",
-    "negative_regions",
-    "open_detection_writer",
-    "read_annotations",
-    "read_bg_list",
-    "read_boxes_csv",
-    "read_boxes_json",
-    "read_image",
-    "read_images",
-    "read_info_dat",
-    "read_vec",
-    "vec_layout",
-    "windows_outside",
-    "write_vec",
-]
+from vjboost._lazy import attach
+
+if TYPE_CHECKING:
+    from .annotations import (
+        FORMATS,
+        AnnotationError,
+        AnnotationSet,
+        detect_format,
+        read_annotations,
+        read_bg_list,
+        read_boxes_csv,
+        read_boxes_json,
+        read_info_dat,
+    )
+    from .images import (
+        ImageReadError,
+        ImageTooLargeError,
+        check_image_size,
+        image_size,
+        read_image,
+        read_images,
+    )
+    from .inputs import (
+        IMAGE_SUFFIXES,
+        VIDEO_SUFFIXES,
+        ExpandedInputs,
+        Source,
+        expand_inputs,
+        image_files,
+        is_image_file,
+        is_video_file,
+        list_images,
+    )
+    from .regions import negative_mask, negative_regions, windows_outside
+    from .vec import VecFormatError, read_vec, vec_layout, write_vec
+    from .video import VideoFrames, VideoReadError, iter_frames
+    from .writers import DETECTION_FORMATS, DetectionWriter, check_output, open_detection_writer
+
+__getattr__, __dir__, __all__ = attach(__name__, __file__)

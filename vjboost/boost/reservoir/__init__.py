@@ -17,39 +17,31 @@ cascade
     :class:`WindowScores` (running stage scores of the stage's windows).
 """
 
-from vjboost.boost.reservoir.baselines import BASELINES, SubsampleBooster
-from vjboost.boost.reservoir.cascade import (
-    PoolFeaturizer,
-    WindowScores,
-    pool_featurizer,
-    train_reservoir_stage,
-)
-from vjboost.boost.reservoir.geem import (
-    expected_edge,
-    geem_select,
-    sherman_morrison_delete,
-    stump_covariance,
-)
-from vjboost.boost.reservoir.learner import (
-    STRATEGIES,
-    ReservoirBooster,
-    flatten_samples,
-    select_reservoir,
-)
+from __future__ import annotations
 
-__all__ = [
-    "BASELINES",
-    "STRATEGIES",
-    "PoolFeaturizer",
-    "ReservoirBooster",
-    "SubsampleBooster",
-    "WindowScores",
-    "expected_edge",
-    "flatten_samples",
-    "geem_select",
-    "pool_featurizer",
-    "select_reservoir",
-    "sherman_morrison_delete",
-    "stump_covariance",
-    "train_reservoir_stage",
-]
+from typing import TYPE_CHECKING
+
+from vjboost._lazy import attach
+
+if TYPE_CHECKING:
+    from vjboost.boost.reservoir.baselines import BASELINES, SubsampleBooster
+    from vjboost.boost.reservoir.cascade import (
+        PoolFeaturizer,
+        WindowScores,
+        pool_featurizer,
+        train_reservoir_stage,
+    )
+    from vjboost.boost.reservoir.geem import (
+        expected_edge,
+        geem_select,
+        sherman_morrison_delete,
+        stump_covariance,
+    )
+    from vjboost.boost.reservoir.learner import (
+        STRATEGIES,
+        ReservoirBooster,
+        flatten_samples,
+        select_reservoir,
+    )
+
+__getattr__, __dir__, __all__ = attach(__name__, __file__)

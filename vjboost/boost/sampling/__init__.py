@@ -29,108 +29,43 @@ Strategies (``SAMPLERS`` names):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from vjboost.boost.sampling.bandits import UCB, EpsilonGreedy, Exp3P
-from vjboost.boost.sampling.base import Sampler, Selection, reward
-from vjboost.boost.sampling.booster import SampledBoostedClassifier, problem_from_loss
-from vjboost.boost.sampling.evaluator import (
-    BlockEdges,
-    CallableSource,
-    EdgeEvaluator,
-    FeatureSource,
-    MatrixSource,
-    Partition,
-    PoolSource,
-    Problem,
-    WeakLearner,
-)
-from vjboost.boost.sampling.examples import uniform_subset, weighted_sample
-from vjboost.boost.sampling.laminating import Laminating, TastingLaminating, laminating_schedule
-from vjboost.boost.sampling.mas import (
-    MAS1Q,
-    MASQ1,
-    GaussianMixture1D,
-    MASNaive,
-    allocate_mas,
-    expected_selected_edge,
-    fit_mixture,
-)
-from vjboost.boost.sampling.tasting import (
-    Tasting1Q,
-    TastingQ1,
-    allocate_tasting,
-    expected_max_order_statistics,
-)
-from vjboost.boost.sampling.uniform import BestFamily, Full, Uniform1Q, UniformNaive, UniformQ1
+from vjboost._lazy import attach
 
-__all__ = [
-    "MAS1Q",
-    "MASQ1",
-    "SAMPLERS",
-    "UCB",
-    "BestFamily",
-    "BlockEdges",
-    "CallableSource",
-    "EdgeEvaluator",
-    "EpsilonGreedy",
-    "Exp3P",
-    "FeatureSource",
-    "Full",
-    "GaussianMixture1D",
-    "Laminating",
-    "MASNaive",
-    "MatrixSource",
-    "Partition",
-    "PoolSource",
-    "Problem",
-    "SampledBoostedClassifier",
-    "Sampler",
-    "Selection",
-    "Tasting1Q",
-    "TastingLaminating",
-    "TastingQ1",
-    "Uniform1Q",
-    "UniformNaive",
-    "UniformQ1",
-    "WeakLearner",
-    "allocate_mas",
-    "allocate_tasting",
-    "expected_max_order_statistics",
-    "expected_selected_edge",
-    "fit_mixture",
-    "laminating_schedule",
-    "make_sampler",
-    "problem_from_loss",
-    "reward",
-    "uniform_subset",
-    "weighted_sample",
-]
+if TYPE_CHECKING:
+    from vjboost.boost.sampling.bandits import UCB, EpsilonGreedy, Exp3P
+    from vjboost.boost.sampling.base import Sampler, Selection, reward
+    from vjboost.boost.sampling.booster import SampledBoostedClassifier, problem_from_loss
+    from vjboost.boost.sampling.evaluator import (
+        BlockEdges,
+        CallableSource,
+        EdgeEvaluator,
+        FeatureSource,
+        MatrixSource,
+        Partition,
+        PoolSource,
+        Problem,
+        WeakLearner,
+    )
+    from vjboost.boost.sampling.examples import uniform_subset, weighted_sample
+    from vjboost.boost.sampling.laminating import Laminating, TastingLaminating, laminating_schedule
+    from vjboost.boost.sampling.mas import (
+        MAS1Q,
+        MASQ1,
+        GaussianMixture1D,
+        MASNaive,
+        allocate_mas,
+        expected_selected_edge,
+        fit_mixture,
+    )
+    from vjboost.boost.sampling.registry import SAMPLERS, make_sampler
+    from vjboost.boost.sampling.tasting import (
+        Tasting1Q,
+        TastingQ1,
+        allocate_tasting,
+        expected_max_order_statistics,
+    )
+    from vjboost.boost.sampling.uniform import BestFamily, Full, Uniform1Q, UniformNaive, UniformQ1
 
-#: name -> (class, default parameters)
-SAMPLERS: dict[str, tuple[type[Sampler], dict[str, Any]]] = {
-    "full": (Full, {}),
-    "uniform_naive": (UniformNaive, {}),
-    "uniform_1q": (Uniform1Q, {}),
-    "uniform_q1": (UniformQ1, {}),
-    "best_family": (BestFamily, {}),
-    "ucb": (UCB, {}),
-    "ucb3": (UCB, {"k": 3}),
-    "exp3p": (Exp3P, {}),
-    "epsilon_greedy": (EpsilonGreedy, {}),
-    "tasting_1q": (Tasting1Q, {}),
-    "tasting_q1": (TastingQ1, {}),
-    "mas_naive": (MASNaive, {}),
-    "mas_1q": (MAS1Q, {}),
-    "mas_q1": (MASQ1, {}),
-    "laminating": (Laminating, {}),
-    "tasting_laminating": (TastingLaminating, {}),
-}
-
-
-def make_sampler(name: str, **params: Any) -> Sampler:
-    """Build a sampler by name (see :data:`SAMPLERS`) with extra constructor parameters."""
-    if name not in SAMPLERS:
-        raise ValueError(f"sampler: expected one of {sorted(SAMPLERS)}, got {name!r}")
-    cls, defaults = SAMPLERS[name]
-    return cls(**{**defaults, **params})
+__getattr__, __dir__, __all__ = attach(__name__, __file__)

@@ -1,0 +1,90 @@
+"""What the fast first detection relies on: OpenCV's integrals equal the numba kernel's, the
+cascade kernel split between threads gives the same result for any thread count, and the small
+groupings done in NumPy equal the compiled ones."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vjboost.features.channels import _integrate_gray, _integrate_gray_cv2
+
+
+def _layout(shapes, n_codes, pad=3):
+    """Bases of every (image, code) plane in one flat buffer of rows of ``stride`` entries."""
+    stride = max(w for _, w in shapes) + 1 + pad
+    rows, bases = 0, np.zeros((len(shapes), n_codes), dtype=np.int64)
+    for i, (h, _) in enumerate(shapes):
+        for j in range(n_codes):
+            bases[i, j] = rows * stride + 1
+            rows += h + 1 + 1
+    return stride, rows * stride, bases
+
+
+@given(st.integers(1, 3), st.integers(1, 40), st.integers(1, 40),
+       st.sampled_from([(0,), (0, 1), (0, 1, 2), (2,), (1, 2)]), st.integers(0, 2**32 - 1))
+def test_cv2_integrals_equal_the_numba_kernel(n, h, w, codes, seed):
+    rng = np.random.default_rng(seed)
+    gray = rng.integers(0, 256, (n, h, w), dtype=np.uint8)
+    if seed % 3 == 0:
+        gray[:] = 255  # large sums
+    stride, size, bases = _layout([(h, w)] * n, len(codes))
+    a = np.full(size, -7, dtype=np.int32)
+    b = a.copy()
+    assert _integrate_gray_cv2(gray, codes, a, bases, stride)
+    _integrate_gray(gray, b, bases, stride, np.asarray(codes, np.int64))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_cv2_integrals_refuse_layouts_they_cannot_fill():
+    gray = np.zeros((1, 5, 8), dtype=np.uint8)
+    flat = np.zeros(100, dtype=np.int32)
+    # a stride narrower than a plane row: left to the numba kernel, nothing written
+    assert not _integrate_gray_cv2(gray, (0,), flat, np.array([[0]]), 4)
+    assert not flat.any()
+
+
+@pytest.mark.parametrize("model", ["vjboost:frontalface", "vjboost:car_side"])
+def test_threads_do_not_change_the_raw_windows(model):
+    from skimage import data
+
+    import vjboost
+
+    m = vjboost.load_model(model)
+    img = data.astronaut()[..., 1]
+    runs = [vjboost.CascadeDetector(m, min_neighbors=0, threads=t).detect(img) for t in (1, 2)]
+    assert len(runs[0]) > 0
+    np.testing.assert_array_equal(runs[0].boxes, runs[1].boxes)
+    np.testing.assert_array_equal(runs[0].scores, runs[1].scores)
+
+
+@given(st.integers(1, 300), st.floats(0.0, 0.5), st.integers(0, 2**32 - 1))
+def test_small_groupings_in_numpy_equal_the_grid_search(n, eps, seed):
+    from vjboost.boxes import _classes_all_pairs, _keep_classes, _select
+
+    rng = np.random.default_rng(seed)
+    size = rng.integers(20, 40, n)
+    r = np.stack([rng.integers(0, 60, n), rng.integers(0, 60, n), size, size], axis=1)
+    labels, k = _classes_all_pairs(r.astype(np.int64), eps)
+    # OpenCV numbers classes in order of first appearance
+    first = [int(np.flatnonzero(labels == c)[0]) for c in range(k)]
+    assert first == sorted(first)
+    # two rectangles in one class <=> connected by similar pairs (brute force)
+    x, y, w, h = r.T
+    delta = eps * (np.minimum.outer(w, w) + np.minimum.outer(h, h)) * 0.5
+    adj = ((np.abs(np.subtract.outer(x, x)) <= delta) & (np.abs(np.subtract.outer(y, y)) <= delta)
+           & (np.abs(np.subtract.outer(x + w, x + w)) <= delta)
+           & (np.abs(np.subtract.outer(y + h, y + h)) <= delta))
+    reach = adj.copy()
+    for _ in range(int(np.ceil(np.log2(max(n, 2)))) + 1):
+        reach = reach | ((reach.astype(np.int32) @ reach.astype(np.int32)) > 0)
+    np.testing.assert_array_equal(reach, labels[:, None] == labels[None, :])
+    # the class filter: NumPy (few classes) and the compiled grid search agree
+    avg = rng.integers(0, 100, (k, 4)).astype(np.int64)
+    avg[:, 2:] = rng.integers(5, 40, (k, 2))
+    cnt = rng.integers(1, 8, k).astype(np.int64)
+    for thr in (0, 1, 3):
+        np.testing.assert_array_equal(_keep_classes(avg, cnt, thr, eps),
+                                      _select(avg, cnt, thr, eps))
