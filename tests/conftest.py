@@ -78,3 +78,14 @@ def small_face_set(tmp_path_factory) -> Path:
         im = cv2.resize(im, (im.shape[1] // 2, im.shape[0] // 2), interpolation=cv2.INTER_AREA)
         cv2.imwrite(str(root / "bg" / f"{name}.png"), im)
     return root
+
+
+@pytest.fixture
+def model_json(tmp_path) -> str:
+    """A small random HAAR cascade (20x20) saved as vjboost JSON."""
+    from vjboost.cascade import save_model
+    from vjboost.cascade.synthetic import random_cascade
+
+    p = tmp_path / "m.json"
+    save_model(random_cascade(seed=1, window=(20, 20)), p)
+    return str(p)

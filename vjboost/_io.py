@@ -1,19 +1,67 @@
-"""File access in one place: atomic writes (a crash never leaves a half-written model or
-checkpoint behind) and reads that fail with a one-line message naming the file."""
+"""File access in one place: capped reads that fail with a one-line message naming the file,
+strict JSON, atomic writes (a crash or a full disk never leaves a half-written or empty file
+behind, and the previous version stays intact), output paths checked before any work, and output
+folders that belong to one run at a time (:class:`OutputFolder`).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
+import re
+import socket
 import tempfile
-from collections.abc import Iterator
+import time
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["atomic_open", "atomic_write", "read_bytes", "save_png"]
+import numpy as np
+from numba import njit
+
+from ._errors import InputError, OutputError
+from ._limits import Limits, get_limits, limit_error
+
+__all__ = [
+    "LOCK_NAME",
+    "OutputFolder",
+    "atomic_open",
+    "atomic_write",
+    "check_output_path",
+    "output_error",
+    "parse_json",
+    "read_bytes",
+    "read_json",
+    "read_npz",
+    "remove_stale_temps",
+    "save_png",
+]
+
+#: name of the lock file an :class:`OutputFolder` holds
+LOCK_NAME = ".vjboost.lock"
+# temporary files of atomic_open: ".<name>.<8 random characters>.tmp" (tempfile's alphabet)
+_TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+# disk-level write failures: the message says what to do about them
+_WRITE_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+                 errno.EROFS: "the file system is read-only", errno.EFBIG: "file too large",
+                 errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                 errno.EISDIR: "it is a folder", errno.EIO: "input/output error"}
+# those a write to an open file can meet (other errors of a body are not about the file)
+_BODY_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
 
 
-def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception]) -> bytes:
+# ------------------------------------------------------------------------------------------------
+# Reading
+# ------------------------------------------------------------------------------------------------
+
+
+def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception],
+               max_bytes: int | None = None, limit_field: str = "max_model_bytes",
+               option: str | None = None) -> bytes:
     """The content of a file, or ``error`` with a one-line message that names it.
 
     Parameters
@@ -23,6 +71,14 @@ def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception
         What the file should be, for messages (``"model file"``).
     error : exception class
         Raised (with the message) when the file is missing, a folder or unreadable.
+    max_bytes : int, optional
+        Read at most this many bytes (a larger file, or an endless one such as ``/dev/zero``,
+        raises :class:`~vjboost._errors.LimitError`). Default: the ``limit_field`` cap of
+        :func:`~vjboost._limits.get_limits`.
+    limit_field : str, default="max_model_bytes"
+        The :class:`~vjboost._limits.Limits` cap that applies (named in the message).
+    option : str, optional
+        A command-line option that raises the cap, for the message.
 
     Returns
     -------
@@ -35,19 +91,244 @@ def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception
     ...
     ValueError: /no/such/model.json: no such file
     """
+    cap = getattr(get_limits(), limit_field) if max_bytes is None else int(max_bytes)
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > cap:  # known from the file system: refuse before reading anything
+                data = b""
+            else:
+                data = fh.read(cap + 1)
     except FileNotFoundError:
         raise error(f"{path}: no such file") from None
     except IsADirectoryError:
         raise error(f"{path}: is a folder, not a {what}") from None
     except OSError as exc:
         raise error(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    if size > cap or len(data) > cap:
+        value = f"{size}" if size > cap else f"more than {cap}"
+        raise limit_error(f"{path}", f"{what} of {value}", cap, limit_field, unit=" bytes",
+                          option=option)
+    return data
+
+
+@njit(cache=True, nogil=True)
+def _max_depth(b: np.ndarray) -> int:  # pragma: no cover - compiled
+    depth = 0
+    deepest = 0
+    inside = False
+    escaped = False
+    for c in b:
+        if inside:
+            if escaped:
+                escaped = False
+            elif c == 92:  # backslash
+                escaped = True
+            elif c == 34:  # closing quote
+                inside = False
+        elif c == 34:
+            inside = True
+        elif c == 91 or c == 123:  # [ {
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif c == 93 or c == 125:  # ] }
+            depth -= 1
+    return deepest
+
+
+def _json_depth(data: bytes) -> int:
+    """Deepest nesting of ``[``/``{`` outside strings, in one pass before any parsing (no
+    memory beyond the text).
+
+    Examples
+    --------
+    >>> _json_depth(b'{"a": [[1], "[[["], "b": {}}')
+    3
+    """
+    return int(_max_depth(np.frombuffer(data, dtype=np.uint8))) if data else 0
+
+
+def _json_constant(name: str) -> Any:
+    raise InputError(f"{name} is not a number (JSON has no NaN or Infinity)")
+
+
+def _json_int(text: str) -> int:
+    if len(text) > 40:  # no vjboost field holds more than 64 bits
+        raise InputError(f"an integer of {len(text.lstrip('-'))} digits")
+    return int(text)
+
+
+def _json_float(text: str) -> float:
+    v = float(text)
+    if v in (float("inf"), float("-inf")):
+        raise InputError(f"{text[:30]} overflows a float")
+    return v
+
+
+def parse_json(data: bytes | str, name: str, *, error: type[Exception] = InputError,
+               limits: Limits | None = None, what: str = "JSON file") -> Any:
+    """Strict JSON: no NaN/Infinity, no integer of more than 40 digits, no float overflowing to
+    infinity, nesting at most ``max_json_depth`` deep (checked before parsing).
+
+    Parameters
+    ----------
+    data : bytes or str
+        UTF-8 JSON text.
+    name : str
+        Named in messages (the file).
+    error : exception class
+        Raised with a one-line message naming ``name`` for malformed content.
+    limits : Limits, optional
+    what : str
+        What the document is, for messages.
+
+    Raises
+    ------
+    LimitError
+        Nesting deeper than ``max_json_depth``.
+
+    Examples
+    --------
+    >>> parse_json(b'{"a": [1, 2.5]}', "x.json")
+    {'a': [1, 2.5]}
+    >>> parse_json(b'[NaN]', "x.json")
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.InputError: x.json: NaN is not a number (JSON has no NaN or Infinity)
+    """
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    lim = get_limits(limits)
+    depth = _json_depth(raw)
+    if depth > lim.max_json_depth:
+        raise limit_error(name, f"{what} nested {depth} deep, which", lim.max_json_depth,
+                          "max_json_depth")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        return json.loads(text, parse_constant=_json_constant, parse_int=_json_int,
+                          parse_float=_json_float)
+    except json.JSONDecodeError as exc:
+        raise error(f"{name}: malformed or truncated JSON ({exc})") from None
+    except InputError as exc:
+        raise error(f"{name}: {exc}") from None
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise error(f"{name}: nested too deeply") from None
+
+
+def read_json(path: str | os.PathLike[str], *, what: str, error: type[Exception],
+              limits: Limits | None = None) -> Any:
+    """:func:`read_bytes` (capped by ``max_model_bytes``) then :func:`parse_json`."""
+    lim = get_limits(limits)
+    data = read_bytes(path, what=what, error=error, max_bytes=lim.max_model_bytes)
+    return parse_json(data, str(path), error=error, limits=lim, what=what)
+
+
+def read_npz(path: str | os.PathLike[str], keys: list[str] | None = None, *,
+             what: str = "array file") -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` file, without pickles, checked against the memory budget
+    before they are loaded.
+
+    Parameters
+    ----------
+    path : path-like
+    keys : list of str, optional
+        Arrays to load (default: all); a missing one is an error naming the file's arrays.
+    what : str
+        What the file should be, for messages.
+
+    Returns
+    -------
+    dict of str to ndarray
+
+    Raises
+    ------
+    InputError
+        Missing, unreadable or damaged file, not an ``.npz`` (zip) file, an object (pickled)
+        array, a missing key; the message names the file.
+    MemoryBudgetError
+        The arrays' declared size is over the memory budget.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = tempfile.mkdtemp() + "/a.npz"
+    >>> np.savez(p, images=np.zeros((2, 3, 3), np.uint8))
+    >>> read_npz(p, ["images"])["images"].shape
+    (2, 3, 3)
+    """
+    from ._memory import check_memory
+
+    name = str(path)
+    try:
+        with zipfile.ZipFile(path) as zf:
+            members = {m[:-4] if m.endswith(".npy") else m: m for m in zf.namelist()}
+            wanted = list(members) if keys is None else list(keys)
+            missing = [k for k in wanted if k not in members]
+            if missing:
+                raise InputError(f"{name}: no array {missing[0]!r} in this {what} (it has "
+                                 f"{sorted(members)})")
+            nbytes = 0
+            for k in wanted:
+                with zf.open(members[k]) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(fh)
+                if dtype.hasobject:
+                    raise InputError(f"{name}: array {k!r} holds Python objects (a pickle); "
+                                     "only plain numeric arrays are read")
+                nbytes += int(np.prod(shape, dtype=object)) * dtype.itemsize
+            check_memory(nbytes, f"{name}: arrays {wanted}")
+            out = {}
+            for k in wanted:
+                with zf.open(members[k]) as fh:
+                    out[k] = np.lib.format.read_array(fh, allow_pickle=False)
+            return out
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a folder, not an {what}") from None
+    except zipfile.BadZipFile:
+        raise InputError(f"{name}: not an .npz {what} (not a zip archive)") from None
+    except InputError:
+        raise
+    except (OSError, ValueError, EOFError, zlib.error, zipfile.LargeZipFile,
+            NotImplementedError, RuntimeError) as exc:
+        why = getattr(exc, "strerror", None) or (str(exc).splitlines() or [""])[0] \
+            or type(exc).__name__
+        raise InputError(f"{name}: damaged or unreadable {what} ({why})") from None
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing
+# ------------------------------------------------------------------------------------------------
+
+
+def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
+    """The one-line :class:`OutputError` of a failed write to ``path``.
+
+    Examples
+    --------
+    >>> str(output_error("out/model.json", OSError(errno.ENOSPC, "No space left on device")))
+    'out/model.json: cannot be written: the disk is full (No space left on device)'
+    """
+    if isinstance(exc, OutputError):
+        return exc
+    why = _WRITE_ERRNOS.get(exc.errno or 0)
+    detail = exc.strerror or str(exc) or type(exc).__name__
+    reason = f"{why} ({detail})" if why else detail
+    return OutputError(f"{path}: cannot be written: {reason}")
 
 
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
     """Open a temporary file beside ``path``; rename it over ``path`` only on success.
+
+    Whatever fails (the disk fills up, the body raises, the process is interrupted), the
+    temporary file is removed and ``path`` keeps its previous content.
 
     Parameters
     ----------
@@ -55,24 +336,41 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
         Final destination. Its folder is created if missing.
     mode : {"wb", "w"}
         Binary or text mode.
+
+    Raises
+    ------
+    OutputError
+        The file cannot be written (full disk, read-only file system, permission denied,
+        ``path`` is a folder...): one line naming the path and the reason.
     """
     if mode not in ("wb", "w"):
         raise ValueError(f"mode: expected 'wb' or 'w', got {mode!r}")
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise OutputError(f"{path}: is a folder; cannot write a file there")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise output_error(path, exc) from None
+    ours = True  # exceptions of the body that are not write failures pass unchanged
     try:
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+            ours = False
             yield fh
+            ours = True
             fh.flush()
             os.fsync(fh.fileno())
         # mkstemp creates the file readable by its owner only; give it the permissions a plain
         # open() would have given (0o666 less the umask), so that others can read models
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError) and (
+                ours or exc.errno in _BODY_ERRNOS):
+            raise output_error(path, exc) from None
         raise
 
 
@@ -83,7 +381,13 @@ def _umask() -> int:
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
-    """Write ``data`` to ``path`` atomically (temporary file + rename)."""
+    """Write ``data`` to ``path`` atomically (temporary file + rename).
+
+    Raises
+    ------
+    OutputError
+        See :func:`atomic_open`.
+    """
     with atomic_open(path, "wb" if isinstance(data, bytes) else "w") as fh:
         fh.write(data)
 
@@ -92,3 +396,316 @@ def save_png(fig: Any, path: str | os.PathLike[str], dpi: int = 100) -> None:
     """Save a matplotlib figure as a PNG atomically (temporary file + rename)."""
     with atomic_open(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=dpi)
+
+
+def remove_stale_temps(folder: str | os.PathLike[str]) -> list[Path]:
+    """Delete the temporary files :func:`atomic_open` left in ``folder`` (a killed run's).
+
+    Only safe while no other process writes there: :class:`OutputFolder` calls it once it
+    holds the folder.
+
+    Returns
+    -------
+    list of Path
+        The files removed.
+    """
+    removed = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(folder):
+            if _TEMP.match(entry.name) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+                    removed.append(Path(entry.path))
+    return sorted(removed)
+
+
+def check_output_path(path: str | os.PathLike[str], kind: str = "file", *,
+                      what: str | None = None, min_free: int = 4096) -> Path:
+    """Check that an output file or folder can be written, before any work is done.
+
+    A file must not be a folder and its folder must exist; a folder is created when its parent
+    exists. The folder written to must accept a new file (a probe file is created and removed:
+    this catches permissions, read-only file systems and full inode tables) and have at least
+    ``min_free`` bytes free.
+
+    Parameters
+    ----------
+    path : path-like
+    kind : {"file", "folder"}
+    what : str, optional
+        Name used in messages (an option such as ``--save``); default: none.
+    min_free : int, default=4096
+        Free bytes required on the file system (0: no check).
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    OutputError
+        One line naming the path and the reason.
+
+    Examples
+    --------
+    >>> check_output_path("/nonexistent/dir/out.jsonl")
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.OutputError: cannot write /nonexistent/dir/out.jsonl: the folder \
+/nonexistent/dir does not exist
+    """
+    if kind not in ("file", "folder"):
+        raise ValueError(f"kind: expected 'file' or 'folder', got {kind!r}")
+    p = Path(path)
+    head = f"{what}: " if what else ""
+    if kind == "folder":
+        if p.exists() and not p.is_dir():
+            raise OutputError(f"{head}{p} exists and is not a folder")
+        if not p.exists():
+            if not p.parent.is_dir():
+                raise OutputError(f"{head}cannot create {p}: the folder {p.parent} does not "
+                                  "exist")
+            try:
+                p.mkdir()
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise OutputError(f"{head}cannot create {p}: {_reason(exc)}") from None
+        target = p
+    else:
+        if p.is_dir():
+            raise OutputError(f"{head}{p} is a folder; give a file name")
+        target = p.parent if str(p.parent) else Path(".")
+        if not target.is_dir():
+            raise OutputError(f"{head}cannot write {p}: the folder {target} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".vjboost-probe.", dir=target)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputError(f"{head}cannot write in {target}: {_reason(exc)}") from None
+    if min_free:
+        try:
+            st = os.statvfs(target)
+            free = st.f_bavail * st.f_frsize
+        except (OSError, AttributeError):
+            free = min_free
+        if free < min_free:
+            raise OutputError(f"{head}cannot write in {target}: the disk is full ({free} bytes "
+                              "free)")
+    return p
+
+
+def _reason(exc: OSError) -> str:
+    why = _WRITE_ERRNOS.get(exc.errno or 0)
+    detail = exc.strerror or str(exc)
+    return f"{why} ({detail})" if why and why.lower() != detail.lower() else detail
+
+
+# ------------------------------------------------------------------------------------------------
+# One run per output folder
+# ------------------------------------------------------------------------------------------------
+
+
+def _process_start(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot (Linux), to tell a reused pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(pid: int, start: str | None) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OSError, OverflowError, ValueError):
+        return False
+    now = _process_start(pid)
+    return start is None or now is None or now == start
+
+
+class OutputFolder:
+    """An output folder that belongs to one run: a context manager holding a lock file.
+
+    Entering checks the folder (:func:`check_output_path`, created if missing) and creates
+    ``<folder>/.vjboost.lock`` with ``O_EXCL``, recording the holder's pid, host, start time,
+    ``what`` and command line. A second run on the same folder is refused with an
+    :class:`~vjboost._errors.OutputError` naming the holder. A lock whose holder is dead (same
+    host, pid gone or reused) is stale: it is taken over, and :attr:`took_over` records the
+    previous holder. Temporary files of interrupted atomic writes are removed
+    (:attr:`removed_temps`). Leaving removes the lock.
+
+    Parameters
+    ----------
+    path : path-like
+        The output folder.
+    what : str, default="run"
+        What the run does (``"training"``), for messages.
+    log : callable, optional
+        Called with one line when a stale lock is taken over or temporary files are removed.
+
+    Attributes
+    ----------
+    path : Path
+    lock_path : Path
+    took_over : dict or None
+        The stale holder's record (``pid``, ``host``, ``started``, ``what``, ``command``).
+    removed_temps : list of Path
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = tempfile.mkdtemp()
+    >>> with OutputFolder(out, what="training") as folder:
+    ...     with OutputFolder(out, what="training"):  # doctest: +ELLIPSIS
+    ...         pass
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.OutputError: ...: in use by another training (pid ..., host ..., since ...)...
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, what: str = "run",
+                 log: Callable[[str], Any] | None = None) -> None:
+        self.path = Path(path)
+        self.lock_path = self.path / LOCK_NAME
+        self.what = what
+        self.log = log
+        self.took_over: dict[str, Any] | None = None
+        self.removed_temps: list[Path] = []
+        self._record: dict[str, Any] | None = None
+
+    # -- the lock ---------------------------------------------------------------------------------
+
+    def _new_record(self) -> dict[str, Any]:
+        import sys
+
+        pid = os.getpid()
+        return {"pid": pid, "host": socket.gethostname(), "process_start": _process_start(pid),
+                "started": time.strftime("%Y-%m-%d %H:%M:%S %z"), "what": self.what,
+                "command": " ".join(sys.argv)[:500]}
+
+    def _read(self, path: Path) -> dict[str, Any] | None:
+        try:
+            rec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+        return rec if isinstance(rec, dict) else None
+
+    def _is_stale(self, rec: dict[str, Any] | None, path: Path) -> bool:
+        if rec is None:
+            # unreadable: a holder between creating and writing it, or one killed right then
+            try:
+                age = time.time() - path.stat().st_mtime
+            except OSError:
+                return False
+            return age > 10.0
+        if rec.get("host") != socket.gethostname():
+            return False  # cannot tell whether a process on another host is alive
+        pid = rec.get("pid")
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
+            return True
+        return not _alive(pid, rec.get("process_start"))
+
+    def _refuse(self, rec: dict[str, Any] | None) -> OutputError:
+        if rec is None:
+            holder = "another run (its lock file is being written)"
+        else:
+            holder = (f"another {rec.get('what', 'run')} (pid {rec.get('pid')}, host "
+                      f"{rec.get('host')}, since {rec.get('started')})")
+        return OutputError(
+            f"{self.path}: in use by {holder}; wait for it to finish, choose another output "
+            f"folder, or, if that run is gone, delete {self.lock_path}")
+
+    def _create(self, record: dict[str, Any]) -> bool:
+        try:
+            fd = os.open(self.lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise OutputError(f"{self.lock_path}: cannot create the lock file: "
+                              f"{_reason(exc)}") from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(record) + "\n")
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(self.lock_path)
+            raise OutputError(f"{self.lock_path}: cannot write the lock file: "
+                              f"{_reason(exc)}") from None
+        return True
+
+    def acquire(self) -> OutputFolder:
+        """Take the folder (see the class docstring); returns ``self``."""
+        check_output_path(self.path, "folder")
+        record = self._new_record()
+        for _ in range(5):
+            if self._create(record):
+                self._record = record
+                break
+            rec = self._read(self.lock_path)
+            if rec is None:
+                time.sleep(0.05)  # a holder may be writing it: look again
+                rec = self._read(self.lock_path)
+            if not self._is_stale(rec, self.lock_path):
+                raise self._refuse(rec)
+            # stale: move it aside (atomic: one of several racing runs wins), check that what
+            # was moved is the stale record, then create ours
+            aside = self.path / f"{LOCK_NAME}.stale.{os.getpid()}"
+            try:
+                os.rename(self.lock_path, aside)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise OutputError(f"{self.lock_path}: cannot replace the stale lock: "
+                                  f"{_reason(exc)}") from None
+            moved = self._read(aside)
+            if moved != rec:  # another run took the stale lock over first: put its lock back
+                with contextlib.suppress(OSError):
+                    os.link(aside, self.lock_path)
+                with contextlib.suppress(OSError):
+                    os.unlink(aside)
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(aside)
+            self.took_over = rec or {}
+        else:
+            raise self._refuse(self._read(self.lock_path))
+        if self.took_over is not None and self.log is not None:
+            r = self.took_over
+            self.log(f"note: {self.path} was locked by a {r.get('what', 'run')} that is no longer "
+                     f"running (pid {r.get('pid')}, since {r.get('started')}); taking it over")
+        self.removed_temps = remove_stale_temps(self.path)
+        if self.removed_temps and self.log is not None:
+            self.log(f"note: removed {len(self.removed_temps)} temporary file(s) left in "
+                     f"{self.path} by an interrupted run")
+        return self
+
+    def release(self) -> None:
+        """Remove the lock file if this run still holds it."""
+        if self._record is None:
+            return
+        if self._read(self.lock_path) == self._record:
+            with contextlib.suppress(OSError):
+                os.unlink(self.lock_path)
+        self._record = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the folder."""
+        return self._record is not None
+
+    def __enter__(self) -> OutputFolder:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"OutputFolder({str(self.path)!r}, what={self.what!r}, held={self.held})"

@@ -10,8 +10,8 @@ __all__ = [
     "MemoryBudgetError",
     "available_memory",
     "check_memory",
-    "default_budget",
     "format_bytes",
+    "memory_budget",
     "parse_bytes",
 ]
 
@@ -33,13 +33,6 @@ def available_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 8 * 1024**3
-
-
-def default_budget() -> int:
-    """The memory budget in bytes when none is given: the ``VJBOOST_MEMORY_BUDGET`` environment
-    variable (bytes, or a size such as ``4G``) when set, else 75 % of the available memory."""
-    env = os.environ.get("VJBOOST_MEMORY_BUDGET")
-    return parse_bytes(env) if env else int(0.75 * available_memory())
 
 
 def parse_bytes(text: str | int | float) -> int:
@@ -73,6 +66,35 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
+def memory_budget(budget: int | None = None) -> int:
+    """Bytes an operation may allocate: ``budget`` if given, else the ``VJBOOST_MEMORY_BUDGET``
+    environment variable (bytes), else 75% of the memory available now.
+
+    Raises
+    ------
+    MemoryBudgetError
+        When ``VJBOOST_MEMORY_BUDGET`` is not a positive number (the message names it).
+
+    Examples
+    --------
+    >>> memory_budget(2**30)
+    1073741824
+    """
+    if budget is not None:
+        return int(budget)
+    env = os.environ.get("VJBOOST_MEMORY_BUDGET", "").strip()
+    if env:
+        try:
+            value = int(float(env))
+        except (ValueError, OverflowError):
+            value = 0
+        if value <= 0:
+            raise MemoryBudgetError(f"VJBOOST_MEMORY_BUDGET: expected a positive number of "
+                                    f"bytes, got {env!r}")
+        return value
+    return int(0.75 * available_memory())
+
+
 def check_memory(nbytes: int, what: str, *, budget: int | None = None, advice: str = "") -> None:
     """Refuse an allocation of ``nbytes`` over the budget.
 
@@ -93,8 +115,7 @@ def check_memory(nbytes: int, what: str, *, budget: int | None = None, advice: s
     MemoryBudgetError
         If ``nbytes > budget``.
     """
-    if budget is None:
-        budget = default_budget()
+    budget = memory_budget(budget)
     if nbytes > budget:
         msg = (
             f"{what} needs {format_bytes(nbytes)}, over the memory budget of "

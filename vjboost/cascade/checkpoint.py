@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write
+from .._errors import InputError
+from .._io import atomic_write, read_json
 
 __all__ = [
     "CHECKPOINT_NAME",
     "CheckpointError",
+    "check_resumable",
+    "checkpoint_stages",
     "config_differences",
     "load_checkpoint",
     "save_checkpoint",
@@ -28,8 +32,15 @@ CHECKPOINT_NAME = "checkpoint.json"
 _VERSION = 1
 
 
-class CheckpointError(ValueError):
+class CheckpointError(InputError):
     """A checkpoint is unreadable or was written with other settings."""
+
+
+def _damaged(path: Path, why: str) -> CheckpointError:
+    """The one message of a checkpoint that cannot be resumed: what is wrong, what to do."""
+    return CheckpointError(
+        f"{path}: damaged training checkpoint ({why}); it cannot be resumed: delete "
+        f"{path.parent} to train again from scratch, or train into a new output folder")
 
 
 def save_checkpoint(folder: str | os.PathLike[str], state: dict[str, Any]) -> Path:
@@ -53,13 +64,56 @@ def load_checkpoint(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path}: not a readable training checkpoint ({exc})") from None
-    if not isinstance(data, dict) or data.get("version") != _VERSION or "stages" not in data:
-        raise CheckpointError(f"{path}: not a vjboost training checkpoint (version "
-                              f"{data.get('version') if isinstance(data, dict) else None!r})")
+        data = read_json(path, what="training checkpoint", error=CheckpointError)
+    except InputError as exc:  # unreadable, truncated, not JSON, over a limit
+        raise _damaged(path, str(exc).removeprefix(f"{path}: ")) from None
+    if not isinstance(data, dict) or data.get("version") != _VERSION:
+        version = data.get("version") if isinstance(data, dict) else None
+        raise _damaged(path, f"not a vjboost training checkpoint of version {_VERSION}: "
+                       f"version {version!r}")
+    for key, kind in (("config", dict), ("stages", list), ("mining", list)):
+        if not isinstance(data.get(key, [] if key == "mining" else None), kind):
+            raise _damaged(path, f"'{key}' is missing or not a {kind.__name__}")
+    for m in data.get("mining", []):
+        if not isinstance(m, dict) or isinstance(m.get("stage"), bool) or not isinstance(
+                m.get("stage"), int):
+            raise _damaged(path, "a 'mining' entry without an integer 'stage'")
     return data
+
+
+def checkpoint_stages(checkpoint: dict[str, Any], from_dict: Callable[[Any], Any],
+                      folder: str | os.PathLike[str]) -> list[Any]:
+    """The stages of a loaded checkpoint, rebuilt by ``from_dict``; a damaged stage raises the
+    :class:`CheckpointError` that says what to do."""
+    out = []
+    for k, d in enumerate(checkpoint["stages"]):
+        try:
+            out.append(from_dict(d))
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            why = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise _damaged(Path(folder) / CHECKPOINT_NAME, f"stage {k}: {why}") from None
+    return out
+
+
+def check_resumable(folder: str | os.PathLike[str], *, resume: bool) -> dict[str, Any] | None:
+    """Check, before training starts, that ``folder``'s checkpoint fits ``resume``.
+
+    Returns
+    -------
+    dict or None
+        The checkpoint (``None``: there is none).
+
+    Raises
+    ------
+    CheckpointError
+        A checkpoint exists and ``resume`` is false, or it is damaged (the message says what
+        to do).
+    """
+    ck = load_checkpoint(folder)
+    if ck is not None and not resume:
+        raise CheckpointError(f"{folder}: holds a training checkpoint already; add --resume to "
+                              "continue it, or choose another output folder")
+    return ck
 
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:

@@ -32,7 +32,18 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write, read_bytes
+from .._errors import LimitError
+from .._io import atomic_write, parse_json, read_bytes
+from .._limits import (
+    Limits,
+    check_count,
+    check_float32,
+    check_int,
+    get_limits,
+    limit_error,
+    use_limits,
+)
+from .._memory import MemoryBudgetError
 from ..boost.tree import Tree, TreeError
 from .model import CascadeModel, ModelError, Stage
 from .opencv_xml import CascadeFormatError, opencv_family, read_opencv_xml, to_opencv_xml
@@ -41,6 +52,7 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "load_model",
+    "model_from_bytes",
     "model_from_dict",
     "model_to_dict",
     "save_model",
@@ -107,7 +119,122 @@ def _v1_family(d: dict[str, Any], source: str) -> tuple[Any, list[int]]:
     return opencv_family(window, ftype, feats), list(range(len(feats)))
 
 
-def model_from_dict(d: Any, source: str = "<dict>") -> CascadeModel:
+_INT32 = (-(2**31), 2**31 - 1)
+_INDEX = (0, 2**31 - 1)
+_WORD = (-(2**31), 2**32 - 1)  # LBP subset words: OpenCV writes them signed, vjboost unsigned
+
+
+def _fail(where: str, what: str) -> CascadeFormatError:
+    return CascadeFormatError(f"{where}: {what}")
+
+
+def _list(v: Any, where: str) -> list[Any]:
+    if not isinstance(v, list):
+        raise _fail(where, f"expected a list, got {type(v).__name__}")
+    return v
+
+
+def _check_ints(v: Any, where: str, rng: tuple[int, int]) -> None:
+    lo, hi = rng
+    for i, x in enumerate(_list(v, where)):
+        if type(x) is not int or not lo <= x <= hi:  # fast path for the valid case
+            check_int(x, f"{where}[{i}]", lo=lo, hi=hi, error=CascadeFormatError)
+
+
+def _check_floats(v: Any, where: str, *, nested: bool = False) -> None:
+    for i, x in enumerate(_list(v, where)):
+        if nested and isinstance(x, list):
+            _check_floats(x, f"{where}[{i}]")
+        elif type(x) is not float or not -3.4e38 < x < 3.4e38:
+            check_float32(x, f"{where}[{i}]", error=CascadeFormatError)
+
+
+def _check_tree(t: Any, where: str) -> int:
+    """Strict numbers in a tree's dict (before numpy could wrap or round them); its nodes."""
+    if not isinstance(t, dict):
+        raise _fail(where, f"expected a mapping, got {type(t).__name__}")
+    for key in ("feature", "left", "right", "threshold", "leaves"):
+        if key not in t:
+            raise _fail(where, f"missing key {key!r}")
+    _check_ints(t["feature"], f"{where}.feature", _INDEX)
+    _check_ints(t["left"], f"{where}.left", _INT32)
+    _check_ints(t["right"], f"{where}.right", _INT32)
+    _check_floats(t["threshold"], f"{where}.threshold")
+    _check_floats(t["leaves"], f"{where}.leaves", nested=True)
+    if t.get("node_scores") is not None:
+        _check_floats(t["node_scores"], f"{where}.node_scores")
+    if t.get("categorical") is not None:
+        for i, c in enumerate(_list(t["categorical"], f"{where}.categorical")):
+            if not isinstance(c, bool) and c not in (0, 1):
+                raise _fail(f"{where}.categorical[{i}]", f"expected true or false, got {c!r}")
+    if t.get("subsets") is not None:
+        for i, row in enumerate(_list(t["subsets"], f"{where}.subsets")):
+            _check_ints(row, f"{where}.subsets[{i}]", _WORD)
+    return len(t["feature"])
+
+
+def _check_document(d: dict[str, Any], source: str, lim: Limits) -> None:
+    """The caps and strict numbers of a document, before anything is built."""
+    window = _list(d.get("window_shape"), f"{source}: window_shape")
+    if len(window) != 2:
+        raise _fail(f"{source}: window_shape", f"expected [height, width], got {window!r:.40}")
+    for i, v in enumerate(window):
+        check_int(v, f"{source}: window_shape[{i}]", lo=1, error=CascadeFormatError)
+        if v > lim.max_window_side:
+            raise limit_error(f"{source}: window_shape", f"a side of {v}", lim.max_window_side,
+                              "max_window_side", unit=" pixels")
+    if "feature_ids" in d:
+        ids = _list(d["feature_ids"], f"{source}: feature_ids")
+        check_count(len(ids), f"{source}: feature_ids", "max_features", unit=" features",
+                    limits=lim)
+        _check_ints(ids, f"{source}: feature_ids", _INDEX)
+    if isinstance(d.get("features"), list):  # version 1: an explicit HAAR/LBP feature list
+        feats = d["features"]
+        check_count(len(feats), f"{source}: features", "max_features", unit=" features",
+                    limits=lim)
+        for i, f in enumerate(feats):
+            where = f"{source}: features[{i}]"
+            if not isinstance(f, dict):
+                if d.get("feature_type") == "family":
+                    continue  # ids into a family, checked by _check_ints below
+                raise _fail(where, f"expected a mapping, got {type(f).__name__}")
+            if d.get("feature_type") == "LBP":
+                rect = _list(f.get("rect"), f"{where}.rect")
+                if len(rect) != 4:
+                    raise _fail(f"{where}.rect", f"expected [x, y, w, h], got {len(rect)} values")
+                _check_ints(rect, f"{where}.rect", _INT32)
+                continue
+            rects = _list(f.get("rects"), f"{where}.rects")
+            if not 1 <= len(rects) <= 3:
+                raise _fail(f"{where}.rects", f"expected 1 to 3 rectangles, got {len(rects)}")
+            for k, rc in enumerate(rects):
+                rc = _list(rc, f"{where}.rects[{k}]")
+                if len(rc) != 5:
+                    raise _fail(f"{where}.rects[{k}]", "expected [x, y, w, h, weight], got "
+                                f"{len(rc)} values")
+                _check_ints(rc[:4], f"{where}.rects[{k}]", _INT32)
+                _check_floats(rc[4:], f"{where}.rects[{k}][4:]")
+            if not isinstance(f.get("tilted", False), bool):
+                raise _fail(f"{where}.tilted", f"expected true or false, got {f['tilted']!r:.30}")
+        if d.get("feature_type") == "family":
+            _check_ints(feats, f"{source}: features", _INDEX)
+    nodes = 0
+    for si, st in enumerate(_list(d.get("stages"), f"{source}: stages")):
+        where = f"{source}: stages[{si}]"
+        if not isinstance(st, dict):
+            raise _fail(where, f"expected a mapping, got {type(st).__name__}")
+        if "threshold" not in st or "trees" not in st:
+            raise _fail(where, "missing key 'threshold' or 'trees'")
+        check_float32(st["threshold"], f"{where}.threshold", error=CascadeFormatError)
+        for ti, t in enumerate(_list(st["trees"], f"{where}.trees")):
+            nodes += _check_tree(t, f"{where}.trees[{ti}]")
+        if nodes > lim.max_model_nodes:
+            raise limit_error(source, f"more than {lim.max_model_nodes} decision nodes (stage "
+                              f"{si}), which", lim.max_model_nodes, "max_model_nodes")
+
+
+def model_from_dict(d: Any, source: str = "<dict>", *,
+                    limits: Limits | None = None) -> CascadeModel:
     """Rebuild a cascade from :func:`model_to_dict` output (or a version-1 document).
 
     Parameters
@@ -115,6 +242,9 @@ def model_from_dict(d: Any, source: str = "<dict>") -> CascadeModel:
     d : dict
     source : str
         Named in error messages.
+    limits : Limits, optional
+        Caps on the window, feature count and node count (default:
+        :func:`vjboost._limits.get_limits`).
 
     Returns
     -------
@@ -123,7 +253,11 @@ def model_from_dict(d: Any, source: str = "<dict>") -> CascadeModel:
     Raises
     ------
     CascadeFormatError
-        If the document is not a vjboost cascade, has an unknown version or is inconsistent.
+        If the document is not a vjboost cascade, has an unknown version, is inconsistent or
+        holds a number its field cannot hold exactly (an integer out of range or written as a
+        float, a float beyond float32, a boolean for a number); the message names the field.
+    LimitError
+        A cap of ``limits`` is exceeded.
     """
     if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
         raise CascadeFormatError(f"{source}: not a vjboost cascade file (missing "
@@ -132,11 +266,14 @@ def model_from_dict(d: Any, source: str = "<dict>") -> CascadeModel:
     if isinstance(ver, bool) or not isinstance(ver, int) or ver > FORMAT_VERSION or ver < 1:
         raise CascadeFormatError(f"{source}: unsupported format version {ver!r} (this vjboost "
                                  f"reads versions 1..{FORMAT_VERSION})")
+    lim = get_limits(limits)
+    _check_document(d, source, lim)
     try:
-        if ver == 1:
-            family, ids = _v1_family(d, source)
-        else:
-            family, ids = _family_from_dict(d["family"]), d["feature_ids"]
+        with use_limits(lim):  # the family checks its window and feature count against these
+            if ver == 1:
+                family, ids = _v1_family(d, source)
+            else:
+                family, ids = _family_from_dict(d["family"]), d["feature_ids"]
         stages = []
         for si, s in enumerate(d["stages"]):
             trees = [Tree.from_dict(t, f"{source}: stages[{si}].trees[{ti}]")
@@ -146,11 +283,16 @@ def model_from_dict(d: Any, source: str = "<dict>") -> CascadeModel:
                             feature_ids=ids, params=d.get("params", {}))
     except CascadeFormatError:
         raise
+    except (LimitError, MemoryBudgetError) as exc:  # a family's own check: name the file
+        if str(exc).startswith(source):
+            raise
+        raise type(exc)(f"{source}: {exc}") from None
     except TreeError as exc:
         raise CascadeFormatError(str(exc)) from None
     except KeyError as exc:
         raise CascadeFormatError(f"{source}: missing key {exc}") from None
-    except (ModelError, TypeError, ValueError) as exc:
+    except (ModelError, TypeError, ValueError, IndexError, OverflowError) as exc:
+        # a family's config or a version-1 feature list of the wrong shape or range
         raise CascadeFormatError(f"{source}: invalid cascade ({exc})") from None
 
 
@@ -213,7 +355,8 @@ def _dumps_model(d: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(items) + "\n}"
 
 
-def load_model(spec: str | os.PathLike[str], *, strict: bool = False) -> CascadeModel:
+def load_model(spec: str | os.PathLike[str], *, strict: bool = False,
+               limits: Limits | None = None) -> CascadeModel:
     """Load a cascade: a model name, an OpenCV XML file or a vjboost JSON file.
 
     Parameters
@@ -223,6 +366,10 @@ def load_model(spec: str | os.PathLike[str], *, strict: bool = False) -> Cascade
         the installed OpenCV) or a file path; the file format is detected by content.
     strict : bool, default=False
         See :func:`~vjboost.cascade.opencv_xml.read_opencv_xml`.
+    limits : Limits, optional
+        Caps on the file size (checked before it is read), JSON nesting, window side, feature
+        and node counts (default: :func:`vjboost._limits.get_limits`; raise them with the
+        ``VJBOOST_MAX_*`` environment variables, see ``docs/limits.md``).
 
     Returns
     -------
@@ -230,6 +377,8 @@ def load_model(spec: str | os.PathLike[str], *, strict: bool = False) -> Cascade
 
     Raises
     ------
+    LimitError
+        A cap was exceeded (the message names the file, the cap and how to raise it).
     CascadeFormatError
         Unknown name (:class:`~vjboost.cascade.shipped.ModelNotFound`), missing, unreadable or
         invalid file; the message names the file.
@@ -243,14 +392,52 @@ def load_model(spec: str | os.PathLike[str], *, strict: bool = False) -> Cascade
 
     path = resolve_model(spec) if isinstance(spec, str) else spec
     name = str(path)
-    data = read_bytes(path, what="model file", error=CascadeFormatError)
+    lim = get_limits(limits)
+    data = read_bytes(path, what="model file", error=CascadeFormatError,
+                      max_bytes=lim.max_model_bytes)
+    return model_from_bytes(data, name, strict=strict, limits=lim)
+
+
+def model_from_bytes(data: bytes, name: str = "<bytes>", *, strict: bool = False,
+                     limits: Limits | None = None) -> CascadeModel:
+    """A cascade from the content of a model file (OpenCV XML or vjboost JSON, told apart by
+    the first character).
+
+    Parameters
+    ----------
+    data : bytes
+    name : str
+        Named in messages (the file).
+    strict : bool, default=False
+        See :func:`~vjboost.cascade.opencv_xml.read_opencv_xml`.
+    limits : Limits, optional
+        Caps (default: :func:`vjboost._limits.get_limits`).
+
+    Returns
+    -------
+    CascadeModel
+
+    Raises
+    ------
+    CascadeFormatError, LimitError
+        Any problem, in one line naming ``name`` (never another exception).
+
+    Examples
+    --------
+    >>> model_from_bytes(b'{"format": "vjboost-cascade", "version": true}', "m.json")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost.cascade.opencv_xml.CascadeFormatError: m.json: unsupported format version True ...
+    """
+    lim = get_limits(limits)
+    if len(data) > lim.max_model_bytes:
+        raise limit_error(name, f"model file of {len(data)}", lim.max_model_bytes,
+                          "max_model_bytes", unit=" bytes")
     head = data.lstrip()[:1]
     if head == b"<":
-        return read_opencv_xml(data, strict=strict, name=name)
+        return read_opencv_xml(data, strict=strict, name=name, limits=lim)
     if head == b"{":
-        try:
-            doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CascadeFormatError(f"{name}: malformed or truncated JSON ({exc})") from None
-        return model_from_dict(doc, name)
+        doc = parse_json(data, name, error=CascadeFormatError, limits=lim, what="model file")
+        return model_from_dict(doc, name, limits=lim)
     raise CascadeFormatError(f"{name}: neither OpenCV XML nor a vjboost JSON model")

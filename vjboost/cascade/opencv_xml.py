@@ -20,6 +20,7 @@ by OpenCV and are refused with an explanation; save them with :func:`vjboost.cas
 from __future__ import annotations
 
 import os
+import re
 import warnings
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
@@ -29,8 +30,9 @@ import defusedxml
 import defusedxml.ElementTree as DET
 import numpy as np
 
-from .._errors import InputError
+from .._errors import InputError, LimitError
 from .._io import atomic_write, read_bytes
+from .._limits import FLOAT32_OVERFLOW, Limits, get_limits, limit_error, use_limits
 from ..boost.tree import Tree, TreeError
 from .model import CascadeModel, ModelError, Stage
 
@@ -59,11 +61,38 @@ class ExportError(InputError):
 # ------------------------------------------------------------------------------------------------
 
 
+# strict number syntax (what OpenCV's FileStorage writes): Python's float() would also take
+# "inf", "nan" and "1_9", and int(float(x)) would wrap or truncate
+_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d{1,4})?$")
+_INTEGER = re.compile(r"^[+-]?\d{1,20}$")
+_INT32 = (-(2**31), 2**31 - 1)
+_WORD = (-(2**31), 2**32 - 1)  # LBP subset words: OpenCV writes them as signed int32
+
+
 class _Reader:
     """Helpers that remember the file name and element path for error messages."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, limits: Limits | None = None) -> None:
         self.source = source
+        self.limits = get_limits(limits)
+
+    def check_window(self, h: int, w: int, where: str) -> None:
+        cap = self.limits.max_window_side
+        if max(h, w) > cap:
+            raise limit_error(f"{self.source}: element <{where}>", f"window {w}x{h}: a side of "
+                              f"{max(h, w)}", cap, "max_window_side", unit=" pixels")
+
+    def check_features(self, n: int, where: str) -> None:
+        cap = self.limits.max_features
+        if n > cap:
+            raise limit_error(f"{self.source}: element <{where}>", f"{n} features, which", cap,
+                              "max_features")
+
+    def check_nodes(self, n: int, where: str) -> None:
+        cap = self.limits.max_model_nodes
+        if n > cap:
+            raise limit_error(f"{self.source}: element <{where}>", f"{n} decision nodes, which",
+                              cap, "max_model_nodes")
 
     def fail(self, where: str, what: str) -> CascadeFormatError:
         return CascadeFormatError(f"{self.source}: element <{where}>: {what}")
@@ -87,41 +116,50 @@ class _Reader:
             raise self.fail(where, "empty value")
         return t
 
+    def tokens(self, node: ET.Element, where: str) -> list[str]:
+        return self.text(node, where).split()
+
+    def number(self, token: str, where: str) -> float:
+        """A strict float32 number: decimal notation only (no ``inf``, ``nan``, ``1_9``),
+        finite within float32's range."""
+        if not _NUMBER.match(token):
+            raise self.fail(where, f"not a number: {token[:30]!r}")
+        v = float(token)
+        if not abs(v) < FLOAT32_OVERFLOW:
+            raise self.fail(where, f"{token[:30]} is beyond float32's range (|x| < "
+                            "3.4028236e+38)")
+        return v
+
+    def int_token(self, token: str, where: str, rng: tuple[int, int] = _INT32) -> int:
+        """A strict integer within ``rng`` (no ``1.0``, ``1e3``, ``inf``, no wrap-around)."""
+        if not _INTEGER.match(token):
+            if not _NUMBER.match(token):
+                raise self.fail(where, f"not a number: {token[:30]!r}")
+            raise self.fail(where, f"expected an integer, got {token[:30]!r}")
+        v = int(token)
+        if not rng[0] <= v <= rng[1]:
+            raise self.fail(where, f"{token[:30]} is outside {rng[0]}..{rng[1]}")
+        return v
+
     def numbers(self, node: ET.Element, where: str) -> list[float]:
-        parts = self.text(node, where).split()
-        try:
-            return [float(p) for p in parts]
-        except ValueError:
-            bad = next(p for p in parts if not _is_float(p))
-            raise self.fail(where, f"not a number: {bad!r}") from None
+        return [self.number(t, where) for t in self.tokens(node, where)]
 
     def integer(self, node: ET.Element, where: str) -> int:
-        vals = self.numbers(node, where)
-        if len(vals) != 1 or vals[0] != int(vals[0]):
-            raise self.fail(where, f"expected one integer, got {self.text(node, where)!r}")
-        return int(vals[0])
+        vals = self.tokens(node, where)
+        if len(vals) != 1:
+            raise self.fail(where, f"expected one integer, got {len(vals)} values")
+        return self.int_token(vals[0], where)
 
     def real(self, node: ET.Element, where: str) -> float:
-        vals = self.numbers(node, where)
+        vals = self.tokens(node, where)
         if len(vals) != 1:
             raise self.fail(where, f"expected one number, got {len(vals)}")
-        if not np.isfinite(vals[0]):
-            raise self.fail(where, f"non-finite value {vals[0]}")
-        return vals[0]
+        return self.number(vals[0], where)
 
     def ints(self, node: ET.Element, where: str) -> list[int]:
-        vals = self.numbers(node, where)
-        if any(v != int(v) for v in vals):
-            raise self.fail(where, "expected integers")
-        return [int(v) for v in vals]
+        return [self.int_token(t, where) for t in self.tokens(node, where)]
 
 
-def _is_float(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
 
 
 def _parse(data: bytes, source: str) -> ET.Element:
@@ -140,7 +178,8 @@ def _parse(data: bytes, source: str) -> ET.Element:
 
 
 def read_opencv_xml(
-    source: str | os.PathLike[str] | bytes, *, strict: bool = False, name: str | None = None
+    source: str | os.PathLike[str] | bytes, *, strict: bool = False, name: str | None = None,
+    limits: Limits | None = None,
 ) -> CascadeModel:
     """Load an OpenCV cascade XML file (traincascade or old haartraining layout).
 
@@ -154,6 +193,9 @@ def read_opencv_xml(
         inferred from ``featureType`` and a warning; ``strict=True`` raises instead.
     name : str, optional
         The name messages give the source (default: the path, or ``<bytes>``).
+    limits : Limits, optional
+        Caps on the file size (checked before reading), window side, feature and node counts
+        (default: :func:`vjboost._limits.get_limits`).
 
     Returns
     -------
@@ -165,18 +207,27 @@ def read_opencv_xml(
     ------
     CascadeFormatError
         Missing/unreadable file, malformed or truncated XML, a missing or invalid element (the
-        message names the file and the element path), a HOG cascade (unsupported, as in OpenCV).
+        message names the file and the element path), a number its field cannot hold exactly
+        (``inf``, ``1_9``, ``4294967315`` for a feature index), a HOG cascade (unsupported, as
+        in OpenCV).
+    LimitError
+        A cap of ``limits`` was exceeded.
     """
+    lim = get_limits(limits)
     if isinstance(source, bytes | bytearray):
         data = bytes(source)
         name = name or "<bytes>"
+        if len(data) > lim.max_model_bytes:
+            raise limit_error(name, f"cascade file of {len(data)}", lim.max_model_bytes,
+                              "max_model_bytes", unit=" bytes")
     else:
         name = name or str(source)
-        data = read_bytes(source, what="cascade file", error=CascadeFormatError)
+        data = read_bytes(source, what="cascade file", error=CascadeFormatError,
+                          max_bytes=lim.max_model_bytes)
     if not data.strip():
         raise CascadeFormatError(f"{name}: empty file")
     root = _parse(data, name)
-    r = _Reader(name)
+    r = _Reader(name, lim)
     if root.tag != "opencv_storage":
         raise r.fail(root.tag, "root element must be <opencv_storage> (not an OpenCV file)")
     tops = list(root)
@@ -208,8 +259,9 @@ def _read_new(top: ET.Element, r: _Reader, strict: bool) -> CascadeModel:
     h = r.integer(r.child(top, "height", base), f"{base}/height")
     w = r.integer(r.child(top, "width", base), f"{base}/width")
     for v, tag in ((h, "height"), (w, "width")):
-        if not 0 < v <= 1_000_000:
+        if v <= 0:
             raise r.fail(f"{base}/{tag}", f"invalid window size {w}x{h}")
+    r.check_window(h, w, f"{base}/width, height")
 
     def mapping(tag: str) -> dict[str, Any]:
         node = top.find(tag)
@@ -218,10 +270,12 @@ def _read_new(top: ET.Element, r: _Reader, strict: bool) -> CascadeModel:
         out = {}
         for c in node:
             t = (c.text or "").strip()
-            try:
-                out[c.tag] = int(t) if t.lstrip("-").isdigit() else float(t)
-            except ValueError:
-                out[c.tag] = t
+            if _INTEGER.match(t):
+                out[c.tag] = int(t)
+            elif _NUMBER.match(t) and abs(float(t)) < FLOAT32_OVERFLOW:
+                out[c.tag] = float(t)
+            else:
+                out[c.tag] = t[:200]
         return out
 
     stage_params = mapping("stageParams")
@@ -254,6 +308,7 @@ def _read_new(top: ET.Element, r: _Reader, strict: bool) -> CascadeModel:
     if not stage_items:
         raise r.fail(f"{base}/stages", "no stages")
     stages = []
+    n_nodes = 0
     for si, st in enumerate(stage_items):
         sw = f"{base}/stages/_[{si}]"
         thr = r.real(r.child(st, "stageThreshold", sw), f"{sw}/stageThreshold")
@@ -264,23 +319,23 @@ def _read_new(top: ET.Element, r: _Reader, strict: bool) -> CascadeModel:
         trees = []
         for ti, wk in enumerate(weak_items):
             ww = f"{sw}/weakClassifiers/_[{ti}]"
-            nodes = r.numbers(r.child(wk, "internalNodes", ww), f"{ww}/internalNodes")
+            toks = r.tokens(r.child(wk, "internalNodes", ww), f"{ww}/internalNodes")
             leaves = r.numbers(r.child(wk, "leafValues", ww), f"{ww}/leafValues")
-            if len(nodes) % node_step:
-                raise r.fail(f"{ww}/internalNodes", f"{len(nodes)} numbers is not a multiple of "
+            if len(toks) % node_step:
+                raise r.fail(f"{ww}/internalNodes", f"{len(toks)} numbers is not a multiple of "
                              f"{node_step} (left right feature {'subset x8' if ncat else 'thr'})")
-            rec = np.asarray(nodes, dtype=np.float64).reshape(-1, node_step)
-            ints = rec[:, :3]
-            if ncat:
-                ints = rec
-            if (ints != np.round(ints)).any():
-                raise r.fail(f"{ww}/internalNodes", "child codes, feature indices and subset "
-                             "words must be integers")
+            n_nodes += len(toks) // node_step
+            r.check_nodes(n_nodes, ww)
+            where = f"{ww}/internalNodes"
+            ints = [r.int_token(t, where, _WORD if j % node_step >= 3 else
+                                (0, _INT32[1]) if j % node_step == 2 else _INT32)
+                    for j, t in enumerate(toks) if ncat or j % node_step < 3]
+            rec = np.asarray(ints, dtype=np.int64).reshape(-1, node_step if ncat else 3)
+            thr_n = (np.zeros(len(rec)) if ncat else
+                     np.asarray([r.number(t, where) for t in toks[3::node_step]]))
             try:
-                tree = Tree(rec[:, 2].astype(np.int64),
-                            threshold=np.zeros(len(rec)) if ncat else rec[:, 3],
-                            left=rec[:, 0].astype(np.int64), right=rec[:, 1].astype(np.int64),
-                            leaves=leaves, subsets=rec[:, 3:].astype(np.int64) if ncat else None)
+                tree = Tree(rec[:, 2], threshold=thr_n, left=rec[:, 0], right=rec[:, 1],
+                            leaves=leaves, subsets=rec[:, 3:] if ncat else None)
             except TreeError as exc:
                 raise r.fail(ww, str(exc)) from None
             trees.append(tree)
@@ -290,6 +345,7 @@ def _read_new(top: ET.Element, r: _Reader, strict: bool) -> CascadeModel:
     feat_items = r.seq(feats_node, f"{base}/features")
     if not feat_items:
         raise r.fail(f"{base}/features", "no features")
+    r.check_features(len(feat_items), f"{base}/features")
     features: list[Any] = []
     paths = []
     for fi, fn in enumerate(feat_items):
@@ -326,10 +382,11 @@ def _read_haar_feature(fn: ET.Element, fw: str, r: _Reader, window: tuple[int, i
         raise r.fail(f"{fw}/rects", f"expected 2 or 3 rectangles, got {len(items)}")
     rects = []
     for k, it in enumerate(items):
-        vals = r.numbers(it, f"{fw}/rects/_[{k}]")
-        if len(vals) != 5 or any(v != int(v) for v in vals[:4]):
+        toks = r.tokens(it, f"{fw}/rects/_[{k}]")
+        if len(toks) != 5:
             raise r.fail(f"{fw}/rects/_[{k}]", "expected 'x y w h weight' (4 integers, 1 number)")
-        x, y, ww, hh = (int(v) for v in vals[:4])
+        x, y, ww, hh = (r.int_token(t, f"{fw}/rects/_[{k}]") for t in toks[:4])
+        vals = [x, y, ww, hh, r.number(toks[4], f"{fw}/rects/_[{k}]")]
         if drop_tiny_third and k == 2 and abs(vals[4]) < _FLT_EPSILON:
             continue
         hw, wwin = window
@@ -339,7 +396,8 @@ def _read_haar_feature(fn: ET.Element, fw: str, r: _Reader, window: tuple[int, i
                          f"{wwin}x{hw} window")
         rects.append((x, y, ww, hh, vals[4]))
     tilted_node = fn.find("tilted")
-    tilted = bool(r.integer(tilted_node, f"{fw}/tilted")) if tilted_node is not None else False
+    tilted = (tilted_node is not None
+              and bool(r.int_token(r.text(tilted_node, f"{fw}/tilted"), f"{fw}/tilted", (0, 1))))
     return rects, tilted
 
 
@@ -387,7 +445,10 @@ def _model(window: tuple[int, int], kind: str, features: list[Any], paths: list[
            r: _Reader) -> CascadeModel:
     """The cascade read from a file; errors name the feature element at fault."""
     try:
-        family = opencv_family(window, kind, features)
+        with use_limits(r.limits):
+            family = opencv_family(window, kind, features)
+    except LimitError as exc:  # the family's own check: name the file
+        raise LimitError(f"{r.source}: {exc}") from None
     except (InputError, ValueError) as exc:
         for f, where in zip(features, paths, strict=True):  # find the culprit (error path only)
             try:
@@ -414,6 +475,7 @@ def _read_old(top: ET.Element, r: _Reader) -> CascadeModel:
     if len(size) != 2 or min(size) <= 0:
         raise r.fail(f"{base}/size", f"expected 'width height', got {size}")
     w, h = size
+    r.check_window(h, w, f"{base}/size")
     stage_items = r.seq(r.child(top, "stages", base), f"{base}/stages")
     if not stage_items:
         raise r.fail(f"{base}/stages", "no stages")
@@ -435,6 +497,8 @@ def _read_old(top: ET.Element, r: _Reader) -> CascadeModel:
             if not node_items:
                 raise r.fail(tw, "a tree needs at least one node")
             left, right, feat, thr_n, leaves = [], [], [], [], []
+            r.check_nodes(len(features) + len(node_items), tw)
+            r.check_features(len(features) + len(node_items), tw)
             for ni, nd in enumerate(node_items):
                 nw = f"{tw}/_[{ni}]"
                 features.append(_read_haar_feature(r.child(nd, "feature", nw), f"{nw}/feature",

@@ -20,6 +20,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from .._io import read_npz
 from ..io import (
     IMAGE_SUFFIXES,
     ImageReadError,
@@ -361,10 +362,8 @@ def load_positives(
             # it); with one they are read at the file's own (square) size, then cut
             imgs = read_vec(path, (h, w) if crop is None and jitter is None else None)
         else:
-            with np.load(path, allow_pickle=False) as data:
-                if "images" not in data.files:
-                    raise ValueError(f"{path}: the .npz has no 'images' array (has {data.files})")
-                imgs = data["images"]
+            # not a zip, a pickle, a damaged member, over the memory budget: one line
+            imgs = read_npz(path, ["images"], what="positives file")["images"]
             if imgs.ndim != 3 or imgs.dtype != np.uint8:
                 raise ValueError(
                     f"{path}: 'images' must be (n, h, w) uint8, got {imgs.shape} {imgs.dtype}"

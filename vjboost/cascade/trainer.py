@@ -49,12 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import (
-    MemoryBudgetError,
-    check_memory,
-    default_budget,
-    format_bytes,
-)
+from .._errors import InputError
+from .._memory import format_bytes, memory_budget
 from .._threads import n_threads
 from .._validation import check_in_range
 from ..boost.binning import precompute, precompute_nbytes
@@ -64,7 +60,8 @@ from ..boost.source import PoolSource
 from ..boost.weak import TreeShape
 from ..features.base import FeatureFamily, get_family_class
 from ..features.pool import FeaturePool
-from .checkpoint import config_differences, load_checkpoint, save_checkpoint
+from .budget import check_training_memory
+from .checkpoint import checkpoint_stages, config_differences, load_checkpoint, save_checkpoint
 from .model import CascadeModel, Stage
 from .negatives import ImageCache, MiningParams, MiningResult, NegativePool, mining_summary
 from .progress import Callback, RunClock, mining_event, peak_rss, reset_peak_rss
@@ -103,7 +100,7 @@ DEFAULT_MEMORY = 4 * 1024**3
 IMAGE_CACHE_SHARE, BASE_MEMORY = 0.2, 512 * 1024**2
 
 
-class TrainingError(ValueError):
+class TrainingError(InputError):
     """Training cannot start or continue (bad settings or data); the message says why."""
 
 
@@ -448,19 +445,18 @@ class CascadeTrainer:
         info: dict[str, Any] = {"memory_budget": budget}
         sampled = self.sampler not in (None, "full")
         need = precompute_nbytes(pool, n, dtype="uint8")
+        left = check_training_memory(pool, n, budget=budget)  # after the program and channels
         info["matrix_bytes"] = int(pool.n_features) * n
         if sampled:
             from ..boost.sampling import make_sampler
 
             source = PoolSource(pool, windows, threads=self.threads)
-            self._check_fits(source.channels.nbytes, f"stage {k}'s feature channels of {n} "
-                             "windows")
             sb = self.sampler_budget or max(10 * n, int(0.01 * pool.n_features * n))
             sampler = make_sampler(self.sampler, random_state=self._stage_seed(k))
             info.update(mode=f"sampler {self.sampler}", sampler_budget=int(sb),
                         cache_bytes=int(source.channels.nbytes))
             return SampledSearch(sampler, source, sb, threads=self.threads), info
-        if need <= budget:
+        if need - pool.channels_nbytes(n) <= left:
             matrix = precompute(pool, windows, "uint8", n_bins=int(self.n_bins),
                                 edge_sample_size=min(int(self.edge_sample_size), n),
                                 seed=self._stage_seed(k), budget=budget, threads=self.threads,
@@ -468,22 +464,12 @@ class CascadeTrainer:
             info.update(mode="precomputed uint8", cache_bytes=int(matrix.matrix.nbytes))
             return MatrixSearch(matrix, threads=self.threads), info
         source = PoolSource(pool, windows, threads=self.threads)
-        self._check_fits(source.channels.nbytes + 8 * n, f"stage {k}'s feature channels and "
-                         f"one streamed feature of {n} windows")
-        block = max(1, min(pool.n_features, (budget - source.channels.nbytes) // max(1, 8 * n)))
+        block = max(1, min(pool.n_features, left // max(1, 8 * n)))
         info.update(mode=f"streamed in blocks of {block} features", cache_bytes=int(
             source.channels.nbytes + 4 * block * n))
         log(f"  feature matrix ({format_bytes(need)}) over the memory budget "
             f"({format_bytes(budget)}): features are recomputed every round in blocks of {block}")
         return StreamedSearch(source, block=block, threads=self.threads), info
-
-    def _check_fits(self, nbytes: int, what: str) -> None:
-        try:
-            check_memory(nbytes, what, budget=self._feature_budget, advice=(
-                "Raise the memory budget (memory_budget, vjtrain --memory) or lower "
-                "num_pos / num_neg."))
-        except MemoryBudgetError as exc:
-            raise TrainingError(str(exc)) from None
 
     def _shape(self) -> TreeShape:
         return TreeShape.of(self.weak_learner, max_depth=int(self.max_depth))
@@ -597,6 +583,9 @@ class CascadeTrainer:
         if len(pos) < self.num_pos:
             raise TrainingError(f"positives: {len(pos)} given but num_pos is {self.num_pos}")
         self.pool_ = make_pool(self.features, self.window_shape, haar_mode=self.haar_mode)
+        self._plan_memory(pos.nbytes)
+        check_training_memory(self.pool_, self.num_pos + self.num_neg if self.reservoir is None
+                              else 2 * self.reservoir, budget=self._feature_budget)
         cfg = self.config(_digest(pos), hashlib.sha1("\n".join(bgs).encode()).hexdigest()[:16])
         out = None if output_dir is None else Path(output_dir)
         stages: list[StageResult] = []
@@ -619,7 +608,7 @@ class CascadeTrainer:
                         f"{out}: the checkpoint was made with other settings or data ("
                         + "; ".join(diff[:4]) + "); use the same ones to resume, or another "
                         "output folder")
-                stages = [StageResult.from_dict(d) for d in ck["stages"]]
+                stages = checkpoint_stages(ck, StageResult.from_dict, out)
                 mining_log = [m for m in ck.get("mining", []) if m["stage"] < len(stages)]
                 if len(stages) > self.num_stages:
                     raise TrainingError(
@@ -631,7 +620,7 @@ class CascadeTrainer:
         t_start = time.perf_counter()
         required = self.max_false_alarm ** self.num_stages / (
             self.max_depth if self.weak_learner == "tree" else 1)
-        negatives = self._negative_pool(bgs, out, ck, len(stages), pos.nbytes)
+        negatives = self._negative_pool(bgs, out, ck, len(stages))
         from .report import TrainingSamples
 
         self.samples_ = TrainingSamples()  # bounded windows for the report
@@ -726,11 +715,11 @@ class CascadeTrainer:
 
         return emit
 
-    def _plan_memory(self, pos_nbytes: int) -> int:
-        """Split the memory budget: returns the decoded images' share, keeps the feature
-        caches' share (the rest, less the positives, the negative pool and the process)."""
-        budget = (int(self.memory_budget) if self.memory_budget is not None
-                  else min(default_budget(), DEFAULT_MEMORY))
+    def _plan_memory(self, pos_nbytes: int) -> None:
+        """Split the memory budget: the decoded images' share, and the feature caches' share
+        (the rest, less the positives, the negative pool and the process)."""
+        budget = (memory_budget(self.memory_budget) if self.memory_budget is not None
+                  else min(memory_budget(), DEFAULT_MEMORY))
         images = int(IMAGE_CACHE_SHARE * budget)
         # the pool holds at most num_neg windows plus one batch's surplus, and a stage's copy
         pool = 3 * int(self.num_neg) * int(np.prod(self.window_shape))
@@ -742,13 +731,13 @@ class CascadeTrainer:
                 f"process, the positives and the negative pool hold {format_bytes(held)}, "
                 f"decoded backgrounds {format_bytes(images)}); raise it (memory_budget, vjtrain "
                 "--memory)")
-        return images
+        self._image_budget = images
 
     def _negative_pool(self, bgs: list[str], out: Path | None, ck: dict[str, Any] | None,
-                       n_stages: int, pos_nbytes: int) -> NegativePool:
-        """The run's negative pool (restored from the checkpoint when resuming); sizes the
-        caches from the memory budget."""
-        images = self._plan_memory(pos_nbytes)
+                       n_stages: int) -> NegativePool:
+        """The run's negative pool (restored from the checkpoint when resuming), its image
+        cache sized by :meth:`_plan_memory`."""
+        images = self._image_budget
         cache = ImageCache(images if self.reservoir is None else min(images,
                                                                     RESERVOIR_IMAGE_CACHE))
         pool = NegativePool(bgs, MiningParams(self.window_shape, **(self.mining or {})),

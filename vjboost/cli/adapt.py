@@ -41,6 +41,8 @@ from typing import Any
 import click
 import numpy as np
 
+from ._command import Command
+
 __all__ = ["main", "read_frame_boxes", "vjadapt"]
 
 class InputError(click.ClickException):
@@ -168,7 +170,8 @@ def _check_params(pos_iou: float, neg_iou: float, min_hit_rate: float | None, bl
         raise InputError(f"--scale-factor: must be > 1, got {scale_factor}")
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
+@click.command(cls=Command, error_exit_code=2,
+               context_settings={"help_option_names": ["-h", "--help"],
                                  "max_content_width": 100})
 @click.argument("model_path", metavar="MODEL")
 @click.argument("inputs", nargs=-1, required=True)
@@ -230,7 +233,7 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
             quiet: bool) -> None:
     """Adapt the cascade MODEL (OpenCV XML or vjboost JSON, vjboost:NAME or opencv:NAME) to the
     stream INPUTS: videos, images or folders of images, labelled by --boxes or --self-label."""
-    from vjboost._io import atomic_write
+    from vjboost._io import atomic_write, check_output_path
     from vjboost.cascade.adapt import StreamCollector, adapt_cascade
     from vjboost.cascade.model_io import load_model, save_model
     from vjboost.cascade.opencv_xml import CascadeFormatError, ExportError
@@ -244,6 +247,10 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     out = Path(output)
     if out.suffix.lower() not in (".json", ".xml"):
         raise InputError(f"-o/--output: expected a .json or .xml file name, got {output!r}")
+    # outputs first: a wrong path fails now, not after the stream was read
+    check_output_path(out, what="-o/--output")
+    if report_path is not None:
+        check_output_path(report_path, what="--report")
     try:
         model = load_model(model_path)
     except CascadeFormatError as exc:

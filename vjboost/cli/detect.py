@@ -3,8 +3,8 @@
 Writes the detections as JSON lines (``source, frame, x, y, w, h, score, neighbors``) to stdout
 or ``--save FILE``, or as COCO JSON, Pascal VOC XML or YOLO txt (``--format``), and with
 ``--output-dir`` annotated copies of the images and videos. Unreadable and oversized inputs are
-skipped and counted; the exit status is 1 when nothing at all could be read. Output paths are
-checked before any detection runs.
+skipped and counted; the exit status is 1 when nothing at all could be read, 3 when some inputs
+were skipped (the others were processed). Output paths are checked before any detection runs.
 
 Examples::
 
@@ -29,6 +29,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
+from .._io import check_output_path
 from .._jit import compile_notice
 from .._limits import Limits, limit_error
 from .._parallel import ExecutorError
@@ -38,14 +39,17 @@ from ..io import (
     ImageReadError,
     Source,
     VideoFrames,
-    check_output,
     expand_inputs,
     open_detection_writer,
     read_image,
 )
+from ._command import Command
 from ._dask import dask_options, open_executor
 
-__all__ = ["default_model_path", "main"]
+__all__ = ["EXIT_SOME_SKIPPED", "default_model_path", "main"]
+
+#: exit status when some inputs were skipped (unreadable, oversized) and the others processed
+EXIT_SOME_SKIPPED = 3
 
 
 @dataclass
@@ -187,7 +191,8 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
     stats.frames += n_read
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=Command, error_exit_code=1,
+               context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--model", "-m", "model_path", type=str,
               help="Cascade: OpenCV XML or vjboost JSON file, vjboost:NAME (shipped with "
@@ -269,7 +274,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
     if max_pixels is not None:
         limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
     # outputs first: a wrong path fails now, not after the whole batch
-    out_dir = check_output(output_dir, folder=True, what="--output-dir") if output_dir else None
+    out_dir = check_output_path(output_dir, "folder", what="--output-dir") if output_dir else None
     writer = open_detection_writer(save_path, format=fmt, label=label,
                                    what="--json" if json_path is not None else "--save")
     try:
@@ -326,6 +331,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         f"{stats.detections} detection(s), {len(stats.failed)} skipped", err=True)
     if stats.read == 0:
         sys.exit(1)
+    if stats.failed:
+        sys.exit(EXIT_SOME_SKIPPED)
 
 
 def _run_all(detector, sources, writer, out_dir, stats, max_frames, every, show,

@@ -16,16 +16,16 @@ from pathlib import Path
 import click
 
 from .._errors import VJBoostError
-from .._io import atomic_write
+from .._io import OutputFolder, atomic_write
 from .._jit import compile_notice
 from .._limits import Limits
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
     FORMATS,
     AnnotationError,
-    check_output,
     read_annotations,
 )
+from ._command import Command
 
 __all__ = ["main", "resolve_model_path"]
 
@@ -45,6 +45,13 @@ def resolve_model_path(spec: str) -> str:
         raise click.BadParameter(str(exc), param_hint="--model") from None
 
 
+def _hold(output_dir: str) -> Path:
+    """The output folder, held by this run (a lock file) until the command ends."""
+    folder = OutputFolder(output_dir, what="evaluation").acquire()
+    click.get_current_context().call_on_close(folder.release)
+    return folder.path
+
+
 def _image_list(images: str | None, annotations) -> list[str]:
     from ..eval.run import evaluation_paths
 
@@ -54,7 +61,8 @@ def _image_list(images: str | None, annotations) -> list[str]:
         raise click.BadParameter(str(exc), param_hint="--images") from None
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
+@click.command(cls=Command, error_exit_code=1,
+               context_settings={"help_option_names": ["-h", "--help"],
                                  "max_content_width": 100})
 @click.argument("annotations", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -147,7 +155,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     if labels and len(labels) != n_runs:
         raise click.BadParameter(f"{len(labels)} labels for {n_runs} models and detection "
                                  "files", param_hint="--label")
-    out = check_output(output_dir, folder=True, what="--output-dir")
+    out = _hold(output_dir)
     try:
         gt = read_annotations(annotations, format=fmt, category=category, images=image_root)
     except AnnotationError as exc:
@@ -279,8 +287,7 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
     if not models:
         raise click.BadParameter("--protocol uiuc needs a cascade to run", param_hint="--model")
     paths = _image_list(images, {})
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = _hold(output_dir)
     evs, rows = {}, []
     for k, spec in enumerate(models):
         label = labels[k] if labels else Path(spec.split(":")[-1]).stem

@@ -24,9 +24,14 @@ from typing import Any
 import click
 import numpy as np
 
+from .._io import OutputFolder, check_output_path
+from ._command import Command
 from ._dask import dask_options, open_executor
 
 __all__ = ["main", "vjtrain"]
+
+#: the files a training run writes in its output folder (checked before training starts)
+OUTPUT_NAMES = ("model.json", "cascade.xml", "checkpoint.json", "report.json", "report.html")
 
 class InputError(click.ClickException):
     """Bad input: printed as ``Error: ...`` with exit status 2."""
@@ -104,6 +109,12 @@ def _parse_window(value: str) -> tuple[int, int]:
         parts = parts * 2
     if len(parts) != 2 or min(parts) < 3:
         raise InputError(f"--window: expected WIDTHxHEIGHT with sides >= 3, got {value!r}")
+    from vjboost._limits import get_limits, limit_error
+
+    cap = get_limits().max_window_side
+    if max(parts) > cap:
+        raise limit_error("--window", f"a side of {max(parts)}", cap, "max_window_side",
+                          unit=" pixels")
     w, h = parts
     return h, w
 
@@ -214,7 +225,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
     return samples
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"],
+@click.command(cls=Command, error_exit_code=2,
+               context_settings={"help_option_names": ["-h", "--help"],
                                  "max_content_width": 100})
 @click.argument("pos", required=False)
 @click.argument("neg", required=False)
@@ -431,19 +443,16 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             f"the {len(backgrounds)} background image(s) hold about {int(approx * mp.n_passes)} "
             f"windows of {win[1]}x{win[0]}, fewer than --num-neg {num_neg}; add backgrounds or "
             "lower --num-neg")
-    out = Path(output)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"{out}: cannot create the output folder ({exc.strerror or exc})"
-                         ) from None
-    if not os.access(out, os.W_OK):
-        raise InputError(f"{out}: the output folder is not writable")
-    from vjboost.cascade.checkpoint import CHECKPOINT_NAME
+    # the folder belongs to this run until the command ends; its files are checked now
+    out = OutputFolder(output, what="training", log=echo).acquire()
+    click.get_current_context().call_on_close(out.release)
+    out = out.path
+    from vjboost.cascade.checkpoint import CHECKPOINT_NAME, check_resumable
 
-    if (out / CHECKPOINT_NAME).exists() and not resume:
-        raise InputError(f"{out}: holds a training checkpoint already; add --resume to continue "
-                         "it, or choose another output folder")
+    if check_resumable(out, resume=resume) is None and resume:
+        echo(f"note: {out} holds no checkpoint: --resume starts from scratch")
+    for name in OUTPUT_NAMES:
+        check_output_path(out / name, min_free=0)
     echo(f"positives: {len(positives)} ({pos_src}), budget needed {need}; backgrounds: "
          f"{len(backgrounds)} image(s); pool: {pool!r}")
     trainer = CascadeTrainer(
@@ -475,8 +484,11 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     except ExecutorError as exc:
         raise InputError(f"{exc} (checkpoint: {out / CHECKPOINT_NAME})") from None
     except KeyboardInterrupt:
-        echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run the "
-             "same command with --resume to continue")
+        if (out / CHECKPOINT_NAME).exists():
+            echo(f"interrupted; the stages finished so far are in {out / CHECKPOINT_NAME}: run "
+                 "the same command with --resume to continue")
+        else:
+            echo("interrupted before the first stage was finished: nothing was saved")
         sys.exit(130)
     finally:
         if bars is not None:
@@ -541,9 +553,11 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
     from vjboost.cascade.report import write_report
 
     model = trainer.model_
+    run = _run_record()
     if model is not None:
         from vjboost.cascade.model_io import save_model
 
+        model.params["run"] = run
         try:
             save_model(model, out / "model.json")
             echo(f"model: {out / 'model.json'} ({model.summary()})")
@@ -558,7 +572,7 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
         else:
             echo("no OpenCV XML: OpenCV runs only HAAR and LBP cascades (train with --features "
                  "haar or --features lbp for one)")
-    report, extra = trainer.report_, None
+    report, extra = {**trainer.report_, "run": run}, None
     if evaluation is not None:
         from vjboost.eval.report import add_evaluation
 
@@ -574,6 +588,17 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
     from vjboost._memory import format_bytes
 
     echo(f"time {trainer.fit_time_:.1f} s, peak memory {format_bytes(peak)}")
+
+
+def _run_record() -> dict[str, Any]:
+    """How this run was started, as recorded in the model and the report: the command line,
+    vjboost's version and every option as parsed (``--mirror`` included: the trainer's own
+    ``mirror`` stays false because the command mirrors the positives itself)."""
+    import vjboost
+
+    ctx = click.get_current_context()
+    return {"command": " ".join(sys.argv), "vjboost": vjboost.__version__,
+            "options": {k: v for k, v in ctx.params.items()}}
 
 
 def _explain_stop(trainer, out: Path, echo) -> None:

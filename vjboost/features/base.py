@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
+from vjboost._limits import get_limits, limit_error
 from vjboost._memory import check_memory
 from vjboost.features.program import Program, evaluate_positions, evaluate_program
 
@@ -134,6 +135,11 @@ def check_window_shape(window_shape: Any, name: str = "window_shape") -> tuple[i
             raise TypeError(f"{name}: {what} must be an integer, got {v!r}")
         if v < 1:
             raise ValueError(f"{name}: {what} must be >= 1, got {v}")
+    cap = get_limits().max_window_side
+    if max(h, w) > cap:
+        # before any table over the window is built: a hostile model cannot exhaust memory
+        raise limit_error(f"{name} {int(w)}x{int(h)}", f"a side of {max(int(h), int(w))}", cap,
+                          "max_window_side", unit=" pixels")
     return int(h), int(w)
 
 

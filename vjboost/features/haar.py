@@ -70,6 +70,8 @@ from typing import Any
 import numpy as np
 
 from vjboost._errors import InputError
+from vjboost._limits import FLOAT32_OVERFLOW, check_count
+from vjboost._memory import check_memory
 from vjboost.features.base import FeatureFamily, check_window_shape, register_family
 from vjboost.features.channels import ChannelSet
 from vjboost.features.program import NORM_NONE, NORM_VARIANCE, Program
@@ -196,6 +198,15 @@ def haar_feature_table(
     H, W = check_window_shape(window_shape)  # noqa: N806
     mode = _resolve_mode(mode)
     types = _resolve_types(mode, types)
+    n_feat = check_count(haar_pool_size((H, W), mode, types),
+                         f"Haar {mode} features of a {W}x{H} window", "max_features",
+                         unit=" features",
+                         advice="use a smaller window or fewer Haar types")
+    # the enumeration below holds int64 anchors of all W*H*W*H placements, a fit mask and
+    # geometry per type, then the table (~150 bytes a feature)
+    check_memory(W * H * W * H * (40 + 20 * len(types)) + 150 * n_feat,
+                 f"Haar feature table of a {W}x{H} window ({n_feat} features)",
+                 advice="Use a smaller window or fewer Haar types.")
     # all (x, y, dx, dy) in the generator's loop order: x outermost, then y, dx, dy
     x, y, dx, dy = (
         a.ravel()
@@ -250,6 +261,8 @@ def _explicit_table(window_shape: tuple[int, int], rects: Any, weights: Any,
         raise InputError(f"weights: expected shape {(f, n_r)} to match rects, got {wt.shape}")
     if not np.isfinite(wt).all():
         raise InputError("weights: contains NaN or infinite values")
+    if wt.size and np.abs(wt).max() >= FLOAT32_OVERFLOW:  # the programs hold float32 weights
+        raise InputError(f"weights: {np.abs(wt).max():g} is beyond float32's range")
     tl = np.asarray(tilted)
     if tl.shape != (f,) or tl.dtype.kind not in "biu":
         raise InputError(f"tilted: expected ({f},) booleans, got shape {tl.shape} dtype "
@@ -284,9 +297,37 @@ def _explicit_table(window_shape: tuple[int, int], rects: Any, weights: Any,
     return table, weights3
 
 
-def haar_pool_size(window_shape: tuple[int, int], mode: str = "BASIC") -> int:
-    """Number of Haar features of ``mode`` in a window (OpenCV's pool size)."""
-    return int(haar_feature_table(window_shape, mode)["type"].shape[0])
+# per type: the x extent in units of (dx, dy), the smallest x in units of dy (tilted types
+# reach left of their anchor) and the y extent in units of (dx, dy); see _type_geometry
+_EXTENTS = {
+    "x2": (2, 0, 0, 0, 1), "y2": (1, 0, 0, 0, 2), "x3": (3, 0, 0, 0, 1), "y3": (1, 0, 0, 0, 3),
+    "x4": (4, 0, 0, 0, 1), "y4": (1, 0, 0, 0, 4), "x2y2": (2, 0, 0, 0, 2),
+    "centre": (3, 0, 0, 0, 3), "tx2": (2, 0, 1, 2, 1), "ty2": (1, 0, 2, 1, 2),
+    "tx3": (3, 0, 1, 3, 1), "ty3": (1, 0, 3, 1, 3), "tx4": (4, 0, 1, 4, 1),
+    "ty4": (1, 0, 4, 1, 4),
+}  # fmt: skip
+
+
+def haar_pool_size(window_shape: tuple[int, int], mode: str = "BASIC",
+                   types: Any = None) -> int:
+    """Number of Haar features of ``mode`` in a window (OpenCV's pool size), counted without
+    enumerating them (so that a huge window is refused before its table is built).
+
+    Examples
+    --------
+    >>> haar_pool_size((24, 24))
+    162336
+    """
+    H, W = check_window_shape(window_shape)  # noqa: N806
+    dx = np.arange(1, W + 1, dtype=np.int64)[:, None]
+    dy = np.arange(1, H + 1, dtype=np.int64)[None, :]
+    total = 0
+    for t in _resolve_types(_resolve_mode(mode), types):
+        ax, bx, lo, ay, by = _EXTENTS[t]
+        nx = np.maximum(0, W - ax * dx - bx * dy - lo * dy + 1)
+        ny = np.maximum(0, H - ay * dx - by * dy + 1)
+        total += int((nx * ny).sum())
+    return total
 
 
 # --------------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from vjboost._errors import InputError
+from vjboost._limits import check_count
 from vjboost.features.base import FeatureFamily, check_window_shape, register_family
 from vjboost.features.program import Program
 
@@ -47,6 +48,11 @@ __all__ = ["MBLBPFamily", "mblbp_feature_table", "mblbp_reference"]
 def mblbp_feature_table(window_shape: tuple[int, int]) -> np.ndarray:
     """OpenCV's MB-LBP pool: int32 array (F, 4) of ``(x, y, block_w, block_h)``, in its order."""
     H, W = check_window_shape(window_shape)  # noqa: N806
+    # (W - 3 bw + 1)(H - 3 bh + 1) grids per block size, counted before enumerating them
+    n = sum(W - 3 * b + 1 for b in range(1, W // 3 + 1)) * sum(
+        H - 3 * b + 1 for b in range(1, H // 3 + 1))
+    check_count(n, f"MB-LBP features of a {W}x{H} window", "max_features", unit=" features",
+                advice="use a smaller window")
     x, y, bw, bh = (
         a.ravel()
         for a in np.meshgrid(

@@ -54,6 +54,6 @@ if TYPE_CHECKING:
     from .regions import negative_mask, negative_regions, windows_outside
     from .vec import VecFormatError, read_vec, vec_layout, write_vec
     from .video import VideoFrames, VideoReadError, iter_frames
-    from .writers import DETECTION_FORMATS, DetectionWriter, check_output, open_detection_writer
+    from .writers import DETECTION_FORMATS, DetectionWriter, open_detection_writer
 
 __getattr__, __dir__, __all__ = attach(__name__, __file__)

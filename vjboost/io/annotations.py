@@ -24,6 +24,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -121,6 +122,8 @@ class AnnotationSet(Mapping):
 
 
 def _resolve(base: Path, entry: str) -> str:
+    if "\x00" in entry:  # the OS refuses such paths (ValueError deep in os.path)
+        raise AnnotationError(f"image path {entry[:40]!r} holds a NUL character")
     p = Path(entry).expanduser()
     return str(p if p.is_absolute() else (base / p).resolve())
 
@@ -145,7 +148,7 @@ def read_bg_list(path: str | os.PathLike[str]) -> list[str]:
     path = Path(path)
     base = path.parent.resolve()
     out = [
-        _resolve(base, line.strip())
+        _naming(path, _resolve, base, line.strip())
         for line in _read_text(path, "background list").splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
@@ -435,7 +438,18 @@ def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
         reader = {"info": read_info_dat, "csv": read_boxes_csv, "json": read_boxes_json}[fmt]
         if category is not None:
             raise AnnotationError(f"{p}: the {fmt} format has no categories; drop the category")
-        return reader(p)
+        return _naming(p, reader, p)
     from . import formats
 
-    return formats.READERS[fmt](p, category=category, images=images)
+    return _naming(p, formats.READERS[fmt], p, category=category, images=images)
+
+
+def _naming(path: Path, read: Any, *args: Any, **kwargs: Any) -> Any:
+    """``read(*args, **kwargs)``; an :class:`AnnotationError` that does not name the file or
+    folder gets ``path`` as its prefix."""
+    try:
+        return read(*args, **kwargs)
+    except AnnotationError as exc:
+        if str(path) in str(exc):
+            raise
+        raise AnnotationError(f"{path}: {exc}") from None

@@ -71,13 +71,29 @@ def check_image_size(path: str | os.PathLike[str], *, limits: Limits | None = No
     ImageTooLargeError
         With the file, its size and the limit.
     """
+    return _checked_probe(path, limits)[0]
+
+
+def _checked_probe(path, limits: Limits | None) -> tuple[tuple[int, int] | None, int | None]:
     lim = get_limits(limits)
     size, pixels = _probe(path)
     if pixels is not None and pixels > lim.max_image_pixels:
         value = f"{size[0]}x{size[1]} = {pixels}" if size is not None else str(pixels)
         raise _too_large(limit_error(str(path), value, lim.max_image_pixels, "max_image_pixels",
                                      unit=" pixels"))
-    return size
+    return size, pixels
+
+
+# signatures of formats Pillow reads headers of: when it cannot, the file is damaged, and
+# OpenCV's decoders are not given it (a PNG with a bad IHDR made libpng run for 10 s and 4 GB)
+_SIGNATURES = ((b"\x89PNG\r\n\x1a\n", "PNG"), (b"\xff\xd8\xff", "JPEG"), (b"GIF8", "GIF"),
+               (b"BM", "BMP"), (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"))
+
+
+def _known_format(head: bytes) -> str | None:
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WebP"
+    return next((name for sig, name in _SIGNATURES if head.startswith(sig)), None)
 
 
 def _too_large(exc: LimitError) -> ImageTooLargeError:
@@ -114,8 +130,9 @@ def read_image(path: str | os.PathLike[str], *, gray: bool = True,
     (3, 4)
     """
     path = Path(path)
+    pixels = 0
     if path.is_file():
-        check_image_size(path, limits=limits)
+        pixels = _checked_probe(path, limits)[1]
     try:
         data = np.fromfile(path, dtype=np.uint8)
     except FileNotFoundError:
@@ -126,6 +143,9 @@ def read_image(path: str | os.PathLike[str], *, gray: bool = True,
         raise ImageReadError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     if data.size == 0:
         raise ImageReadError(f"{path}: empty file")
+    fmt = _known_format(data[:12].tobytes()) if pixels is None else None
+    if fmt is not None:
+        raise ImageReadError(f"{path}: damaged {fmt} file (its header cannot be read)")
     flag = cv2.IMREAD_GRAYSCALE if gray else cv2.IMREAD_COLOR
     try:
         img = cv2.imdecode(data, flag)

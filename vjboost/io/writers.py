@@ -3,7 +3,8 @@
 A :class:`DetectionWriter` is opened once per run (:func:`open_detection_writer`), receives the
 detections of every image or frame, and writes its files on :meth:`~DetectionWriter.close`, each
 through a temporary file renamed into place, so that a failed run leaves no half-written file.
-:func:`check_output` refuses an output that cannot be written before any work starts.
+:func:`vjboost._io.check_output_path` refuses an output that cannot be written before any work
+starts.
 
 Formats
 -------
@@ -33,66 +34,12 @@ from xml.sax.saxutils import escape
 import numpy as np
 
 from .._errors import OutputError
-from .._io import atomic_open, atomic_write
+from .._io import atomic_open, atomic_write, check_output_path, output_error
 
-__all__ = ["DETECTION_FORMATS", "DetectionWriter", "check_output", "open_detection_writer"]
+__all__ = ["DETECTION_FORMATS", "DetectionWriter", "open_detection_writer"]
 
 DETECTION_FORMATS = ("jsonl", "coco", "voc", "yolo")
 """Output formats of :func:`open_detection_writer`."""
-
-
-def check_output(path: str | os.PathLike[str], *, folder: bool = False,
-                 what: str = "output") -> Path:
-    """Check that an output file or folder can be written, before any work is done.
-
-    A file's folder must exist and be writable, and the file must not be a folder; an output
-    folder is created when its parent exists.
-
-    Parameters
-    ----------
-    path : path-like
-    folder : bool, default=False
-        The output is a folder (created if missing).
-    what : str
-        Name used in messages (an option such as ``--save``).
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    OutputError
-        One line naming the path and the reason.
-
-    Examples
-    --------
-    >>> check_output("/nonexistent/dir/out.jsonl")  # doctest: +IGNORE_EXCEPTION_DETAIL
-    Traceback (most recent call last):
-    vjboost._errors.OutputError: ...
-    """
-    p = Path(path)
-    if folder:
-        if p.exists() and not p.is_dir():
-            raise OutputError(f"{what}: {p} exists and is not a folder")
-        if not p.exists():
-            if not p.parent.is_dir():
-                raise OutputError(f"{what}: cannot create {p}: the folder {p.parent} does not "
-                                  "exist")
-            try:
-                p.mkdir()
-            except OSError as exc:
-                raise OutputError(f"{what}: cannot create {p} ({exc.strerror or exc})") from None
-        target = p
-    else:
-        if p.is_dir():
-            raise OutputError(f"{what}: {p} is a folder; give a file name")
-        target = p.parent if str(p.parent) else Path(".")
-        if not target.is_dir():
-            raise OutputError(f"{what}: cannot write {p}: the folder {target} does not exist")
-    if not os.access(target, os.W_OK | os.X_OK):
-        raise OutputError(f"{what}: cannot write in {target} (permission denied)")
-    return p
 
 
 @dataclass
@@ -150,10 +97,14 @@ class DetectionWriter:
         self.n_detections += len(b)
         if self.format == "jsonl":
             assert self._fh is not None
-            for (x, y, w, h), sc, n in zip(b.tolist(), s.tolist(), nb.tolist(), strict=True):
-                self._fh.write(json.dumps({"source": source, "frame": int(frame), "x": x, "y": y,
-                                           "w": w, "h": h, "score": round(sc, 6),
-                                           "neighbors": n}) + "\n")
+            try:
+                for (x, y, w, h), sc, n in zip(b.tolist(), s.tolist(), nb.tolist(),
+                                               strict=True):
+                    self._fh.write(json.dumps({"source": source, "frame": int(frame), "x": x,
+                                               "y": y, "w": w, "h": h, "score": round(sc, 6),
+                                               "neighbors": n}) + "\n")
+            except OSError as exc:  # a full disk: the temporary file goes on abort()
+                raise output_error(self.path, exc) from None
             return
         self._images.append(_Image(source, int(frame), int(image_size[0]), int(image_size[1]),
                                    b, s, nb))
@@ -173,7 +124,7 @@ class DetectionWriter:
             elif self.format == "yolo":
                 self._write_yolo()
         except OSError as exc:
-            raise OutputError(f"{self.path}: cannot be written ({exc.strerror or exc})") from None
+            raise output_error(self.path, exc) from None
         finally:
             self._fh = self._ctx = None
 
@@ -287,9 +238,9 @@ def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl"
     if format in ("voc", "yolo"):
         if path == "-":
             raise OutputError(f"--format {format} writes one file per image: give a folder")
-        check_output(path, folder=True, what=what)
+        check_output_path(path, "folder", what=what)
     elif path != "-":
-        check_output(path, what=what)
+        check_output_path(path, what=what)
     if format == "jsonl":
         if path == "-":
             w._fh = sys.stdout
@@ -298,5 +249,5 @@ def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl"
             try:
                 w._fh = w._ctx.__enter__()
             except OSError as exc:
-                raise OutputError(f"{path}: cannot be written ({exc.strerror or exc})") from None
+                raise output_error(path, exc) from None
     return w

@@ -1,0 +1,699 @@
+"""Hostile and unlucky inputs end in vjboost's own one-line errors, never a raw exception.
+
+Model files (JSON and OpenCV XML: crafted cases and hypothesis fuzzing), output folders held by
+one run, write failures (a full disk simulated by ``ENOSPC``), damaged checkpoints, oversized
+images in batches, and the training memory budget.
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_limits import _good, _png_header_only
+
+import vjboost._io as vio
+from vjboost._errors import InputError, LimitError, OutputError, VJBoostError
+from vjboost._io import LOCK_NAME, OutputFolder, atomic_write, check_output_path
+from vjboost._limits import Limits
+from vjboost.cascade.model import CascadeModel
+from vjboost.cascade.model_io import load_model, model_from_bytes, model_to_dict, save_model
+from vjboost.cascade.opencv_xml import to_opencv_xml
+from vjboost.cascade.synthetic import random_cascade
+
+# ------------------------------------------------------------------------------------------------
+# Model files
+# ------------------------------------------------------------------------------------------------
+
+
+def _haar_doc() -> dict:
+    m = random_cascade(seed=1, window=(12, 12), n_stages=2, trees_per_stage=(1, 2), max_nodes=2)
+    return model_to_dict(m)
+
+
+def _xml(kind: str = "HAAR") -> str:
+    return to_opencv_xml(random_cascade(kind, seed=2, window=(12, 12), n_stages=2,
+                                        trees_per_stage=(1, 2), tilted_fraction=0.0))
+
+
+def _json_bytes(doc) -> bytes:
+    return json.dumps(doc).encode()
+
+
+def _set(path, value):
+    def mutate(doc):
+        d = copy.deepcopy(doc)
+        node = d
+        for k in path[:-1]:
+            node = node[k]
+        node[path[-1]] = value
+        return d
+    return mutate
+
+
+TREE = ("stages", 0, "trees", 0)
+
+JSON_CASES = {
+    "feature index over int32": (_set((*TREE, "feature", 0), 2**40), "outside 0..2147483647"),
+    "feature index 1.5": (_set((*TREE, "feature", 0), 1.5), "expected an integer, got 1.5"),
+    "feature index true": (_set((*TREE, "feature", 0), True), "expected an integer"),
+    "child code 2^32": (_set((*TREE, "left", 0), 2**32), "outside"),
+    "leaf 1e39": (_set((*TREE, "leaves", 0), 1e39), "float32"),
+    "stage threshold -1e39": (_set(("stages", 0, "threshold"), -1e39), "float32"),
+    "threshold a string": (_set((*TREE, "threshold", 0), "0.5"), "expected a number"),
+    "version true": (_set(("version",), True), "unsupported format version"),
+    "window 1e12": (_set(("window_shape",), [10**12, 10**12]), "VJBOOST_MAX_WINDOW_SIDE"),
+    "window 1.5": (_set(("window_shape",), [12.5, 12]), "expected an integer"),
+    "haar weight 1e39": (_set(("family", "config", "weights", 0, 0), 1e39), "float32"),
+    "rect of 3 values": (_set(("family", "config", "rects", 0, 0), [1, 2, 3]), "invalid cascade"),
+    "rect over int64": (_set(("family", "config", "rects", 0, 0), [2**70, 0, 1, 1]), "cascade"),
+    "haar family 120x120": (_set(("family",), {"family": "haar",
+                                              "config": {"window_shape": [120, 120]}}),
+                            "VJBOOST_MAX_FEATURES"),
+    "hog family 20000x20000": (_set(("family",), {"family": "hog",
+                                                 "config": {"window_shape": [20000, 20000]}}),
+                               "VJBOOST_MAX_WINDOW_SIDE"),
+    "haar family 2000": (_set(("family",), {"family": "haar",
+                                           "config": {"window_shape": [2000, 2000]}}),
+                         "VJBOOST_MAX_WINDOW_SIDE"),
+    "haar family 400": (_set(("family",), {"family": "haar",
+                                          "config": {"window_shape": [400, 400]}}),
+                        "VJBOOST_MAX_FEATURES"),
+    "stages not a list": (_set(("stages",), {"a": 1}), "expected a list"),
+    "tree not a mapping": (_set((*TREE[:-1], 0), 7), "expected a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JSON_CASES))
+def test_json_model_cases_give_one_clean_error_naming_the_file(tmp_path, case):
+    mutate, needle = JSON_CASES[case]
+    p = tmp_path / "m.json"
+    p.write_bytes(_json_bytes(mutate(_haar_doc())))
+    with pytest.raises(VJBoostError) as info:
+        load_model(p)
+    msg = str(info.value)
+    assert str(p) in msg and needle in msg and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize(("text", "needle"), [
+    ("{\"a\": " + "[" * 5000 + "]" * 5000 + "}", "VJBOOST_MAX_JSON_DEPTH"),
+    ('{"format": "vjboost-cascade", "version": ' + "9" * 4300 + "}", "digits"),
+    ('{"format": "vjboost-cascade", "version": 2, "window_shape": [NaN, 1]}', "NaN"),
+    ('{"format": "vjboost-cascade", "version": 2, "window_shape": [1e999, 1]}', "overflows"),
+    ('{"format": "vjboost-cascade"', "truncated"),
+    ('{"format": "vjboost-cascade", "version": 2, "window_shape": [1_9, 19]}', "malformed"),
+])
+def test_json_text_cases(tmp_path, text, needle):
+    p = tmp_path / "m.json"
+    p.write_text(text)
+    with pytest.raises(VJBoostError, match=needle) as info:
+        load_model(p)
+    assert str(p) in str(info.value)
+
+
+def test_v1_model_rect_of_four_values(tmp_path):
+    doc = json.loads(Path("models/frontalface.json").read_text()) if Path(
+        "models/frontalface.json").exists() else None
+    if doc is None:
+        pytest.skip("models/frontalface.json not in the working directory")
+    doc["features"][0]["rects"][0] = [0, 0, 2, 1]
+    p = tmp_path / "v1.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"features\[0\]\.rects\[0\]: expected \[x, y, w, h, "):
+        load_model(p)
+
+
+def _xml_replace(old: str, new: str, kind: str = "HAAR", count: int = 1):
+    def mutate():
+        text = _xml(kind)
+        assert old in text, old
+        return text.replace(old, new, count)
+    return mutate
+
+
+def _xml_sub(pattern: str, new: str):
+    return lambda: re.sub(pattern, new, _xml("HAAR"), count=1)
+
+
+XML_CASES = {
+    "width inf": (_xml_replace("<width>12</width>", "<width>inf</width>"), "not a number"),
+    "height nan": (_xml_replace("<height>12</height>", "<height>nan</height>"), "not a number"),
+    "width 1e300": (_xml_replace("<width>12</width>", "<width>1e300</width>"), "integer"),
+    "window 100000": (_xml_replace("<width>12</width>", "<width>100000</width>"),
+                      "VJBOOST_MAX_WINDOW_SIDE"),
+    "feature index 4294967315": (_xml_replace("<internalNodes>\n            0 -1 0 ",
+                                              "<internalNodes>\n            0 -1 4294967315 "),
+                                 "4294967315 is outside"),
+    "feature index 1e300": (_xml_replace("<internalNodes>\n            0 -1 0 ",
+                                         "<internalNodes>\n            0 -1 1e300 "), "integer"),
+    "feature index inf": (_xml_replace("<internalNodes>\n            0 -1 0 ",
+                                       "<internalNodes>\n            0 -1 inf "), "not a number"),
+    "feature index 1_9": (_xml_replace("<internalNodes>\n            0 -1 0 ",
+                                       "<internalNodes>\n            0 -1 1_9 "), "not a number"),
+    "child code 2^32": (_xml_replace("<internalNodes>\n            0 -1 ",
+                                     "<internalNodes>\n            4294967296 -1 "), "outside"),
+    "stage threshold -1e39": (_xml_sub(r"<stageThreshold>[^<]*<", "<stageThreshold>-1e39<"),
+                              "float32"),
+    "stage threshold nan": (_xml_sub(r"<stageThreshold>[^<]*<", "<stageThreshold>nan<"),
+                            "not a number"),
+    "haar weight nan": (_xml_replace("</rects>", "</rects>", count=0), "rects"),
+    "lbp subset word over 32 bits": (_xml_replace("<internalNodes>\n            0 -1 0 ",
+                                                  "<internalNodes>\n            0 -1 0 "
+                                                  "99999999999 ", "LBP"), ""),
+    "lbp rect inf": (_xml_replace("<rect>", "<rect>inf ", "LBP"), "not a number"),
+}
+
+
+def _weight_nan():
+    text = _xml("HAAR")
+    i = text.index("<rects>")
+    j = text.index("</_>", i)
+    head, item = text[:j], text[j:]
+    k = head.rindex(" ")
+    return head[:k] + " nan" + item
+
+
+XML_CASES["haar weight nan"] = (_weight_nan, "not a number")
+
+
+@pytest.mark.parametrize("case", sorted(XML_CASES))
+def test_xml_model_cases_give_one_clean_error_naming_the_file(tmp_path, case):
+    make, needle = XML_CASES[case]
+    p = tmp_path / "m.xml"
+    p.write_text(make())
+    with pytest.raises(VJBoostError) as info:
+        load_model(p)
+    msg = str(info.value)
+    assert str(p) in msg and needle in msg and "\n" not in msg, msg
+
+
+def test_model_size_cap_before_reading(tmp_path, monkeypatch):
+    p = tmp_path / "big.xml"
+    p.write_text(_xml() + " " * 5000)
+    with pytest.raises(LimitError, match="VJBOOST_MAX_MODEL_BYTES"):
+        load_model(p, limits=Limits(max_model_bytes=4000))
+    monkeypatch.setenv("VJBOOST_MAX_MODEL_BYTES", "4000")
+    with pytest.raises(LimitError, match=r"big.xml: model file of \d+ bytes exceeds"):
+        load_model(p)
+    if os.path.exists("/dev/zero"):  # endless: at most the cap is read
+        with pytest.raises(LimitError, match="/dev/zero: model file of more than 4000 bytes"):
+            load_model("/dev/zero")
+
+
+def test_node_and_feature_caps(tmp_path):
+    p = tmp_path / "m.json"
+    save_model(random_cascade(seed=3, window=(12, 12), n_stages=3), p)
+    with pytest.raises(LimitError, match="VJBOOST_MAX_MODEL_NODES"):
+        load_model(p, limits=Limits(max_model_nodes=2))
+    with pytest.raises(LimitError, match="VJBOOST_MAX_FEATURES"):
+        load_model(p, limits=Limits(max_features=1))
+    q = tmp_path / "m.xml"
+    q.write_text(_xml())
+    with pytest.raises(LimitError, match="VJBOOST_MAX_MODEL_NODES"):
+        load_model(q, limits=Limits(max_model_nodes=1))
+    with pytest.raises(LimitError, match="VJBOOST_MAX_FEATURES"):
+        load_model(q, limits=Limits(max_features=1))
+
+
+def test_valid_models_still_load_bit_for_bit(tmp_path):
+    for kind in ("HAAR", "LBP"):
+        m = random_cascade(kind, seed=5, window=(14, 12), n_stages=3, max_nodes=3)
+        for suffix in (".json", ".xml"):
+            p = tmp_path / f"m{suffix}"
+            save_model(m, p)
+            back = load_model(p)
+            assert [s.threshold for s in back.stages] == [s.threshold for s in m.stages]
+            assert all(a == b for s, t in zip(back.stages, m.stages, strict=True)
+                       for a, b in zip(s.trees, t.trees, strict=True))
+
+
+def _loads_or_clean(data: bytes) -> None:
+    try:
+        m = model_from_bytes(data, "fuzz.bin", limits=Limits(max_window_side=64,
+                                                             max_features=200_000))
+    except VJBoostError as exc:
+        assert "fuzz.bin" in str(exc) or "window_shape" in str(exc), str(exc)
+        return
+    assert isinstance(m, CascadeModel)
+
+
+FUZZ = settings(max_examples=150, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _mutations(base: bytes):
+    """Byte strings near a valid model: truncated, bytes replaced, tokens swapped."""
+    tokens = [b"0", b"-1", b"1e39", b"nan", b"inf", b"4294967315", b"1.5", b"true", b"null",
+              b"[]", b"{}", b'"x"', b"-0", b"1_9", b"9" * 50, b"<_>", b"</_>", b"]", b"}"]
+    pos = st.integers(0, len(base))
+    return st.one_of(
+        pos.map(lambda i: base[:i]),
+        st.tuples(pos, st.binary(max_size=8)).map(lambda t: base[:t[0]] + t[1] + base[t[0] + 1:]),
+        st.tuples(pos, st.sampled_from(tokens), st.integers(0, 6)).map(
+            lambda t: base[:t[0]] + t[1] + base[t[0] + t[2]:]),
+    )
+
+
+@FUZZ
+@given(st.data())
+def test_fuzzed_json_models_load_or_fail_cleanly(data):
+    base = _json_bytes(_haar_doc())
+    _loads_or_clean(data.draw(_mutations(base)))
+
+
+@FUZZ
+@given(st.data())
+def test_fuzzed_xml_models_load_or_fail_cleanly(data):
+    base = _xml(data.draw(st.sampled_from(["HAAR", "LBP"]))).encode()
+    _loads_or_clean(data.draw(_mutations(base)))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.binary(max_size=300))
+def test_random_bytes_fail_cleanly(data):
+    _loads_or_clean(data)
+    _loads_or_clean(b"{" + data)
+    _loads_or_clean(b"<" + data)
+
+
+# ------------------------------------------------------------------------------------------------
+# Output folders, write failures
+# ------------------------------------------------------------------------------------------------
+
+
+def test_output_folder_lock_refuses_a_second_run_and_takes_over_a_stale_one(tmp_path):
+    out = tmp_path / "o"
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        rec = {"pid": holder.pid, "host": vio.socket.gethostname(),
+               "process_start": vio._process_start(holder.pid), "started": "then",
+               "what": "training", "command": "vjtrain ..."}
+        out.mkdir()
+        (out / LOCK_NAME).write_text(json.dumps(rec))
+        with pytest.raises(OutputError, match=f"in use by another training \\(pid {holder.pid}"):
+            OutputFolder(out).acquire()
+    finally:
+        holder.kill()
+        holder.wait()
+    (out / ".model.json.abcd1234.tmp").write_text("half")  # left by a killed atomic write
+    notes = []
+    with OutputFolder(out, log=notes.append) as folder:
+        assert folder.took_over["pid"] == holder.pid
+        assert not (out / ".model.json.abcd1234.tmp").exists()
+        assert json.loads((out / LOCK_NAME).read_text())["pid"] == os.getpid()
+    assert not (out / LOCK_NAME).exists()
+    assert any("no longer running" in n for n in notes)
+
+
+def test_two_processes_one_folder(tmp_path):
+    """A real race: two processes take the same folder at once; exactly one wins."""
+    code = ("import sys, time; from vjboost._io import OutputFolder\n"
+            "try:\n"
+            "    f = OutputFolder(sys.argv[1]).acquire()\n"
+            "except OSError as e:\n"
+            "    print('refused', e); sys.exit(3)\n"
+            "print('held'); sys.stdout.flush(); time.sleep(2); f.release()\n")
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "o")],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=60)[0] for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 3], outs
+    assert any("refused" in o and "pid" in o for o in outs)
+
+
+def _enospc(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_full_disk_keeps_the_previous_file(tmp_path, monkeypatch):
+    p = tmp_path / "model.json"
+    atomic_write(p, "old")
+    monkeypatch.setattr(vio.os, "fsync", _enospc)
+    with pytest.raises(OutputError, match=r"model.json: cannot be written: the disk is full"):
+        atomic_write(p, "new")
+    assert p.read_text() == "old"
+    assert [f.name for f in tmp_path.iterdir()] == ["model.json"]  # no temporary file left
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+def test_dev_full_gives_the_disk_full_message():
+    with pytest.raises(OutputError, match="the disk is full"):
+        with open("/dev/full", "w") as fh:
+            try:
+                fh.write("x" * 10000)
+                fh.flush()
+            except OSError as exc:
+                raise vio.output_error("/dev/full", exc) from None
+
+
+def test_output_path_checks(tmp_path):
+    (tmp_path / "model.json").mkdir()
+    with pytest.raises(OutputError, match="is a folder"):
+        check_output_path(tmp_path / "model.json")
+    with pytest.raises(OutputError, match="does not exist"):
+        check_output_path(tmp_path / "no" / "where.json")
+    (tmp_path / "f").write_text("")
+    with pytest.raises(OutputError, match="exists and is not a folder"):
+        check_output_path(tmp_path / "f", "folder")
+
+
+def test_vjdetect_json_on_a_full_disk_leaves_no_file(tmp_path, model_json, monkeypatch):
+    from vjboost.cli.detect import main
+
+    img = _good(tmp_path / "a.png")
+    monkeypatch.setattr(vio.os, "fsync", _enospc)
+    out = tmp_path / "dets.jsonl"
+    r = CliRunner().invoke(main, [str(img), "--model", model_json, "--json", str(out)])
+    assert r.exit_code == 1 and "the disk is full" in r.output and "Traceback" not in r.output
+    assert not out.exists() and not list(tmp_path.glob(".dets*"))
+
+
+def test_vjdetect_model_dev_zero_and_partial_batch(tmp_path, model_json):
+    from vjboost.cli.detect import main
+
+    if os.path.exists("/dev/zero"):
+        r = CliRunner().invoke(main, [str(_good(tmp_path / "a.png")), "--model", "/dev/zero"])
+        assert r.exit_code != 0 and "VJBOOST_MAX_MODEL_BYTES" in r.output
+        assert "Traceback" not in r.output
+    d = tmp_path / "dir"
+    d.mkdir()
+    _good(d / "a.png")
+    _png_header_only(d / "b.png", 50000, 50000)
+    (d / "c.png").write_bytes(b"not an image")
+    _good(d / "d.png")
+    r = CliRunner().invoke(main, [str(d), "--model", model_json])
+    assert r.exit_code == 3, r.output
+    assert "2 input(s) read" in r.stderr and "2 skipped" in r.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# vjtrain: lock, outputs checked first, damaged checkpoint, memory budget, bad backgrounds
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def train_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("train")
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[:16, :16]
+    pos = ((np.hypot(yy - 7.5, xx - 7.5) < 5) * 150 + 50).astype(np.uint8)
+    noise = rng.integers(-20, 20, (120, 16, 16))
+    np.savez(root / "pos.npz", images=np.clip(pos + noise, 0, 255).astype(np.uint8))
+    (root / "bg").mkdir()
+    for i in range(3):
+        cv2.imwrite(str(root / "bg" / f"b{i}.png"),
+                    rng.integers(0, 255, (120, 160), dtype=np.uint8))
+    return root
+
+
+def _train_args(root, out, *extra):
+    return [str(root / "pos.npz"), str(root / "bg"), "-o", str(out), "--window", "16x16",
+            "--stages", "1", "--num-pos", "40", "--num-neg", "60", "--max-weak-count", "3",
+            "--threads", "1", "-q", *extra]
+
+
+def test_vjtrain_refuses_a_held_folder_and_an_output_that_is_a_folder(train_data, tmp_path):
+    from vjboost.cli.train import vjtrain
+
+    out = tmp_path / "o"
+    with OutputFolder(out, what="training"):
+        r = CliRunner().invoke(vjtrain, _train_args(train_data, out))
+        assert r.exit_code == 2 and f"pid {os.getpid()}" in r.output, r.output
+    (out / "model.json").mkdir()
+    r = CliRunner().invoke(vjtrain, _train_args(train_data, out))  # refused before training
+    assert r.exit_code == 2 and "model.json is a folder" in r.output, r.output
+    assert not (out / LOCK_NAME).exists() and not (out / "checkpoint.json").exists()
+
+
+def test_vjtrain_full_disk_and_damaged_checkpoint(train_data, tmp_path, monkeypatch):
+    """The disk fills up at the second checkpoint: one line, the first checkpoint intact, no
+    temporary file, no lock; --resume then continues. A truncated checkpoint says what to do."""
+    from vjboost.cascade.checkpoint import load_checkpoint
+    from vjboost.cli.train import vjtrain
+
+    out = tmp_path / "o"
+    args = _train_args(train_data, out, "--max-false-alarm", "0.9")
+    args[args.index("--stages") + 1] = "3"
+    real_fsync, writes = os.fsync, []
+
+    def fsync(fd):
+        frame = sys._getframe(1)
+        if frame.f_code.co_name == "atomic_open" and frame.f_locals["path"].name == \
+                "checkpoint.json":
+            writes.append(1)
+            if len(writes) == 2:
+                _enospc()
+        real_fsync(fd)
+
+    with monkeypatch.context() as m:
+        m.setattr(vio.os, "fsync", fsync)
+        r = CliRunner().invoke(vjtrain, args)
+    assert r.exit_code == 2 and "checkpoint.json: cannot be written: the disk is full" in \
+        r.output, r.output
+    assert "Traceback" not in r.output and not (out / LOCK_NAME).exists()
+    assert not [f for f in out.iterdir() if f.name.endswith(".tmp")]
+    assert len(load_checkpoint(out)["stages"]) == 1  # the last good checkpoint
+    r = CliRunner().invoke(vjtrain, [*args, "--resume"])
+    assert r.exit_code == 0 and "resuming after stage 0" in r.output, r.output
+    (out / "checkpoint.json").write_text('{"version": 1, "config": {}, "stag')
+    r = CliRunner().invoke(vjtrain, [*args, "--resume"])
+    assert r.exit_code == 2 and "damaged training checkpoint" in r.output, r.output
+    assert "delete" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_vjtrain_memory_budget_refuses_big_windows_quickly(train_data, tmp_path, monkeypatch):
+    from vjboost.cli.train import vjtrain
+
+    monkeypatch.setenv("VJBOOST_MEMORY_BUDGET", str(256 * 2**20))
+    for window, needle in (("64x64", "memory budget"), ("128x128", "VJBOOST_MAX_FEATURES"),
+                           ("1000x1000", "VJBOOST_MAX_FEATURES")):
+        args = _train_args(train_data, tmp_path / window)
+        args[args.index("16x16")] = window
+        pos = np.zeros((120, *map(int, window.split("x"))), np.uint8)
+        np.savez(tmp_path / "pos.npz", images=pos)
+        args[0] = str(tmp_path / "pos.npz")
+        r = CliRunner().invoke(vjtrain, args)
+        assert r.exit_code == 2 and needle in r.output, (window, r.output)
+        assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+
+
+def test_check_training_memory():
+    from vjboost._memory import MemoryBudgetError
+    from vjboost.cascade.budget import check_training_memory
+    from vjboost.features.haar import HaarFamily
+
+    fam = HaarFamily((16, 16))
+    left = check_training_memory(fam, 100, budget=2**30)
+    assert 0 < left < 2**30
+    with pytest.raises(MemoryBudgetError, match="memory budget"):
+        check_training_memory(fam, 100, budget=fam.n_features * 100)
+
+
+def test_haar_pool_size_is_counted_without_enumerating():
+    from vjboost.features.haar import haar_feature_table, haar_pool_size
+
+    for mode in ("BASIC", "CORE", "ALL"):
+        for shape in ((5, 7), (12, 9), (16, 16)):
+            assert haar_pool_size(shape, mode) == len(haar_feature_table(shape, mode)["type"])
+    assert haar_pool_size((1000, 1000)) > 10**11  # instant: nothing is enumerated
+
+
+def test_bad_backgrounds_and_positives_are_skipped(train_data, tmp_path):
+    from vjboost.cascade.positives import load_positives
+    from vjboost.cli.train import vjtrain
+
+    bg = tmp_path / "bg"
+    bg.mkdir()
+    for f in (train_data / "bg").iterdir():
+        (bg / f.name).write_bytes(f.read_bytes())
+    _png_header_only(bg / "huge.png", 20000, 20000)
+    (bg / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\nnothing")
+    lst = tmp_path / "bg.txt"
+    lst.write_text("\n".join(f"bg/{f.name}" for f in sorted(bg.iterdir())))
+    args = _train_args(train_data, tmp_path / "o")
+    args[1] = str(lst)
+    r = CliRunner().invoke(vjtrain, args)
+    assert r.exit_code == 0, r.output
+    assert "too large" in r.output and "unreadable" in r.output
+    crops = tmp_path / "crops"
+    crops.mkdir()
+    for i in range(3):
+        _good(crops / f"c{i}.png")
+    _png_header_only(crops / "huge.png", 50000, 50000)
+    ps = load_positives(str(crops), (16, 16))
+    assert len(ps.samples) == 3 and ps.skipped
+
+
+def test_npz_positives_fail_in_one_line_naming_the_file(tmp_path):
+    from vjboost.cascade.positives import load_positives
+
+    (tmp_path / "bad.npz").write_bytes(b"garbage")
+    np.savez(tmp_path / "obj.npz", images=np.array([object()], dtype=object))
+    np.savez(tmp_path / "noimg.npz", x=np.zeros(3))
+    for name, needle in (("bad.npz", "not a zip archive"), ("obj.npz", "Python objects"),
+                         ("noimg.npz", "no array 'images'")):
+        with pytest.raises(InputError, match=needle) as info:
+            load_positives(str(tmp_path / name), (16, 16))
+        assert str(tmp_path / name) in str(info.value)
+
+
+@pytest.mark.parametrize("module", ["vjboost._io", "vjboost._limits", "vjboost._memory",
+                                    "vjboost.cli._command", "vjboost.cascade.budget",
+                                    "vjboost.cascade.model_io", "vjboost.features.haar"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0
+
+
+# found by tools/fuzz_inputs.py (--seed 1, case 2864): a PNG whose IHDR Pillow cannot read
+# (interlace method 0xaf); OpenCV's libpng decoder spent 10 s and 3.7 GB on its 272 bytes
+_BAD_IHDR_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000100000000c08000000af5f5c9cb3e3dadfd749444154081d01cc0033ff"
+    "01eff0a914c8b57f2a707e872ab8db0977017ca923b640864ebb88b012e33244b73901f2bad2308f8873bad3b9052216"
+    "e979b9017f8b3372ffbad07b089e36d35781cfd6013d71e68df3ef2f6125bc3e05832f076701f0addf099236cd45950d"
+    "6ae3c9f53a2501c0f3ab1dc77051b4cef33c2eaf14066601d1a7a4d2ad84e682c42b21c376d49374016a5c88435bf14f"
+    "140bbc5eec51335b8701f8121974aa528d601dbb28d566d62808018e951d23865fba51c6ebe4fac017d6b30102241382"
+    "46d2e29fdc5816509be39f850b8660def27e29980000000049454e44ae426082")
+
+
+def test_png_with_a_damaged_header_is_not_decoded(tmp_path):
+    from vjboost.io import ImageReadError, read_image
+
+    p = tmp_path / "bad.png"
+    p.write_bytes(_BAD_IHDR_PNG)
+    with pytest.raises(ImageReadError, match="bad.png: damaged PNG file"):
+        read_image(p)  # at once: the decoder is not given the file
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path):
+    """A 64 KiB tmpfs (needs root and a mount-capable system; skipped otherwise)."""
+    import shutil
+
+    if os.name != "posix" or os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a small tmpfs needs root and mount(8)")
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()})")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+
+
+def test_real_full_disk_on_a_tiny_tmpfs(tiny_tmpfs):
+    atomic_write(tiny_tmpfs / "model.json", "old")
+    with pytest.raises(OutputError, match="model.json: cannot be written: the disk is full"):
+        atomic_write(tiny_tmpfs / "model.json", b"x" * 200_000)
+    assert (tiny_tmpfs / "model.json").read_text() == "old"
+    assert [p.name for p in tiny_tmpfs.iterdir()] == ["model.json"]
+    with open(tiny_tmpfs / "filler", "wb") as fh:  # fill it up
+        with pytest.raises(OSError):
+            fh.write(b"x" * 200_000)
+            fh.flush()
+    with pytest.raises(OutputError, match="disk is full|No space left"):
+        check_output_path(tiny_tmpfs / "out", "folder")
+
+
+@pytest.mark.slow
+def test_two_vjtrain_runs_on_one_folder(train_data, tmp_path):
+    """A real second vjtrain is refused while the first trains; the first then finishes and
+    --resume takes the folder again."""
+    from vjboost.cli.train import vjtrain
+
+    out = tmp_path / "o"
+    args = _train_args(train_data, out, "--max-false-alarm", "0.9")
+    args[args.index("--stages") + 1] = "2"
+    args[args.index("--max-weak-count") + 1] = "20"
+    code = "import sys; from vjboost.cli.train import main; main(sys.argv[1:])"
+    first = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        for _ in range(600):
+            if (out / LOCK_NAME).exists() or first.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert first.poll() is None, "the first run ended before the second started"
+        r = CliRunner().invoke(vjtrain, args)
+        assert r.exit_code == 2 and f"pid {first.pid}" in r.output, r.output
+        log = first.communicate(timeout=600)[0]
+    finally:
+        first.kill()
+    assert first.returncode == 0, log
+    assert (out / "model.json").exists() and not (out / LOCK_NAME).exists()
+    args[args.index("--stages") + 1] = "3"
+    r = CliRunner().invoke(vjtrain, [*args, "--resume"])
+    assert r.exit_code == 0 and "resuming after stage" in r.output, r.output
+
+
+def _vec_bytes() -> bytes:
+    import tempfile
+
+    from vjboost.io import write_vec
+
+    with tempfile.TemporaryDirectory() as d:
+        write_vec(Path(d) / "a.vec", np.arange(3 * 8 * 8, dtype=np.uint8).reshape(3, 8, 8) % 251)
+        return (Path(d) / "a.vec").read_bytes()
+
+
+_SAMPLE_FILES = {
+    "vec": (".vec", _vec_bytes),
+    "coco": (".json", lambda: json.dumps({
+        "images": [{"id": 1, "file_name": "a.png", "width": 16, "height": 12}],
+        "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [1, 2, 5, 6]}],
+        "categories": [{"id": 1, "name": "face"}]}).encode()),
+    "info": (".dat", lambda: b"a.png 2 1 2 5 6 3 3 4 4\n"),
+    "csv": (".csv", lambda: b"image,x,y,w,h\na.png,1,2,5,6\n"),
+}
+
+
+@FUZZ
+@given(st.data())
+def test_fuzzed_vec_and_annotation_files_load_or_fail_cleanly(tmp_path_factory, data):
+    from vjboost.io import read_annotations, read_vec
+
+    kind = data.draw(st.sampled_from(sorted(_SAMPLE_FILES)))
+    suffix, make = _SAMPLE_FILES[kind]
+    raw = data.draw(_mutations(make()))
+    p = tmp_path_factory.mktemp("fz") / f"input{suffix}"
+    p.write_bytes(raw)
+    try:
+        if kind == "vec":
+            read_vec(p)
+        else:
+            read_annotations(p, format=kind)
+    except VJBoostError as exc:
+        assert str(p) in str(exc) or p.name in str(exc), str(exc)
+
+
+def test_vjtrain_records_its_options_and_version(train_data, tmp_path):
+    import vjboost
+    from vjboost.cli.train import vjtrain
+
+    out = tmp_path / "o"
+    r = CliRunner().invoke(vjtrain, _train_args(train_data, out, "--mirror"))
+    assert r.exit_code == 0, r.output
+    for name in ("model.json", "report.json"):
+        doc = json.loads((out / name).read_text())
+        run = (doc["params"] if name == "model.json" else doc)["run"]
+        assert run["options"]["mirror"] is True and run["options"]["window"] == "16x16"
+        assert run["vjboost"] == vjboost.__version__ and run["command"]

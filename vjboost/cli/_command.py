@@ -1,0 +1,77 @@
+"""What every command-line tool shares: its errors end in one line and an exit status.
+
+An error vjboost raises on purpose (:class:`~vjboost._errors.VJBoostError`: bad input, a limit,
+the memory budget, an output that cannot be written) is a message for the user: the tools print
+it as one line (``Error: ...``) on stderr and exit non-zero, without a traceback. Any other
+exception is a bug and keeps its traceback, so that it gets reported.
+
+Use :class:`Command` as the ``cls`` of ``click.command``::
+
+    @click.command(cls=Command, error_exit_code=2)
+    def vjtool(...): ...
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .._errors import VJBoostError
+
+__all__ = ["Command", "CommandError", "one_line"]
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (an error message must not spread over several).
+
+    Examples
+    --------
+    >>> one_line(ValueError("model.json: bad\\n  at line 3"))
+    'model.json: bad at line 3'
+    """
+    text = " ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+    return text or type(exc).__name__
+
+
+class CommandError(click.ClickException):
+    """A :class:`~vjboost._errors.VJBoostError` turned into click's one-line ``Error: ...``
+    with the command's exit status."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class Command(click.Command):
+    """A click command whose :class:`~vjboost._errors.VJBoostError` end in one line on stderr
+    and exit status ``error_exit_code`` (other exceptions keep their traceback).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        Those of :class:`click.Command`.
+    error_exit_code : int, default=1
+        Exit status of a :class:`~vjboost._errors.VJBoostError`.
+
+    Examples
+    --------
+    >>> from click.testing import CliRunner
+    >>> from vjboost._errors import InputError
+    >>> @click.command(cls=Command, error_exit_code=2)
+    ... def tool():
+    ...     raise InputError("data.txt: line 3: expected 4 numbers")
+    >>> r = CliRunner().invoke(tool, [])
+    >>> r.exit_code, r.output.strip()
+    (2, 'Error: data.txt: line 3: expected 4 numbers')
+    """
+
+    def __init__(self, *args: Any, error_exit_code: int = 1, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.error_exit_code = int(error_exit_code)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except VJBoostError as exc:
+            raise CommandError(one_line(exc), self.error_exit_code) from None
