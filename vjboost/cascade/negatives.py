@@ -597,13 +597,16 @@ class NegativePool:
         self.checked_stages = int(state["checked_stages"])
         self._order, self._pos = {}, 0
 
-    def save(self, folder: str | os.PathLike[str], tag: str) -> dict[str, Any]:
-        """Write the windows to ``folder/negatives-<tag>.npy`` (atomically); returns the state
-        to keep in the checkpoint (which names the file)."""
-        name = f"negatives-{tag}.npy"
+    def save(self, folder: str | os.PathLike[str]) -> dict[str, Any]:
+        """Write the windows to ``folder/negatives-<digest>.npy`` (atomically); returns the
+        state to keep in the checkpoint (which names the file). Named by content, a file is
+        never replaced by other windows: the checkpoint in place stays valid until the new one
+        is written."""
+        state = self.state()
+        name = f"negatives-{state['digest']}.npy"
         with atomic_open(Path(folder) / name) as fh:
             np.save(fh, self.windows)
-        return {**self.state(), "file": name}
+        return {**state, "file": name}
 
     def load(self, folder: str | os.PathLike[str], state: dict[str, Any]) -> None:
         """Continue from a state written by :meth:`save`."""

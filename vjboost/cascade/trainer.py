@@ -817,8 +817,9 @@ class CascadeTrainer:
         }
 
     def _save(self, out: Path, cfg, stages, mining_log, stop, negatives: NegativePool) -> None:
-        # the pool's file first (named by stage): the checkpoint never names a missing file
-        state = negatives.save(out, str(len(stages)))
+        # the pool's file first (named by its content): the checkpoint never names a missing
+        # or replaced file
+        state = negatives.save(out)
         save_checkpoint(out, {
             "config": cfg,
             "stages": [s.to_dict() for s in stages],
