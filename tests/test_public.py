@@ -189,7 +189,7 @@ def test_wheel_ships_the_models_and_runs_outside_the_repository(tmp_path):
     env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
     code = ("import vjboost, skimage.data as d; from vjboost.cascade.shipped import MODELS_DIR; "
             "print(MODELS_DIR); "
-            "m = vjboost.load_model('vjboost:frontalface'); "
+            "m = vjboost.load('vjboost:frontalface'); "
             "print(len(vjboost.detect(d.astronaut(), m, channel_order='rgb'))); "
             "print(vjboost.load_model('vjboost:car_side').window_shape)")
     out = subprocess.run([str(py), "-c", code], cwd=outside, capture_output=True, text=True,

@@ -3,10 +3,11 @@
 The main API, flat::
 
     import vjboost
-    model = vjboost.load_model("vjboost:frontalface")
+    model = vjboost.load("vjboost:frontalface")
     faces = vjboost.detect("photo.jpg", model)
 
-* cascades: :func:`load_model`, :func:`save_model`, :func:`detect`, :func:`train`,
+* cascades: :func:`load` / :func:`load_model` (files and ``vjboost:``/``opencv:`` names),
+  :func:`save` / :func:`save_model`, :func:`detect`, :func:`train`,
   :class:`CascadeModel`, :class:`Stage`, :class:`CascadeDetector`, :class:`Detections`,
   :class:`CascadeTrainer`;
 * estimators: :class:`BoostedClassifier`, :class:`AdaBoostMH`, :class:`LogitBoostClassifier`,
@@ -39,8 +40,7 @@ from typing import TYPE_CHECKING
 
 from vjboost._jit import use_user_cache
 from vjboost._lazy import attach
-
-__version__ = "0.1.0"
+from vjboost._version import __version__
 
 if TYPE_CHECKING:
     from vjboost._errors import InputError, LimitError, OutputError, VJBoostError
@@ -67,6 +67,10 @@ if TYPE_CHECKING:
     from vjboost.cascade.detector import CascadeDetector, Detections
     from vjboost.cascade.model import CascadeModel, Stage
     from vjboost.cascade.model_io import load_model, save_model
+
+    # the short names of the two, for the flat API (``vjboost.load("vjboost:frontalface")``)
+    from vjboost.cascade.model_io import load_model as load
+    from vjboost.cascade.model_io import save_model as save
     from vjboost.cascade.trainer import CascadeTrainer
     from vjboost.features.acf import ChannelFamily
     from vjboost.features.base import FeatureFamily, register_family, registered_families

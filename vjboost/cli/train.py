@@ -594,10 +594,10 @@ def _run_record() -> dict[str, Any]:
     """How this run was started, as recorded in the model and the report: the command line,
     vjboost's version and every option as parsed (``--mirror`` included: the trainer's own
     ``mirror`` stays false because the command mirrors the positives itself)."""
-    import vjboost
+    from .._version import __version__
 
     ctx = click.get_current_context()
-    return {"command": " ".join(sys.argv), "vjboost": vjboost.__version__,
+    return {"command": " ".join(sys.argv), "vjboost": __version__,
             "options": {k: v for k, v in ctx.params.items()}}
 
 
