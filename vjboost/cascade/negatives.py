@@ -22,8 +22,9 @@ at every stage:
   negatives come from many images rather than from the first few.
 
 The schedule is a pure function of ``(params, image list, seed)``: pass ``p`` visits the images
-whose cursor is ``p`` in the order of a keyed hash of ``(seed, p, path)`` (adding backgrounds on
-resume does not reorder the others). Units are scanned in batches of ``params.batch``, and a batch
+whose cursor is ``p`` in the order of a keyed hash of ``(seed, p, file name)`` (adding
+backgrounds on resume does not reorder the others; moving them to another folder changes
+nothing). Units are scanned in batches of ``params.batch``, and a batch
 is always consumed whole, in unit order, so the result does not depend on how (or where, with an
 ``executor``) the units of a batch run, nor on the order they complete.
 
@@ -155,8 +156,11 @@ class MiningParams:
 
 
 def _key(seed: int, p: int, path: str) -> int:
-    """A 63-bit keyed hash of ``(seed, pass, path)``: the visiting order and per-unit seeds."""
-    h = hashlib.blake2b(f"{int(seed)}\0{int(p)}\0{path}".encode(), digest_size=8).digest()
+    """A 63-bit keyed hash of ``(seed, pass, file name)``: the visiting order and per-unit
+    seeds. The file name, not the path: the same backgrounds in another folder give the same
+    cascade."""
+    name = os.path.basename(path)
+    h = hashlib.blake2b(f"{int(seed)}\0{int(p)}\0{name}".encode(), digest_size=8).digest()
     return int.from_bytes(h, "little") >> 1
 
 
