@@ -106,13 +106,76 @@ def vj_group(groups, min_neighbors: int,
     return b, np.asarray(sc, np.float64), np.asarray(nb, np.int64)
 
 
+#: operating scores a grouped detection can be ranked by (what a ``score`` curve sweeps):
+#: ``best`` the best window's last-stage score; ``neighbors`` the group's window count (the
+#: best score breaks ties); ``sum`` the sum of the group's last-stage scores; ``margin`` the sum
+#: of the windows' margins over the last stage's threshold (a count weighted by confidence)
+OPERATING_SCORES = ("best", "neighbors", "sum", "margin")
+#: a model's declared operating score when its ``params`` name none (the shipped Haar model's)
+DEFAULT_OPERATING = {"min_neighbors": 1, "rank": "best"}
+
+
+def operating_score(model) -> dict:
+    """The model's declared operating score: ``params["operating_score"]`` =
+    ``{"min_neighbors": m, "rank": one of OPERATING_SCORES}`` (default :data:`DEFAULT_OPERATING`).
+    """
+    d = dict(DEFAULT_OPERATING)
+    d.update(dict(getattr(model, "params", {}) or {}).get("operating_score", {}))
+    if d["rank"] not in OPERATING_SCORES:
+        raise ValueError(f"operating_score: rank {d['rank']!r} not in {OPERATING_SCORES}")
+    return d
+
+
+def group_scores(groups, min_neighbors: int, size: tuple[int, int], *,
+                 last_threshold: float = 0.0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Detections at ``min_neighbors`` (> 0) and every operating score of each.
+
+    The class of each kept group is read through the partition's documented attributes: the
+    groups' ``best_`` is replaced by the class index in a shallow copy, so ``select`` returns
+    the kept classes in its order (and clipping) without a second partition.
+    """
+    import copy
+
+    k = len(groups.counts_)
+    idx = copy.copy(groups)
+    idx.best_ = np.arange(k, dtype=np.float64)
+    b, cls, cnt = idx.select(min_neighbors, size)
+    cls = cls.astype(np.int64)
+    lab = groups.labels_
+    s = groups.scores
+    sums = np.bincount(lab, weights=s, minlength=k)
+    margins = np.bincount(lab, weights=s - last_threshold, minlength=k)
+    best = groups.best_[cls]
+    out = {"best": best, "sum": sums[cls], "margin": margins[cls],
+           "neighbors": cnt.astype(np.float64) + 1e-6 * np.tanh(best)}
+    return np.asarray(b), out
+
+
 def ranking_score(scores: np.ndarray, neighbors: np.ndarray) -> np.ndarray:
     """What the ``score`` curve sweeps over grouped detections (the group's best stage score).
 
-    One place to change when a model declares another operating score (e.g. ``neighbors``, or
-    neighbours with the score as a tie-break).
+    Models that declare another operating score (``params["operating_score"]``) are ranked by
+    :func:`group_scores` instead.
     """
     return np.asarray(scores, np.float64)
+
+
+def score_curves(raw, images, gt, paths, *, ranks=OPERATING_SCORES,
+                 min_neighbors=(1,), last_threshold: float = 0.0) -> dict[str, dict]:
+    """``score`` curves of one cascade's raw windows: every ``rank`` at every grouping threshold
+    (keys ``"<rank>@<m>"``), each with its rates at the budgets and its envelope points."""
+    sizes = [(g.shape[1], g.shape[0]) for g in images]
+    groups = [vj_groups(b, s) for b, s in raw]
+    out = {}
+    for m in min_neighbors:
+        per = [group_scores(g, m, sz, last_threshold=last_threshold)
+               for g, sz in zip(groups, sizes, strict=True)]
+        for rank in ranks:
+            dets = {p: (b, sc[rank]) for p, (b, sc) in zip(paths, per, strict=True)}
+            ev = evaluate_detections(dets, gt, iou_threshold=IOU)
+            out[f"{rank}@{m}"] = {"rates": rates(ev), "points": curve_points(ev),
+                                  "rank": rank, "min_neighbors": m}
+    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -204,8 +267,10 @@ class Cascade:
         return None
 
 
-def cascade_curves(raw, images, gt, paths, score_neighbors: int) -> tuple[dict, dict]:
-    """min_neighbors and score curves of one cascade's raw windows."""
+def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = "best",
+                   last_threshold: float = 0.0) -> tuple[dict, dict]:
+    """min_neighbors and score curves of one cascade's raw windows (the score curve ranks the
+    groups at ``score_neighbors`` by ``rank``, one of :data:`OPERATING_SCORES`)."""
     sizes = [(g.shape[1], g.shape[0]) for g in images]
     groups = [vj_groups(b, s) for b, s in raw]
     by_m = {}
@@ -223,17 +288,28 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int) -> tuple[dict, 
                         "detection_rate": [round(float(v), 4) for v in dr]}}
     dets = {}
     for p, g, sz in zip(paths, groups, sizes, strict=True):
-        gb, gs, gn = vj_group(g, score_neighbors, sz)
-        dets[p] = (gb, ranking_score(gs, gn))
+        if rank == "best":
+            gb, gs, gn = vj_group(g, score_neighbors, sz)
+            dets[p] = (gb, ranking_score(gs, gn))
+        else:
+            gb, sc = group_scores(g, score_neighbors, sz, last_threshold=last_threshold)
+            dets[p] = (gb, sc[rank])
     ev = evaluate_detections(dets, gt, iou_threshold=IOU)
     score = {"rates": rates(ev), "points": curve_points(ev),
-             "min_neighbors": score_neighbors}
+             "min_neighbors": score_neighbors, "rank": rank}
     return neigh, score
 
 
 def dlib_boxes(rects) -> np.ndarray:
     return np.array([[r.left(), r.top(), r.right() - r.left() + 1, r.bottom() - r.top() + 1]
                      for r in rects], dtype=np.float64).reshape(-1, 4)
+
+
+def dlib_evaluation(paths, runs, gt) -> DetectionEvaluation:
+    """Score-swept evaluation of dlib's ``run(img, up, -1)`` outputs (one per image)."""
+    dets = {p: (dlib_boxes(r), np.asarray(s, np.float64))
+            for p, (r, s, _) in zip(paths, runs, strict=True)}
+    return evaluate_detections(dets, gt, iou_threshold=IOU)
 
 
 def _same(a, b) -> bool:
@@ -281,7 +357,11 @@ def main(argv: list[str] | None = None) -> int:
     raws = {}
     for c in cascades:
         raws[c.label] = c.raw(images)
-        neigh, score = cascade_curves(raws[c.label], images, gt, paths, args.score_min_neighbors)
+        op = (operating_score(c.model) if c.kind == "vjboost" and "operating_score"
+              in c.model.params else {"min_neighbors": args.score_min_neighbors, "rank": "best"})
+        neigh, score = cascade_curves(raws[c.label], images, gt, paths, op["min_neighbors"],
+                                      rank=op["rank"],
+                                      last_threshold=c.model.stages[-1].threshold)
         results[c.label] = {"kind": c.kind, "model": c.spec, "window": list(c.window),
                             "curves": {"min_neighbors": neigh, "score": score},
                             "primary": args.primary,
@@ -333,9 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     cv2.setNumThreads(-1)
 
     for label, (_, up) in dlib_runs.items():
-        dets = {p: (dlib_boxes(r), np.asarray(s, np.float64))
-                for p, (r, s, _) in zip(paths, dlib_out[label], strict=True)}
-        ev = evaluate_detections(dets, gt, iou_threshold=IOU)
+        ev = dlib_evaluation(paths, dlib_out[label], gt)
         i0 = np.flatnonzero(ev.thresholds >= 0)
         at0 = ({"detection_rate": round(float(ev.curve_detection_rate[i0[-1]]), 4),
                 "false_positives": int(ev.curve_false_positives[i0[-1]])} if i0.size else None)

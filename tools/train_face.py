@@ -1,0 +1,372 @@
+"""The face models' recipes: train them with ``vjtrain`` and choose them on the validation split.
+
+Two sub-commands:
+
+* ``train NAME`` runs ``vjtrain`` with the recipe ``NAME`` of :data:`RECIPES` (the exact
+  command of a shipped model; ``--set key=value`` overrides one setting for an experiment) on the
+  data ``tools/face_data.py`` built in ``--data`` (default ``/work/data/faces``: the training
+  positives of every source and the training backgrounds; never CMU-MIT), under ``nice``, and
+  records its wall time and peak memory (the child's ``ru_maxrss``). ``--ship`` copies the model
+  to ``vjboost/models/NAME.json`` (and ``.xml`` when the cascade is OpenCV-exportable, and its
+  report) with its declared operating score (``params["operating_score"]``).
+* ``validate MODEL...`` runs models on the validation detection set (``val/det``: held-out
+  NRC-IIT frames, synthetic scenes of held-out faces in held-out backgrounds, face-free held-out
+  backgrounds) and prints, at the false-positive budgets of ``tools/bench_peers.py``, the
+  detection rate of the ``min_neighbors`` curve and of every operating score
+  (``bench_peers.OPERATING_SCORES``) at grouping thresholds 1–3, with the detection time (one
+  thread, ms per megapixel). This is where configurations and operating scores are chosen.
+
+Every run appends one JSON line to ``--log`` (default ``runs/face_log.jsonl``): the command,
+seconds, peak memory, or the validation figures. The last line printed is ``RESULT {json}``;
+``--quick`` trains 3 stages on a tenth of the data / validates on 60 images (under a minute
+each, apart from numba's first compilation).
+
+Examples::
+
+    python tools/train_face.py train frontalface --out runs/frontalface --ship
+    python tools/train_face.py train frontalface --set sampler=tasting_1q --out runs/t1
+    python tools/train_face.py validate runs/t1/model.json vjboost:frontalface --peers
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
+
+import bench_peers as bp  # noqa: E402
+
+DATA = Path(os.environ.get("VJBOOST_FACE_DATA", "/work/data/faces"))
+LOG = REPO / "runs" / "face_log.jsonl"
+GROUPING = (1, 2, 3)
+
+#: shared by every face recipe: the positives of ``tools/face_data.py`` (32×32 windows, target box
+#: at (4, 4, 24, 24)), mirrored, with jittered copies (rotation °, scale, shift, gamma)
+COMMON = {
+    "window": "20x20", "pos-crop": "0.125,0.125,0.75,0.75", "mirror": True,
+    "jitter": 3, "jitter-range": "12,0.1,0.06,0.5", "shuffle-positives": True,
+    "mining-scale-factor": 1.1, "seed": 0,
+}
+#: the recipes of the shipped face models (``vjtrain`` options; True = a flag)
+RECIPES: dict[str, dict] = {
+    # a pool of several families, depth-2 trees chosen by a sampler; trained for 11 stages in
+    # 33 min it stays far below the shipped Haar model on validation (docs/ablation.md), so it
+    # is not shipped
+    "frontalface": dict(COMMON, **{
+        "features": "haar,mblbp,channels", "haar-mode": "ALL", "sampler": "laminating",
+        "weak-learner": "tree", "max-depth": 2, "num-pos": 10000, "num-neg": 10000,
+        "stages": 18, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
+    }),
+    # the OpenCV-exportable one: Haar only
+    "frontalface_haar": dict(COMMON, **{
+        "features": "haar", "haar-mode": "ALL", "sampler": "laminating",
+        "weak-learner": "tree", "max-depth": 2, "num-pos": 10000, "num-neg": 10000,
+        "stages": 18, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
+    }),
+}
+#: the operating score each recipe's model declares (chosen on validation)
+OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "best"},
+             "frontalface_haar": {"min_neighbors": 1, "rank": "best"}}
+
+
+def _value(v: str):
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(v.lower(), v)
+
+
+def vjtrain_args(config: dict) -> list[str]:
+    """``vjtrain`` options of a recipe (``True``: a flag; ``False``/``None``: left out)."""
+    out = []
+    for k, v in config.items():
+        if v is True:
+            out.append(f"--{k}")
+        elif v is not False and v is not None:
+            out += [f"--{k}", str(v)]
+    return out
+
+
+def log(entry: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+# ------------------------------------------------------------------------------------------------
+# train
+# ------------------------------------------------------------------------------------------------
+
+
+#: recipe keys the tool handles itself (how the positives file is prepared), not vjtrain options
+PREP_KEYS = ("sources", "degrade")
+
+
+def degrade(images: np.ndarray, n: int, *, seed: int) -> np.ndarray:
+    """``n`` degraded copies of every window, as a low-quality scan shows a face: Gaussian blur
+    (σ up to 1.2 px of the 32×32 window), contrast reduced to 35–100 % around the window's mean
+    and Gaussian noise (σ up to 6 grey levels), each drawn independently per copy (seeded).
+
+    Returns (n × len(images), 32, 32) uint8, copy-major.
+    """
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        sig = rng.uniform(0.0, 1.2, len(images))
+        blurred = np.stack([cv2.GaussianBlur(g, (0, 0), s) if s > 0.3 else g
+                            for g, s in zip(images, sig, strict=True)]).astype(np.float32)
+        mean = blurred.mean(axis=(1, 2), keepdims=True)
+        c = rng.uniform(0.35, 1.0, (len(images), 1, 1)).astype(np.float32)
+        noise = rng.normal(0.0, 1.0, blurred.shape).astype(np.float32) * rng.uniform(
+            0.0, 6.0, (len(images), 1, 1)).astype(np.float32)
+        out.append(np.clip(np.rint(mean + c * (blurred - mean) + noise), 0, 255).astype(np.uint8))
+    return np.concatenate(out) if out else images[:0]
+
+
+def prepare_positives(pos: Path, config: dict, folder: Path) -> Path:
+    """The positives file of a recipe: ``sources`` (comma list of webfaces, cbcl, nrc; default
+    all) and ``degrade`` (copies per window, :func:`degrade`) applied to ``tools/face_data.py``'s
+    training windows; the file itself when neither is set."""
+    sources, n_deg = config.get("sources"), int(config.get("degrade") or 0)
+    if not sources and not n_deg:
+        return pos
+    with np.load(pos) as z:
+        images, src = z["images"], z["source"]
+    if sources:
+        images = images[np.isin(src, [s.strip() for s in str(sources).split(",")])]
+    seed = int(config.get("seed", 0))
+    if n_deg:
+        images = np.concatenate([images, degrade(images, n_deg, seed=seed)])
+    # shuffled here too, so that a stage's positives mix clean and degraded windows
+    images = images[np.random.default_rng(seed).permutation(len(images))]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "positives.npz"
+    np.savez(path, images=images)
+    return path
+
+
+def train(name: str, out: Path, *, overrides: dict, data: Path, quick: bool, nice: int,
+          ship: bool) -> dict:
+    """Run ``vjtrain`` with recipe ``name`` (and ``overrides``) into ``out``."""
+    config = dict(RECIPES[name], **overrides)
+    pos, bg = data / "train" / "positives.npz", data / "backgrounds_train.txt"
+    pos = prepare_positives(pos, config, out.with_name(out.name + "_data"))
+    config_vj = {k: v for k, v in config.items() if k not in PREP_KEYS}
+    if quick:
+        out.mkdir(parents=True, exist_ok=True)
+        pos, bg = _quick_data(pos, bg, out)
+        config_vj.update({"stages": 3, "num-pos": 1000, "num-neg": 1000, "jitter": 1})
+    vjbin = Path(sys.executable).parent / "vjtrain"
+    cmd = [str(vjbin), str(pos), str(bg), "-o", str(out), *vjtrain_args(config_vj), "-q"]
+    if nice:
+        cmd = ["nice", "-n", str(nice), *cmd]
+    print(" ".join(cmd), flush=True)
+    env = dict(os.environ)
+    env.setdefault("NUMBA_CACHE_DIR", str(REPO / ".numba_cache"))
+    t0 = time.perf_counter()
+    rc = subprocess.call(cmd, env=env)
+    wall = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    rep = _report(out)
+    entry = {"kind": "train", "recipe": name, "out": str(out), "overrides": overrides,
+             "config": config, "quick": quick, "rc": rc, "wall_s": round(wall, 1),
+             "peak_rss_gib": round(peak / 2**30, 2),
+             "training_seconds": rep.get("training_seconds"),
+             "n_stages": len(rep.get("stages", [])) or None,
+             "stop_reason": rep.get("stop_reason")}
+    if rc == 0 and ship:
+        entry["shipped"] = ship_model(name, out)
+    return entry
+
+
+def _report(out: Path) -> dict:
+    try:
+        return json.loads((out / "report.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _quick_data(pos: Path, bg: Path, out: Path) -> tuple[Path, Path]:
+    """A tenth of the positives and 60 backgrounds, in ``out`` (for ``--quick``)."""
+    with np.load(pos) as z:
+        arrays = {k: z[k][::10] if z[k].ndim and len(z[k]) == len(z["images"]) else z[k]
+                  for k in z.files}
+    qp = out / "quick_positives.npz"
+    np.savez(qp, **arrays)
+    qb = out / "quick_bg.txt"
+    qb.write_text("\n".join(bg.read_text().split()[::40][:60]) + "\n")
+    return qp, qb
+
+
+def ship_model(name: str, out: Path) -> list[str]:
+    """Copy a trained model into the shipped models' folder under ``name`` with its declared
+    operating score."""
+    from vjboost.cascade import load_model, save_model
+    from vjboost.cascade.shipped import MODELS_DIR
+
+    model = load_model(out / "model.json")
+    model.params["operating_score"] = dict(OPERATING.get(name, bp.DEFAULT_OPERATING))
+    save_model(model, MODELS_DIR / f"{name}.json")
+    shipped = [MODELS_DIR / f"{name}.json"]
+    for src, suffix in (("cascade.xml", ".xml"), ("report.json", ".report.json")):
+        if (out / src).is_file():
+            shutil.copyfile(out / src, MODELS_DIR / f"{name}{suffix}")
+            shipped.append(MODELS_DIR / f"{name}{suffix}")
+    return [str(p.relative_to(REPO)) for p in shipped]
+
+
+# ------------------------------------------------------------------------------------------------
+# validate
+# ------------------------------------------------------------------------------------------------
+
+
+def load_validation(data: Path, quick: bool):
+    """Paths, grey images and boxes of the validation detection set (``val/det``)."""
+    from vjboost.io import read_annotations, read_bg_list, read_image
+
+    det = data / "val" / "det"
+    paths = read_bg_list(det / "images.txt")
+    if quick:  # every 10th image: NRC frames, scenes and face-free images alike
+        paths = paths[::10]
+    images = [read_image(p) for p in paths]
+    ann = read_annotations(det / "boxes.csv")
+    gt = {p: np.asarray(ann.get(p, np.zeros((0, 4))), np.float64).reshape(-1, 4) for p in paths}
+    return paths, images, gt
+
+
+def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost") -> dict:
+    """Validation curves and detection time (one thread) of one cascade."""
+    model, window, _ = bp.vj_load(spec)
+    det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
+    det.raw_windows(images[0])  # compile before timing
+    t0 = time.perf_counter()
+    raw = [det.raw_windows(g) for g in images]
+    secs = time.perf_counter() - t0
+    mp = sum(g.size for g in images) / 1e6
+    neigh, _ = bp.cascade_curves(raw, images, gt, paths, 1)
+    scores = bp.score_curves(raw, images, gt, paths, min_neighbors=GROUPING,
+                             last_threshold=model.stages[-1].threshold)
+    declared = (bp.operating_score(model) if "operating_score" in model.params else None)
+    return {"model": spec, "kind": kind, "window": list(window), "stages": model.n_stages,
+            "ms_per_mp_1t": round(1000 * secs / mp, 1),
+            "min_neighbors": neigh["rates"], "neighbors_points": neigh["points"],
+            "scores": {k: v["rates"] for k, v in scores.items()}, "declared": declared}
+
+
+def validate_dlib(paths, images, gt, *, upsample: int = 2) -> dict:
+    """dlib's HOG frontal-face detector on the validation set (score swept; one thread)."""
+    import dlib
+
+    hog = dlib.get_frontal_face_detector()
+    hog.run(images[0], upsample, -1)
+    t0 = time.perf_counter()
+    runs = [hog.run(g, upsample, -1) for g in images]
+    secs = time.perf_counter() - t0
+    mp = sum(g.size for g in images) / 1e6
+    ev = bp.dlib_evaluation(paths, runs, gt)
+    return {"model": f"dlib HOG up{upsample}", "kind": "dlib", "window": None, "stages": None,
+            "ms_per_mp_1t": round(1000 * secs / mp, 1), "min_neighbors": bp.rates(ev),
+            "scores": {}, "declared": None}
+
+
+def best_score(res: dict) -> tuple[str, dict]:
+    """The operating score with the largest mean rate over the budgets (validation only)."""
+    cands = dict(res["scores"], min_neighbors=res["min_neighbors"])
+    key = max(cands, key=lambda k: np.mean(list(cands[k].values())))
+    return key, cands[key]
+
+
+def print_validation(results: list[dict]) -> None:
+    cols = " ".join(f"{'@' + str(b):>6s}" for b in bp.BUDGETS)
+    print(f"\n{'model':<34s} {'curve':<14s} {cols}  {'mean':>6s} {'ms/MP':>7s}")
+    for r in results:
+        first = "score" if r["kind"] == "dlib" else "min_neighbors"
+        rows = [(first, r["min_neighbors"])] + sorted(r["scores"].items())
+        for i, (k, rt) in enumerate(rows):
+            v = [rt[str(b)] for b in bp.BUDGETS]
+            tm = f"{r['ms_per_mp_1t']:7.0f}" if i == 0 else ""
+            name = Path(r["model"]).parent.name if r["model"].endswith("model.json") else r["model"]
+            print(f"{name[-34:] if i == 0 else '':<34s} {k:<14s} "
+                  + " ".join(f"{x:6.3f}" for x in v) + f"  {np.mean(v):6.3f} {tm}")
+        k, _ = best_score(r)
+        print(f"{'':<34s} best curve on validation: {k}")
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DATA, help="tools/face_data.py's output")
+    ap.add_argument("--log", type=Path, default=LOG, help="JSON-lines log of every run")
+    ap.add_argument("--quick", action="store_true")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="run vjtrain with a recipe")
+    t.add_argument("recipe", choices=sorted(RECIPES))
+    t.add_argument("--out", type=Path, default=None, help="output folder (runs/<recipe>)")
+    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a vjtrain option of the recipe (repeatable)")
+    t.add_argument("--nice", type=int, default=5)
+    t.add_argument("--ship", action="store_true", help="copy the model into vjboost/models/")
+    v = sub.add_parser("validate", help="curves on the validation detection set")
+    v.add_argument("models", nargs="+")
+    v.add_argument("--peers", action="store_true", help="also OpenCV's default and alt2")
+    v.add_argument("--dlib", action="store_true",
+                   help="also dlib's HOG detector (upsample 2; its score swept)")
+    v.add_argument("--label", default=None, help="name of the configuration in the log")
+    args = ap.parse_args(argv)
+
+    if args.cmd == "train":
+        overrides = {}
+        for kv in args.set:
+            k, _, val = kv.partition("=")
+            overrides[k.strip().lstrip("-")] = _value(val.strip())
+        out = args.out or REPO / "runs" / (args.recipe + ("_quick" if args.quick else ""))
+        entry = train(args.recipe, out, overrides=overrides, data=args.data, quick=args.quick,
+                      nice=args.nice, ship=args.ship)
+        log(entry, args.log)
+        print("RESULT " + json.dumps(entry))
+        return 0 if entry["rc"] == 0 else 1
+
+    paths, images, gt = load_validation(args.data, args.quick)
+    n_faces = int(sum(len(v) for v in gt.values()))
+    mp = sum(g.size for g in images) / 1e6
+    print(f"validation: {len(images)} images, {n_faces} faces, {mp:.1f} MP; IoU >= {bp.IOU}")
+    specs = [(m, "vjboost") for m in args.models]
+    if args.peers:
+        specs += [(s, "opencv") for s in bp.OPENCV.values()]
+    results = [validate_one(s, paths, images, gt, kind=k) for s, k in specs]
+    if args.dlib:
+        results.append(validate_dlib(paths, images, gt, upsample=2))
+    print_validation(results)
+    for r in results:
+        log({"kind": "validate", "label": args.label, "quick": args.quick,
+             **{k: v for k, v in r.items() if k != "neighbors_points"}}, args.log)
+    summary = {"quick": args.quick, "images": len(images), "faces": n_faces,
+               "budgets": list(bp.BUDGETS),
+               "models": {r["model"]: {"min_neighbors": r["min_neighbors"],
+                                       "best_curve": best_score(r)[0],
+                                       "best_rates": best_score(r)[1],
+                                       "ms_per_mp_1t": r["ms_per_mp_1t"]} for r in results}}
+    print("RESULT " + json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
