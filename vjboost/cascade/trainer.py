@@ -540,6 +540,7 @@ class CascadeTrainer:
         log: Callable[[str], None] | None = None,
         max_new_stages: int | None = None,
         executor: Any = None,
+        run: dict[str, Any] | None = None,
     ) -> CascadeTrainer:
         """Train the cascade.
 
@@ -562,12 +563,17 @@ class CascadeTrainer:
             Mine negatives and precompute feature blocks as tasks on this executor (e.g. Dask
             workers); the cascade is the same as without it. Not part of the checkpoint's
             settings: a run may be resumed with another executor or none.
+        run : dict, optional
+            How this call was started (e.g. the command line, vjboost's version and every
+            option as given), written into each checkpoint as ``"run"``; informative only, so a
+            run may be resumed by another command line.
 
         Returns
         -------
         self
         """
         log = log or (lambda msg: None)
+        self._run = dict(run) if run is not None else None
         self._check_params()
         h, w = self.window_shape
         pos = np.asarray(positives)
@@ -826,6 +832,7 @@ class CascadeTrainer:
             "mining": mining_log,
             "negatives": state,
             "stop": stop,
+            **({"run": self._run} if getattr(self, "_run", None) is not None else {}),
         })
         for old in out.glob("negatives-*.npy"):
             if old.name != state["file"]:

@@ -478,7 +478,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     try:
         trainer.fit(positives, backgrounds, output_dir=out, resume=resume,
                     log=(lambda m: None) if bars is not None else echo,
-                    max_new_stages=max_new_stages, executor=executor)
+                    max_new_stages=max_new_stages, executor=executor, run=_run_record())
     except TrainingError as exc:
         raise InputError(str(exc)) from None
     except ExecutorError as exc:
