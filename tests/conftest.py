@@ -32,6 +32,16 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 
 
+@pytest.fixture(scope="session")
+def faces12() -> np.ndarray:
+    """The 100 LFW faces of scikit-image at 12×12, and their mirror images (uint8)."""
+    from skimage.data import lfw_subset
+
+    imgs = (lfw_subset()[:100] * 255).round().astype(np.uint8)
+    out = np.stack([cv2.resize(im, (12, 12), interpolation=cv2.INTER_AREA) for im in imgs])
+    return np.concatenate([out, out[:, :, ::-1]])
+
+
 @pytest.fixture(scope="module")
 def backgrounds(tmp_path_factory) -> list[str]:
     """Eight scikit-image pictures, a third of their size, as PNG background files."""

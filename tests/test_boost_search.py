@@ -93,9 +93,15 @@ def test_trainer_streams_features_over_the_memory_budget(tmp_path):
               seed=1, threads=1)
     full = CascadeTrainer(**kw).fit(faces, bgs)
     pool = full.pool_
-    # the training floor (feature program, channels) plus room for blocks of a few hundred
-    budget = (PROGRAM_BYTES_PER_FEATURE * pool.n_features + pool.channels_nbytes(150)
-              + 8 * 150 * 300)
+    # the run's budget whose feature-cache share holds the training floor (feature program,
+    # channels) plus room for blocks of a few hundred features (the rest of the run's budget:
+    # decoded images, the process, the positives, the negative pool)
+    from vjboost.cascade.trainer import BASE_MEMORY, IMAGE_CACHE_SHARE
+
+    features = (PROGRAM_BYTES_PER_FEATURE * pool.n_features + pool.channels_nbytes(150)
+                + 8 * 150 * 300)
+    held = BASE_MEMORY + 2 * faces.nbytes + 3 * 100 * 10 * 10
+    budget = int((features + 600 + held) / (1 - IMAGE_CACHE_SHARE))  # 600: rounding slack
     streamed = CascadeTrainer(memory_budget=budget, **kw).fit(faces, bgs)
     assert full.stages_[0].info["mode"] == "precomputed uint8"
     assert streamed.stages_[0].info["mode"].startswith("streamed in blocks of")

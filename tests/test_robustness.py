@@ -696,3 +696,6 @@ def test_vjtrain_records_its_options_and_version(train_data, tmp_path):
         run = (doc["params"] if name == "model.json" else doc)["run"]
         assert run["options"]["mirror"] is True and run["options"]["window"] == "16x16"
         assert run["vjboost"] == vjboost.__version__ and run["command"]
+    # the checkpoint too, so that a folder left by a killed run says how it was started
+    ck = json.loads((out / "checkpoint.json").read_text())
+    assert ck["run"]["options"]["mirror"] is True and ck["run"]["vjboost"] == vjboost.__version__

@@ -72,6 +72,8 @@ def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
                                                   a[1]]), "jitter-range"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--jitter", "2", "--jitter-range",
                                                   "10,0.1,0.9", a[1]]), "max_shift"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--memory", "4X", a[1]]), "--memory"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--memory", "600M", a[1]]), "memory budget"),
     ],
 )
 def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, message):

@@ -77,7 +77,7 @@ def train_small(faces, bgs, executor) -> str:
 def mine(model, bgs, executor, cache) -> tuple[float, object]:
     params = MiningParams(model.window_shape, max_passes=1)
     t = time.perf_counter()
-    res = mine_negatives(model, bgs, 10**9, params=params, seed=0, stage=1, cache=cache,
+    res = mine_negatives(model, bgs, 10**9, params=params, seed=0, cache=cache,
                          executor=None if isinstance(executor, SerialExecutor) else executor)
     return time.perf_counter() - t, res
 

@@ -6,8 +6,14 @@ import os
 
 from ._errors import VJBoostError
 
-__all__ = ["MemoryBudgetError", "available_memory", "check_memory", "format_bytes",
-           "memory_budget"]
+__all__ = [
+    "MemoryBudgetError",
+    "available_memory",
+    "check_memory",
+    "format_bytes",
+    "memory_budget",
+    "parse_bytes",
+]
 
 
 class MemoryBudgetError(VJBoostError, MemoryError, ValueError):
@@ -27,6 +33,28 @@ def available_memory() -> int:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 8 * 1024**3
+
+
+def parse_bytes(text: str | int | float) -> int:
+    """Bytes from ``"4G"``, ``"512M"``, ``"2.5GiB"``, ``"1e9"`` or a number (binary units).
+
+    >>> parse_bytes("4G"), parse_bytes("512MiB"), parse_bytes(1000)
+    (4294967296, 536870912, 1000)
+    """
+    if isinstance(text, int | float) and not isinstance(text, bool):
+        value, unit = float(text), ""
+    else:
+        s = str(text).strip().upper().removesuffix("IB").removesuffix("B")
+        unit = s[-1] if s and s[-1] in "KMGT" else ""
+        try:
+            value = float(s[:-1] if unit else s)
+        except ValueError:
+            raise ValueError(f"expected a size such as 4G, 512M or a number of bytes, got "
+                             f"{text!r}") from None
+    value *= 1024 ** ("KMGT".index(unit) + 1) if unit else 1
+    if not value > 0 or value != value or value == float("inf"):
+        raise ValueError(f"expected a positive size, got {text!r}")
+    return int(value)
 
 
 def format_bytes(n: float) -> str:

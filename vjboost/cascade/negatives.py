@@ -1,47 +1,80 @@
 """Hard-negative mining: background windows that the current cascade still accepts.
 
 Before each stage the trainer needs ``n`` negative windows that pass every stage trained so far.
-:func:`mine_negatives` visits background images in a seeded order, scans each one on a pyramid of
-scales with a regular grid of windows, keeps the windows the cascade accepts (all windows before
-the first stage) and stops once ``n`` are collected. Scanning uses
-:class:`~vjboost.cascade.detector.CascadeDetector` (the cascade runner's kernels, or the generic
-family path) on the image's :class:`~vjboost.cascade.scan.Pyramid`, so a window is accepted
-exactly when detection would accept it; accepted windows are cut out of the level the cascade ran
-on (:meth:`~vjboost.cascade.scan.Pyramid.windows`).
+A :class:`NegativePool` supplies them for the whole run, so that mining does not restart from zero
+at every stage:
 
-The schedule is a pure function of ``(params, image list, seed, stage)``:
+* **the pool** keeps the windows found so far that the cascade still accepts (the previous
+  stage's negatives and any surplus). Before stage ``k`` it is re-checked against stage ``k - 1``
+  only (:class:`~vjboost.cascade.runner.CascadeRunner` on the window stack, from
+  ``first_stage=k - 1``): the earlier stages accepted those windows already;
+* **fresh scanning** only tops the pool up to ``n``. The backgrounds are cut into *units*
+  ``(image, pass)``; a per-image cursor (passes done, saved in checkpoints) moves forward only, so
+  no window is scanned twice over the run;
+* a unit is scanned by :func:`scan_unit`, a pure function of ``(model, image path, pass, params,
+  seed)``: the image is transformed by the pass's **augmentation** (one of the 8 mirror / 90°
+  rotations, optionally shrunk by ``sqrt(scale_factor)`` — an extra pyramid offset between the
+  detector's scales — and a seeded gamma change), cropped at the pass's grid offset
+  ``(o mod step, o div step)``, ``o = pass mod step²``, and scanned as the detector scans it
+  (:class:`~vjboost.cascade.detector.CascadeDetector` on the image's
+  :class:`~vjboost.cascade.scan.Pyramid`), so a window is accepted exactly when detection would
+  accept it. At most ``per_image`` accepted windows are kept per unit (a seeded choice), so
+  negatives come from many images rather than from the first few.
 
-* pass ``p`` visits every image once, in an order drawn from ``(seed, stage, p)``;
-* an image is scanned as the detector scans it (:func:`~vjboost.cascade.scan.opencv_scales`
-  with ``params.scale_factor``, images shrunk by ``INTER_LINEAR_EXACT``), on a grid of step
-  ``params.step`` pixels of the scaled image, after cropping the image at the pass's offset
-  ``(p mod step, p div step mod step)`` — every pass scans new windows;
-* at most ``params.max_per_image`` accepted windows are kept per image and pass (a seeded choice),
-  so negatives come from many images rather than from the first few.
+The schedule is a pure function of ``(params, image list, seed)``: pass ``p`` visits the images
+whose cursor is ``p`` in the order of a keyed hash of ``(seed, p, file name)`` (adding
+backgrounds on resume does not reorder the others; moving them to another folder changes
+nothing). Units are scanned in batches of ``params.batch``, and a batch
+is always consumed whole, in unit order, so the result does not depend on how (or where, with an
+``executor``) the units of a batch run, nor on the order they complete.
 
-The acceptance ratio is ``accepted / scanned`` (windows accepted by the cascade over windows
-scanned), an estimate of the cascade's false-alarm rate on background windows.
+The acceptance ratio is ``accepted / scanned`` over the fresh windows scanned for a stage (an
+estimate of the cascade's false-alarm rate on background windows); :meth:`NegativePool.supply`
+estimates how many distinct windows the backgrounds can still supply.
 """
 
 from __future__ import annotations
 
-import contextlib
+import hashlib
 import math
 import os
+import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
+from .._io import atomic_open
 from .._memory import available_memory
 from ..io import ImageReadError, read_image
 from .detector import CascadeDetector
 from .model import CascadeModel
+from .runner import CascadeRunner
 from .scan import Pyramid
 
-__all__ = ["ImageCache", "MiningParams", "MiningResult", "mine_negatives", "mining_summary"]
+__all__ = [
+    "AUGMENTATIONS",
+    "ImageCache",
+    "MiningParams",
+    "MiningProgress",
+    "MiningResult",
+    "NegativePool",
+    "UnitScan",
+    "UnitScanner",
+    "mine_negatives",
+    "mining_summary",
+    "scan_unit",
+]
+
+#: background augmentations, one per block of ``step²`` passes: (mirror, quarter turns, shrunk by
+#: sqrt(scale_factor)). The first is the plain image; gamma is drawn per unit for all the others.
+AUGMENTATIONS: tuple[tuple[bool, int, bool], ...] = tuple(
+    (m, r, s) for s in (False, True) for m in (False, True) for r in (0, 1, 3, 2))
 
 
 @dataclass(frozen=True)
@@ -57,10 +90,19 @@ class MiningParams:
     step : int, optional
         Grid step in pixels of the scaled images (default: a quarter of the smaller window side).
     max_per_image : int, optional
-        Accepted windows kept per image and pass (default ``max(4, ceil(4 n / n_images))``).
+        Accepted windows kept per unit (image and pass) (default ``max(4, ceil(4 n / n_images))``).
     max_passes : int, optional
-        Passes over the image list before the backgrounds count as exhausted (default ``step²``:
-        every grid offset once).
+        Passes over every image before the backgrounds count as exhausted (default: every grid
+        offset of every augmentation, ``step² * len(AUGMENTATIONS)``, or ``step²`` without
+        augmentation).
+    augment : bool, default=True
+        Use the augmented passes (:data:`AUGMENTATIONS`) once the plain grid offsets are used up.
+    max_gamma : float, default=1.6
+        Augmented passes change the grey levels by a gamma drawn log-uniformly in
+        ``[1 / max_gamma, max_gamma]`` (1: no gamma change).
+    batch : int, default=16
+        Units scanned per batch (a batch is consumed whole; part of the schedule, so part of the
+        result).
     """
 
     window: tuple[int, int]
@@ -68,6 +110,9 @@ class MiningParams:
     step: int | None = None
     max_per_image: int | None = None
     max_passes: int | None = None
+    augment: bool = True
+    max_gamma: float = 1.6
+    batch: int = 16
 
     def __post_init__(self) -> None:
         h, w = (int(v) for v in self.window)
@@ -82,11 +127,13 @@ class MiningParams:
                 f"scale_factor: {self.scale_factor} is too close to 1 for a {w}x{h} window "
                 f"(successive scales must change the window size; use >= "
                 f"{1 + 1.5 / min(h, w):.3f})")
-        for name in ("step", "max_per_image", "max_passes"):
+        for name in ("step", "max_per_image", "max_passes", "batch"):
             v = getattr(self, name)
             if v is not None and (isinstance(v, bool) or not isinstance(v, int | np.integer)
                                   or v < 1):
                 raise ValueError(f"{name}: expected a positive integer or None, got {v!r}")
+        if not (isinstance(self.max_gamma, int | float) and 1.0 <= self.max_gamma <= 4.0):
+            raise ValueError(f"max_gamma: expected a number in [1, 4], got {self.max_gamma!r}")
 
     @property
     def grid_step(self) -> int:
@@ -94,7 +141,162 @@ class MiningParams:
 
     @property
     def n_passes(self) -> int:
-        return int(self.max_passes) if self.max_passes is not None else self.grid_step ** 2
+        if self.max_passes is not None:
+            return int(self.max_passes)
+        return self.grid_step ** 2 * (len(AUGMENTATIONS) if self.augment else 1)
+
+    def per_image(self, n: int, n_images: int) -> int:
+        """Accepted windows kept per unit when ``n`` negatives are wanted from ``n_images``."""
+        return int(self.max_per_image or max(4, math.ceil(4 * n / max(1, n_images))))
+
+
+# ------------------------------------------------------------------------------------------------
+# One unit: (image, pass) -> accepted windows
+# ------------------------------------------------------------------------------------------------
+
+
+def _key(seed: int, p: int, path: str) -> int:
+    """A 63-bit keyed hash of ``(seed, pass, file name)``: the visiting order and per-unit
+    seeds. The file name, not the path: the same backgrounds in another folder give the same
+    cascade."""
+    name = os.path.basename(path)
+    h = hashlib.blake2b(f"{int(seed)}\0{int(p)}\0{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "little") >> 1
+
+
+def augment_image(img: np.ndarray, p: int, params: MiningParams, seed: int, path: str
+                  ) -> np.ndarray:
+    """The image pass ``p`` scans: augmented (:data:`AUGMENTATIONS`), then cropped at the
+    pass's grid offset. Pure function of its arguments."""
+    step = params.grid_step
+    o, v = p % step ** 2, p // step ** 2
+    if v:
+        mirror, turns, shrink = AUGMENTATIONS[v % len(AUGMENTATIONS)]
+        if mirror:
+            img = img[:, ::-1]
+        if turns:
+            img = np.rot90(img, turns)
+        if shrink:
+            s = math.sqrt(params.scale_factor)
+            size = (max(1, round(img.shape[1] / s)), max(1, round(img.shape[0] / s)))
+            img = cv2.resize(np.ascontiguousarray(img), size, interpolation=cv2.INTER_AREA)
+        if params.max_gamma > 1.0:
+            rng = np.random.default_rng([_key(seed, p, path), 0x67616D])
+            g = float(np.exp(rng.uniform(-1.0, 1.0) * math.log(params.max_gamma)))
+            lut = np.clip(np.round(255.0 * (np.arange(256) / 255.0) ** g), 0, 255)
+            img = lut.astype(np.uint8)[img]
+    ox, oy = o % step, o // step
+    return np.ascontiguousarray(img[oy:, ox:])
+
+
+@dataclass
+class UnitScan:
+    """What scanning one unit gave: kept windows (uint8, (k, h, w)), windows scanned, accepted."""
+
+    windows: np.ndarray
+    n_scanned: int
+    n_accepted: int
+    readable: bool = True
+
+
+def scan_unit(model: CascadeModel | None, path: str, p: int, *, params: MiningParams, seed: int,
+              per_image: int, image: np.ndarray | None = None,
+              detector: CascadeDetector | None = None) -> UnitScan:
+    """Scan pass ``p`` of one background image: the windows ``model`` accepts (pure function).
+
+    Parameters
+    ----------
+    model : CascadeModel or None
+        The cascade so far (``None``: every window is accepted).
+    path : str
+        The background image (read unless ``image`` is given).
+    p : int
+        The pass (augmentation and grid offset, see the module docstring).
+    params : MiningParams
+    seed : int
+    per_image : int
+        Accepted windows kept at most (a seeded choice among them).
+    image : ndarray of uint8, shape (H, W), optional
+        The decoded image of ``path`` (speed only).
+    detector : CascadeDetector, optional
+        ``model``'s mining detector (speed only; see :meth:`UnitScanner.detector`).
+
+    Returns
+    -------
+    UnitScan
+    """
+    if image is None:
+        try:
+            image = read_image(path)
+        except ImageReadError:
+            return UnitScan(np.zeros((0, *params.window), np.uint8), 0, 0, readable=False)
+    img = augment_image(image, p, params, seed, path)
+    rng = np.random.default_rng([_key(seed, p, path), 0x6E6567])
+    size = (img.shape[1], img.shape[0])
+    if model is None:
+        pyr = Pyramid(params.window, size, scale_factor=params.scale_factor, mode="clean",
+                      step=params.grid_step)
+        n_scan = n_acc = pyr.n_windows
+        # every window is accepted: draw the kept ones among all grid windows
+        pos = pyr.positions(np.arange(n_scan) if n_scan <= per_image else np.sort(
+            rng.choice(n_scan, per_image, replace=False)))
+    else:
+        det = detector if detector is not None else mining_detector(model, params)
+        pyr = det.pyramid(size)
+        n_scan = pyr.n_windows
+        _, _, pos = det.raw_windows(img, return_positions=True)
+        n_acc = len(pos)
+        if n_acc > per_image:
+            pos = pos[np.sort(rng.choice(n_acc, per_image, replace=False))]
+    return UnitScan(pyr.windows(img, pos), int(n_scan), int(n_acc))
+
+
+def mining_detector(model: CascadeModel | None, params: MiningParams) -> CascadeDetector | None:
+    """The detector that scans backgrounds for ``model`` (every window, no grouping; ``None``
+    before the first stage)."""
+    if model is None:
+        return None
+    # one small image per kernel call: threads do not pay (and suffer on a busy machine)
+    return CascadeDetector(model, scale_factor=params.scale_factor, min_neighbors=0,
+                           mode="clean", step=params.grid_step, skip_after_stage0=False,
+                           grouping="none", threads=1)
+
+
+class UnitScanner:
+    """:func:`scan_unit` for one model, as a picklable callable ``scanner((path, p))``.
+
+    The detector and the image cache are rebuilt where the scanner is unpickled (a worker), so
+    only the model, the parameters and the seed travel.
+    """
+
+    def __init__(self, model: CascadeModel | None, *, params: MiningParams, seed: int,
+                 per_image: int, cache: ImageCache | None = None) -> None:
+        self.model, self.params, self.seed, self.per_image = model, params, int(seed), per_image
+        self.cache = cache
+        self._det: CascadeDetector | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "cache": None, "_det": None}
+
+    def detector(self) -> CascadeDetector | None:
+        if self._det is None and self.model is not None:
+            self._det = mining_detector(self.model, self.params)
+        return self._det
+
+    def __call__(self, unit: tuple[str, int]) -> UnitScan:
+        path, p = unit
+        img = None
+        if self.cache is not None:
+            img = self.cache.get(path)
+            if img is None:
+                return UnitScan(np.zeros((0, *self.params.window), np.uint8), 0, 0, False)
+        return scan_unit(self.model, path, int(p), params=self.params, seed=self.seed,
+                         per_image=self.per_image, image=img, detector=self.detector())
+
+
+# ------------------------------------------------------------------------------------------------
+# Results and progress
+# ------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -104,22 +306,29 @@ class MiningResult:
     Attributes
     ----------
     windows : ndarray of uint8, shape (k, height, width)
-        ``k <= n`` accepted windows, in the order they were found.
+        ``k <= n`` windows accepted by the cascade: survivors of the pool first, then fresh ones
+        in the order they were found.
     n_scanned : int
-        Windows the cascade was run on.
+        Fresh windows the cascade was run on for this stage.
     n_accepted : int
-        Windows the cascade accepted (before the per-image cap).
+        Fresh windows the cascade accepted (before the per-unit cap).
     n_images_visited : int
-        Image visits (an image visited in two passes counts twice).
+        Units scanned (an image scanned in two passes counts twice).
     passes : int
-        Passes started over the image list.
+        Highest pass reached (1-based).
     exhausted : bool
-        Every pass was used up before ``n`` windows were found.
+        Every unit of every image was used up before ``n`` windows were found.
     target_reached : bool
         Stopped early because the acceptance ratio fell to ``stop_ratio`` over at least
         ``n / stop_ratio`` scanned windows (the cascade's false-alarm target is met).
     unreadable : list of str
         Images that could not be read (skipped).
+    n_from_pool, pool_checked : int
+        Windows carried from earlier stages that the new stage still accepts, of those checked.
+    supply : int
+        Estimated distinct windows the backgrounds can still supply (:meth:`NegativePool.supply`).
+    seconds : float
+        Wall time of the fill.
     """
 
     windows: np.ndarray
@@ -130,11 +339,292 @@ class MiningResult:
     exhausted: bool = False
     target_reached: bool = False
     unreadable: list[str] = field(default_factory=list)
+    n_from_pool: int = 0
+    pool_checked: int = 0
+    supply: int = 0
+    seconds: float = 0.0
 
     @property
     def acceptance_ratio(self) -> float:
-        """``n_accepted / n_scanned`` (1.0 when nothing was scanned)."""
+        """``n_accepted / n_scanned`` over the fresh windows (1.0 when nothing was scanned)."""
         return self.n_accepted / self.n_scanned if self.n_scanned else 1.0
+
+    def describe(self) -> str:
+        """One line: found, carried, acceptance ratio, throughput, what is left."""
+        rate = self.n_scanned / self.seconds if self.seconds > 0 else 0.0
+        return (f"{len(self.windows)} ({self.n_from_pool} carried of {self.pool_checked}), "
+                f"acceptance ratio {self.acceptance_ratio:.3g} ({self.n_scanned} new windows "
+                f"scanned, {rate:.3g}/s, {self.seconds:.1f} s; about {self.supply:.3g} windows "
+                "left in the backgrounds)")
+
+
+@dataclass(frozen=True)
+class MiningProgress:
+    """Where a fill stands, passed to ``progress`` callbacks after every batch.
+
+    Attributes
+    ----------
+    stage, found, wanted : int
+        The stage being mined for; negatives in hand (pool survivors included) and wanted.
+    scanned, accepted : int
+        Fresh windows scanned and accepted so far for this stage.
+    seconds : float
+        Since the fill started.
+    supply : int
+        Estimated distinct windows the backgrounds can still supply.
+    """
+
+    stage: int
+    found: int
+    wanted: int
+    scanned: int
+    accepted: int
+    seconds: float
+    supply: int
+
+    @property
+    def windows_per_second(self) -> float:
+        return self.scanned / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def acceptance_ratio(self) -> float:
+        return self.accepted / self.scanned if self.scanned else 1.0
+
+    @property
+    def windows_needed(self) -> float:
+        """Estimated windows still to scan for the stage (at the acceptance ratio so far)."""
+        missing = max(0, self.wanted - self.found)
+        if missing == 0:
+            return 0.0
+        return missing / self.acceptance_ratio if self.accepted else math.nan
+
+    @property
+    def seconds_needed(self) -> float:
+        """Estimated seconds still to spend on the stage's mining."""
+        r = self.windows_per_second
+        return self.windows_needed / r if r > 0 else math.nan
+
+
+# ------------------------------------------------------------------------------------------------
+# The pool
+# ------------------------------------------------------------------------------------------------
+
+
+class NegativePool:
+    """Negatives carried from stage to stage, and where each background's scan stopped.
+
+    Parameters
+    ----------
+    image_paths : sequence of path-like
+        Background images (no object of the class).
+    params : MiningParams
+    seed : int
+    n : int
+        Negatives per stage (sets the per-unit cap, :meth:`MiningParams.per_image`).
+    cache : ImageCache, optional
+        Decoded images shared between fills (speed only).
+
+    Attributes
+    ----------
+    windows : ndarray of uint8, shape (m, height, width)
+        The pool: windows the cascade accepted when they were last checked.
+    cursor : dict of str to int
+        Passes done per image (``0`` for images not scanned yet).
+    checked_stages : int
+        Stages the pool's windows are known to pass.
+    """
+
+    def __init__(self, image_paths: Sequence[str | os.PathLike[str]], params: MiningParams, *,
+                 seed: int = 0, n: int, cache: ImageCache | None = None) -> None:
+        self.paths = [os.fspath(p) for p in image_paths]
+        if not self.paths:
+            raise ValueError("image_paths: no background image given")
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+            raise ValueError(f"n: expected a positive integer, got {n!r}")
+        self.params, self.seed, self.n = params, int(seed), int(n)
+        self.cache = cache if cache is not None else ImageCache()
+        self.windows = np.zeros((0, *params.window), np.uint8)
+        self.cursor: dict[str, int] = {p: 0 for p in self.paths}
+        self.unit_windows: dict[str, int] = {}  # windows of an image's last unit (supply estimate)
+        self.unreadable: set[str] = set()
+        self.checked_stages = 0
+        self._order: dict[int, list[str]] = {}
+        self._pos = 0
+
+    # -- schedule -------------------------------------------------------------------------------
+
+    def _next_units(self, count: int) -> list[tuple[str, int]]:
+        """The next ``count`` units of the schedule (fewer when the backgrounds run dry)."""
+        out: list[tuple[str, int]] = []
+        n_passes = self.params.n_passes
+        while len(out) < count:
+            live = [c for q, c in self.cursor.items() if q not in self.unreadable]
+            p = min(live, default=n_passes)
+            if p >= n_passes:
+                break
+            if p not in self._order:  # pass p's visiting order, computed once
+                self._order = {p: sorted(self.paths, key=partial(_key, self.seed, p))}
+                self._pos = 0
+            order = self._order[p]
+            while self._pos < len(order) and len(out) < count:
+                q = order[self._pos]
+                self._pos += 1
+                if self.cursor[q] == p and q not in self.unreadable:
+                    out.append((q, p))
+                    self.cursor[q] = p + 1
+        return out
+
+    def supply(self) -> int:
+        """Estimated distinct windows the backgrounds can still supply (units not scanned yet,
+        each counted as its image's last scanned unit, or the mean of those)."""
+        n_passes = self.params.n_passes
+        seen = self.unit_windows
+        mean = float(np.mean(list(seen.values()))) if seen else 0.0
+        return int(sum((n_passes - c) * seen.get(q, mean) for q, c in self.cursor.items()
+                       if q not in self.unreadable))
+
+    # -- filling --------------------------------------------------------------------------------
+
+    def fill(self, model: CascadeModel | None, *, stage: int = 0,
+             stop_ratio: float | None = None,
+             progress: Callable[[MiningProgress], None] | None = None,
+             executor: Any = None, threads: int | None = None) -> MiningResult:
+        """The ``n`` negatives of stage ``stage`` (= ``model.n_stages``): the pool re-checked
+        against the stages it has not seen, topped up by scanning new units.
+
+        Parameters
+        ----------
+        model : CascadeModel or None
+            The cascade trained so far (``None`` before the first stage).
+        stage : int
+            For progress reports.
+        stop_ratio : float, optional
+            Stop early once at least ``n / stop_ratio`` fresh windows were scanned with an
+            acceptance ratio ``<= stop_ratio`` (the cascade's false-alarm target is met).
+        progress : callable, optional
+            ``progress(MiningProgress)`` after the pool check and every batch.
+        executor : vjboost._parallel.Executor, optional
+            Runs the units of each batch as tasks (threads, Dask workers;
+            :func:`vjboost.cascade.tasks.scan_units`); a batch is consumed in unit order, so the
+            result is the same as without it. Default: in this process, one by one.
+        threads : int, optional
+            Threads of the pool re-check.
+
+        Returns
+        -------
+        MiningResult
+        """
+        t0 = time.perf_counter()
+        n, params = self.n, self.params
+        n_stages = 0 if model is None else model.n_stages
+        if model is not None and tuple(model.window_shape) != params.window:
+            raise ValueError(f"model: window {model.window_shape} differs from the mining "
+                             f"window {params.window}")
+        per_image = params.per_image(n, len(self.paths))
+        scanner = UnitScanner(model, params=params, seed=self.seed, per_image=per_image,
+                              cache=self.cache if executor is None else None)
+        res = MiningResult(self.windows[:0])
+        res.pool_checked = len(self.windows)
+        if len(self.windows) and n_stages > self.checked_stages:
+            # with the detector's sigma gate: windows drawn before the first stage (every
+            # window accepted) may be flat ones that detection never evaluates
+            keep = CascadeRunner(model, first_stage=self.checked_stages, threads=threads
+                                 ).accepts(self.windows, min_std=scanner.detector().min_std)
+            self.windows = self.windows[keep]
+        self.checked_stages = n_stages
+        res.n_from_pool = len(self.windows)
+        parts = [self.windows]
+        have = len(self.windows)
+
+        def report() -> None:
+            if progress is not None:
+                progress(MiningProgress(stage, min(have, n), n, res.n_scanned, res.n_accepted,
+                                        time.perf_counter() - t0, self.supply()))
+
+        report()
+        while have < n:
+            units = self._next_units(params.batch)
+            if not units:
+                res.exhausted = True
+                break
+            if executor is None:
+                scans: Iterable[UnitScan] = map(scanner, units)
+            else:
+                from .tasks import scan_units
+
+                scans = scan_units(executor, model, units, params=params, seed=self.seed,
+                                   per_image=per_image)
+            for (path, p), sc in zip(units, scans, strict=True):
+                res.passes = max(res.passes, p + 1)
+                if not sc.readable:
+                    self.unreadable.add(path)
+                    continue
+                res.n_images_visited += 1
+                self.unit_windows[path] = sc.n_scanned
+                res.n_scanned += sc.n_scanned
+                res.n_accepted += sc.n_accepted
+                if len(sc.windows):
+                    parts.append(sc.windows)
+                    have += len(sc.windows)
+            report()
+            if (stop_ratio is not None and have < n and res.n_scanned * stop_ratio >= n
+                    and res.n_accepted <= stop_ratio * res.n_scanned):
+                res.target_reached = True
+                break
+        self.windows = np.ascontiguousarray(np.concatenate(parts))
+        res.windows = self.windows[:n]
+        res.unreadable = sorted(self.unreadable)
+        if len(self.unreadable) == len(self.paths):
+            res.exhausted = True
+        res.supply = self.supply()
+        res.seconds = time.perf_counter() - t0
+        return res
+
+    # -- checkpoints ----------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """JSON-friendly state but the windows (saved apart, see :meth:`from_state`)."""
+        return {"cursor": dict(self.cursor), "unit_windows": dict(self.unit_windows),
+                "unreadable": sorted(self.unreadable), "checked_stages": self.checked_stages,
+                "n_windows": int(len(self.windows)), "digest": _digest(self.windows)}
+
+    def restore(self, state: dict[str, Any], windows: np.ndarray) -> None:
+        """Continue from :meth:`state` and its windows (images added since start at pass 0)."""
+        windows = np.asarray(windows, dtype=np.uint8).reshape(-1, *self.params.window)
+        if _digest(windows) != state["digest"]:
+            raise ValueError("the saved negative pool does not match its checkpoint")
+        self.windows = np.ascontiguousarray(windows)
+        saved = {str(k): int(v) for k, v in state["cursor"].items()}
+        self.cursor = {q: saved.get(q, 0) for q in self.paths}
+        self.unit_windows = {str(k): int(v) for k, v in state.get("unit_windows", {}).items()}
+        self.unreadable = set(state.get("unreadable", [])) & set(self.paths)
+        self.checked_stages = int(state["checked_stages"])
+        self._order, self._pos = {}, 0
+
+    def save(self, folder: str | os.PathLike[str]) -> dict[str, Any]:
+        """Write the windows to ``folder/negatives-<digest>.npy`` (atomically); returns the
+        state to keep in the checkpoint (which names the file). Named by content, a file is
+        never replaced by other windows: the checkpoint in place stays valid until the new one
+        is written."""
+        state = self.state()
+        name = f"negatives-{state['digest']}.npy"
+        with atomic_open(Path(folder) / name) as fh:
+            np.save(fh, self.windows)
+        return {**state, "file": name}
+
+    def load(self, folder: str | os.PathLike[str], state: dict[str, Any]) -> None:
+        """Continue from a state written by :meth:`save`."""
+        path = Path(folder) / state["file"]
+        try:
+            windows = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{path}: the checkpoint's negative pool cannot be read "
+                             f"({exc})") from None
+        self.restore(state, windows)
+
+
+def _digest(arr: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
 
 
 class ImageCache:
@@ -175,65 +665,6 @@ class ImageCache:
         return img
 
 
-def _scan_image(img: np.ndarray, det: CascadeDetector | None, params: MiningParams,
-                per_image: int, rng: np.random.Generator) -> tuple[np.ndarray, int, int]:
-    """Accepted windows of one image (at most ``per_image``), windows scanned, accepted."""
-    size = (img.shape[1], img.shape[0])
-    pyr = det.pyramid(size) if det is not None else Pyramid(
-        params.window, size, scale_factor=params.scale_factor, mode="clean",
-        step=params.grid_step)
-    n_scan = pyr.n_windows
-    if det is None:
-        # every window is accepted: draw the kept ones among all grid windows
-        n_acc = n_scan
-        pos = pyr.positions(np.arange(n_scan) if n_scan <= per_image else np.sort(
-            rng.choice(n_scan, per_image, replace=False)))
-    else:
-        _, _, pos = det.raw_windows(img, return_positions=True)
-        n_acc = len(pos)
-        if n_acc > per_image:
-            pos = pos[np.sort(rng.choice(n_acc, per_image, replace=False))]
-    return pyr.windows(img, pos), n_scan, n_acc
-
-
-def mining_detector(model: CascadeModel | None, params: MiningParams) -> CascadeDetector | None:
-    """The detector mining scans with (``None`` before the first stage)."""
-    if model is None:
-        return None
-    # one small image per kernel call: threads do not pay (and suffer on a busy machine)
-    return CascadeDetector(model, scale_factor=params.scale_factor, min_neighbors=0,
-                           mode="clean", step=params.grid_step, skip_after_stage0=False,
-                           grouping="none", threads=1)
-
-
-def _schedule(n_images: int, params: MiningParams, seed: int, stage: int
-              ) -> Iterator[tuple[int, int]]:
-    """The visits ``(pass, image index)`` in mining order."""
-    for p in range(params.n_passes):
-        order = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(stage), p, 0x6E6567]
-                                      ).permutation(n_images)
-        for k in order:
-            yield p, int(k)
-
-
-def scan_visit(img: np.ndarray, p: int, k: int, det: CascadeDetector | None,
-               params: MiningParams, seed: int, stage: int, per_image: int
-               ) -> tuple[np.ndarray, int, int]:
-    """One visit of the schedule: image ``k`` (decoded as ``img``) cropped at pass ``p``'s grid
-    offset and scanned; a pure function of its arguments.
-
-    Returns
-    -------
-    windows : ndarray of uint8, shape (m, height, width)
-        At most ``per_image`` accepted windows.
-    n_scanned, n_accepted : int
-    """
-    step = params.grid_step
-    ox, oy = p % step, (p // step) % step
-    pick_rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(stage), p, int(k)])
-    return _scan_image(np.ascontiguousarray(img[oy:, ox:]), det, params, per_image, pick_rng)
-
-
 def mine_negatives(
     model: CascadeModel | None,
     image_paths: Sequence[str | os.PathLike[str]],
@@ -241,12 +672,12 @@ def mine_negatives(
     *,
     params: MiningParams,
     seed: int = 0,
-    stage: int = 0,
     stop_ratio: float | None = None,
     cache: ImageCache | None = None,
     executor: Any = None,
 ) -> MiningResult:
-    """Collect ``n`` background windows accepted by ``model``.
+    """Collect ``n`` background windows accepted by ``model``, from a fresh
+    :class:`NegativePool` (no carried windows, every cursor at pass 0).
 
     Parameters
     ----------
@@ -257,84 +688,42 @@ def mine_negatives(
     n : int
         Negatives wanted.
     params : MiningParams
-    seed, stage : int
-        The visiting order and the per-image choices are drawn from ``(seed, stage, pass)``.
+    seed : int
     stop_ratio : float, optional
-        Stop early once at least ``n / stop_ratio`` windows were scanned (as many as a fill at
-        that acceptance ratio needs) with an acceptance ratio ``<= stop_ratio``: the cascade's
-        false-alarm target is met.
+        See :meth:`NegativePool.fill`.
     cache : ImageCache, optional
         Decoded images shared between calls (speed only).
     executor : vjboost._parallel.Executor, optional
-        Scan the images as tasks on this executor (threads or Dask workers, see
-        :mod:`vjboost.cascade.tasks`); the visits are assembled in the schedule's order, so the
-        result is the same as without it.
+        See :meth:`NegativePool.fill`.
 
     Returns
     -------
     MiningResult
+
+    Examples
+    --------
+    >>> import numpy as np, cv2, tempfile, os
+    >>> d = tempfile.mkdtemp()
+    >>> path = os.path.join(d, "bg.png")
+    >>> _ = cv2.imwrite(path, np.random.default_rng(0).integers(0, 256, (40, 50), np.uint8))
+    >>> res = mine_negatives(None, [path], 30, params=MiningParams((12, 12)))
+    >>> res.windows.shape, res.acceptance_ratio
+    ((30, 12, 12), 1.0)
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n: expected a positive integer, got {n!r}")
-    paths = [os.fspath(p) for p in image_paths]
-    if not paths:
-        raise ValueError("image_paths: no background image given")
     if model is not None and tuple(model.window_shape) != params.window:
         raise ValueError(f"model: window {model.window_shape} differs from the mining window "
                          f"{params.window}")
-    cache = cache if cache is not None else ImageCache()
-    h, w = params.window
-    per_image = params.max_per_image or max(4, math.ceil(4 * n / len(paths)))
-    det = mining_detector(model, params)
-    out: list[np.ndarray] = []
-    have = 0
-    res = MiningResult(np.zeros((0, h, w), np.uint8))
-    bad: set[str] = set()
-    visits = _schedule(len(paths), params, seed, stage)
-    if executor is None:
-        results: Iterator[tuple[int, int, Any]] = (
-            (p, k, None if (img := cache.get(paths[k])) is None
-             else scan_visit(img, p, k, det, params, seed, stage, per_image))
-            for p, k in visits)
-    else:
-        from .tasks import scan_visits
-
-        results = scan_visits(executor, model, paths, visits, params=params, seed=seed,
-                              stage=stage, per_image=per_image)
-    with contextlib.closing(results):
-        for p, k, found in results:
-            res.passes = p + 1
-            if found is None:
-                bad.add(paths[k])
-                continue
-            res.n_images_visited += 1
-            wins, n_scan, n_acc = found
-            res.n_scanned += n_scan
-            res.n_accepted += n_acc
-            if len(wins):
-                wins = wins[: n - have]
-                out.append(wins)
-                have += len(wins)
-            if have >= n:
-                break
-            if (stop_ratio is not None and res.n_scanned * stop_ratio >= n
-                    and res.n_accepted <= stop_ratio * res.n_scanned):
-                res.target_reached = True
-                break
-        else:
-            res.exhausted = have < n
-    res.windows = (np.ascontiguousarray(np.concatenate(out)) if out
-                   else np.zeros((0, h, w), np.uint8))
-    res.unreadable = sorted(bad)
-    if len(res.unreadable) == len(paths):
-        res.exhausted = True
-    return res
+    pool = NegativePool(image_paths, params, seed=seed, n=n, cache=cache)
+    return pool.fill(model, stage=0 if model is None else model.n_stages,
+                     stop_ratio=stop_ratio, executor=executor)
 
 
 def mining_summary(res: MiningResult) -> dict[str, Any]:
     """JSON-friendly figures of a mining run."""
     return {
         "n_found": int(len(res.windows)),
+        "n_from_pool": int(res.n_from_pool),
+        "pool_checked": int(res.pool_checked),
         "n_scanned": int(res.n_scanned),
         "n_accepted": int(res.n_accepted),
         "acceptance_ratio": float(res.acceptance_ratio),
@@ -343,4 +732,5 @@ def mining_summary(res: MiningResult) -> dict[str, Any]:
         "exhausted": bool(res.exhausted),
         "target_reached": bool(res.target_reached),
         "n_unreadable": len(res.unreadable),
+        "supply": int(res.supply),
     }

@@ -3,11 +3,11 @@
 The unit functions here are pure functions of picklable arguments, so that
 :class:`vjboost._parallel.Executor` can run them in-process, on threads, or on Dask workers:
 
-* :func:`mine_chunk` scans a chunk of mining visits ``(pass, image index, path)`` — the
-  per-image work of :func:`~vjboost.cascade.negatives.mine_negatives`
-  (:func:`~vjboost.cascade.negatives.scan_visit`); :func:`scan_visits` feeds it the schedule in
-  chunks and yields the visits back in schedule order, so that ``mine_negatives(...,
-  executor=...)`` assembles exactly what the serial loop would;
+* :func:`mine_chunk` scans a chunk of mining units ``(path, pass)`` — the per-unit work of
+  :class:`~vjboost.cascade.negatives.NegativePool` (:func:`~vjboost.cascade.negatives.scan_unit`);
+  :func:`scan_units` feeds it a batch in chunks and returns the scans in unit order, so that
+  ``NegativePool.fill(..., executor=...)`` (and ``mine_negatives``) assemble exactly what the
+  serial loop would;
 * :func:`detect_chunk` detects in a chunk of image files (read as ``vjdetect`` reads them);
   :func:`detect_many` maps it over a list of paths.
 
@@ -37,7 +37,7 @@ from .._parallel import Executor, SerialExecutor
 from .detector import CascadeDetector, Detections
 from .model import CascadeModel
 from .model_io import model_from_dict, model_to_dict
-from .negatives import ImageCache, MiningParams, mining_detector, scan_visit
+from .negatives import ImageCache, MiningParams, UnitScan, mining_detector, scan_unit
 
 __all__ = [
     "FileDetections",
@@ -45,7 +45,7 @@ __all__ = [
     "detect_many",
     "mine_chunk",
     "model_json",
-    "scan_visits",
+    "scan_units",
 ]
 
 # per-process state of a worker: parsed models and decoded backgrounds (speed only)
@@ -88,31 +88,32 @@ def _image(path: str) -> np.ndarray | None:
 # ------------------------------------------------------------------------------------------------
 
 
-def mine_chunk(visits: Sequence[tuple[int, int, str]], model: bytes | None,
-               params: MiningParams, seed: int, stage: int, per_image: int
-               ) -> list[tuple[int, int, tuple[np.ndarray, int, int] | None]]:
-    """Scan a chunk of mining visits (the unit function of distributed mining).
+def mine_chunk(units: Sequence[tuple[str, int]], model: bytes | None, params: MiningParams,
+               seed: int, per_image: int) -> list[UnitScan]:
+    """Scan a chunk of mining units (the unit function of distributed mining).
 
     Parameters
     ----------
-    visits : sequence of (pass, image index, path)
+    units : sequence of (path, pass)
     model : bytes or None
         :func:`model_json` of the cascade so far (``None`` before the first stage).
-    params, seed, stage, per_image
-        As in :func:`~vjboost.cascade.negatives.scan_visit`.
+    params, seed, per_image
+        As in :func:`~vjboost.cascade.negatives.scan_unit`.
 
     Returns
     -------
-    list of (pass, image index, result)
-        ``result`` is ``(windows, n_scanned, n_accepted)``, or ``None`` for an unreadable image.
+    list of UnitScan
+        One per unit, in order (``readable`` False for an unreadable image).
     """
     det = None if model is None else _cached(model, repr(params),
                                              lambda m: mining_detector(m, params))
     out = []
-    for p, k, path in visits:
+    for path, p in units:
         img = _image(path)
-        out.append((p, k, None if img is None else
-                    scan_visit(img, p, k, det, params, seed, stage, per_image)))
+        out.append(UnitScan(np.zeros((0, *params.window), np.uint8), 0, 0, readable=False)
+                   if img is None else
+                   scan_unit(None if det is None else det.model, path, int(p), params=params,
+                             seed=seed, per_image=per_image, image=img, detector=det))
     return out
 
 
@@ -128,39 +129,36 @@ def _chunks(items: Iterator[Any], first: int, largest: int) -> Iterator[list[Any
         size = min(2 * size, largest)
 
 
-def scan_visits(executor: Executor, model: CascadeModel | None, paths: Sequence[str],
-                visits: Iterable[tuple[int, int]], *, params: MiningParams, seed: int,
-                stage: int, per_image: int, chunk: int = 8
-                ) -> Iterator[tuple[int, int, tuple[np.ndarray, int, int] | None]]:
-    """Mining visits computed on ``executor``, yielded in the order of ``visits``.
-
-    Close the iterator to stop early (tasks not started are cancelled).
+def scan_units(executor: Executor, model: CascadeModel | None,
+               units: Sequence[tuple[str, int]], *, params: MiningParams, seed: int,
+               per_image: int, chunk: int = 4) -> list[UnitScan]:
+    """The scans of mining ``units`` computed on ``executor``, in the order of ``units``
+    (what :meth:`~vjboost.cascade.negatives.NegativePool.fill` consumes batch by batch).
 
     Parameters
     ----------
     executor : Executor
-        Runs :func:`mine_chunk` on chunks of visits (serial, threads or Dask).
+        Runs :func:`mine_chunk` on chunks of units (serial, threads or Dask).
     model : CascadeModel or None
         The cascade so far (``None`` before the first stage), shared once with the workers.
-    paths : sequence of str
-        The background images, indexed by the visits.
-    visits : iterable of (int, int)
-        ``(pass, image index)`` in the order wanted.
-    params, seed, stage, per_image
-        As in :func:`~vjboost.cascade.negatives.scan_visit`.
-    chunk : int, default 8
-        Largest number of visits per task (the first tasks hold 2, then 4, ...).
+    units : sequence of (str, int)
+        ``(background path, pass)`` of each unit.
+    params, seed, per_image
+        As in :func:`~vjboost.cascade.negatives.scan_unit`.
+    chunk : int, default 4
+        Units per task.
 
-    Yields
-    ------
-    (int, int, result)
-        ``(pass, image index, result)`` as :func:`mine_chunk` returns them.
+    Returns
+    -------
+    list of UnitScan
+        One per unit, in order.
     """
     data = executor.share(None if model is None else model_json(model))
-    units = _chunks(((p, k, paths[k]) for p, k in visits), 2, chunk)
-    for out in executor.imap(mine_chunk, units, data, params, int(seed), int(stage),
-                             int(per_image)):
-        yield from out
+    chunks = [list(units[i:i + chunk]) for i in range(0, len(units), chunk)]
+    out: list[UnitScan] = []
+    for part in executor.imap(mine_chunk, chunks, data, params, int(seed), int(per_image)):
+        out.extend(part)
+    return out
 
 
 # ------------------------------------------------------------------------------------------------

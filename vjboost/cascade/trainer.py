@@ -4,9 +4,11 @@
 
 1. **Positives.** The first ``num_pos`` positives of the pool that every stage trained so far
    accepts (positives rejected by earlier stages are replaced by the next ones of the pool).
-2. **Negatives.** ``num_neg`` background windows the cascade still accepts
-   (:func:`vjboost.cascade.negatives.mine_negatives`). Training stops when the acceptance ratio
-   is at most ``max_false_alarm ** num_stages / max_depth`` (the cascade's false-alarm target,
+2. **Negatives.** ``num_neg`` background windows the cascade still accepts: the negative pool
+   carried from the previous stage, re-checked against that stage only, topped up by scanning
+   backgrounds where their scan stopped (:class:`vjboost.cascade.negatives.NegativePool`).
+   Training stops when the acceptance ratio of the new windows is at most
+   ``max_false_alarm ** num_stages / max_depth`` (the cascade's false-alarm target,
    traincascade's "required leaf false alarm rate") or when the backgrounds run dry.
 3. **Stage.** Boosting (Gentle AdaBoost with stumps by default; any loss of
    :mod:`vjboost.boost.losses`, small trees, or a feature sampler of
@@ -16,10 +18,13 @@
    ``max_false_alarm`` or it has ``max_weak_count`` learners.
 4. **Checkpoint** (atomic) after every stage; ``resume=True`` continues from it.
 
-Every random choice of stage ``k`` is drawn from ``(seed, k)``, so a resumed run yields the same
-cascade as an uninterrupted one. Feature values of a stage are precomputed as uint8 bins when the
-matrix fits the memory budget (75 % of the available memory, or ``memory_budget``), else streamed
-in blocks every round.
+Every random choice of stage ``k`` is drawn from ``(seed, k)`` (mining: from ``seed`` and the
+negative pool saved in the checkpoint), so a resumed run yields the same cascade as an
+uninterrupted one. Memory is bounded by ``memory_budget`` (default :data:`DEFAULT_MEMORY` or 75 %
+of the available memory if less): a fifth of it for decoded background images, the rest, less the
+positives and the negative pool, for the stage's feature cache. Feature values of a stage are
+precomputed as uint8 bins when the matrix fits, else streamed in blocks every round; a sampler
+evaluates only the features it samples.
 
 With ``reservoir=R`` (``vjtrain --reservoir R``) a stage never builds the feature matrix of its
 ``num_pos + num_neg`` windows: reservoir boosting (:mod:`vjboost.boost.reservoir`, Lefakis &
@@ -36,34 +41,32 @@ import hashlib
 import json
 import math
 import os
-import resource
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._errors import InputError
-from .._memory import available_memory, format_bytes, memory_budget
+from .._memory import format_bytes, memory_budget
 from .._threads import n_threads
 from .._validation import check_in_range
 from ..boost.binning import precompute, precompute_nbytes
-from ..boost.losses import LOSSES, make_loss
-from ..boost.rounds import RoundResult, run_rounds
+from ..boost.losses import LOSSES
 from ..boost.search import MatrixSearch, SampledSearch, StreamedSearch
 from ..boost.source import PoolSource
-from ..boost.tree import Tree
 from ..boost.weak import TreeShape
 from ..features.base import FeatureFamily, get_family_class
 from ..features.pool import FeaturePool
 from .budget import check_training_memory
 from .checkpoint import checkpoint_stages, config_differences, load_checkpoint, save_checkpoint
-from .kernels import reject_threshold
 from .model import CascadeModel, Stage
-from .negatives import ImageCache, MiningParams, mine_negatives, mining_summary
+from .negatives import ImageCache, MiningParams, MiningResult, NegativePool, mining_summary
+from .progress import Callback, RunClock, mining_event, peak_rss, reset_peak_rss
 from .runner import CascadeRunner
+from .stage import StageResult, stage_false_alarm, stage_threshold, train_stage
 
 __all__ = [
     "BOOST_TYPES",
@@ -90,186 +93,15 @@ RESERVOIR_LOSSES = ("gentle", "logit")
 RESERVOIR_IMAGE_CACHE = 64 * 1024**2
 #: windows evaluated per call when a reservoir run scores all its positives / negatives
 RESERVOIR_CHUNK = 4096
+#: memory a run may use by default (``memory_budget``, ``vjtrain --memory``)
+DEFAULT_MEMORY = 4 * 1024**3
+#: share of the budget for decoded background images (speed only), and what the process itself
+#: holds besides the caches (interpreter, numba, OpenCV)
+IMAGE_CACHE_SHARE, BASE_MEMORY = 0.2, 512 * 1024**2
 
 
 class TrainingError(InputError):
     """Training cannot start or continue (bad settings or data); the message says why."""
-
-
-# ------------------------------------------------------------------------------------------------
-# Stage threshold and false alarm (OpenCV's isErrDesired)
-# ------------------------------------------------------------------------------------------------
-
-
-def stage_threshold(pos_scores: Any, min_hit_rate: float) -> tuple[float, float]:
-    """Stage threshold keeping ``min_hit_rate`` of the positives, as OpenCV's ``isErrDesired``.
-
-    The positives' scores are rounded to float32 and sorted ascending; the threshold is the score
-    at index ``int(float32(1 - min_hit_rate) * n)`` (float32 arithmetic, as OpenCV). The hit rate
-    counts the positives from that index up plus those below it within ``FLT_EPSILON`` of it.
-
-    Parameters
-    ----------
-    pos_scores : array-like of shape (n,)
-        Stage scores (sums of leaf values) of the positives.
-    min_hit_rate : float
-        In (0, 1].
-
-    Returns
-    -------
-    threshold : float
-        A float32 value.
-    hit_rate : float
-    """
-    s = np.sort(np.asarray(pos_scores, dtype=np.float64).astype(np.float32))
-    n = s.size
-    if n == 0:
-        raise ValueError("pos_scores: no positive")
-    idx = int(np.float32(np.float32(1.0) - np.float32(min_hit_rate)) * np.float32(n))
-    idx = min(max(idx, 0), n - 1)
-    thr = s[idx]
-    eps = np.finfo(np.float32).eps
-    n_true = n - idx + int(np.count_nonzero(np.abs(s[:idx] - thr) < eps))
-    return float(thr), n_true / n
-
-
-def stage_false_alarm(neg_scores: Any, threshold: float) -> float:
-    """Fraction of ``neg_scores`` the stage accepts: ``score >= float32(threshold) - 1e-5``."""
-    s = np.asarray(neg_scores, dtype=np.float64)
-    if s.size == 0:
-        return 0.0
-    return float(np.count_nonzero(s >= reject_threshold(threshold))) / s.size
-
-
-# ------------------------------------------------------------------------------------------------
-# One stage
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class StageResult:
-    """A trained stage.
-
-    Attributes
-    ----------
-    learners : list of vjboost.boost.tree.Tree
-        Weak learners with global feature ids of the pool; leaf values (float32-representable)
-        include the boosting coefficient.
-    threshold : float
-        float32 stage threshold.
-    hit_rate, false_alarm : float
-        On the stage's training positives and negatives.
-    losses, hit_rates, false_alarms : list of float
-        After every round.
-    seconds : dict
-        Time spent in ``positives``, ``negatives``, ``features`` and ``boosting``.
-    scores : ndarray of shape (N,), optional
-        Stage sums of the stage's training windows (positives, then negatives) after the last
-        round, for the run's report samples; dropped once they are taken, never saved.
-    """
-
-    learners: list[Any]
-    threshold: float
-    hit_rate: float
-    false_alarm: float
-    losses: list[float] = field(default_factory=list)
-    hit_rates: list[float] = field(default_factory=list)
-    false_alarms: list[float] = field(default_factory=list)
-    seconds: dict[str, float] = field(default_factory=dict)
-    info: dict[str, Any] = field(default_factory=dict)
-    scores: np.ndarray | None = field(default=None, repr=False, compare=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "learners": [lr.to_dict() for lr in self.learners],
-            "threshold": float(self.threshold),
-            "hit_rate": float(self.hit_rate),
-            "false_alarm": float(self.false_alarm),
-            "losses": [float(v) for v in self.losses],
-            "hit_rates": [float(v) for v in self.hit_rates],
-            "false_alarms": [float(v) for v in self.false_alarms],
-            "seconds": {k: float(v) for k, v in self.seconds.items()},
-            "info": self.info,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> StageResult:
-        return cls([Tree.from_dict(x, f"learners[{i}]") for i, x in enumerate(d["learners"])],
-                   float(d["threshold"]),
-                   float(d["hit_rate"]), float(d["false_alarm"]), list(d.get("losses", [])),
-                   list(d.get("hit_rates", [])), list(d.get("false_alarms", [])),
-                   dict(d.get("seconds", {})), dict(d.get("info", {})))
-
-
-def train_stage(
-    search: Any,
-    y: np.ndarray,
-    *,
-    loss: str = "gentle",
-    shape: TreeShape | None = None,
-    min_hit_rate: float = 0.995,
-    max_false_alarm: float = 0.5,
-    max_weak_count: int = 100,
-    weight_trim_rate: float = 0.95,
-    balanced_init: bool = False,
-    callback: Callable[[int, float, float, float], None] | None = None,
-) -> StageResult:
-    """Boost one stage until it reaches its hit-rate / false-alarm goal.
-
-    Runs the boosting loop of :func:`vjboost.boost.rounds.run_rounds`; after every round the
-    stage threshold is set from the positives' scores (:func:`stage_threshold`) and the stage
-    ends once its false alarm on the negatives is at most ``max_false_alarm``
-    (:func:`stage_false_alarm`).
-
-    Parameters
-    ----------
-    search : split search
-        A :class:`~vjboost.boost.search.MatrixSearch`, :class:`~vjboost.boost.search.
-        StreamedSearch` or :class:`~vjboost.boost.search.SampledSearch` over the stage's windows.
-    y : ndarray of shape (N,)
-        +1 for positives, -1 for negatives.
-    loss : {"gentle", "discrete", "real", "logit"}
-    shape : TreeShape, optional
-        The weak learner (default a stump).
-    min_hit_rate, max_false_alarm : float
-    max_weak_count : int
-    weight_trim_rate : float
-        OpenCV's weight trimming: learners are searched on the examples holding this share of
-        the weight (1 = all); leaves are refitted on all examples.
-    balanced_init : bool
-        Start with half of the weight on each class (OpenCV: uniform weights).
-    callback : callable, optional
-        ``callback(round, loss, hit_rate, false_alarm)`` after every round.
-
-    Returns
-    -------
-    StageResult
-    """
-    y = np.asarray(y, dtype=np.float64)
-    pos = y > 0
-    step = make_loss(loss, y, balanced_init=balanced_init)
-    res = StageResult([], 0.0, 1.0, 1.0)
-
-    def after_round(r: RoundResult) -> bool:
-        res.learners.extend(r.trees)
-        thr, hit = stage_threshold(r.step.scores[pos], min_hit_rate)
-        fa = stage_false_alarm(r.step.scores[~pos], thr)
-        res.threshold, res.hit_rate, res.false_alarm = thr, hit, fa
-        res.losses.append(r.loss)
-        res.hit_rates.append(hit)
-        res.false_alarms.append(fa)
-        if callback is not None:
-            callback(r.t, r.loss, hit, fa)
-        return fa <= max_false_alarm
-
-    # leaves are stored as float32 in models: train with the values the detector will use
-    out = run_rounds(step, search, n_rounds=int(max_weak_count), shape=shape,
-                     weight_trim_rate=float(weight_trim_rate), leaf_dtype=np.float32,
-                     callback=after_round)
-    if out.stopped == "no_split":
-        res.info["stopped"] = "no feature separates the examples any more"
-    res.scores = np.array(step.scores, dtype=np.float64)  # for the report's samples
-    return res
 
 
 # ------------------------------------------------------------------------------------------------
@@ -354,68 +186,12 @@ def build_cascade_model(
 
 
 # ------------------------------------------------------------------------------------------------
-# Progress display
-# ------------------------------------------------------------------------------------------------
-
-
-class _Progress:
-    """Rich progress bars (stage, round, hit rate, false alarm, ETA), or nothing."""
-
-    def __init__(self, enabled: bool, n_stages: int, max_weak: int) -> None:
-        self.bar = None
-        if not enabled:
-            return
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("{task.fields[info]}"), TimeElapsedColumn(), TextColumn("ETA"),
-            TimeRemainingColumn(), transient=False,
-        )
-        self.bar.start()
-        self.stages = self.bar.add_task("stages", total=n_stages, info="")
-        self.rounds = self.bar.add_task("round", total=max_weak, info="")
-
-    def log(self, msg: str, echo: Callable[[str], None]) -> None:
-        if self.bar is not None:
-            self.bar.console.print(msg, highlight=False, markup=False)
-        else:
-            echo(msg)
-
-    def stage(self, k: int, info: str) -> None:
-        if self.bar is not None:
-            self.bar.update(self.stages, completed=k, info=info)
-            self.bar.reset(self.rounds, info="")
-            self.bar.update(self.rounds, description=f"stage {k} round")
-
-    def round(self, t: int, loss: float, hit: float, fa: float) -> None:
-        if self.bar is not None:
-            self.bar.update(self.rounds, completed=t + 1,
-                            info=f"hit {hit:.4f}  false alarm {fa:.4f}  loss {loss:.4f}")
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-# ------------------------------------------------------------------------------------------------
 # The trainer
 # ------------------------------------------------------------------------------------------------
 
 
 def _digest(arr: np.ndarray) -> str:
     return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
-
-
-def _peak_rss() -> int:
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 def positives_needed(num_pos: int, num_stages: int, min_hit_rate: float) -> int:
@@ -467,9 +243,11 @@ class CascadeTrainer:
     seed : int, default=0
     threads : int, optional
     memory_budget : int, optional
-        Bytes for the feature cache (default: 75 % of the available memory).
-    progress : bool, default=False
-        Show rich progress bars.
+        Bytes the run may use (default: :data:`DEFAULT_MEMORY`, or 75 % of the available memory
+        if less); caches are sized from it, and a stage that cannot fit is refused.
+    callback : callable, optional
+        ``callback(event, info)`` while training runs (stage starts and ends, mining batches,
+        boosting rounds, log lines, the run's ETA; see :mod:`vjboost.cascade.progress`).
     reservoir : int, optional
         Train every stage by reservoir boosting with ``R`` windows kept and ``R`` fresh windows
         drawn per round (see the module docstring): feature memory ``O(R n_features)``, flat in
@@ -517,7 +295,7 @@ class CascadeTrainer:
         seed: int = 0,
         threads: int | None = None,
         memory_budget: int | None = None,
-        progress: bool = False,
+        callback: Callback | None = None,
         reservoir: int | None = None,
         reservoir_strategy: str = "geem",
     ) -> None:
@@ -544,7 +322,7 @@ class CascadeTrainer:
         self.seed = seed
         self.threads = threads
         self.memory_budget = memory_budget
-        self.progress = progress
+        self.callback = callback
         self.reservoir = reservoir
         self.reservoir_strategy = reservoir_strategy
 
@@ -643,6 +421,7 @@ class CascadeTrainer:
             "mining": dict(self.mining or {}),
             "mirror": bool(self.mirror),
             "seed": int(self.seed),
+            "mining_schedule": 2,  # negatives carried between stages, one cursor per image
             **({} if self.reservoir is None else {
                 "reservoir": int(self.reservoir),
                 "reservoir_strategy": self.reservoir_strategy}),
@@ -662,7 +441,7 @@ class CascadeTrainer:
                      ) -> tuple[Any, dict[str, Any]]:
         pool = self.pool_
         n = windows.shape[0]
-        budget = memory_budget(self.memory_budget)
+        budget = self._feature_budget
         info: dict[str, Any] = {"memory_budget": budget}
         sampled = self.sampler not in (None, "full")
         need = precompute_nbytes(pool, n, dtype="uint8")
@@ -695,7 +474,7 @@ class CascadeTrainer:
     def _shape(self) -> TreeShape:
         return TreeShape.of(self.weak_learner, max_depth=int(self.max_depth))
 
-    def _reservoir_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, bar: _Progress
+    def _reservoir_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, on_round
                          ) -> tuple[StageResult, dict[str, Any]]:
         """Stage ``k`` by reservoir boosting from streams over its positives and negatives."""
         from ..boost.reservoir import WindowScores, train_reservoir_stage
@@ -726,7 +505,7 @@ class CascadeTrainer:
             st.losses.append(float(booster.history_["loss"][-1]))
             st.hit_rates.append(hit)
             st.false_alarms.append(fa)
-            bar.round(t, st.losses[-1], hit, fa)
+            on_round(t, st.losses[-1], hit, fa)
             return fa <= max_fa
 
         _, booster = train_reservoir_stage(
@@ -761,6 +540,7 @@ class CascadeTrainer:
         log: Callable[[str], None] | None = None,
         max_new_stages: int | None = None,
         executor: Any = None,
+        run: dict[str, Any] | None = None,
     ) -> CascadeTrainer:
         """Train the cascade.
 
@@ -783,12 +563,17 @@ class CascadeTrainer:
             Mine negatives and precompute feature blocks as tasks on this executor (e.g. Dask
             workers); the cascade is the same as without it. Not part of the checkpoint's
             settings: a run may be resumed with another executor or none.
+        run : dict, optional
+            How this call was started (e.g. the command line, vjboost's version and every
+            option as given), written into each checkpoint as ``"run"``; informative only, so a
+            run may be resumed by another command line.
 
         Returns
         -------
         self
         """
         log = log or (lambda msg: None)
+        self._run = dict(run) if run is not None else None
         self._check_params()
         h, w = self.window_shape
         pos = np.asarray(positives)
@@ -804,13 +589,14 @@ class CascadeTrainer:
         if len(pos) < self.num_pos:
             raise TrainingError(f"positives: {len(pos)} given but num_pos is {self.num_pos}")
         self.pool_ = make_pool(self.features, self.window_shape, haar_mode=self.haar_mode)
+        self._plan_memory(pos.nbytes)
         check_training_memory(self.pool_, self.num_pos + self.num_neg if self.reservoir is None
-                              else 2 * self.reservoir, budget=self.memory_budget)
+                              else 2 * self.reservoir, budget=self._feature_budget)
         cfg = self.config(_digest(pos), hashlib.sha1("\n".join(bgs).encode()).hexdigest()[:16])
         out = None if output_dir is None else Path(output_dir)
         stages: list[StageResult] = []
         mining_log: list[dict[str, Any]] = []
-        stop = None
+        stop = ck = None
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             ck = load_checkpoint(out)
@@ -840,109 +626,75 @@ class CascadeTrainer:
         t_start = time.perf_counter()
         required = self.max_false_alarm ** self.num_stages / (
             self.max_depth if self.weak_learner == "tree" else 1)
-        mp = MiningParams(self.window_shape, **(self.mining or {}))
-        cache = ImageCache(None if self.reservoir is None
-                           else min(available_memory() // 4, RESERVOIR_IMAGE_CACHE))
+        negatives = self._negative_pool(bgs, out, ck, len(stages))
         from .report import TrainingSamples
 
         self.samples_ = TrainingSamples()  # bounded windows for the report
-        bar = _Progress(bool(self.progress), int(self.num_stages), int(self.max_weak_count))
+        emit = self._emitter(log)
+        clock = RunClock(self.num_stages, self.max_false_alarm, required)
+        for st, m in zip(stages, mining_log, strict=False):  # the ETA of a resumed run
+            clock.add(mining=m["seconds"], other=st.seconds.get("total", 0.0) - m["seconds"],
+                      acceptance_ratio=m["acceptance_ratio"])
         new = 0
-        try:
-            with n_threads(self.threads):
-                while stop is None and len(stages) < self.num_stages:
-                    if max_new_stages is not None and new >= max_new_stages:
-                        break
-                    k = len(stages)
-                    bar.stage(k, f"false alarm {self._cascade_fa(stages):.3g}")
-                    t0 = time.perf_counter()
-                    # positives still accepted by the cascade, in pool order
-                    model = self._model(stages)
-                    keep = (np.arange(len(pos)) if model is None else np.flatnonzero(
-                        CascadeRunner(model, threads=self.threads).accepts(pos)))
-                    t1 = time.perf_counter()
-                    if len(keep) < self.num_pos:
-                        stop = {"reason": "positives_used_up", "message": (
-                            f"positives used up: only {len(keep)} of the {len(pos)} positives "
-                            f"pass the {k} stage(s) trained, {self.num_pos} are needed per stage")}
-                        break
-                    pos_used = int(keep[self.num_pos - 1]) + 1
-                    pw = pos[keep[: self.num_pos]]
-                    # negatives
-                    res = mine_negatives(model, bgs, int(self.num_neg),
-                                         params=mp, seed=int(self.seed), stage=k,
-                                         stop_ratio=required if k > 0 else None, cache=cache,
-                                         executor=executor)
-                    t2 = time.perf_counter()
-                    ms = mining_summary(res)
-                    ms["stage"] = k
-                    ms["seconds"] = t2 - t1
-                    mining_log.append(ms)
-                    bar.log(f"stage {k}: positives {self.num_pos} (pool consumed {pos_used}/"
-                            f"{len(pos)}), negatives {len(res.windows)}/{self.num_neg}, "
-                            f"acceptance ratio {res.acceptance_ratio:.3g} ({res.n_scanned} "
-                            f"windows scanned, {t2 - t1:.1f} s)", log)
-                    if k > 0 and (res.target_reached or (
-                            len(res.windows) == self.num_neg
-                            and res.acceptance_ratio <= required)):
-                        stop = {"reason": "false_alarm_target", "message": (
-                            f"the cascade's false-alarm target is reached: acceptance ratio "
-                            f"{res.acceptance_ratio:.3g} <= {required:.3g} (max_false_alarm^"
-                            f"num_stages) after scanning {res.n_scanned} background windows")}
-                        break
-                    if len(res.windows) < self.num_neg:
-                        stop = {"reason": "negatives_exhausted", "message": (
-                            f"negatives exhausted: {len(res.windows)} of the {self.num_neg} "
-                            f"negatives found after scanning {res.n_scanned} windows of "
-                            f"{len(bgs)} background images ({res.passes} passes, "
-                            f"{len(res.unreadable)} unreadable)")}
-                        break
-                    # features and boosting
-                    if self.reservoir is not None:
-                        t3 = time.perf_counter()
-                        st, finfo = self._reservoir_stage(pw, res.windows, k, bar)
-                        t4 = time.perf_counter()
-                    else:
-                        windows = np.concatenate([pw, res.windows])
-                        y = np.r_[np.ones(len(pw)), -np.ones(len(res.windows))]
-                        search, finfo = self._make_search(windows, k, log, executor)
-                        t3 = time.perf_counter()
-                        st = train_stage(
-                            search, y, loss=self.loss, shape=self._shape(),
-                            min_hit_rate=float(self.min_hit_rate),
-                            max_false_alarm=float(self.max_false_alarm),
-                            max_weak_count=int(self.max_weak_count),
-                            weight_trim_rate=float(self.weight_trim_rate),
-                            balanced_init=bool(self.balanced_init), callback=bar.round)
-                        t4 = time.perf_counter()
-                        del search
-                    st.seconds = {"positives": t1 - t0, "negatives": t2 - t1,
-                                  "features": t3 - t2, "boosting": t4 - t3, "total": t4 - t0}
-                    finfo["peak_rss"] = _peak_rss()
-                    st.info.update(finfo, positives_consumed=pos_used,
-                                   acceptance_ratio=res.acceptance_ratio)
-                    # report samples from the sums boosting left (then dropped)
-                    self.samples_.add_stage(k, pw, res.windows, st.scores, st.threshold)
-                    st.scores = None
-                    stages.append(st)
-                    new += 1
-                    bar.log(f"stage {k}: {len(st.learners)} weak learner(s), hit rate "
-                            f"{st.hit_rate:.4f}, false alarm {st.false_alarm:.4f}, "
-                            f"{t4 - t0:.1f} s (features {t3 - t2:.1f} s [{finfo['mode']}, "
-                            f"{format_bytes(finfo['cache_bytes'])}], boosting {t4 - t3:.1f} s)",
-                            log)
-                    if out is not None:
-                        self._save(out, cfg, stages, mining_log, None)
-                if stop is None and len(stages) >= self.num_stages:
-                    stop = {"reason": "num_stages", "message": (
-                        f"all {self.num_stages} stages trained")}
-        finally:
-            bar.close()
+        with n_threads(self.threads):
+            while stop is None and len(stages) < self.num_stages:
+                if max_new_stages is not None and new >= max_new_stages:
+                    break
+                k = len(stages)
+                emit("stage", stage=k, n_stages=int(self.num_stages),
+                     cascade_false_alarm=self._cascade_fa(stages))
+                reset_peak_rss()
+                t0 = time.perf_counter()
+                # 1. positives still accepted by the cascade, in pool order
+                model = self._model(stages)
+                pw, pos_used, stop = self._stage_positives(pos, model, k)
+                if stop is not None:
+                    break
+                t1 = time.perf_counter()
+                # 2. negatives: the pool re-checked against the last stage, topped up by mining
+                res = negatives.fill(
+                    model, stage=k, stop_ratio=required if k > 0 else None, threads=self.threads,
+                    executor=executor,
+                    progress=partial(mining_event, emit, clock, k))
+                t2 = time.perf_counter()
+                mining_log.append({**mining_summary(res), "stage": k, "seconds": t2 - t1})
+                emit("log", message=f"stage {k}: positives {self.num_pos} (pool consumed "
+                     f"{pos_used}/{len(pos)}), negatives {res.describe()}")
+                stop = self._mining_stop(res, k, required, len(bgs))
+                if stop is not None:
+                    break
+                # 3. features and boosting
+                st, finfo, t3 = self._boost_stage(pw, res.windows, k, emit, log, executor)
+                t4 = time.perf_counter()
+                st.seconds = {"positives": t1 - t0, "negatives": t2 - t1,
+                              "features": t3 - t2, "boosting": t4 - t3, "total": t4 - t0}
+                finfo["peak_rss"] = peak_rss()
+                st.info.update(finfo, positives_consumed=pos_used,
+                               acceptance_ratio=res.acceptance_ratio)
+                # report samples from the sums boosting left (then dropped)
+                self.samples_.add_stage(k, pw, res.windows, st.scores, st.threshold)
+                st.scores = None
+                stages.append(st)
+                new += 1
+                clock.add(mining=t2 - t1, other=t4 - t0 - (t2 - t1),
+                          acceptance_ratio=res.acceptance_ratio)
+                emit("log", message=(
+                    f"stage {k}: {len(st.learners)} weak learner(s), hit rate {st.hit_rate:.4f}, "
+                    f"false alarm {st.false_alarm:.4f}, {t4 - t0:.1f} s (features {t3 - t2:.1f} s "
+                    f"[{finfo['mode']}, {format_bytes(finfo['cache_bytes'])}], boosting "
+                    f"{t4 - t3:.1f} s), peak memory {format_bytes(finfo['peak_rss'])}"))
+                emit("stage_done", stage=k, seconds=st.seconds, peak_rss=finfo["peak_rss"],
+                     eta=clock.eta(k + 1))
+                # 4. checkpoint
+                if out is not None:
+                    self._save(out, cfg, stages, mining_log, None, negatives)
+            if stop is None and len(stages) >= self.num_stages:
+                stop = {"reason": "num_stages", "message": f"all {self.num_stages} stages trained"}
         if stop is None:
             stop = {"reason": "paused", "message": (
                 f"{len(stages)} stage(s) trained so far; call again with resume to continue")}
         elif out is not None:
-            self._save(out, cfg, stages, mining_log, stop)
+            self._save(out, cfg, stages, mining_log, stop, negatives)
         self.stages_ = stages
         self.mining_ = mining_log
         self.stop_ = stop
@@ -954,6 +706,105 @@ class CascadeTrainer:
 
         self.report_ = training_report(self)
         return self
+
+    # -- the steps of a stage -------------------------------------------------------------------
+
+    def _emitter(self, log: Callable[[str], None]) -> Callable[..., None]:
+        """``emit(event, **info)``: to the callback, and log lines to ``log`` as well."""
+        cb = self.callback
+
+        def emit(event: str, **info: Any) -> None:
+            if event == "log":
+                log(info["message"])
+            if cb is not None:
+                cb(event, info)
+
+        return emit
+
+    def _plan_memory(self, pos_nbytes: int) -> None:
+        """Split the memory budget: the decoded images' share, and the feature caches' share
+        (the rest, less the positives, the negative pool and the process)."""
+        budget = (memory_budget(self.memory_budget) if self.memory_budget is not None
+                  else min(memory_budget(), DEFAULT_MEMORY))
+        images = int(IMAGE_CACHE_SHARE * budget)
+        # the pool holds at most num_neg windows plus one batch's surplus, and a stage's copy
+        pool = 3 * int(self.num_neg) * int(np.prod(self.window_shape))
+        held = BASE_MEMORY + 2 * pos_nbytes + pool
+        self._feature_budget = budget - images - held
+        if self._feature_budget <= 0:
+            raise TrainingError(
+                f"memory budget: {format_bytes(budget)} leaves nothing for feature caches (the "
+                f"process, the positives and the negative pool hold {format_bytes(held)}, "
+                f"decoded backgrounds {format_bytes(images)}); raise it (memory_budget, vjtrain "
+                "--memory)")
+        self._image_budget = images
+
+    def _negative_pool(self, bgs: list[str], out: Path | None, ck: dict[str, Any] | None,
+                       n_stages: int) -> NegativePool:
+        """The run's negative pool (restored from the checkpoint when resuming), its image
+        cache sized by :meth:`_plan_memory`."""
+        images = self._image_budget
+        cache = ImageCache(images if self.reservoir is None else min(images,
+                                                                    RESERVOIR_IMAGE_CACHE))
+        pool = NegativePool(bgs, MiningParams(self.window_shape, **(self.mining or {})),
+                            seed=int(self.seed), n=int(self.num_neg), cache=cache)
+        if ck is not None and n_stages:
+            try:
+                pool.load(out, ck["negatives"])
+            except (KeyError, ValueError) as exc:
+                raise TrainingError(f"{out}: the checkpoint's negative pool is missing or "
+                                    f"damaged ({exc}); train again in another folder") from None
+        return pool
+
+    def _stage_positives(self, pos: np.ndarray, model: CascadeModel | None, k: int):
+        """The stage's ``num_pos`` positives (the first of the pool the cascade accepts), the
+        share of the pool consumed, or why training stops."""
+        keep = (np.arange(len(pos)) if model is None else np.flatnonzero(
+            CascadeRunner(model, threads=self.threads).accepts(pos)))
+        if len(keep) < self.num_pos:
+            return None, 0, {"reason": "positives_used_up", "message": (
+                f"positives used up: only {len(keep)} of the {len(pos)} positives pass the {k} "
+                f"stage(s) trained, {self.num_pos} are needed per stage")}
+        return pos[keep[: self.num_pos]], int(keep[self.num_pos - 1]) + 1, None
+
+    def _mining_stop(self, res: MiningResult, k: int, required: float, n_bgs: int
+                     ) -> dict[str, str] | None:
+        """Why training stops after mining stage ``k``'s negatives, or None."""
+        if k > 0 and res.n_scanned and (res.target_reached or (
+                len(res.windows) == self.num_neg and res.acceptance_ratio <= required)):
+            return {"reason": "false_alarm_target", "message": (
+                f"the cascade's false-alarm target is reached: acceptance ratio "
+                f"{res.acceptance_ratio:.3g} <= {required:.3g} (max_false_alarm^num_stages) "
+                f"after scanning {res.n_scanned} background windows")}
+        if len(res.windows) < self.num_neg:
+            return {"reason": "negatives_exhausted", "message": (
+                f"negatives exhausted: {len(res.windows)} of the {self.num_neg} negatives found "
+                f"after scanning {res.n_scanned} windows of {n_bgs} background images "
+                f"({res.passes} passes, {len(res.unreadable)} unreadable)")}
+        return None
+
+    def _boost_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, emit, log, executor
+                     ) -> tuple[StageResult, dict[str, Any], float]:
+        """Stage ``k`` from its positives and negatives; also when its features were ready."""
+
+        def on_round(t: int, loss: float, hit: float, fa: float) -> None:
+            emit("round", round=t, loss=loss, hit_rate=hit, false_alarm=fa)
+
+        if self.reservoir is not None:
+            t3 = time.perf_counter()
+            st, finfo = self._reservoir_stage(pw, nw, k, on_round)
+            return st, finfo, t3
+        windows = np.concatenate([pw, nw])
+        y = np.r_[np.ones(len(pw)), -np.ones(len(nw))]
+        search, finfo = self._make_search(windows, k, log, executor)
+        t3 = time.perf_counter()
+        st = train_stage(search, y, loss=self.loss, shape=self._shape(),
+                         min_hit_rate=float(self.min_hit_rate),
+                         max_false_alarm=float(self.max_false_alarm),
+                         max_weak_count=int(self.max_weak_count),
+                         weight_trim_rate=float(self.weight_trim_rate),
+                         balanced_init=bool(self.balanced_init), callback=on_round)
+        return st, finfo, t3
 
     def _cascade_fa(self, stages: list[StageResult]) -> float:
         return float(np.prod([s.false_alarm for s in stages])) if stages else 1.0
@@ -971,13 +822,21 @@ class CascadeTrainer:
             "trainer": {k: v for k, v in self.config_.items() if k != "pool"},
         }
 
-    def _save(self, out: Path, cfg, stages, mining_log, stop) -> None:
+    def _save(self, out: Path, cfg, stages, mining_log, stop, negatives: NegativePool) -> None:
+        # the pool's file first (named by its content): the checkpoint never names a missing
+        # or replaced file
+        state = negatives.save(out)
         save_checkpoint(out, {
             "config": cfg,
             "stages": [s.to_dict() for s in stages],
             "mining": mining_log,
+            "negatives": state,
             "stop": stop,
+            **({"run": self._run} if getattr(self, "_run", None) is not None else {}),
         })
+        for old in out.glob("negatives-*.npy"):
+            if old.name != state["file"]:
+                old.unlink(missing_ok=True)
 
 
 def stages_digest(stages: Sequence[StageResult]) -> str:

@@ -1,0 +1,218 @@
+"""Negative pool: schedule (no unit scanned twice), augmentation, pool reuse checked by brute
+force, executor order independence, determinism and resume of the trainer."""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from vjboost._parallel import Executor
+from vjboost.cascade.kernels import reject_threshold
+from vjboost.cascade.negatives import (
+    AUGMENTATIONS,
+    MiningParams,
+    NegativePool,
+    augment_image,
+    scan_unit,
+)
+from vjboost.cascade.progress import RunClock
+from vjboost.cascade.trainer import CascadeTrainer, build_cascade_model, stages_digest
+
+WIN = (12, 12)
+
+
+@pytest.fixture(scope="module")
+def trained(faces12, backgrounds):
+    tr = CascadeTrainer(window_shape=WIN, features="haar", num_stages=3, num_pos=150,
+                        num_neg=300, min_hit_rate=0.99, max_false_alarm=0.5, seed=2,
+                        max_weak_count=12)
+    return tr.fit(faces12, backgrounds)
+
+
+def _brute_accepts(pool, stages, windows) -> np.ndarray:
+    """Plain evaluation: every feature of the pool by the family's own code, every tree by its
+    leaves, stage sums in float64, OpenCV's rejection rule."""
+    values = pool.evaluate(windows).astype(np.float32)  # (n_features, S)
+    ok = np.ones(len(windows), bool)
+    for st in stages:
+        score = np.zeros(len(windows))
+        for tree in st.learners:
+            score += tree.predict_matrix(values).astype(np.float64)
+        ok &= score >= reject_threshold(st.threshold)
+    return ok
+
+
+class _ShuffledExecutor(Executor):
+    """Runs the tasks of a batch in a seeded shuffled order (as tasks completing in any order)
+    and yields the results in task order; records every mining unit."""
+
+    def __init__(self) -> None:
+        self.units: list[tuple[str, int]] = []
+        self.rng = np.random.default_rng(5)
+
+    def imap(self, fn, units, *shared, ahead=None):
+        units = list(units)
+        self.units.extend(u for chunk in units for u in chunk)
+        out = [None] * len(units)
+        for i in self.rng.permutation(len(units)):
+            out[i] = fn(units[i], *shared)
+        yield from out
+
+
+def test_no_unit_scanned_twice_and_executor_order_independent(backgrounds):
+    params = MiningParams(WIN, scale_factor=1.5, step=3, batch=3)
+    ex = _ShuffledExecutor()
+    a = NegativePool(backgrounds, params, seed=1, n=40)
+    b = NegativePool(backgrounds, params, seed=1, n=40)
+    for _ in range(6):
+        ra = a.fill(None)
+        rb = b.fill(None, executor=ex)
+        assert np.array_equal(ra.windows, rb.windows)
+        assert ra.n_scanned == rb.n_scanned
+        a.windows = a.windows[:0]  # drop the pool: every fill must scan new units
+        b.windows = b.windows[:0]
+    assert len(ex.units) == len(set(ex.units))
+    # the cursors account for every unit, pass by pass
+    assert sum(b.cursor.values()) == len(ex.units)
+    assert max(b.cursor.values()) - min(b.cursor.values()) <= 1
+
+
+def test_augmented_passes_are_the_named_transforms(backgrounds):
+    img = cv2.imread(backgrounds[0], cv2.IMREAD_GRAYSCALE)
+    params = MiningParams(WIN, scale_factor=1.44, step=2, max_gamma=1.0)
+    s2 = params.grid_step ** 2
+    for v, (mirror, turns, shrink) in enumerate(AUGMENTATIONS):
+        for o in range(s2):
+            ref = img[:, ::-1] if mirror else img
+            ref = np.rot90(ref, turns)
+            if shrink:
+                ref = cv2.resize(np.ascontiguousarray(ref), (round(ref.shape[1] / 1.2),
+                                                            round(ref.shape[0] / 1.2)),
+                                 interpolation=cv2.INTER_AREA)
+            ref = ref[o // 2:, o % 2:]
+            got = augment_image(img, v * s2 + o, params, 0, backgrounds[0])
+            assert np.array_equal(got, ref), (v, o)
+    # gamma: a seeded, monotone change of the grey levels on augmented passes only
+    g = MiningParams(WIN, scale_factor=1.44, step=2, max_gamma=1.6)
+    plain = augment_image(img, 0, g, 0, "x")
+    assert np.array_equal(plain, img)
+    aug = augment_image(img, s2 + 0, g, 0, "x")
+    assert np.array_equal(aug, augment_image(img, s2 + 0, g, 0, "x"))
+    order = np.argsort(np.rot90(img, 1).ravel(), kind="stable")
+    assert np.all(np.diff(aug.ravel()[order].astype(int)) >= 0)
+
+
+def test_scan_unit_is_pure(trained, backgrounds):
+    params = MiningParams(WIN, scale_factor=1.5, step=3)
+    a = scan_unit(trained.model_, backgrounds[1], 11, params=params, seed=3, per_image=5)
+    b = scan_unit(trained.model_, backgrounds[1], 11, params=params, seed=3, per_image=5)
+    assert np.array_equal(a.windows, b.windows) and a.n_scanned == b.n_scanned > 0
+    assert len(a.windows) == min(5, a.n_accepted)
+
+
+def test_pool_reuse_negatives_accepted_by_previous_stages_brute_force(trained, backgrounds):
+    stages = trained.stages_
+    assert len(stages) >= 2
+    params = MiningParams(WIN, scale_factor=1.5, step=3)
+    pool = NegativePool(backgrounds, params, seed=4, n=200)
+    carried = 0
+    for k in range(len(stages) + 1):
+        model = build_cascade_model(trained.pool_, stages[:k]) if k else None
+        res = pool.fill(model, stage=k)
+        assert len(res.windows) > 0
+        if k:
+            carried += res.n_from_pool
+            # every negative of stage k passes stages 0..k-1, by plain evaluation; the flat
+            # windows the detector's sigma gate refuses never enter the pool
+            assert _brute_accepts(trained.pool_, stages[:k], res.windows).all()
+            inner = res.windows[:, 1:-1, 1:-1].reshape(len(res.windows), -1)
+            assert (inner.std(axis=1) > 9.9).all()  # the detector's gate: sigma > 10
+        assert res.n_from_pool <= res.pool_checked
+    assert carried > 0  # the pool was reused
+    assert 0 < res.supply
+
+
+def test_trainer_pool_resume_gives_identical_cascade(faces12, backgrounds, tmp_path):
+    kw = dict(window_shape=WIN, features="haar", num_stages=3, num_pos=100, num_neg=200,
+              min_hit_rate=0.99, max_false_alarm=0.5, seed=7, max_weak_count=6,
+              mining={"scale_factor": 1.5, "batch": 4})
+    full = CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path / "a")
+    events = []
+    CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path / "b", max_new_stages=1)
+    assert len(list((tmp_path / "b").glob("negatives-*.npy"))) == 1
+    resumed = CascadeTrainer(**kw, callback=lambda e, i: events.append(e)).fit(
+        faces12, backgrounds, output_dir=tmp_path / "b", resume=True)
+    assert stages_digest(full.stages_) == stages_digest(resumed.stages_)
+    assert len(full.stages_) >= 2
+    # pool reuse happened and is recorded; every stage reports its own peak memory
+    assert any(m["n_from_pool"] > 0 for m in full.mining_[1:])
+    assert all(s.info["peak_rss"] > 0 for s in full.stages_)
+    assert {"stage", "mining", "round", "stage_done", "log"} <= set(events)
+
+
+def test_trainer_refuses_a_damaged_pool(faces12, backgrounds, tmp_path):
+    kw = dict(window_shape=WIN, num_stages=3, num_pos=150, num_neg=300, seed=7,
+              max_weak_count=5, mining={"scale_factor": 1.5})
+    CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path, max_new_stages=1)
+    f = next(tmp_path.glob("negatives-*.npy"))
+    np.save(f, np.zeros((3, *WIN), np.uint8))
+    with pytest.raises(ValueError, match="negative pool"):
+        CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path, resume=True)
+
+
+def test_run_clock_eta():
+    clock = RunClock(6, 0.5, 0.5 ** 6)
+    assert math.isnan(clock.eta(0))
+    clock.add(mining=2.0, other=10.0, acceptance_ratio=0.25)
+    # ratio 0.25 -> target 1/64 in 4 more halvings, fewer than the 5 stages left
+    assert clock.stages_left(1) == 4
+    assert clock.eta(1) == pytest.approx(4 * 10 + 2 * (2 + 4 + 8 + 16))
+
+
+@pytest.mark.slow
+def test_mixed_pool_trains_saves_reloads_and_detects(backgrounds, tmp_path):
+    from skimage.data import lfw_subset
+
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.model_io import load_model, save_model
+
+    imgs = (lfw_subset()[:100] * 255).round().astype(np.uint8)
+    faces20 = np.stack([cv2.resize(im, (20, 20), interpolation=cv2.INTER_AREA) for im in imgs])
+    tr = CascadeTrainer(window_shape=(20, 20), features="haar,mblbp,hog,channels",
+                        sampler="laminating", weak_learner="tree", max_depth=2, num_stages=2,
+                        num_pos=90, num_neg=200, max_weak_count=4, seed=0,
+                        mining={"scale_factor": 1.5})
+    tr.fit(faces20, backgrounds, output_dir=tmp_path)
+    save_model(tr.model_, tmp_path / "model.json")
+    back = load_model(tmp_path / "model.json")
+    img = cv2.imread(backgrounds[0], cv2.IMREAD_GRAYSCALE)
+    a = CascadeDetector(tr.model_, min_neighbors=0, grouping="none").raw_windows(img)
+    b = CascadeDetector(back, min_neighbors=0, grouping="none").raw_windows(img)
+    assert np.array_equal(a[0], b[0]) and np.allclose(a[1], b[1])
+    # the report counts, per stage, the features of each family the learners read
+    for k, row in enumerate(tr.report_["stages"]):
+        used = sum(int(c) for c in row["families"].values())
+        ids = {int(g) for lr in tr.stages_[k].learners for g in lr.feature}
+        assert used == len(ids)
+
+
+@pytest.mark.parametrize("module", ["vjboost.cascade.negatives", "vjboost.cascade.progress",
+                                    "vjboost._memory"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert res.attempted > 0 and res.failed == 0
+
+
+@pytest.mark.slow
+def test_trainer_with_an_executor_gives_the_same_cascade(faces12, backgrounds):
+    kw = dict(window_shape=WIN, features="haar", num_stages=3, num_pos=100, num_neg=200,
+              min_hit_rate=0.99, seed=3, max_weak_count=6, mining={"scale_factor": 1.5})
+    a = CascadeTrainer(**kw).fit(faces12, backgrounds)
+    b = CascadeTrainer(**kw).fit(faces12, backgrounds, executor=_ShuffledExecutor())
+    assert stages_digest(a.stages_) == stages_digest(b.stages_)

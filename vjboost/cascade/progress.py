@@ -1,0 +1,115 @@
+"""What a training run reports while it runs: events for callbacks, per-stage memory, the ETA.
+
+The trainer reports through ``callback(event, info)`` (the command line draws progress bars from
+these events; the library itself never prints):
+
+* ``"stage"`` — a stage starts: ``stage``, ``n_stages``, ``cascade_false_alarm``;
+* ``"mining"`` — after every mining batch: a :class:`~vjboost.cascade.negatives.MiningProgress`
+  under ``progress`` (windows scanned per second, acceptance ratio, windows and seconds still
+  needed for the stage, distinct windows the backgrounds can still supply) and the run's ``eta``;
+* ``"round"`` — after every boosting round: ``round``, ``loss``, ``hit_rate``, ``false_alarm``;
+* ``"log"`` — one line of text under ``message``;
+* ``"stage_done"`` — a stage ends: ``stage``, ``seconds`` (per step), ``peak_rss`` (bytes, the
+  stage's own peak where the system can tell), ``eta`` (seconds for the rest of the run).
+
+:class:`RunClock` estimates the time left: a future stage costs the mean boosting time of the
+stages so far plus the last stage's mining time multiplied by the growth of the windows mining
+needs (each stage lets through about ``max_false_alarm`` of what the cascade accepted, so a stage
+needs about ``1 / max_false_alarm`` times more scanned windows than the one before), and the run
+ends at ``num_stages`` or, earlier, when the acceptance ratio reaches the cascade's target.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["RunClock", "mining_event", "peak_rss", "reset_peak_rss"]
+
+Callback = Callable[[str, dict[str, Any]], None]
+
+
+def reset_peak_rss() -> bool:
+    """Reset the process's peak resident memory (Linux ``clear_refs`` 5); False if unsupported."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_rss() -> int:
+    """Peak resident memory in bytes since the last :func:`reset_peak_rss` (since the start of
+    the process where it cannot be reset)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+class RunClock:
+    """Estimates the seconds a cascade run still needs from the stages trained so far.
+
+    Parameters
+    ----------
+    num_stages : int
+    max_false_alarm : float
+        Per-stage false-alarm goal (sets how fast mining grows).
+    required : float
+        The cascade's target acceptance ratio (the run stops when mining measures it).
+
+    Examples
+    --------
+    >>> clock = RunClock(10, 0.5, 0.5 ** 10)
+    >>> clock.add(mining=1.0, other=4.0, acceptance_ratio=0.5)
+    >>> round(clock.eta(1))  # 9 stages left: 9 * 4 s of boosting + 2 + 4 + ... + 512 s of mining
+    1058
+    """
+
+    def __init__(self, num_stages: int, max_false_alarm: float, required: float) -> None:
+        self.num_stages, self.required = int(num_stages), float(required)
+        self.growth = 1.0 / float(max_false_alarm)
+        self.mining: list[float] = []
+        self.other: list[float] = []
+        self.ratio = 1.0
+
+    def add(self, *, mining: float, other: float, acceptance_ratio: float) -> None:
+        """Record a finished stage: seconds of mining, seconds of the rest, acceptance ratio."""
+        self.mining.append(float(mining))
+        self.other.append(float(other))
+        self.ratio = float(acceptance_ratio)
+
+    def stages_left(self, done: int) -> int:
+        """Stages still to train after ``done``: up to ``num_stages``, or fewer when the
+        acceptance ratio will reach the target first."""
+        left = self.num_stages - int(done)
+        if 0 < self.required < self.ratio < 1.0:
+            left = min(left, math.ceil(math.log(self.ratio / self.required)
+                                       / math.log(self.growth)))
+        return max(0, left)
+
+    def eta(self, done: int, *, mining_now: float = 0.0) -> float:
+        """Seconds still needed after ``done`` stages (plus ``mining_now`` seconds still
+        expected for the stage being mined)."""
+        if not self.mining:
+            return math.nan
+        other = sum(self.other) / len(self.other)
+        last = self.mining[-1]
+        total = mining_now
+        for j in range(1, self.stages_left(done) + 1):
+            total += other + last * self.growth ** j
+        return total
+
+
+def mining_event(emit: Callable[..., None], clock: RunClock, stage: int, progress: Any) -> None:
+    """Forward a mining batch's progress, with the run's ETA, as a ``"mining"`` event."""
+    now = progress.seconds_needed
+    emit("mining", progress=progress,
+         eta=clock.eta(stage, mining_now=0.0 if math.isnan(now) else now))
