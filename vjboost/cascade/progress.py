@@ -144,7 +144,7 @@ def mining_event(emit: Callable[..., None], clock: RunClock, stage: int, progres
     clock : RunClock
         The run's stage times.
     stage : int
-        Stages finished (the one being mined is ``stage``).
+        Stages finished, as for :meth:`RunClock.eta`.
     progress : object
         The mining batch's progress; its ``seconds_needed`` (NaN: unknown) is the mining time
         still expected.
