@@ -128,6 +128,15 @@ def compute_bin_edges(
     -------
     edges : ndarray of shape (Q, n_bins - 1), float32
         Strictly increasing edges per row, padded with ``+inf``.
+
+    Examples
+    --------
+    >>> values = np.array([[0, 1, 2, 3, 4, 5]], dtype=np.float32)
+    >>> edges = compute_bin_edges(values, 4)
+    >>> edges.tolist()
+    [[1.0, 3.0, 4.0]]
+    >>> bin_values(values, edges).tolist()                  # edges <= value
+    [[0, 1, 1, 2, 3, 3]]
     """
     values = check_array(values, "values", ndim=2, dtype=np.float32)
     n_bins = check_in_range(n_bins, "n_bins", low=2, high=256, integer=True)
@@ -190,6 +199,18 @@ def n_bins_per_feature(edges: np.ndarray) -> np.ndarray:
 def categorical_edges(n_rows: int, n_edges: int = 255) -> np.ndarray:
     """Edges (n_rows, n_edges) under which code ``c`` falls in bin ``c`` (padded with +inf).
 
+    Parameters
+    ----------
+    n_rows : int
+        Features (rows of the edge table).
+    n_edges : int, default 255
+        Columns; codes ``0 .. min(n_edges, 255) - 1`` get their own bin, larger codes share
+        the last one.
+
+    Returns
+    -------
+    ndarray of float32, shape (n_rows, n_edges)
+
     Examples
     --------
     >>> e = categorical_edges(1, 4)
@@ -204,7 +225,25 @@ def categorical_edges(n_rows: int, n_edges: int = 255) -> np.ndarray:
 
 def precompute_nbytes(pool: Any, n_samples: int, n_features: int | None = None,
                       dtype: str = "float32", block_features: int = 4096) -> int:
-    """Peak bytes of :func:`precompute` (matrix + channels + one float32 block if binned)."""
+    """Peak bytes of :func:`precompute` (matrix + channels + one float32 block if binned).
+
+    Parameters
+    ----------
+    pool : FeaturePool or FeatureFamily
+        Its ``n_features`` and ``channels_nbytes`` are read.
+    n_samples : int
+        Windows.
+    n_features : int, optional
+        Features precomputed (default all of the pool's).
+    dtype : {"float32", "uint8"}, default "float32"
+        The matrix's dtype (uint8: bins, plus the edge table and a float32 block).
+    block_features : int, default 4096
+        Features per block of the uint8 path.
+
+    Returns
+    -------
+    int
+    """
     q = pool.n_features if n_features is None else int(n_features)
     item = 1 if dtype == "uint8" else 4
     total = q * n_samples * item + pool.channels_nbytes(n_samples)

@@ -182,6 +182,22 @@ class _Booster(Estimator):
         ``X`` is float32 raw values, or uint8 bins together with their ``bin_edges``
         (n_features, E) from :func:`vjboost.boost.binning.compute_bin_edges` (then training
         uses it as is, without any copy, and the learned thresholds are raw values).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_features, n_samples), float32 or uint8
+            Feature values, one row per feature (a float32 matrix is used without a copy when
+            C-contiguous).
+        y : array-like of shape (n_samples,)
+            Class labels, as for :meth:`fit`.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative, not all zero; uniform when omitted.
+        bin_edges : ndarray of shape (n_features, E), float32, optional
+            Upper bin edges of a uint8 ``X`` (required with it, refused with a float ``X``).
+
+        Returns
+        -------
+        self
         """
         Xfm, edges = self._prepare_fm(X, bin_edges)
         codes, classes = self._labels(y, Xfm.shape[1])
@@ -272,7 +288,18 @@ class _Booster(Estimator):
 
     def staged_decision_function(self, X: Any, *, feature_major: bool = False
                                  ) -> Iterator[np.ndarray]:
-        """Scores after each round: (n_samples,) for two classes, (n_samples, K) otherwise."""
+        """Scores after each round: (n_samples,) for two classes, (n_samples, K) otherwise.
+
+        Parameters
+        ----------
+        X, feature_major
+            As for :meth:`decision_function`.
+
+        Yields
+        ------
+        ndarray of float64
+            The summed outputs of the first ``t`` rounds' trees, for ``t = 1 ... n_rounds``.
+        """
         Xfm = self._fm(X, feature_major)
         f = self._zeros(Xfm.shape[1])
         per = self.n_trees_per_round_
@@ -282,7 +309,19 @@ class _Booster(Estimator):
                 yield f
 
     def decision_function(self, X: Any, *, feature_major: bool = False) -> np.ndarray:
-        """Sum of the learners' outputs: (n_samples,) (> 0: ``classes_[1]``) or (n_samples, K)."""
+        """Sum of the learners' outputs: (n_samples,) (> 0: ``classes_[1]``) or (n_samples, K).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite feature values (shape (n_features, n_samples) with ``feature_major``).
+        feature_major : bool, default False
+            ``X`` is transposed: one row per feature.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,) or (n_samples, n_classes)
+        """
         Xfm = self._fm(X, feature_major)
         f = self._zeros(Xfm.shape[1])
         for est in self.estimators_:
@@ -303,30 +342,103 @@ class _Booster(Estimator):
         return p / p.sum(axis=1, keepdims=True)
 
     def predict(self, X: Any, *, feature_major: bool = False) -> np.ndarray:
-        """Class labels (two classes: ``classes_[1]`` where the score is > 0; else argmax)."""
+        """Class labels (two classes: ``classes_[1]`` where the score is > 0; else argmax).
+
+        Parameters
+        ----------
+        X, feature_major
+            As for :meth:`decision_function`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Entries of ``classes_``.
+        """
         return self._classes_of(self.decision_function(X, feature_major=feature_major))
 
     def predict_proba(self, X: Any, *, feature_major: bool = False) -> np.ndarray:
-        """Class probabilities (n_samples, n_classes)."""
+        """Class probabilities (n_samples, n_classes).
+
+        The logistic link ``1 / (1 + exp(-2 F))`` of the scores (normalised over the classes
+        when there are more than two).
+
+        Parameters
+        ----------
+        X, feature_major
+            As for :meth:`decision_function`.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples, n_classes)
+            Rows sum to 1; columns in the order of ``classes_``.
+        """
         return self._proba(self.decision_function(X, feature_major=feature_major))
 
     def staged_predict(self, X: Any, *, feature_major: bool = False) -> Iterator[np.ndarray]:
-        """Class labels after each round."""
+        """Class labels after each round.
+
+        Parameters
+        ----------
+        X, feature_major
+            As for :meth:`decision_function`.
+
+        Yields
+        ------
+        ndarray of shape (n_samples,)
+            :meth:`predict` of the first ``t`` rounds, for ``t = 1 ... n_rounds``.
+        """
         for f in self.staged_decision_function(X, feature_major=feature_major):
             yield self._classes_of(f)
 
     def staged_predict_proba(self, X: Any, *, feature_major: bool = False
                              ) -> Iterator[np.ndarray]:
-        """Class probabilities after each round."""
+        """Class probabilities after each round.
+
+        Parameters
+        ----------
+        X, feature_major
+            As for :meth:`decision_function`.
+
+        Yields
+        ------
+        ndarray of float64, shape (n_samples, n_classes)
+            :meth:`predict_proba` of the first ``t`` rounds, for ``t = 1 ... n_rounds``.
+        """
         for f in self.staged_decision_function(X, feature_major=feature_major):
             yield self._proba(f)
 
     def score(self, X: Any, y: Any) -> float:
-        """Accuracy."""
+        """Accuracy: the fraction of examples whose predicted label equals ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite feature values.
+        y : array-like of shape (n_samples,)
+            True labels.
+
+        Returns
+        -------
+        float
+            In [0, 1].
+        """
         return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def staged_score(self, X: Any, y: Any) -> Iterator[float]:
-        """Accuracy after each round."""
+        """Accuracy after each round.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite feature values.
+        y : array-like of shape (n_samples,)
+            True labels.
+
+        Yields
+        ------
+        float
+            :meth:`score` of the first ``t`` rounds, in [0, 1], for ``t = 1 ... n_rounds``.
+        """
         y = np.asarray(y)
         for pred in self.staged_predict(X):
             yield float(np.mean(pred == y))

@@ -94,6 +94,13 @@ def trim_weights(weights: np.ndarray, rate: float) -> np.ndarray:
     within the lightest ``1 - rate`` of the total are dropped; examples tied with the lightest kept
     weight are all kept. ``rate = 1`` keeps every example with positive weight.
 
+    Parameters
+    ----------
+    weights : ndarray of shape (N,)
+        Non-negative example weights (any scale).
+    rate : float
+        Share of the total weight to keep, in (0, 1].
+
     Returns
     -------
     ids : ndarray of shape (S,), int64, sorted
@@ -289,7 +296,24 @@ class BoostingLoss:
 
     def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
                      sample_ids: np.ndarray | None = None) -> np.ndarray:
-        """Final leaves of the learner fitted to problem ``k`` (the loop's call)."""
+        """Final leaves of the learner fitted to problem ``k`` (the loop's call).
+
+        Parameters
+        ----------
+        k : int
+            The problem's index in :meth:`problems` (a two-class loss has one: 0, unused).
+        leaf : ndarray of shape (N,), int64
+            Leaf index of every training example.
+        hypothesis : ndarray of shape (L,)
+            The fitted learner's leaf values (signs for Discrete AdaBoost).
+        sample_ids : ndarray of int, optional
+            Refit on these examples only (default all).
+
+        Returns
+        -------
+        ndarray of shape (L,), float64
+            Leaf values, coefficient included.
+        """
         return self._fit_leaves(leaf, np.asarray(hypothesis, dtype=np.float64),
                                 _restrict(self.weights, sample_ids),
                                 self.n_samples if sample_ids is None else len(sample_ids))
@@ -314,6 +338,20 @@ class BoostingLoss:
 
         ``rows`` holds the values of ``learner.features_`` for all N examples, shape
         ``(len(features_), N)`` (uint8 bins with ``binned=True``).
+
+        Parameters
+        ----------
+        learner : Tree-like
+            Has ``apply(rows, binned=...)`` and ``leaves``; its ``leaves`` are replaced.
+        rows : ndarray of shape (len(learner.features_), N)
+            The learner's feature values on all examples.
+        binned : bool, default False
+            ``rows`` holds uint8 bins rather than raw values.
+
+        Returns
+        -------
+        float
+            The training loss after the update.
         """
         leaf = learner.apply(rows, binned=binned)
         learner.leaves = self.fit_leaves(leaf, learner.leaves)
@@ -366,7 +404,13 @@ def _alpha(edge: float) -> float:
 
 
 class DiscreteAdaBoost(BoostingLoss):
-    """Discrete AdaBoost (Freund & Schapire): ``h`` in {-1, +1}, ``alpha`` from the error."""
+    """Discrete AdaBoost (Freund & Schapire): ``h`` in {-1, +1}, ``alpha`` from the error.
+
+    Parameters
+    ----------
+    y, sample_weight, balanced_init
+        As :class:`BoostingLoss`.
+    """
 
     name = "discrete"
     criterion = "discrete"
@@ -386,6 +430,11 @@ class RealAdaBoost(BoostingLoss):
     """Real AdaBoost (Schapire & Singer): ``h = 1/2 ln((W+ + eps)/(W- + eps))`` per leaf.
 
     ``eps = W / (2 N)`` (smoothing of Schapire & Singer, with ``W`` the total weight).
+
+    Parameters
+    ----------
+    y, sample_weight, balanced_init
+        As :class:`BoostingLoss`.
     """
 
     name = "real"
@@ -397,7 +446,13 @@ class RealAdaBoost(BoostingLoss):
 
 
 class GentleAdaBoost(BoostingLoss):
-    """Gentle AdaBoost (Friedman, Hastie & Tibshirani): weighted least-squares leaves."""
+    """Gentle AdaBoost (Friedman, Hastie & Tibshirani): weighted least-squares leaves.
+
+    Parameters
+    ----------
+    y, sample_weight, balanced_init
+        As :class:`BoostingLoss`.
+    """
 
     name = "gentle"
     criterion = "regression"
@@ -566,7 +621,22 @@ class MulticlassLoss:
         return self.algorithm == "discrete" and self.last_edge >= 1.0
 
     def fit_leaves(self, leaf: Any, hypothesis: Any, *, sample_ids: Any = None) -> np.ndarray:
-        """Leaf values ``(L, K)`` refitted on all examples (or ``sample_ids``)."""
+        """Leaf values ``(L, K)`` refitted on all examples (or ``sample_ids``).
+
+        Parameters
+        ----------
+        leaf : ndarray of shape (N,), int
+            Leaf index of every training example.
+        hypothesis : ndarray of shape (L, K)
+            The fitted learner's leaf vectors (for discrete votes only their signs in column 0
+            matter).
+        sample_ids : ndarray of int, optional
+            Refit on these examples only (default all).
+
+        Returns
+        -------
+        ndarray of shape (L, K), float64
+        """
         leaf = np.asarray(leaf, dtype=np.int64)
         hyp = np.asarray(hypothesis, dtype=np.float64)
         if hyp.ndim != 2 or hyp.shape[1] != self.n_outputs:
@@ -587,6 +657,19 @@ class MulticlassLoss:
 
     def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
                      sample_ids: np.ndarray | None = None) -> np.ndarray:
+        """Final leaves of the learner fitted to the single problem (the loop's call).
+
+        Parameters
+        ----------
+        k : int
+            The problem's index (always 0: one problem over all classes; unused).
+        leaf, hypothesis, sample_ids
+            As for :meth:`fit_leaves`.
+
+        Returns
+        -------
+        ndarray of shape (L, K), float64
+        """
         return self.fit_leaves(leaf, hypothesis, sample_ids=sample_ids)
 
     def update(self, predictions: Any) -> float:
@@ -654,6 +737,24 @@ class OneVsRestLoss:
 
     def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
                      sample_ids: np.ndarray | None = None) -> np.ndarray:
+        """Leaves of class ``k``'s learner, refitted by its two-class rule, in column ``k``.
+
+        Parameters
+        ----------
+        k : int
+            The class (and problem) index, in [0, K).
+        leaf : ndarray of shape (N,), int64
+            Leaf index of every training example.
+        hypothesis : ndarray of shape (L,)
+            The fitted learner's leaf values.
+        sample_ids : ndarray of int, optional
+            Refit on these examples only (default all).
+
+        Returns
+        -------
+        ndarray of shape (L, K), float64
+            Zero outside column ``k``.
+        """
         v = self.steps[k].refit_leaves(0, leaf, hypothesis, sample_ids)
         out = np.zeros((v.shape[0], self.n_outputs))
         out[:, k] = v
@@ -739,7 +840,24 @@ class MultiLogitLoss:
 
     def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
                      sample_ids: np.ndarray | None = None) -> np.ndarray:
-        """Leaves ``(L, J)`` of class ``k``'s learner: its least-squares values, centred."""
+        """Leaves ``(L, J)`` of class ``k``'s learner: its least-squares values, centred.
+
+        Parameters
+        ----------
+        k : int
+            The class (and problem) index, in [0, J).
+        leaf : ndarray of shape (N,), int64
+            Leaf index of every training example.
+        hypothesis : ndarray of shape (L,)
+            The fitted learner's leaf values (only their count ``L`` is used).
+        sample_ids : ndarray of int, optional
+            Refit on these examples only (default all).
+
+        Returns
+        -------
+        ndarray of shape (L, J), float64
+            ``f_l (J - 1) / J (1[j = k] - 1 / J)`` for the weighted mean response ``f_l``.
+        """
         p = self.problems()[k]
         f = _mean_leaves(leaf, np.asarray(hypothesis).shape[0],
                          _restrict(p.weights, sample_ids), p.response)

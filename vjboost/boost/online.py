@@ -196,7 +196,27 @@ def batch_coordinate_alpha(margins: Any, smoothing: float = 0.0) -> np.ndarray:
 
 
 def alpha_approximation_error(alpha_reference: Any, alpha: Any) -> float:
-    """Normalised distance ``½‖a/‖a‖₁ − b/‖b‖₁‖₁`` between two coefficient vectors (in [0, 1])."""
+    """Normalised distance ``½‖a/‖a‖₁ − b/‖b‖₁‖₁`` between two coefficient vectors (in [0, 1]).
+
+    Parameters
+    ----------
+    alpha_reference : array-like of shape (J,)
+        The reference coefficients ``a`` (e.g. batch AdaBoost's), not all zero.
+    alpha : array-like of shape (J,)
+        The coefficients ``b`` compared with them, not all zero.
+
+    Returns
+    -------
+    float
+        0 when ``b`` is a positive multiple of ``a``.
+
+    Examples
+    --------
+    >>> alpha_approximation_error([1.0, 1.0], [2.0, 2.0])
+    0.0
+    >>> alpha_approximation_error([1.0, 0.0], [0.0, 1.0])
+    1.0
+    """
     a = check_array(alpha_reference, "alpha_reference", ndim=1, dtype=np.float64)
     b = check_array(alpha, "alpha", ndim=1, dtype=np.float64)
     if a.shape != b.shape:
@@ -244,17 +264,40 @@ class _OnlineWeights(Estimator):
 
         ``sample_weight`` (n_samples,), positive, gives each example its starting weight
         (default 1), e.g. to balance positives and negatives as cascade training does.
+
+        Parameters
+        ----------
+        margins : array-like of shape (n_samples, n_hypotheses) or (n_hypotheses,)
+            ``y h_j(x)`` in {-1, +1}, examples in arrival order.
+        sample_weight : array-like of shape (n_samples,), optional
+            Positive starting weights (default 1).
         """
         m = _check_margins(margins, self.n_hypotheses)
         self._learn(m, _check_weights(sample_weight, m.shape[0]))
         self.n_seen_ += m.shape[0]
 
     def learn_many(self, X: Any, y: Any) -> None:
-        """Update from examples X (n_samples, n_features) with labels y in {-1, +1}, in order."""
+        """Update from examples X (n_samples, n_features) with labels y in {-1, +1}, in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature values the hypotheses read.
+        y : array-like of shape (n_samples,)
+            Labels in {-1, +1}.
+        """
         self.learn_margins(margins_from_hypotheses(self._need_hypotheses(), X, y))
 
     def learn_one(self, x: Any, y: float) -> None:
-        """Update from one example ``x`` (n_features,) with label ``y`` in {-1, +1}."""
+        """Update from one example ``x`` (n_features,) with label ``y`` in {-1, +1}.
+
+        Parameters
+        ----------
+        x : array-like of shape (n_features,)
+            Feature values the hypotheses read.
+        y : float
+            Label, -1 or +1.
+        """
         x = check_array(x, "x", ndim=1, dtype=np.float32)
         self.learn_many(x[None, :], [y])
 
@@ -356,6 +399,17 @@ class OnlineCoordinateBoost(_OnlineWeights):
 
         The cumulative sums are those of the batch coordinate pass over ``margins`` (plus the
         smoothing), and ``α`` the batch coefficients. ``sample_weight`` as :meth:`learn_margins`.
+
+        Parameters
+        ----------
+        margins : array-like of shape (n_samples, n_hypotheses)
+            ``y h_j(x)`` in {-1, +1} of the initial set.
+        sample_weight : array-like of shape (n_samples,), optional
+            Positive starting weights (default 1).
+
+        Returns
+        -------
+        self
         """
         m = _check_margins(margins, self.n_hypotheses).astype(np.float64)
         J = self.n_hypotheses
@@ -375,7 +429,19 @@ class OnlineCoordinateBoost(_OnlineWeights):
         return self
 
     def init_from_sums(self, w_pos: Any, w_neg: Any) -> OnlineCoordinateBoost:
-        """Start from given cumulative sums (J, J) (e.g. saved from an earlier run)."""
+        """Start from given cumulative sums (J, J) (e.g. saved from an earlier run).
+
+        Parameters
+        ----------
+        w_pos, w_neg : array-like of shape (n_hypotheses, n_hypotheses), float64
+            The sums ``w_pos_`` and ``w_neg_`` of correct and wrong weights (unscaled); their
+            diagonals must be positive. They are copied; ``α_j = ½ ln(w_pos[j, j] /
+            w_neg[j, j])``.
+
+        Returns
+        -------
+        self
+        """
         J = self.n_hypotheses
         wp = check_array(w_pos, "w_pos", ndim=2, dtype=np.float64)
         wn = check_array(w_neg, "w_neg", ndim=2, dtype=np.float64)

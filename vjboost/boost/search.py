@@ -56,6 +56,21 @@ class _NodeByNode:
 
     def best_splits(self, problem: Problem, node_ids: list[np.ndarray | None]
                     ) -> list[tuple[Split | None, Any]]:
+        """The best split of each node (nodes of fewer than two examples are not split).
+
+        Parameters
+        ----------
+        problem : Problem
+            Weights and response of the round, for all N examples.
+        node_ids : list of (ndarray of int64 or None)
+            The examples of each node (``None``: all examples).
+
+        Returns
+        -------
+        list of (Split or None, object)
+            Per node: its best split (``None`` when no feature splits it) and the search's
+            per-feature result (``None`` when not kept).
+        """
         # a node of fewer than two examples cannot be split
         return [(None, None) if ids is not None and ids.size < 2 else self._node(problem, ids)
                 for ids in node_ids]
@@ -113,7 +128,20 @@ class MatrixSearch(_NodeByNode):
         return np.array([lookup[int(g)] for g in features], dtype=np.int64)
 
     def search(self, problem: Problem, ids: np.ndarray | None) -> Any:
-        """Per-feature best splits of the rows on the examples ``ids``."""
+        """Per-feature best splits of the rows on the examples ``ids``.
+
+        Parameters
+        ----------
+        problem : Problem
+            Weights and response of the round, for all N examples.
+        ids : ndarray of int64 or None
+            The examples (``None``: all).
+
+        Returns
+        -------
+        StumpSearch
+            One entry per searched row (all rows, or ``row_subset``).
+        """
         return search_splits(self.values, problem.response, problem.weights,
                              criterion=problem.criterion, categorical=self.categorical,
                              edges=self.edges, feature_ids=self.row_subset, sample_ids=ids,
@@ -124,6 +152,19 @@ class MatrixSearch(_NodeByNode):
         return _best(s, lambda r: self.feature_ids[r]), s
 
     def go_left(self, split: Split, ids: np.ndarray | None) -> np.ndarray:
+        """Side of each example at ``split`` (True = left).
+
+        Parameters
+        ----------
+        split : Split
+            A split found by this search (``split.row`` indexes the matrix).
+        ids : ndarray of int64 or None
+            The examples (``None``: all).
+
+        Returns
+        -------
+        ndarray of bool, shape (len(ids),) or (N,)
+        """
         x = self.values[split.row] if ids is None else self.values[split.row, ids]
         return go_left(split, x, self.binned)
 
@@ -135,6 +176,24 @@ class MatrixSearch(_NodeByNode):
 
     def fit_partition(self, problem: Problem, ids: np.ndarray | None, n_parts: int
                       ) -> tuple[Tree | None, Any]:
+        """Real AdaBoost's domain-partitioning learner (``weak_learner="histogram"``).
+
+        Parameters
+        ----------
+        problem : Problem
+            A two-class problem with the ``"real"`` criterion.
+        ids : ndarray of int64 or None
+            The examples fitted (``None``: all).
+        n_parts : int
+            Parts of the feature's domain, in [2, 256].
+
+        Returns
+        -------
+        tree : Tree or None
+            A balanced tree on the best feature (``None`` when no feature splits).
+        search : object
+            The per-feature histogram search result.
+        """
         return fit_partition(self.values, problem, ids, n_parts, rows=self.row_subset,
                              feature_ids=self.feature_ids, edges=self.edges,
                              threads=self.threads)
@@ -165,6 +224,21 @@ class StreamedSearch:
 
     def best_splits(self, problem: Problem, node_ids: list[np.ndarray | None]
                     ) -> list[tuple[Split | None, Any]]:
+        """The best split of each node, in one pass over the pool's blocks.
+
+        Parameters
+        ----------
+        problem : Problem
+            Weights and response of the round, for all N examples.
+        node_ids : list of (ndarray of int64 or None)
+            The examples of each node (``None``: all examples).
+
+        Returns
+        -------
+        list of (Split or None, None)
+            Per node: its best split (``None`` when no feature splits it or it has fewer than
+            two examples).
+        """
         best: list[Split | None] = [None] * len(node_ids)
         n = self.source.n_features
         for a in range(0, n, self.block):
@@ -183,6 +257,19 @@ class StreamedSearch:
         return [(b, None) for b in best]
 
     def go_left(self, split: Split, ids: np.ndarray | None) -> np.ndarray:
+        """Side of each example at ``split`` (True = left); evaluates the split's feature.
+
+        Parameters
+        ----------
+        split : Split
+            A split found by this search.
+        ids : ndarray of int64 or None
+            The examples (``None``: all).
+
+        Returns
+        -------
+        ndarray of bool, shape (len(ids),) or (N,)
+        """
         x = self.source.values(np.array([split.feature], dtype=np.int64), ids)[0]
         return go_left(split, x, False)
 
@@ -190,6 +277,13 @@ class StreamedSearch:
         return self.source.values(tree.features_), False
 
     def fit_partition(self, problem: Problem, ids: Any, n_parts: int) -> Any:
+        """Not available: always raises ``ValueError`` (the histogram learner needs a matrix).
+
+        Parameters
+        ----------
+        problem, ids, n_parts
+            As for :meth:`MatrixSearch.fit_partition`.
+        """
         raise ValueError("weak_learner: the histogram learner needs a precomputed matrix")
 
 
@@ -273,6 +367,19 @@ class SampledSearch(_NodeByNode):
                      np.copy(wl.right_value), float(wl.threshold), wl.split_bin, sub), None
 
     def go_left(self, split: Split, ids: np.ndarray | None) -> np.ndarray:
+        """Side of each example at ``split`` (True = left), from the round's cached column.
+
+        Parameters
+        ----------
+        split : Split
+            A split chosen by the sampler.
+        ids : ndarray of int64 or None
+            The examples (``None``: all).
+
+        Returns
+        -------
+        ndarray of bool, shape (len(ids),) or (N,)
+        """
         col = self.column(split.feature)
         return go_left(split, col if ids is None else col[ids], self.binned)
 
@@ -284,4 +391,11 @@ class SampledSearch(_NodeByNode):
         return np.ascontiguousarray(vals), self.binned
 
     def fit_partition(self, problem: Problem, ids: Any, n_parts: int) -> Any:
+        """Not available: always raises ``ValueError`` (the histogram learner needs a matrix).
+
+        Parameters
+        ----------
+        problem, ids, n_parts
+            As for :meth:`MatrixSearch.fit_partition`.
+        """
         raise ValueError("weak_learner: the histogram learner needs a precomputed matrix")

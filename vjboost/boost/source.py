@@ -72,7 +72,19 @@ class Partition:
 
     @classmethod
     def from_sizes(cls, sizes: Sequence[int], names: Sequence[str] | None = None) -> Partition:
-        """Consecutive families of the given sizes (features ``0..sizes[0]-1`` are family 0...)."""
+        """Consecutive families of the given sizes (features ``0..sizes[0]-1`` are family 0...).
+
+        Parameters
+        ----------
+        sizes : sequence of int
+            Features per family, each positive (at least one family).
+        names : sequence of str, optional
+            The families' names (default ``family0``, ``family1``, ...).
+
+        Returns
+        -------
+        Partition
+        """
         sizes = [int(s) for s in sizes]
         if not sizes:
             raise ValueError("sizes: at least one family is needed")
@@ -90,7 +102,19 @@ class Partition:
     @classmethod
     def of(cls, families: Any, n_features: int) -> Partition:
         """A partition from a Partition, a pool (its families), per-feature family indices
-        ``(n_features,)``, family sizes, or ``None`` (one family)."""
+        ``(n_features,)``, family sizes, or ``None`` (one family).
+
+        Parameters
+        ----------
+        families : Partition, FeaturePool, array-like of int or None
+            The description of the families.
+        n_features : int
+            Features the partition must cover (checked).
+
+        Returns
+        -------
+        Partition
+        """
         if families is None:
             return cls.single(n_features)
         if isinstance(families, Partition):
@@ -137,7 +161,19 @@ class FeatureSource(Protocol):
     def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
                ) -> np.ndarray:
         """Values ``(Q, S)`` (``sample_ids=None``: all examples): float32 raw values, or uint8
-        bins/codes."""
+        bins/codes.
+        Parameters
+        ----------
+        feature_ids : ndarray of shape (Q,), int64
+            Global feature ids.
+        sample_ids : ndarray of shape (S,), int64, optional
+            Example ids, repeats allowed (default all examples, ``S = n_samples``).
+
+        Returns
+        -------
+        ndarray of shape (Q, S)
+            float32 raw values, or uint8 bins/codes.
+        """
         ...
 
 
@@ -241,6 +277,17 @@ class MatrixSource(_Source):
 
     def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
                ) -> np.ndarray:
+        """The matrix's rows ``feature_ids`` (a view-free copy) at the columns ``sample_ids``.
+        Parameters
+        ----------
+        feature_ids, sample_ids
+            As for :meth:`FeatureSource.values`.
+
+        Returns
+        -------
+        ndarray of shape (Q, S)
+            The matrix's dtype (float32 raw values or uint8 bins).
+        """
         if sample_ids is None:
             return self.matrix[np.asarray(feature_ids)]
         return self.matrix[np.ix_(feature_ids, sample_ids)]
@@ -266,6 +313,17 @@ class CallableSource(_Source):
 
     def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
                ) -> np.ndarray:
+        """``fn(feature_ids, sample_ids)``, checked for its shape.
+        Parameters
+        ----------
+        feature_ids, sample_ids
+            As for :meth:`FeatureSource.values`.
+
+        Returns
+        -------
+        ndarray of shape (Q, S)
+            uint8 or float32 (other dtypes are converted to float32).
+        """
         if sample_ids is None:
             sample_ids = np.arange(self.n_samples)
         out = np.asarray(self.fn(feature_ids, sample_ids))
@@ -303,6 +361,17 @@ class PoolSource(_Source):
 
     def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
                ) -> np.ndarray:
+        """The pool's values on the windows (each distinct window evaluated once).
+        Parameters
+        ----------
+        feature_ids, sample_ids
+            As for :meth:`FeatureSource.values`.
+
+        Returns
+        -------
+        ndarray of shape (Q, S)
+            float32 (codes of categorical features as whole numbers).
+        """
         if sample_ids is None:
             return np.asarray(self.pool.evaluate(self.channels, feature_ids,
                                                  threads=self.threads), dtype=np.float32)

@@ -150,7 +150,21 @@ class ArrayStream(_EpochStream):
 
     @classmethod
     def from_npy(cls, path: str | os.PathLike[str], y: Any, **kwargs: Any) -> ArrayStream:
-        """Stream the rows of a ``.npy`` file, memory-mapped (never loaded whole)."""
+        """Stream the rows of a ``.npy`` file, memory-mapped (never loaded whole).
+
+        Parameters
+        ----------
+        path : path-like
+            The ``.npy`` file, shape (N, ...).
+        y : array-like of shape (N,)
+            Labels.
+        **kwargs
+            ``shuffle`` and ``seed``, as for the class.
+
+        Returns
+        -------
+        ArrayStream
+        """
         try:
             X = np.load(path, mmap_mode="r")
         except FileNotFoundError:

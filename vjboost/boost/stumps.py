@@ -780,7 +780,19 @@ def _uv(crit: int, r: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def default_smoothing(weights: np.ndarray, n_used: int) -> float:
-    """Real AdaBoost's smoothing ``eps = W / (2 S)`` (W: total weight, S: examples used)."""
+    """Real AdaBoost's smoothing ``eps = W / (2 S)`` (W: total weight, S: examples used).
+
+    Parameters
+    ----------
+    weights : ndarray
+        The weights of the examples used (any shape; summed).
+    n_used : int
+        Examples used ``S`` (taken as at least 1).
+
+    Returns
+    -------
+    float
+    """
     return float(weights.sum()) / (2.0 * max(n_used, 1))
 
 

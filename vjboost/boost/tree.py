@@ -199,6 +199,30 @@ class Tree:
         """Ordered stump: ``left_value`` if ``value < threshold`` else ``right_value``.
 
         Values may be scalars or length-K vectors (K-class learners).
+
+        Parameters
+        ----------
+        feature : int
+            Global feature id.
+        threshold : float
+            Raw-value threshold (stored as float32).
+        left_value, right_value : float or array-like of shape (K,)
+            The two leaves.
+        split_bin : int, optional
+            The threshold as a bin, for uint8-binned values.
+        score : float, default 0.0
+            The split's criterion value (``node_scores``).
+
+        Returns
+        -------
+        Tree
+            One node, two leaves.
+
+        Examples
+        --------
+        >>> t = Tree.stump(0, threshold=0.5, left_value=-1.0, right_value=1.0)
+        >>> t.predict_matrix(np.array([[0.0, 0.5, 2.0]], dtype=np.float32)).tolist()
+        [-1.0, 1.0, 1.0]
         """
         return cls([feature], threshold=[threshold], left=[0], right=[-1],
                    leaves=np.stack([np.asarray(left_value, np.float64),
@@ -208,7 +232,23 @@ class Tree:
     @classmethod
     def categorical_stump(cls, feature: int, *, subset: Any, left_value: Any, right_value: Any,
                           score: float = 0.0) -> Tree:
-        """Categorical stump: ``left_value`` iff bit ``code`` of ``subset`` (8 words) is set."""
+        """Categorical stump: ``left_value`` iff bit ``code`` of ``subset`` (8 words) is set.
+
+        Parameters
+        ----------
+        feature : int
+            Global feature id (its values are codes 0..255).
+        subset : array-like of 8 uint32
+            Bit ``c & 31`` of word ``c >> 5`` set: code ``c`` goes left.
+        left_value, right_value : float or array-like of shape (K,)
+            The two leaves.
+        score : float, default 0.0
+            The split's criterion value (``node_scores``).
+
+        Returns
+        -------
+        Tree
+        """
         return cls([feature], threshold=[0.0], left=[0], right=[-1],
                    leaves=np.stack([np.asarray(left_value, np.float64),
                                     np.asarray(right_value, np.float64)]),
@@ -344,7 +384,20 @@ class Tree:
         return self._apply(vals, self._rows, binned)
 
     def apply_matrix(self, X: Any, *, binned: bool = False) -> np.ndarray:
-        """Leaf index of every example of a feature-major matrix ``X`` ``(n_features, S)``."""
+        """Leaf index of every example of a feature-major matrix ``X`` ``(n_features, S)``.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_features, S)
+            Row ``f`` holds global feature ``f``: float32 raw values, or uint8 bins with
+            ``binned=True``; it needs more rows than the largest feature id the tree reads.
+        binned : bool, default False
+            Ordered nodes compare bins with ``split_bins``.
+
+        Returns
+        -------
+        ndarray of int64, shape (S,)
+        """
         X = self._as_values(X, None, "X")
         if self.feature.max() >= X.shape[0]:
             raise ValueError(f"X: the tree reads feature {int(self.feature.max())} but X has "
@@ -379,7 +432,20 @@ class Tree:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], where: str = "tree") -> Tree:
-        """Inverse of :meth:`to_dict`; raises :class:`TreeError` naming ``where``."""
+        """Inverse of :meth:`to_dict`; raises :class:`TreeError` naming ``where``.
+
+        Parameters
+        ----------
+        d : mapping
+            With ``feature``, ``threshold``, ``left``, ``right``, ``leaves`` and optionally
+            ``categorical``, ``subsets``, ``node_scores``.
+        where : str, default "tree"
+            Names the tree in errors (e.g. ``"stage 3, tree 7"``).
+
+        Returns
+        -------
+        Tree
+        """
         if not isinstance(d, Mapping):
             raise TreeError(f"{where}: expected a mapping, got {type(d).__name__}")
         missing = [k for k in ("feature", "threshold", "left", "right", "leaves") if k not in d]

@@ -49,6 +49,25 @@ class Split:
     bins); a categorical one iff bit ``code`` of ``subset`` is set. ``left_value`` and
     ``right_value`` (scalars, or K-vectors for multi-class problems) are the hypothesis leaves
     estimated on the node's examples; ``score`` the criterion value.
+
+    Parameters
+    ----------
+    feature : int
+        Global feature id.
+    row : int
+        The search's own index of the feature.
+    score : float
+        Criterion value (larger is better).
+    left_value, right_value : float or ndarray of shape (K,)
+        Hypothesis leaves on the node's examples.
+    threshold : float, default inf
+        Raw-value threshold of an ordered split.
+    split_bin : int, optional
+        The threshold as a bin, for searches on uint8 bins.
+    subset : ndarray of shape (8,), uint32, optional
+        Codes going left (bit ``c``), for a categorical split.
+    info : dict
+        Search-specific details.
     """
 
     feature: int
@@ -67,7 +86,21 @@ class Split:
 
     @classmethod
     def from_search(cls, s: StumpSearch, pos: int, feature: int) -> Split:
-        """Split of position ``pos`` of a per-feature search result."""
+        """Split of position ``pos`` of a per-feature search result.
+
+        Parameters
+        ----------
+        s : StumpSearch
+            The per-feature result.
+        pos : int
+            Position in ``s`` (its ``feature_ids[pos]`` becomes the ``row``).
+        feature : int
+            Global feature id of that row.
+
+        Returns
+        -------
+        Split
+        """
         sub = None
         if s.subset is not None and np.any(s.subset[pos]):
             sub = s.subset[pos].copy()
@@ -78,7 +111,22 @@ class Split:
 
 
 def go_left(split: Split, x: np.ndarray, binned: bool) -> np.ndarray:
-    """Side of each value ``x`` (S,) at ``split`` (True = left)."""
+    """Side of each value ``x`` (S,) at ``split`` (True = left).
+
+    Parameters
+    ----------
+    split : Split
+        The node's split.
+    x : ndarray of shape (S,)
+        The split feature's values: raw float32, uint8 bins (``binned``), or codes for a
+        categorical split.
+    binned : bool
+        Compare bins with ``split.split_bin`` rather than values with ``split.threshold``.
+
+    Returns
+    -------
+    ndarray of bool, shape (S,)
+    """
     if split.categorical:
         c = x.astype(np.int64)
         return ((split.subset[c >> 5] >> (c & 31).astype(np.uint32)) & 1).astype(bool)
@@ -168,6 +216,20 @@ class TreeShape:
 
         ``"stump"``; ``"tree"`` with ``max_depth`` (complete) or ``max_leaves`` (best-first);
         ``"histogram"`` with ``n_parts``.
+
+        Parameters
+        ----------
+        weak_learner : {"stump", "tree", "histogram"}, default "stump"
+        max_depth : int, default 2
+            Depth of a complete tree (``"tree"`` without ``max_leaves``).
+        max_leaves : int, optional
+            Leaves of a best-first tree (``"tree"``), in [2, 4096].
+        n_parts : int, default 8
+            Parts of the histogram learner, in [2, 256].
+
+        Returns
+        -------
+        TreeShape
         """
         if weak_learner not in WEAK_LEARNERS:
             raise ValueError(f"weak_learner: expected one of {WEAK_LEARNERS}, got "
@@ -193,6 +255,15 @@ class TreeShape:
     def grow(self, search: Any, problem: Problem, sample_ids: np.ndarray | None = None
              ) -> tuple[Tree | None, Any]:
         """Grow one learner on the examples ``sample_ids`` (default all).
+
+        Parameters
+        ----------
+        search : MatrixSearch, StreamedSearch or SampledSearch
+            Finds the nodes' splits and routes their examples.
+        problem : Problem
+            Weights and response of the round, for all N examples.
+        sample_ids : ndarray of int, optional
+            The examples the learner is grown on (default all).
 
         Returns
         -------
@@ -327,6 +398,24 @@ def partition_tree(feature: int, thresholds: Any, values: Any, *, split_bins: An
     Part ``j`` (value ``values[j]``) holds the values ``v`` with exactly ``j`` of the strictly
     increasing ``thresholds`` ``<= v`` (left iff ``v < threshold`` at every node).
 
+    Parameters
+    ----------
+    feature : int
+        Global feature id of every node.
+    thresholds : array-like of shape (P - 1,)
+        Strictly increasing raw-value thresholds (at least one; stored as float32).
+    values : array-like of shape (P,)
+        The parts' leaf values.
+    split_bins : array-like of shape (P - 1,), int, optional
+        The thresholds as bins (the tree then carries ``split_bins``).
+    score : float, default 0.0
+        Criterion value, stored as the root's node score.
+
+    Returns
+    -------
+    Tree
+        Balanced, depth ``ceil(log2 P)``, ``P`` leaves.
+
     Examples
     --------
     >>> t = partition_tree(0, [1.0, 2.0], [-1.0, 0.0, 1.0])
@@ -343,7 +432,19 @@ def partition_tree(feature: int, thresholds: Any, values: Any, *, split_bins: An
     sb = None if split_bins is None else np.asarray(split_bins, dtype=np.int64).reshape(-1)
 
     def build(lo: int, hi: int, depth: int) -> _Node:
-        # parts lo..hi (inclusive) -> subtree; a single part is a leaf
+        """The balanced subtree of parts ``lo .. hi`` (inclusive); one part is a leaf.
+
+        Parameters
+        ----------
+        lo, hi : int
+            First and last part.
+        depth : int
+            Depth of the subtree's root.
+
+        Returns
+        -------
+        _Node
+        """
         if lo == hi:
             return _Node(None, depth, vals[lo], None)  # type: ignore[arg-type]
         mid = (lo + hi + 1) // 2
@@ -456,7 +557,34 @@ def fit_weak_learner(
 def fit_partition(values: np.ndarray, problem: Problem, cols: np.ndarray | None,
                   n_parts: int, *, rows: Any, feature_ids: np.ndarray, edges: Any,
                   threads: int | None) -> tuple[Tree | None, Any]:
-    """Real AdaBoost's domain-partitioning learner on a block (``values`` binned if float)."""
+    """Real AdaBoost's domain-partitioning learner on a block (``values`` binned if float).
+
+    Parameters
+    ----------
+    values : ndarray of shape (F, N), float32 or uint8
+        Feature-major values; float values are binned on the examples ``cols`` first.
+    problem : Problem
+        A two-class problem with the ``"real"`` criterion.
+    cols : ndarray of int64 or None
+        The examples fitted (``None``: all).
+    n_parts : int
+        Parts of the feature's domain.
+    rows : array-like of int or None
+        Rows searched (``None``: all).
+    feature_ids : ndarray of int64, shape (F,)
+        Global id of each row.
+    edges : ndarray of shape (F, E) or None
+        Bin edges of uint8 ``values``.
+    threads : int or None
+        numba threads.
+
+    Returns
+    -------
+    tree : Tree or None
+        A balanced tree on the best feature (``None`` when no feature splits).
+    search : object
+        The per-feature histogram search result.
+    """
     if problem.criterion != "real" or problem.n_outputs != 1:
         raise ValueError("weak_learner: the histogram learner needs the two-class 'real' loss")
     if values.dtype != np.uint8:

@@ -44,7 +44,28 @@ def _damaged(path: Path, why: str) -> CheckpointError:
 
 
 def save_checkpoint(folder: str | os.PathLike[str], state: dict[str, Any]) -> Path:
-    """Write ``state`` to ``folder/checkpoint.json`` atomically; returns the path."""
+    """Write ``state`` to ``folder/checkpoint.json`` atomically; returns the path.
+
+    Parameters
+    ----------
+    folder : path-like
+        The training's output folder (must exist).
+    state : dict
+        JSON-ready training state (``config``, ``stages``, ``mining``, ...); a ``version``
+        key is added to the copy written.
+
+    Returns
+    -------
+    Path
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = save_checkpoint(folder, {"config": {"n_stages": 3}, "stages": []})
+    >>> load_checkpoint(folder)["config"]
+    {'n_stages': 3}
+    """
     path = Path(folder) / CHECKPOINT_NAME
     data = dict(state)
     data["version"] = _VERSION
@@ -84,7 +105,22 @@ def load_checkpoint(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
 def checkpoint_stages(checkpoint: dict[str, Any], from_dict: Callable[[Any], Any],
                       folder: str | os.PathLike[str]) -> list[Any]:
     """The stages of a loaded checkpoint, rebuilt by ``from_dict``; a damaged stage raises the
-    :class:`CheckpointError` that says what to do."""
+    :class:`CheckpointError` that says what to do.
+
+    Parameters
+    ----------
+    checkpoint : dict
+        From :func:`load_checkpoint`.
+    from_dict : callable
+        Rebuilds one stage from its JSON form.
+    folder : path-like
+        The checkpoint's folder (named in errors).
+
+    Returns
+    -------
+    list
+        ``from_dict`` of every stage, in order.
+    """
     out = []
     for k, d in enumerate(checkpoint["stages"]):
         try:
@@ -97,6 +133,13 @@ def checkpoint_stages(checkpoint: dict[str, Any], from_dict: Callable[[Any], Any
 
 def check_resumable(folder: str | os.PathLike[str], *, resume: bool) -> dict[str, Any] | None:
     """Check, before training starts, that ``folder``'s checkpoint fits ``resume``.
+
+    Parameters
+    ----------
+    folder : path-like
+        The training's output folder.
+    resume : bool
+        Whether the training is to continue a checkpoint.
 
     Returns
     -------
@@ -117,7 +160,26 @@ def check_resumable(folder: str | os.PathLike[str], *, resume: bool) -> dict[str
 
 
 def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """Human-readable list of the settings that differ between two configs."""
+    """Human-readable list of the settings that differ between two configs.
+
+    Parameters
+    ----------
+    saved : dict
+        The checkpoint's config.
+    current : dict
+        The config of this run.
+
+    Returns
+    -------
+    list of str
+        ``"key: checkpoint A vs now B"`` per differing key (values cut at 60 characters),
+        sorted by key.
+
+    Examples
+    --------
+    >>> config_differences({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 0})
+    ['b: checkpoint 2 vs now 3', 'c: checkpoint None vs now 0']
+    """
     out = []
     for k in sorted(set(saved) | set(current)):
         a, b = saved.get(k), current.get(k)

@@ -74,7 +74,28 @@ class Detections:
         return int(self.boxes.shape[0])
 
     def records(self, source: str = "", frame: int = 0) -> list[dict[str, Any]]:
-        """One dict per box: ``source, frame, x, y, w, h, score, neighbors``."""
+        """One dict per box: ``source, frame, x, y, w, h, score, neighbors``.
+
+        Parameters
+        ----------
+        source : str, default ""
+            The image's name (e.g. its path), copied into every record.
+        frame : int, default 0
+            The frame index within a video (0 for a still image).
+
+        Returns
+        -------
+        list of dict
+            Pixel coordinates of the input image as int, ``score`` as float.
+
+        Examples
+        --------
+        >>> d = Detections(np.array([[1, 2, 30, 30]], np.int32), np.array([0.5]),
+        ...                np.array([4], np.int32), np.array([20], np.int32))
+        >>> r, = d.records("a.png")
+        >>> r["source"], r["x"], r["y"], r["w"], r["h"], r["score"], r["neighbors"]
+        ('a.png', 1, 2, 30, 30, 0.5, 4)
+        """
         return [
             {"source": source, "frame": int(frame), "x": int(b[0]), "y": int(b[1]),
              "w": int(b[2]), "h": int(b[3]), "score": float(s), "neighbors": int(n)}
@@ -334,6 +355,15 @@ def detect_images(
     """Batch detection over image files: a pure function of (model, paths, params).
 
     Picklable inputs and outputs, so that batches can be spread over processes or machines.
+
+    Parameters
+    ----------
+    model : CascadeModel
+        The cascade.
+    paths : sequence of str or path-like
+        Image files, read as gray.
+    **params
+        Keyword arguments of :class:`CascadeDetector` (``scale_factor``, ``min_neighbors``, ...).
 
     Returns
     -------

@@ -99,7 +99,21 @@ class CompiledCascade:
         return int(self.stage_thr.shape[0])
 
     def bind(self, row_stride: int, plane_stride: int):
-        """Node records for a buffer layout, with thresholds and subset rows written in."""
+        """Node records for a buffer layout, with thresholds and subset rows written in.
+
+        Parameters
+        ----------
+        row_stride : int
+            int32 entries between two rows of an integral plane.
+        plane_stride : int
+            int32 entries between two planes.
+
+        Returns
+        -------
+        BoundProgram
+            One record per node: its feature, split threshold, categorical flag and (in the
+            free word) its row of ``subsets``.
+        """
         bound = self.program.bind(row_stride, plane_stride)
         tab = bound.tab.reshape(-1, REC)
         rect = self.program.op == OP_RECTS
@@ -268,6 +282,28 @@ def _make_scan(ops: int, shape: int):
     def scan_items(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
                    tree_node0, tree_leaf0, node_left, node_right, subsets, leaves, out_passed,
                    out_score):  # pragma: no cover - numba
+        """Run the cascade on the windows of ``items`` into ``out_passed``/``out_score``.
+
+        Parameters
+        ----------
+        buf : ndarray of int32, 1-D
+            Integral planes.
+        items : ndarray of int64, shape (I, 4)
+            ``(row_offset, n_x, step, out_offset)`` as for :func:`scan`.
+        tab, tabf, pro, prof
+            The bound node records (:meth:`CompiledCascade.bind`).
+        gate : float
+            OpenCV's σ gate on ``area · inv_var`` (``inf``: none).
+        skip0 : bool
+            Skip the position after a stage-0 rejection.
+        stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right, subsets, leaves
+            The :class:`CompiledCascade`'s arrays.
+        out_passed : ndarray of int16
+            Stages passed per output slot (``n_stages``: accepted, -1: σ gate); skipped slots
+            are left as they are.
+        out_score : ndarray of float64
+            Score of the last stage evaluated per output slot.
+        """
         n_stages = stage_thr.shape[0]
         for it in range(items.shape[0]):
             row = items[it, 0]

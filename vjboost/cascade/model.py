@@ -201,7 +201,20 @@ class CascadeModel:
 
     def with_stages(self, stages: Sequence[Stage], params: dict[str, Any] | None = None
                     ) -> CascadeModel:
-        """The same features with other stages (and ``params``, default this model's)."""
+        """The same features with other stages (and ``params``, default this model's).
+
+        Parameters
+        ----------
+        stages : sequence of Stage
+            The new stages; their trees index this model's ``feature_ids`` by position.
+        params : dict, optional
+            Training parameters recorded in the model (default this model's).
+
+        Returns
+        -------
+        CascadeModel
+            A new model (validated); this one is unchanged.
+        """
         return CascadeModel(self.window_shape, stages=stages, family=self.family,
                             feature_ids=self.feature_ids,
                             params=self.params if params is None else params)

@@ -310,6 +310,16 @@ def save_model(model: CascadeModel, path: str | os.PathLike[str]) -> None:
         ``.xml`` requested for a cascade OpenCV cannot run.
     TypeError
         ``model.params`` holds values JSON cannot store.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> model = load_model("vjboost:frontalface")
+    >>> folder = tempfile.mkdtemp()
+    >>> save_model(model, os.path.join(folder, "face.json"))   # vjboost JSON
+    >>> save_model(model, os.path.join(folder, "face.xml"))    # OpenCV's cascade XML
+    >>> load_model(os.path.join(folder, "face.xml")).n_stages == model.n_stages
+    True
     """
     if not isinstance(model, CascadeModel):
         raise TypeError(f"model: expected a CascadeModel, got {type(model).__name__}")

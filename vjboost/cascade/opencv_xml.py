@@ -70,40 +70,112 @@ _WORD = (-(2**31), 2**32 - 1)  # LBP subset words: OpenCV writes them as signed 
 
 
 class _Reader:
-    """Helpers that remember the file name and element path for error messages."""
+    """Helpers that remember the file name and element path for error messages.
+
+    Their ``where`` argument is the path of the element at hand (``cascade/stages/_[3]``...),
+    which errors name after the file; ``node`` is the element itself.
+    """
 
     def __init__(self, source: str, limits: Limits | None = None) -> None:
         self.source = source
         self.limits = get_limits(limits)
 
     def check_window(self, h: int, w: int, where: str) -> None:
+        """Refuse a window with a side over the ``max_window_side`` limit.
+
+        Parameters
+        ----------
+        h, w : int
+            The window's height and width in pixels.
+        where : str
+            The element's path (see the class).
+        """
         cap = self.limits.max_window_side
         if max(h, w) > cap:
             raise limit_error(f"{self.source}: element <{where}>", f"window {w}x{h}: a side of "
                               f"{max(h, w)}", cap, "max_window_side", unit=" pixels")
 
     def check_features(self, n: int, where: str) -> None:
+        """Refuse more features than the ``max_features`` limit.
+
+        Parameters
+        ----------
+        n : int
+            Features of the cascade.
+        where : str
+            The element's path (see the class).
+        """
         cap = self.limits.max_features
         if n > cap:
             raise limit_error(f"{self.source}: element <{where}>", f"{n} features, which", cap,
                               "max_features")
 
     def check_nodes(self, n: int, where: str) -> None:
+        """Refuse more decision nodes than the ``max_model_nodes`` limit.
+
+        Parameters
+        ----------
+        n : int
+            Decision nodes of the cascade.
+        where : str
+            The element's path (see the class).
+        """
         cap = self.limits.max_model_nodes
         if n > cap:
             raise limit_error(f"{self.source}: element <{where}>", f"{n} decision nodes, which",
                               cap, "max_model_nodes")
 
     def fail(self, where: str, what: str) -> CascadeFormatError:
+        """The error naming the file, the element and what is wrong (for the caller to raise).
+
+        Parameters
+        ----------
+        where : str
+            The element's path (see the class).
+        what : str
+            What is wrong.
+
+        Returns
+        -------
+        CascadeFormatError
+        """
         return CascadeFormatError(f"{self.source}: element <{where}>: {what}")
 
     def child(self, node: ET.Element, tag: str, where: str, required: bool = True):
+        """The first child ``<tag>`` of ``node``.
+
+        Parameters
+        ----------
+        node : Element
+            The XML element.
+        tag : str
+            The child's tag.
+        where : str
+            The element's path (see the class).
+        required : bool, default True
+            Raise when it is missing (else return None).
+
+        Returns
+        -------
+        Element or None
+        """
         c = node.find(tag)
         if c is None and required:
             raise self.fail(where, f"missing child <{tag}>")
         return c
 
     def seq(self, node: ET.Element, where: str) -> list[ET.Element]:
+        """The ``<_>`` items of an OpenCV sequence element (any other child is an error).
+
+        Parameters
+        ----------
+        node, where
+            The element, and its path (see the class).
+
+        Returns
+        -------
+        list of Element
+        """
         items = list(node)
         for it in items:
             if it.tag != "_":
@@ -111,17 +183,51 @@ class _Reader:
         return items
 
     def text(self, node: ET.Element, where: str) -> str:
+        """The element's stripped, non-empty text.
+
+        Parameters
+        ----------
+        node, where
+            The element, and its path (see the class).
+
+        Returns
+        -------
+        str
+        """
         t = (node.text or "").strip()
         if not t:
             raise self.fail(where, "empty value")
         return t
 
     def tokens(self, node: ET.Element, where: str) -> list[str]:
+        """The whitespace-separated tokens of the element's (non-empty) text.
+
+        Parameters
+        ----------
+        node, where
+            The element, and its path (see the class).
+
+        Returns
+        -------
+        list of str
+        """
         return self.text(node, where).split()
 
     def number(self, token: str, where: str) -> float:
         """A strict float32 number: decimal notation only (no ``inf``, ``nan``, ``1_9``),
-        finite within float32's range."""
+        finite within float32's range.
+
+        Parameters
+        ----------
+        token : str
+            One token of an element's text.
+        where : str
+            The element's path (see the class).
+
+        Returns
+        -------
+        float
+        """
         if not _NUMBER.match(token):
             raise self.fail(where, f"not a number: {token[:30]!r}")
         v = float(token)
@@ -131,7 +237,21 @@ class _Reader:
         return v
 
     def int_token(self, token: str, where: str, rng: tuple[int, int] = _INT32) -> int:
-        """A strict integer within ``rng`` (no ``1.0``, ``1e3``, ``inf``, no wrap-around)."""
+        """A strict integer within ``rng`` (no ``1.0``, ``1e3``, ``inf``, no wrap-around).
+
+        Parameters
+        ----------
+        token : str
+            One token of an element's text.
+        where : str
+            The element's path (see the class).
+        rng : (int, int), default int32's range
+            Smallest and largest value accepted.
+
+        Returns
+        -------
+        int
+        """
         if not _INTEGER.match(token):
             if not _NUMBER.match(token):
                 raise self.fail(where, f"not a number: {token[:30]!r}")
@@ -142,21 +262,65 @@ class _Reader:
         return v
 
     def numbers(self, node: ET.Element, where: str) -> list[float]:
+        """Every token of the element as a strict float32 number (:meth:`number`).
+
+        Parameters
+        ----------
+        node, where
+            The element, and its path (see the class).
+
+        Returns
+        -------
+        list of float
+        """
         return [self.number(t, where) for t in self.tokens(node, where)]
 
     def integer(self, node: ET.Element, where: str) -> int:
+        """The element's single token as a strict int32 (:meth:`int_token`).
+
+        Parameters
+        ----------
+        node, where
+            The element, and its path (see the class).
+
+        Returns
+        -------
+        int
+        """
         vals = self.tokens(node, where)
         if len(vals) != 1:
             raise self.fail(where, f"expected one integer, got {len(vals)} values")
         return self.int_token(vals[0], where)
 
     def real(self, node: ET.Element, where: str) -> float:
+        """The element's single token as a strict float32 number (:meth:`number`).
+
+        Parameters
+        ----------
+        node, where
+            The element, and its path (see the class).
+
+        Returns
+        -------
+        float
+        """
         vals = self.tokens(node, where)
         if len(vals) != 1:
             raise self.fail(where, f"expected one number, got {len(vals)}")
         return self.number(vals[0], where)
 
     def ints(self, node: ET.Element, where: str) -> list[int]:
+        """Every token of the element as a strict int32 (:meth:`int_token`).
+
+        Parameters
+        ----------
+        node, where
+            The element, and its path (see the class).
+
+        Returns
+        -------
+        list of int
+        """
         return [self.int_token(t, where) for t in self.tokens(node, where)]
 
 
@@ -212,6 +376,14 @@ def read_opencv_xml(
         in OpenCV).
     LimitError
         A cap of ``limits`` was exceeded.
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> xml = to_opencv_xml(load_model("vjboost:frontalface"))
+    >>> model = read_opencv_xml(xml.encode(), name="face.xml")
+    >>> model.window_shape, model.params["format"]
+    ((20, 20), 'opencv-traincascade')
     """
     lim = get_limits(limits)
     if isinstance(source, bytes | bytearray):

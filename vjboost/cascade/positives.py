@@ -123,7 +123,20 @@ class Jitter:
 
     def draw(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """Distortions of ``n`` copies: (n, 5) float64 angle (degrees), scale, shift x, shift y,
-        gamma."""
+        gamma.
+
+        Parameters
+        ----------
+        n : int
+            Copies.
+        rng : numpy.random.Generator
+            The run's generator (:meth:`rng`); gamma is drawn only when ``max_gamma > 0``.
+
+        Returns
+        -------
+        ndarray of float64, shape (n, 5)
+            Shifts in fractions of the box's width and height.
+        """
         angle = rng.uniform(-self.max_angle, self.max_angle, n)
         scale = np.exp(rng.uniform(-1.0, 1.0, n) * np.log1p(self.max_scale))
         shift = rng.uniform(-self.max_shift, self.max_shift, (n, 2))
@@ -175,7 +188,22 @@ def jittered_cut(img: np.ndarray, rect: tuple[float, float, float, float],
 
 
 def resize_to_window(img: np.ndarray, window: tuple[int, int]) -> np.ndarray:
-    """Resize a crop (h, w) uint8 to the window (height, width) as ``opencv_createsamples`` does."""
+    """Resize a crop (h, w) uint8 to the window (height, width) as ``opencv_createsamples`` does.
+
+    Area interpolation when shrinking both sides, else OpenCV's exact bilinear.
+
+    Parameters
+    ----------
+    img : ndarray of uint8, shape (h, w) or (h, w, 3)
+        The crop.
+    window : (int, int)
+        ``(height, width)`` in pixels.
+
+    Returns
+    -------
+    ndarray of uint8, shape (height, width[, 3])
+        ``img`` itself when it has the window's size.
+    """
     h, w = window
     if img.shape[:2] == (h, w):
         return img
@@ -190,6 +218,23 @@ def crop_fraction(img: np.ndarray, crop: tuple[float, float, float, float] | Non
     crop with hair and chin, where the wanted box runs from the brows to below the mouth); the
     crop states the wanted framing once for every sample, whatever its pixel size. Corners are
     rounded to the nearest pixel; ``None`` returns the image unchanged.
+
+    Parameters
+    ----------
+    img : ndarray, shape (H, W[, C])
+        The sample.
+    crop : (float, float, float, float) or None
+        ``(x, y, w, h)`` as fractions of the width and height.
+
+    Returns
+    -------
+    ndarray
+        A view of ``img``, at least 1 x 1 pixel.
+
+    Examples
+    --------
+    >>> crop_fraction(np.zeros((10, 20), np.uint8), (0.25, 0.1, 0.5, 0.8)).shape
+    (8, 10)
     """
     if crop is None:
         return img
@@ -236,6 +281,15 @@ class _Cutter:
         self._rng = None if jitter is None else jitter.rng()
 
     def add(self, img: np.ndarray, box: tuple[int, int, int, int] | None = None) -> None:
+        """Cut the window of one source (and its jittered copies, if any).
+
+        Parameters
+        ----------
+        img : ndarray of uint8, shape (H, W[, 3])
+            The source image.
+        box : (int, int, int, int), optional
+            ``(x, y, w, h)`` of the object in pixels (default the whole image).
+        """
         if box is None:
             sample = img
         else:

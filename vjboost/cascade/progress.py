@@ -81,7 +81,17 @@ class RunClock:
         self.ratio = 1.0
 
     def add(self, *, mining: float, other: float, acceptance_ratio: float) -> None:
-        """Record a finished stage: seconds of mining, seconds of the rest, acceptance ratio."""
+        """Record a finished stage: seconds of mining, seconds of the rest, acceptance ratio.
+
+        Parameters
+        ----------
+        mining : float
+            Seconds the stage's negative mining took.
+        other : float
+            Seconds of the rest of the stage (boosting, evaluation).
+        acceptance_ratio : float
+            The cascade's acceptance ratio measured by that mining.
+        """
         self.mining.append(float(mining))
         self.other.append(float(other))
         self.ratio = float(acceptance_ratio)
@@ -97,7 +107,23 @@ class RunClock:
 
     def eta(self, done: int, *, mining_now: float = 0.0) -> float:
         """Seconds still needed after ``done`` stages (plus ``mining_now`` seconds still
-        expected for the stage being mined)."""
+        expected for the stage being mined).
+
+        Each stage left costs the mean of the other seconds so far plus the last mining time
+        grown by ``1 / max_false_alarm`` per stage.
+
+        Parameters
+        ----------
+        done : int
+            Stages finished.
+        mining_now : float, default 0.0
+            Seconds still expected for the mining under way.
+
+        Returns
+        -------
+        float
+            NaN before the first stage is recorded.
+        """
         if not self.mining:
             return math.nan
         other = sum(self.other) / len(self.other)
@@ -109,7 +135,20 @@ class RunClock:
 
 
 def mining_event(emit: Callable[..., None], clock: RunClock, stage: int, progress: Any) -> None:
-    """Forward a mining batch's progress, with the run's ETA, as a ``"mining"`` event."""
+    """Forward a mining batch's progress, with the run's ETA, as a ``"mining"`` event.
+
+    Parameters
+    ----------
+    emit : callable
+        ``emit(kind, **fields)``, the training's event sink.
+    clock : RunClock
+        The run's stage times.
+    stage : int
+        Stages finished, as for :meth:`RunClock.eta`.
+    progress : object
+        The mining batch's progress; its ``seconds_needed`` (NaN: unknown) is the mining time
+        still expected.
+    """
     now = progress.seconds_needed
     emit("mining", progress=progress,
          eta=clock.eta(stage, mining_now=0.0 if math.isnan(now) else now))

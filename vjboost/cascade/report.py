@@ -250,7 +250,16 @@ def _extreme(values: np.ndarray, n: int, *, largest: bool) -> np.ndarray:
 def draw_feature(ax: Any, d: dict[str, Any]) -> None:
     """Draw one feature, from its family's ``describe`` dict, on an axis showing the window
     (pixel ``(x, y)`` centred at ``(x, y)``, as ``imshow`` places it). See the module docstring
-    for the geometry keys understood."""
+    for the geometry keys understood.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+        Already showing the window (the feature is drawn over it).
+    d : dict
+        ``describe(i)`` of the feature: ``rects`` (with ``tilted``, ``window_shape``), ``cells``
+        (with ``centre``), ``rect``, ``x``/``y``, or only ``text``.
+    """
     from matplotlib.patches import Polygon, Rectangle
 
     if d.get("rects"):

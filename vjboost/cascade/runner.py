@@ -176,7 +176,19 @@ class CascadeRunner:
         return n_passed, score
 
     def accepts(self, windows: Any, *, min_std: float | None = None) -> np.ndarray:
-        """Whether every stage accepts each window, shape (S,) bool (see :meth:`run`)."""
+        """Whether every stage accepts each window, shape (S,) bool (see :meth:`run`).
+
+        Parameters
+        ----------
+        windows : ndarray of uint8, shape (S, H, W) or (S, H, W, 3)
+            Windows of the model's size.
+        min_std : float, optional
+            The detector's σ gate in grey levels (10 in OpenCV's detector); None: no gate.
+
+        Returns
+        -------
+        ndarray of bool, shape (S,)
+        """
         return self.run(windows, min_std=min_std)[0] == self.last_stage
 
     def prepare(self, windows: Any) -> Any:
@@ -304,6 +316,15 @@ def cascade_accepts(model: CascadeModel, windows: Any, *, min_std: float | None 
     -------
     accepted : ndarray of bool, shape (S,)
     n_passed : ndarray of int64, shape (S,)
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> model = load_model("vjboost:frontalface")
+    >>> flat = np.full((2, 20, 20), 128, np.uint8)          # two featureless windows
+    >>> accepted, n_passed = cascade_accepts(model, flat)
+    >>> accepted.tolist(), bool((n_passed < model.n_stages).all())
+    ([False, False], True)
     """
     n_passed, _ = CascadeRunner(model).run(windows, min_std=min_std)
     return n_passed == model.n_stages, n_passed

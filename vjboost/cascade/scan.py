@@ -53,7 +53,20 @@ MODES = ("opencv", "clean")
 
 
 def check_mode(mode: str, step: int | None) -> None:
-    """Refuse an unknown scan mode, or a step with ``mode="opencv"`` (OpenCV's step is fixed)."""
+    """Refuse an unknown scan mode, or a step with ``mode="opencv"`` (OpenCV's step is fixed).
+
+    Parameters
+    ----------
+    mode : {"opencv", "clean"}
+        The scan mode.
+    step : int or None
+        The window step asked for (only ``mode="clean"`` takes one).
+
+    Raises
+    ------
+    ValueError
+        Naming ``mode`` or ``step``.
+    """
     if mode not in MODES:
         raise ValueError(f"mode: expected 'opencv' or 'clean', got {mode!r}")
     if mode == "opencv" and step is not None:
@@ -294,7 +307,20 @@ class Pyramid:
         return boxes
 
     def level_image(self, image: np.ndarray, level: Level) -> np.ndarray:
-        """The image resized to ``level`` (``INTER_LINEAR_EXACT``, bit-exact as OpenCV)."""
+        """The image resized to ``level`` (``INTER_LINEAR_EXACT``, bit-exact as OpenCV).
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W) or (H, W, 3)
+            The image the pyramid was made for.
+        level : Level
+            One of :attr:`levels`.
+
+        Returns
+        -------
+        ndarray of uint8, shape (level.height, level.width[, 3])
+            ``image`` itself (no copy) when the level has its size.
+        """
         if (level.width, level.height) == (image.shape[1], image.shape[0]):
             return image
         return cv2.resize(image, (level.width, level.height),
@@ -328,7 +354,22 @@ class Pyramid:
 
     def batches(self, n_planes: int, budget: int | None = None) -> list[Batch]:
         """The levels packed into buffers of ``n_planes`` int32 planes of at most ``budget``
-        bytes each (default :data:`BATCH_BYTES`; a level larger than that gets its own)."""
+        bytes each (default :data:`BATCH_BYTES`; a level larger than that gets its own).
+
+        Consecutive levels share a batch while their ``(width + 1) (height + 1)`` planes fit.
+
+        Parameters
+        ----------
+        n_planes : int
+            Integral planes per level (the compiled features' channel count).
+        budget : int, optional
+            Bytes of one batch's int32 buffer (default :data:`BATCH_BYTES`, 192 MiB).
+
+        Returns
+        -------
+        list of Batch
+            Covering :attr:`levels` in order.
+        """
         budget = BATCH_BYTES if budget is None else int(budget)
         limit = budget // (4 * max(int(n_planes), 1))
         groups: list[list[Level]] = []

@@ -20,6 +20,14 @@ __all__ = ["random_cascade", "random_tree_layout"]
 def random_tree_layout(n_nodes: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Child codes of a random full binary tree with ``n_nodes`` internal nodes (BFS order).
 
+    Parameters
+    ----------
+    n_nodes : int
+        Internal nodes, >= 1.
+    rng : numpy.random.Generator
+        The source of randomness (a slot becomes a node with probability 0.6, or surely when
+        nodes are still owed and no other slot is open).
+
     Returns
     -------
     left, right : ndarray of int32, shape (n_nodes,)

@@ -133,7 +133,26 @@ def scan_units(executor: Executor, model: CascadeModel | None,
                units: Sequence[tuple[str, int]], *, params: MiningParams, seed: int,
                per_image: int, chunk: int = 4) -> list[UnitScan]:
     """The scans of mining ``units`` computed on ``executor``, in the order of ``units``
-    (what :meth:`~vjboost.cascade.negatives.NegativePool.fill` consumes batch by batch)."""
+    (what :meth:`~vjboost.cascade.negatives.NegativePool.fill` consumes batch by batch).
+
+    Parameters
+    ----------
+    executor : Executor
+        Runs :func:`mine_chunk` on chunks of units (serial, threads or Dask).
+    model : CascadeModel or None
+        The cascade so far (``None`` before the first stage), shared once with the workers.
+    units : sequence of (str, int)
+        ``(background path, pass)`` of each unit.
+    params, seed, per_image
+        As in :func:`~vjboost.cascade.negatives.scan_unit`.
+    chunk : int, default 4
+        Units per task.
+
+    Returns
+    -------
+    list of UnitScan
+        One per unit, in order.
+    """
     data = executor.share(None if model is None else model_json(model))
     chunks = [list(units[i:i + chunk]) for i in range(0, len(units), chunk)]
     out: list[UnitScan] = []

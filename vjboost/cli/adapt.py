@@ -284,6 +284,21 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
                           max_easy_negatives=max_negatives, seed=seed)
 
     def objects(gray: np.ndarray, given: np.ndarray | None) -> np.ndarray | None:
+        """The objects of one frame: the given boxes, or with --self-label the confident
+        detections.
+
+        Parameters
+        ----------
+        gray : ndarray of uint8, shape (H, W)
+            The frame.
+        given : ndarray of shape (n, 4) or None
+            Its boxes from --boxes, if any.
+
+        Returns
+        -------
+        ndarray of shape (n, 4) or None
+            None when the frame has no labelled object to learn from.
+        """
         if self_label:
             conf = col.confident_objects(gray, confident_neighbors)
             return conf if len(conf) else None

@@ -91,6 +91,21 @@ def write_backgrounds(folder: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None, *, prog: str = "vjdemo cascade") -> int:
+    """Train the small face cascade and run it and the shipped one on ``astronaut()``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (default ``sys.argv[1:]``): ``[OUT] [--stages N] [--num-neg N]
+        [--seed N]``.
+    prog : str, default "vjdemo cascade"
+        The program name shown in usage messages.
+
+    Returns
+    -------
+    int
+        The exit status (0).
+    """
     from skimage import data
 
     from vjboost.cascade.checkpoint import load_checkpoint

@@ -60,6 +60,15 @@ class _Stats:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
     def fail(self, source: str, exc: Exception | str) -> None:
+        """Record a source that could not be processed.
+
+        Parameters
+        ----------
+        source : str
+            The input's name.
+        exc : Exception or str
+            The reason (a leading ``"<source>: "`` is dropped).
+        """
         msg = str(exc)
         self.failed.append((source, msg.removeprefix(f"{source}: ")))
 

@@ -204,6 +204,17 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                 if bar else None
 
             def advance(n_raw, label=label, task=task):
+                """Advance the progress bar by one image.
+
+                Parameters
+                ----------
+                n_raw : int
+                    Raw windows found so far.
+                label : str
+                    The model's label.
+                task : TaskID or None
+                    The model's progress task (None: no bar).
+                """
                 if task is not None:
                     bar.update(task, advance=1, description=f"{label}: detecting and "
                                f"grouping ({n_raw} raw windows)")

@@ -76,6 +76,15 @@ def draw_detections(gray: np.ndarray, boxes: Any, matched: Any, ground_truth: An
     lw = 2 if max(im.size) >= 160 else 1
 
     def rect(b, colour):
+        """Outline one box on the drawing.
+
+        Parameters
+        ----------
+        b : sequence of 4 numbers
+            ``(x, y, w, h)`` in pixels of the input image (scaled by ``f``).
+        colour : str
+            A Pillow colour (one of :data:`COLOURS`).
+        """
         x, y, bw, bh = (float(v) * f for v in b)
         draw.rectangle([round(x), round(y), round(x + bw) - 1, round(y + bh) - 1],
                        outline=colour, width=lw)
@@ -97,6 +106,17 @@ def draw_detections(gray: np.ndarray, boxes: Any, matched: Any, ground_truth: An
 def detection_samples(run: DetectorRun, eval_set: EvaluationSet, *, min_neighbors: int,
                       iou_threshold: float) -> list[tuple[np.ndarray, str]]:
     """The kept images of ``run`` with their detections at ``min_neighbors`` drawn.
+
+    Parameters
+    ----------
+    run : DetectorRun
+        A detector's raw windows on the evaluation images (its ``kept`` images are drawn).
+    eval_set : EvaluationSet
+        The images, their sizes and their annotations.
+    min_neighbors : int
+        The grouping threshold the detections are drawn at.
+    iou_threshold : float
+        IoU at which a detection matches an annotated object.
 
     Returns
     -------
@@ -191,7 +211,20 @@ def write_evaluation_report(folder: str | os.PathLike[str], summary: Mapping[str
                             curves: Mapping[str, NeighborsCurve],
                             samples: Mapping[str, Sequence[tuple[np.ndarray, str]]], *,
                             curve_png: bytes | None = None) -> Path:
-    """Write ``report.html`` (self-contained) into ``folder``; returns its path."""
+    """Write ``report.html`` (self-contained) into ``folder``; returns its path.
+
+    Parameters
+    ----------
+    folder : path-like
+        An existing folder; ``report.html`` in it is replaced atomically.
+    summary, curves, samples, curve_png
+        As for :func:`add_evaluation`.
+
+    Returns
+    -------
+    Path
+        The page written.
+    """
     page = Page("vjboost evaluation report", subtitle=[
         f"{len(summary.get('models', []))} model(s) on {summary.get('annotations')}"])
     add_evaluation(page, summary, curves, samples, curve_png=curve_png, title="Results")

@@ -60,7 +60,22 @@ class EvaluationSet:
 def evaluation_paths(annotations: AnnotationSet, images: str | None = None, *,
                      what: str = "image source") -> list[str]:
     """The images to evaluate: ``images`` (a folder, searched recursively, or a list file; the
-    paths resolved) or else the annotated images. Raises InputError naming ``what``."""
+    paths resolved) or else the annotated images. Raises InputError naming ``what``.
+
+    Parameters
+    ----------
+    annotations : AnnotationSet
+        The ground truth; its images are the default.
+    images : str, optional
+        A folder of images (searched recursively) or a text file listing image paths.
+    what : str, default "image source"
+        What ``images`` is, for errors.
+
+    Returns
+    -------
+    list of str
+        Image paths (absolute when listed from ``images``).
+    """
     if images is None:
         return list(annotations)
     return [str(Path(p).resolve()) for p in list_images(images, recursive=True, what=what)]
@@ -219,6 +234,20 @@ def sweep_detector(
 def sample_images(annotations: Mapping[str, np.ndarray], names: Sequence[str], n: int
                   ) -> list[str]:
     """``n`` images to draw: spread evenly over those with objects, then over the others.
+
+    Parameters
+    ----------
+    annotations : mapping name -> ndarray of shape (k, 4)
+        The annotated boxes of each image (absent: none).
+    names : sequence of str
+        The candidate images, in order.
+    n : int
+        Most images returned.
+
+    Returns
+    -------
+    list of str
+        At most ``n`` names, those with objects first, each group in ``names`` order.
 
     Examples
     --------

@@ -530,6 +530,15 @@ def plot_uiuc_curves(ax: Any, evaluations: Mapping[str, UIUCEvaluation], *,
     """Draw recall against false positives for each evaluation (matplotlib ``ax``).
 
     The legend gives each curve's recall at the equal-error rate; a cross marks that point.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+        Drawn into (symmetric-log false-positive axis, linear below 10).
+    evaluations : mapping label -> UIUCEvaluation
+        One curve per entry, in order.
+    title : str, optional
+        The axes' title.
     """
     for label, ev in evaluations.items():
         fp = np.r_[0, ev.curve_false_positives]

@@ -119,6 +119,13 @@ class Channels:
 def check_window_shape(window_shape: Any, name: str = "window_shape") -> tuple[int, int]:
     """Validate a ``(height, width)`` pair of positive integers.
 
+    Parameters
+    ----------
+    window_shape : pair of int
+        ``(height, width)`` in pixels (bools are refused).
+    name : str, default "window_shape"
+        The argument named in errors.
+
     Returns
     -------
     tuple of int
@@ -220,6 +227,17 @@ def check_image(
 ) -> np.ndarray:
     """Validate one 8-bit image for detection (at least as large as the window).
 
+    Parameters
+    ----------
+    image : array-like, shape (H, W) or (H, W, 3)
+        uint8, or integers/bools within 0..255 (converted); floats are refused.
+    window_shape : (int, int)
+        ``(height, width)`` of the window; the image must be at least that large.
+    color : bool, default False
+        Expect an (H, W, 3) RGB image rather than a gray one.
+    name : str, default "image"
+        The argument named in errors.
+
     Returns
     -------
     ndarray of uint8, C-contiguous, shape ``(H, W)`` or ``(H, W, 3)``
@@ -269,6 +287,15 @@ def _check_index_array(ids: Any, n: int, name: str, what: str) -> np.ndarray:
 def check_feature_ids(feature_ids: Any, n_features: int, name: str = "feature_ids") -> np.ndarray:
     """Validate feature ids against ``n_features``; ``None`` means all features.
 
+    Parameters
+    ----------
+    feature_ids : array-like of int, int or None
+        Ids in ``0 .. n_features - 1`` (whole-valued floats accepted; boolean masks refused).
+    n_features : int
+        Features of the family or pool.
+    name : str, default "feature_ids"
+        The argument named in errors.
+
     Returns
     -------
     ndarray of int64, shape (Q,)
@@ -281,6 +308,15 @@ def check_feature_ids(feature_ids: Any, n_features: int, name: str = "feature_id
 
 def check_sample_ids(sample_ids: Any, n_samples: int, name: str = "sample_ids") -> np.ndarray:
     """Validate sample (window) ids against ``n_samples``; ``None`` means all samples.
+
+    Parameters
+    ----------
+    sample_ids : array-like of int, int or None
+        Ids in ``0 .. n_samples - 1`` (whole-valued floats accepted; boolean masks refused).
+    n_samples : int
+        Windows of the prepared channels.
+    name : str, default "sample_ids"
+        The argument named in errors.
 
     Returns
     -------
@@ -300,6 +336,17 @@ def check_positions(
     """Validate window top-left positions ``(y, x)`` on an image.
 
     Every window ``[y, y + H) x [x, x + W)`` must lie inside the image.
+
+    Parameters
+    ----------
+    positions : array-like of int, shape (P, 2) or (2,)
+        Top-left ``(y, x)`` of each window, in pixels; at least one.
+    image_shape : (int, int)
+        ``(height, width)`` of the image.
+    window_shape : (int, int)
+        ``(height, width)`` of the window.
+    name : str, default "positions"
+        The argument named in errors.
 
     Returns
     -------
@@ -339,6 +386,23 @@ def check_channels(
 
     ``kind="windows"`` channels come from ``prepare`` and must match the family's window shape;
     ``kind="image"`` channels come from ``prepare_image``.
+
+    Parameters
+    ----------
+    channels : Channels
+        What ``family.prepare`` or ``family.prepare_image`` returned.
+    family : FeatureFamily
+        The family about to read them (their family name must be its name, and for windows
+        their shape its window shape).
+    kind : {"windows", "image"}
+        The use: a stack of windows or one whole image.
+    name : str, default "channels"
+        The argument named in errors.
+
+    Returns
+    -------
+    Channels
+        ``channels`` itself.
     """
     if not isinstance(channels, Channels):
         how = "prepare(windows)" if kind == "windows" else "prepare_image(image)"
@@ -443,6 +507,15 @@ class FeatureFamily(abc.ABC):
                  sample_ids: Any = None) -> np.ndarray:
         """Values of ``feature_ids`` (default all) on ``sample_ids`` (default all).
 
+        Parameters
+        ----------
+        channels : Channels
+            From :meth:`prepare` of this family.
+        feature_ids : array-like of int, optional
+            Feature ids, any order, duplicates allowed (default all).
+        sample_ids : array-like of int, optional
+            Window ids of ``channels`` (default all).
+
         Returns
         -------
         ndarray of float32, shape (Q, S')
@@ -459,6 +532,16 @@ class FeatureFamily(abc.ABC):
     def evaluate_at(self, channels: Channels, feature_ids: Any, positions: Any) -> np.ndarray:
         """Values of ``feature_ids`` for the windows at ``positions`` ``(P, 2)`` ``(y, x)``.
 
+        Parameters
+        ----------
+        channels : Channels
+            From :meth:`prepare_image` of this family.
+        feature_ids : array-like of int or None
+            Feature ids (``None``: all).
+        positions : array-like of int, shape (P, 2)
+            Top-left ``(y, x)`` of each window, in pixels of the prepared image; every window
+            must lie inside it.
+
         Returns
         -------
         ndarray of float32, shape (Q, P)
@@ -469,7 +552,26 @@ class FeatureFamily(abc.ABC):
         return self._evaluate_at(ch, fids, pos)
 
     def compute(self, windows: Any, feature_ids: Any = None) -> np.ndarray:
-        """Convenience: ``evaluate(prepare(windows), feature_ids)`` → float32 ``(Q, S)``."""
+        """Convenience: ``evaluate(prepare(windows), feature_ids)`` → float32 ``(Q, S)``.
+
+        Parameters
+        ----------
+        windows : ndarray of uint8, shape (S, H, W) or (S, H, W, 3)
+            Windows of the family's window shape.
+        feature_ids : array-like of int, optional
+            Feature ids (default all).
+
+        Returns
+        -------
+        ndarray of float32, shape (Q, S)
+
+        Examples
+        --------
+        >>> from vjboost.features import HaarFamily
+        >>> fam = HaarFamily((8, 8))
+        >>> fam.compute(np.zeros((3, 8, 8), np.uint8), [0, 5]).shape
+        (2, 3)
+        """
         return self.evaluate(self.prepare(windows), feature_ids)
 
     # -- compiled programs and OpenCV export ---------------------------------------------------

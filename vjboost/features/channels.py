@@ -344,9 +344,45 @@ class ChannelKind:
                     max_value: Callable[[tuple], int] = lambda p: 255,
                     color: bool = False) -> ChannelKind:
         """A kind from a function computing its planes: ``compute(images, params)`` returns
-        ``(N, n_planes, H, W)`` integers (values within int32) for ``images`` (N, H, W[, 3])."""
+        ``(N, n_planes, H, W)`` integers (values within int32) for ``images`` (N, H, W[, 3]).
+
+        Parameters
+        ----------
+        name : str
+            Key prefix of the kind.
+        n_planes : callable
+            ``n_planes(params) -> int``.
+        compute : callable
+            ``compute(images, params) -> (N, n_planes, H, W)`` integers.
+        margin : callable, default 0
+            ``margin(params) -> int`` (see the class's attributes).
+        max_value : callable, default 255
+            ``max_value(params) -> int``: largest plane value.
+        color : bool, default False
+            Needs RGB input.
+
+        Returns
+        -------
+        ChannelKind
+        """
 
         def integrate(images, params, planes, flat, bases, stride):
+            """The kind's ``Integrator`` (see the module's ``Integrator`` alias).
+
+            Parameters
+            ----------
+            images : ndarray of uint8, shape (N, H, W) or (N, H, W, 3)
+            params : tuple
+                The kind's parameters.
+            planes : ndarray of int, shape (C,)
+                The planes wanted.
+            flat : ndarray of int32, 1-D
+                The destination buffer.
+            bases : ndarray of int64, shape (N, C)
+                Offset in ``flat`` of plane ``planes[j]`` of input ``n``.
+            stride : int
+                Entries between two rows of a plane.
+            """
             vals = np.ascontiguousarray(np.asarray(compute(images, params))[:, planes],
                                         dtype=np.int32)
             with n_threads(1 if _small(images, len(planes)) else None):
@@ -365,9 +401,43 @@ class ChannelKind:
         with ``L = n_planes(params) // K``; plane ``j`` is 1 where label plane ``j // L`` equals
         ``j % L`` (its rectangle sums count those pixels). Only the indicator integrals are
         stored, never the indicator planes.
+
+        Parameters
+        ----------
+        name : str
+            Key prefix of the kind.
+        n_planes : callable
+            ``n_planes(params) -> int``: ``K * L`` indicator planes.
+        labels : callable
+            ``labels(images, params) -> (N, K, H, W)`` integer labels.
+        margin : callable, default 0
+            ``margin(params) -> int`` (see the class's attributes).
+        color : bool, default False
+            Needs RGB input.
+
+        Returns
+        -------
+        ChannelKind
+            Its planes' largest value is 1.
         """
 
         def integrate(images, params, planes, flat, bases, stride):
+            """The kind's ``Integrator`` (see the module's ``Integrator`` alias).
+
+            Parameters
+            ----------
+            images : ndarray of uint8, shape (N, H, W) or (N, H, W, 3)
+            params : tuple
+                The kind's parameters.
+            planes : ndarray of int, shape (C,)
+                The planes wanted.
+            flat : ndarray of int32, 1-D
+                The destination buffer.
+            bases : ndarray of int64, shape (N, C)
+                Offset in ``flat`` of plane ``planes[j]`` of input ``n``.
+            stride : int
+                Entries between two rows of a plane.
+            """
             lab = np.ascontiguousarray(labels(images, params), dtype=np.int32)
             per = n_planes(params) // lab.shape[1]
             ks, vs = np.divmod(np.asarray(planes, np.int64), per)
@@ -721,7 +791,20 @@ class ChannelSet:
 
     def nbytes(self, n: int, height: int, width: int) -> int:
         """Bytes of the integral planes of ``n`` inputs of ``height x width`` pixels (plus the
-        transient per-pixel planes of one kind)."""
+        transient per-pixel planes of one kind).
+
+        Parameters
+        ----------
+        n : int
+            Inputs (windows or images).
+        height, width : int
+            Their size in pixels.
+
+        Returns
+        -------
+        int
+            ``4 n (P (height + 1)(width + 1) + 2 height width)``.
+        """
         return 4 * int(n) * (self.n_planes * (height + 1) * (width + 1) + 2 * height * width)
 
     def windows(self, windows: Any, *, name: str = "windows") -> np.ndarray:
@@ -745,7 +828,19 @@ class ChannelSet:
         return out
 
     def image(self, image: Any, *, name: str = "image") -> np.ndarray:
-        """Integral planes of one image, shape ``(P, H + 1, W + 1)`` int32."""
+        """Integral planes of one image, shape ``(P, H + 1, W + 1)`` int32.
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W) or (H, W, 3)
+            RGB when the set has colour channels.
+        name : str, default "image"
+            The argument named in errors.
+
+        Returns
+        -------
+        ndarray of int32, shape (P, H + 1, W + 1)
+        """
         arr = self._check_input(image, False, name)
         h, w = arr.shape[:2]
         check_memory(self.nbytes(1, h, w), f"integral channels of a {w}x{h} image",
@@ -759,6 +854,15 @@ class ChannelSet:
 
         ``out`` is a ``(P, rows, cols)`` int32 array holding several images side by side (the
         detector's batches of pyramid levels share one row stride).
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W) or (H, W, 3)
+            RGB when the set has colour channels.
+        out : ndarray of int32, shape (P, rows, cols), C-contiguous
+            Written in place; the image's integrals must fit at ``(y0, x0)``.
+        y0, x0 : int, default 0
+            Row and column of ``out`` where the image's integral planes start.
         """
         arr = self._check_input(image, False, "image")
         h, w = arr.shape[:2]

@@ -200,7 +200,31 @@ _BANDS = ("approximation", "horizontal", "vertical", "diagonal")
 def haar_wavelet_bands(
     window_shape: tuple[int, int], levels: int
 ) -> list[tuple[str, int, int, int]]:
-    """Band layout ``(band, level, rows, cols)`` in feature order."""
+    """Band layout ``(band, level, rows, cols)`` in feature order.
+
+    The window is cropped to a multiple of ``2**levels``; the approximation of the coarsest
+    level comes first, then the horizontal, vertical and diagonal details from the coarsest
+    level to the finest.
+
+    Parameters
+    ----------
+    window_shape : (int, int)
+        ``(height, width)`` in pixels.
+    levels : int
+        Decomposition levels.
+
+    Returns
+    -------
+    list of (str, int, int, int)
+        ``1 + 3 levels`` bands, each ``rows x cols`` coefficients.
+
+    Examples
+    --------
+    >>> haar_wavelet_bands((8, 8), 2)[:2]
+    [('approximation', 2, 2, 2), ('horizontal', 2, 2, 2)]
+    >>> len(haar_wavelet_bands((8, 8), 2))
+    7
+    """
     h, w = window_shape
     s = 2**levels
     hh, ww = h - h % s, w - w % s

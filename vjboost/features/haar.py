@@ -313,6 +313,19 @@ def haar_pool_size(window_shape: tuple[int, int], mode: str = "BASIC",
     """Number of Haar features of ``mode`` in a window (OpenCV's pool size), counted without
     enumerating them (so that a huge window is refused before its table is built).
 
+    Parameters
+    ----------
+    window_shape : (int, int)
+        ``(height, width)`` in pixels.
+    mode : {"BASIC", "CORE", "ALL"}, default "BASIC"
+        OpenCV's feature set (case-insensitive; ``"viola-jones"`` is accepted too).
+    types : str or list of str, optional
+        Only these Haar types of ``mode`` (e.g. ``["x2", "y2"]``; default all of them).
+
+    Returns
+    -------
+    int
+
     Examples
     --------
     >>> haar_pool_size((24, 24))
@@ -360,6 +373,17 @@ class HaarFamily(FeatureFamily):
     Program: OP_RECTS on channels ``gray`` (upright rectangles) and ``tilted`` (45°, mode ALL),
     NORM_VARIANCE (planes ``gray``, ``gray2``) when ``normalize``, else NORM_NONE.
     :meth:`from_rects` builds a family of explicitly listed features (OpenCV HAAR cascades).
+
+    Examples
+    --------
+    >>> fam = HaarFamily((24, 24))
+    >>> fam.n_features                                  # OpenCV's BASIC pool at 24x24
+    162336
+    >>> fam.describe(0)["text"]
+    'haar x2 at (x=0, y=0) unit 1x1'
+    >>> windows = np.random.default_rng(0).integers(0, 256, (5, 24, 24), dtype=np.uint8)
+    >>> fam.evaluate(fam.prepare(windows), [0, 100]).shape   # (features, windows) float32
+    (2, 5)
     """
 
     name = "haar"

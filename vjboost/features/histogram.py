@@ -176,6 +176,13 @@ def _quantize(planes, bins, ranges, joint, out):  # pragma: no cover - numba
 def convert_color(rgb: np.ndarray, space: str) -> np.ndarray:
     """Convert uint8 RGB ``(..., H, W, 3)`` to ``space`` with OpenCV's 8-bit conversions.
 
+    Parameters
+    ----------
+    rgb : ndarray of uint8, shape (..., H, W, 3)
+        RGB images or windows (any leading dimensions).
+    space : {"rgb", "hsv", "luv", "gray"}
+        Target space (8-bit hue in 0..179, the others in 0..255).
+
     Returns
     -------
     ndarray of uint8, shape ``(..., H, W, K)`` with ``K = 3`` (or 1 for ``"gray"``)
@@ -194,7 +201,34 @@ def convert_color(rgb: np.ndarray, space: str) -> np.ndarray:
 
 def color_labels(planes: np.ndarray, bins: int, ranges: Sequence[int],
                  joint: bool) -> np.ndarray:
-    """Bin labels of ``(N, H, W, K)`` uint8 planes → int32 ``(N, K, H, W)`` (joint: ``K = 1``)."""
+    """Bin labels of ``(N, H, W, K)`` uint8 planes → int32 ``(N, K, H, W)`` (joint: ``K = 1``).
+
+    Plane ``k``'s label is ``v * bins // ranges[k]``; a joint label combines the planes' labels
+    as the digits of a base-``bins`` number (plane 0 most significant).
+
+    Parameters
+    ----------
+    planes : ndarray of uint8, shape (N, H, W, K)
+        Colour planes (:func:`convert_color`).
+    bins : int
+        Bins per plane.
+    ranges : sequence of K int
+        Value range of each plane (180 for 8-bit hue, else 256).
+    joint : bool
+        One label over all the planes (``bins ** K`` values) instead of one per plane.
+
+    Returns
+    -------
+    ndarray of int32, shape (N, K, H, W) or (N, 1, H, W)
+
+    Examples
+    --------
+    >>> planes = np.array([[[[0, 255], [128, 64]]]], dtype=np.uint8)   # N=1, H=1, W=2, K=2
+    >>> color_labels(planes, 4, [256, 256], joint=False)[0, :, 0].tolist()
+    [[0, 2], [3, 1]]
+    >>> color_labels(planes, 4, [256, 256], joint=True)[0, 0, 0].tolist()
+    [3, 9]
+    """
     n, h, w, k = planes.shape
     out = np.empty((n, 1 if joint else k, h, w), dtype=np.int32)
     _quantize(np.ascontiguousarray(planes), int(bins), np.asarray(ranges, dtype=np.int64),

@@ -76,6 +76,26 @@ def integral_dtype(height: int, width: int, max_value: float = 255.0, squared: b
 
     int32 is used while ``H * W * max_value (** 2 if squared)`` stays below 2**31, which covers
     the squared integral of 8-bit windows up to about 181 x 181 pixels.
+
+    Parameters
+    ----------
+    height, width : int
+        Size of the input in pixels.
+    max_value : float, default 255.0
+        Largest input value.
+    squared : bool, default False
+        The integral of squared values.
+
+    Returns
+    -------
+    numpy.int32 or numpy.int64
+
+    Examples
+    --------
+    >>> integral_dtype(24, 24, squared=True).__name__
+    'int32'
+    >>> integral_dtype(200, 200, squared=True).__name__
+    'int64'
     """
     peak = float(height) * float(width) * (max_value**2 if squared else max_value)
     return np.int32 if peak < 2**31 - 1 else np.int64
@@ -134,7 +154,18 @@ def integral_image(image: Any, dtype: Any = np.int64) -> np.ndarray:
 
 
 def squared_integral_image(image: Any, dtype: Any = np.int64) -> np.ndarray:
-    """Integral of squared pixels ``Q[y, x] = (image[:y, :x] ** 2).sum()``, shape (H+1, W+1)."""
+    """Integral of squared pixels ``Q[y, x] = (image[:y, :x] ** 2).sum()``, shape (H+1, W+1).
+
+    Parameters
+    ----------
+    image : array-like of shape (H, W), integer values 0..255
+    dtype : {int64, int32, float64, None}, default int64
+        Output dtype; ``None`` picks the smallest exact integer type.
+
+    Returns
+    -------
+    ndarray of shape (H + 1, W + 1)
+    """
     return _integrals(image, dtype, _SQUARED, 2, "image")
 
 
@@ -143,6 +174,16 @@ def tilted_integral_image(image: Any, dtype: Any = np.int64) -> np.ndarray:
 
     ``T[y, x] = sum(image[y', x'] for y' < y, |x' - x + 1| <= y - y' - 1)``; equals the third
     output of ``cv2.integral3``. Computed in O(H W) with anti-diagonal running sums.
+
+    Parameters
+    ----------
+    image : array-like of shape (H, W), integer values 0..255
+    dtype : {int64, int32, float64, None}, default int64
+        Output dtype; ``None`` picks the smallest exact integer type.
+
+    Returns
+    -------
+    ndarray of shape (H + 1, W + 1)
     """
     return _integrals(image, dtype, _TILTED, 2, "image")
 
@@ -164,12 +205,34 @@ def integral_images(windows: Any, dtype: Any = None) -> np.ndarray:
 
 
 def squared_integral_images(windows: Any, dtype: Any = None) -> np.ndarray:
-    """Squared-pixel integral images of a stack, shape (S, H + 1, W + 1)."""
+    """Squared-pixel integral images of a stack, shape (S, H + 1, W + 1).
+
+    Parameters
+    ----------
+    windows : array-like of shape (S, H, W), integer values 0..255
+    dtype : {None, int32, int64, float64}
+        ``None``: int32 when exact (see :func:`integral_dtype`), else int64.
+
+    Returns
+    -------
+    ndarray of shape (S, H + 1, W + 1)
+    """
     return _integrals(windows, dtype, _SQUARED, 3, "windows")
 
 
 def tilted_integral_images(windows: Any, dtype: Any = None) -> np.ndarray:
-    """Tilted integral images of a stack, shape (S, H + 1, W + 1)."""
+    """Tilted integral images of a stack, shape (S, H + 1, W + 1).
+
+    Parameters
+    ----------
+    windows : array-like of shape (S, H, W), integer values 0..255
+    dtype : {None, int32, int64, float64}
+        ``None``: int32 when exact (see :func:`integral_dtype`), else int64.
+
+    Returns
+    -------
+    ndarray of shape (S, H + 1, W + 1)
+    """
     return _integrals(windows, dtype, _TILTED, 3, "windows")
 
 
@@ -206,6 +269,17 @@ def check_rects_fit(
 
     Upright: ``x, y >= 0``, ``w, h >= 1``, ``x + w <= W``, ``y + h <= H``.
     Tilted: ``x - h >= 0``, ``x + w <= W``, ``y + w + h <= H`` (its true 45° footprint).
+
+    Parameters
+    ----------
+    rects : array-like of int, shape (F, R, 6) or (F, 6)
+        Rows ``(channel, x, y, w, h, tilted)``.
+    weights : array-like of shape (F, R) or (F,)
+        Rectangles of weight 0 are unused and not checked.
+    n_channels : int
+        Channels the ``channel`` column may name (``0 .. n_channels - 1``).
+    height, width : int
+        The window in pixels.
     """
     r, wt = _check_rects(rects, weights)
     used = wt != 0

@@ -87,13 +87,46 @@ def _check_params(P: Any, R: Any, method: Any) -> tuple[int, float, str]:
 
 
 def lbp_offsets(P: int, R: float) -> tuple[np.ndarray, np.ndarray]:
-    """Row and column offsets of the ``P`` sampling points (rounded to 5 decimals), float64."""
+    """Row and column offsets of the ``P`` sampling points (rounded to 5 decimals), float64.
+
+    Point ``p`` is at angle ``2 pi p / P``: row ``-R sin``, column ``R cos`` (scikit-image's
+    ``local_binary_pattern`` layout).
+
+    Parameters
+    ----------
+    P : int
+        Sampling points on the circle.
+    R : float
+        Radius in pixels.
+
+    Returns
+    -------
+    rows, cols : ndarray of shape (P,), float64
+
+    Examples
+    --------
+    >>> [r.tolist() for r in lbp_offsets(4, 1.0)]
+    [[-0.0, -1.0, -0.0, 1.0], [1.0, 0.0, -1.0, -0.0]]
+    """
     angles = 2 * np.pi * np.arange(P, dtype=np.float64) / P
     return np.round(-R * np.sin(angles), 5), np.round(R * np.cos(angles), 5)
 
 
 def lbp_code_count(P: int, method: str) -> int:
-    """Number of distinct code values (``max code + 1`` for ``ror``)."""
+    """Number of distinct code values (``max code + 1`` for ``ror``).
+
+    Parameters
+    ----------
+    P : int
+        Sampling points on the circle.
+    method : {"default", "ror", "uniform", "nri_uniform"}
+        The code (scikit-image's ``local_binary_pattern`` methods).
+
+    Returns
+    -------
+    int
+        ``P + 2`` (uniform), ``P (P - 1) + 3`` (nri_uniform), else ``2**P``.
+    """
     if method == "uniform":
         return P + 2
     if method == "nri_uniform":

@@ -69,7 +69,36 @@ _BIT = np.array([128, 64, 32, 1, 0, 16, 2, 4, 8], dtype=np.int64)
 
 
 def mblbp_reference(window: np.ndarray, x: int, y: int, w: int, h: int) -> int:
-    """MB-LBP code computed directly from pixel block sums (NumPy; for tests and docs)."""
+    """MB-LBP code computed directly from pixel block sums (NumPy; for tests and docs).
+
+    The 3 x 3 grid of ``w x h`` blocks starts at ``(x, y)``; each outer block whose pixel sum
+    is at least the centre block's sets its bit (OpenCV's bit order: 128, 64, 32 along the top
+    row, 16 right, 8, 4, 2 along the bottom row from the right, 1 left).
+
+    Parameters
+    ----------
+    window : array-like of shape (H, W)
+        Gray pixel values.
+    x, y : int
+        Top-left corner of the grid, in pixels.
+    w, h : int
+        Width and height of one block, in pixels (the grid covers ``3w x 3h``).
+
+    Returns
+    -------
+    int
+        The code, 0..255.
+
+    Examples
+    --------
+    >>> win = np.zeros((3, 3), np.uint8)
+    >>> win[0, :] = 9                      # the top row brighter than the centre
+    >>> mblbp_reference(win, 0, 0, 1, 1)   # every block >= the centre: all bits set
+    255
+    >>> win[1, 1] = 5                      # only the top row now
+    >>> mblbp_reference(win, 0, 0, 1, 1)
+    224
+    """
     win = np.asarray(window, dtype=np.int64)
     b = [win[y + j * h : y + (j + 1) * h, x + i * w : x + (i + 1) * w].sum()
          for j in range(3) for i in range(3)]

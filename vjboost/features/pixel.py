@@ -165,6 +165,24 @@ def pixel_program(window_shape: Sequence[int], keys: Sequence[str], *, margin: i
     ``(margin + yi, margin + xi)`` of the ``Hi x Wi`` region (OP_RECTS, one 1x1 rectangle,
     NORM_NONE, times ``scale``).
 
+    Parameters
+    ----------
+    window_shape : (int, int)
+        ``(height, width)`` of the window in pixels.
+    keys : sequence of str
+        Channel planes read (keys of :mod:`vjboost.features.channels`, e.g. ``"gray"``).
+    margin : int, default 0
+        Pixels left out along every border (``Hi = H - 2 margin``, ``Wi = W - 2 margin``).
+    scale : float, default 1.0
+        Factor applied to every read.
+    categorical : bool, default False
+        The values are codes (categorical splits).
+
+    Returns
+    -------
+    Program
+        ``Hi * Wi * len(keys)`` features.
+
     Examples
     --------
     >>> pixel_program((4, 5), ["gradmag"], margin=1).n_features

@@ -85,6 +85,16 @@ class FeaturePool:
         Global id of each family's first feature; ``offsets[-1] == n_features``.
     n_features : int
     window_shape : (int, int)
+
+    Examples
+    --------
+    >>> from vjboost.features import HaarFamily, MBLBPFamily
+    >>> pool = FeaturePool([HaarFamily((12, 12)), MBLBPFamily((12, 12))])
+    >>> pool.n_features, pool.family_sizes().tolist()
+    (10828, [10344, 484])
+    >>> windows = np.random.default_rng(0).integers(0, 256, (5, 12, 12), dtype=np.uint8)
+    >>> pool.evaluate(pool.prepare(windows), [0, 10827]).shape   # a Haar and an MB-LBP feature
+    (2, 5)
     """
 
     def __init__(self, families: Sequence[FeatureFamily] | FeatureFamily) -> None:
@@ -147,7 +157,27 @@ class FeaturePool:
         return fam.astype(np.int64), gids - self.offsets[fam]
 
     def global_ids(self, family: int | str, local_ids: Any = None) -> np.ndarray:
-        """Global ids of ``local_ids`` (default all) of ``family`` (index or name)."""
+        """Global ids of ``local_ids`` (default all) of ``family`` (index or name).
+
+        Parameters
+        ----------
+        family : int or str
+            Index of the family in the pool, or its name (which must be unique in the pool).
+        local_ids : array-like of int, optional
+            Feature ids within that family (default all).
+
+        Returns
+        -------
+        ndarray of int64
+            ``local_ids + offsets[family]``.
+
+        Examples
+        --------
+        >>> from vjboost.features import HaarFamily, MBLBPFamily
+        >>> pool = FeaturePool([HaarFamily((8, 8)), MBLBPFamily((8, 8))])
+        >>> int(pool.global_ids("mblbp", [0])[0]) == pool.families[0].n_features
+        True
+        """
         k = self._family_index(family)
         lids = check_feature_ids(local_ids, self.families[k].n_features, "local_ids")
         return lids + self.offsets[k]
@@ -317,7 +347,21 @@ class FeaturePool:
                             tuple(f.name for f in self.families), planes)
 
     def prepare_image(self, image: Any, *, threads: int | None = None) -> PoolChannels:
-        """Prepare every family's channels for one whole image (detection)."""
+        """Prepare every family's channels for one whole image (detection).
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W) or (H, W, 3)
+            At least as large as the window; RGB when the pool has colour families (gray
+            families then read its gray conversion).
+        threads : int, optional
+            numba threads (``None``: all).
+
+        Returns
+        -------
+        PoolChannels
+            For :meth:`evaluate_at`.
+        """
         img = np.asarray(image)
         gray, rgb = img, None
         if img.ndim == 3 and img.shape[-1] == 3:
@@ -410,6 +454,19 @@ class FeaturePool:
                                         sample_ids=sids)
 
             def family_part(k, local):
+                """Family ``k``'s features ``local`` from its prepared channels.
+
+                Parameters
+                ----------
+                k : int
+                    The family's index in the pool.
+                local : ndarray of int64
+                    Its local feature ids.
+
+                Returns
+                -------
+                ndarray of float32, shape (len(local), S)
+                """
                 return self.families[k].evaluate(prep.channels[k], local, sids)
         else:
             def program_part(rows):
@@ -417,6 +474,19 @@ class FeaturePool:
                 return evaluate_program(prog, data(prog.channels.color or rgb is not None))
 
             def family_part(k, local):
+                """Family ``k``'s features ``local``, its channels prepared from the windows.
+
+                Parameters
+                ----------
+                k : int
+                    The family's index in the pool.
+                local : ndarray of int64
+                    Its local feature ids.
+
+                Returns
+                -------
+                ndarray of float32, shape (len(local), S)
+                """
                 f = self.families[k]
                 return f.evaluate(f.prepare(data(f.color)), local)
 
@@ -432,7 +502,24 @@ class FeaturePool:
         *,
         threads: int | None = None,
     ) -> np.ndarray:
-        """Values of global ``feature_ids`` for windows at ``positions`` (P, 2) ``(y, x)``."""
+        """Values of global ``feature_ids`` for windows at ``positions`` (P, 2) ``(y, x)``.
+
+        Parameters
+        ----------
+        prepared_image : PoolChannels
+            From :meth:`prepare_image`.
+        feature_ids : array-like of int or None
+            Global feature ids (``None``: all).
+        positions : array-like of int, shape (P, 2)
+            Top-left ``(y, x)`` of each window in pixels; every window must lie inside the
+            image.
+        threads : int, optional
+            numba threads (``None``: all).
+
+        Returns
+        -------
+        ndarray of float32, shape (Q, P)
+        """
         if not isinstance(prepared_image, PoolChannels) or prepared_image.kind != "image":
             raise TypeError("prepared_image: expected the output of FeaturePool.prepare_image")
         prep = self._as_prepared(prepared_image, threads, "image")

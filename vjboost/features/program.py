@@ -135,7 +135,25 @@ def _rsum(buf, p, tab, o):  # pragma: no cover - numba
 
 @numba.njit(inline="always", **_JIT)
 def mblbp_code(tab, o, buf, p):  # pragma: no cover - numba
-    """OpenCV's multi-block LBP code (int, 0..255) of the OP_MBLBP record at word ``o``."""
+    """OpenCV's multi-block LBP code (int, 0..255) of the OP_MBLBP record at word ``o``.
+
+    Parameters
+    ----------
+    tab : ndarray of int32, shape (Q * REC,)
+        The bound records (:attr:`BoundProgram.tab`).
+    o : int
+        Word offset of the record in ``tab`` (``q * REC`` for feature ``q``).
+    buf : ndarray of int32
+        The flat buffer of integral channel planes.
+    p : int
+        Offset in ``buf`` of the window's top-left integral entry.
+
+    Returns
+    -------
+    int
+        Bits set clockwise from the top-left block (128) for each outer block whose sum is at
+        least the centre block's.
+    """
     q = o + _OFS
     a0 = buf[_U(p + tab[_U(q)])]
     a1 = buf[_U(p + tab[_U(q + 1)])]
@@ -180,7 +198,29 @@ def mblbp_code(tab, o, buf, p):  # pragma: no cover - numba
 def rects_value(tab, tabf, o, buf, p, inv_var, inv_grad, haar):  # pragma: no cover - numba
     """Value of the OP_RECTS record at word ``o``: ``(w0·R0 + w1·R1 + w2·R2) · norm · scale``;
     ``haar``: OpenCV's Haar features (variance normalisation, unit scale: the record's first
-    cache line is all it reads)."""
+    cache line is all it reads).
+
+    Parameters
+    ----------
+    tab : ndarray of int32, shape (Q * REC,)
+        The bound records (:attr:`BoundProgram.tab`).
+    tabf : ndarray of float32
+        ``tab`` viewed as float32 (the same memory).
+    o : int
+        Word offset of the record in ``tab``.
+    buf : ndarray of int32
+        The flat buffer of integral channel planes.
+    p : int
+        Offset in ``buf`` of the window's top-left integral entry.
+    inv_var, inv_grad : float32
+        The window's normalisers (:func:`window_norms`).
+    haar : bool
+        Compile-time constant: the record is one of OpenCV's Haar features.
+
+    Returns
+    -------
+    float32
+    """
     v = tabf[_U(o + _W)] * np.float32(_rsum(buf, p, tab, o + _OFS))
     v += tabf[_U(o + _W + 1)] * np.float32(_rsum(buf, p, tab, o + _OFS + 4))
     w2 = tabf[_U(o + _W + 2)]
@@ -208,6 +248,27 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
     cache line is all it reads); ``OPS_MIXED`` reads ``op`` from the record. Returns float32
     (MB-LBP codes as float32 integers). Kernels specialised for one operation may call
     :func:`rects_value` or :func:`mblbp_code` directly (smaller code, integer codes).
+
+    Parameters
+    ----------
+    tab : ndarray of int32, shape (Q * REC,)
+        The bound records (:attr:`BoundProgram.tab`).
+    tabf : ndarray of float32
+        ``tab`` viewed as float32 (the same memory).
+    o : int
+        Word offset of the record in ``tab`` (``q * REC`` for feature ``q``).
+    buf : ndarray of int32
+        The flat buffer of integral channel planes.
+    p : int
+        Offset in ``buf`` of the window's top-left integral entry.
+    inv_var, inv_grad : float32
+        The window's normalisers (:func:`window_norms`).
+    ops : int
+        One of ``OPS_MIXED``, ``OPS_RECTS``, ``OPS_MBLBP``, ``OPS_HAAR``.
+
+    Returns
+    -------
+    float32
     """
     if ops == 1 or ops == 3:
         op = 0
@@ -240,7 +301,21 @@ def _hog_sum(tab, o, buf, p, sums, c, b, nb):  # pragma: no cover - numba
 @numba.njit(inline="always", **_JIT)
 def hog_block_sums(tab, o, buf, p, out):  # pragma: no cover - numba
     """The ``n_cells × n_bins`` rectangle sums of the OP_HOG block of record ``o`` at window
-    ``p`` into ``out`` (float64, cell-major), for :func:`hog_block_norms`/:func:`hog_entry`."""
+    ``p`` into ``out`` (float64, cell-major), for :func:`hog_block_norms`/:func:`hog_entry`.
+
+    Parameters
+    ----------
+    tab : ndarray of int32, shape (Q * REC,)
+        The bound records (an OP_HOG record at ``o``; :attr:`BoundProgram.tab`).
+    o : int
+        Word offset of the record in ``tab`` (``q * REC`` for feature ``q``).
+    buf : ndarray of int32
+        The flat buffer of integral channel planes.
+    p : int
+        Offset in ``buf`` of the window's top-left integral entry.
+    out : ndarray of float64, shape (>= n_cells * n_bins,)
+        Receives sum ``(c, b)`` at ``c * n_bins + b``.
+    """
     nb = tab[_U(o + _HNB)]
     for c in range(tab[_U(o + _HNC)]):
         for b in range(nb):
@@ -255,6 +330,19 @@ def hog_block_norms(tab, tabf, o, buf, p, sums):  # pragma: no cover - numba
     :func:`hog_block_sums`, or ``_NO_SUMS`` to read them from the planes without scratch
     memory). They depend on the block only, so the entries of a block may share them
     (:func:`hog_entry`).
+
+    Parameters
+    ----------
+    tab, tabf, o, buf, p
+        As for :func:`node_value` (an OP_HOG record at ``o``).
+    sums : ndarray of float64
+        The block's sums (:func:`hog_block_sums`) or ``_NO_SUMS`` (empty).
+
+    Returns
+    -------
+    a, b : float
+        L1 and L1-sqrt: ``(Σ x + eps, 0)``; L2: ``(sqrt(Σ x² + eps²), 0)``; L2-Hys: that norm
+        and the norm of the clipped, normalised sums.
     """
     nb = tab[_U(o + _HNB)]
     nc = tab[_U(o + _HNC)]
@@ -282,7 +370,22 @@ def hog_block_norms(tab, tabf, o, buf, p, sums):  # pragma: no cover - numba
 @numba.njit(inline="always", **_JIT)
 def hog_entry(tab, tabf, o, buf, p, a, b, sums):  # pragma: no cover - numba
     """Value of OP_HOG record ``o`` at window ``p`` given its block's normalisers ``(a, b)``
-    (and its sums, or ``_NO_SUMS``)."""
+    (and its sums, or ``_NO_SUMS``).
+
+    Parameters
+    ----------
+    tab, tabf, o, buf, p
+        As for :func:`node_value` (an OP_HOG record at ``o``).
+    a, b : float
+        The block's normalisers (:func:`hog_block_norms`).
+    sums : ndarray of float64
+        The block's sums (:func:`hog_block_sums`) or ``_NO_SUMS`` (empty).
+
+    Returns
+    -------
+    float32
+        The normalised entry times the record's scale.
+    """
     nb = tab[_U(o + _HNB)]
     c = tab[_U(o + _HCELL)]
     target = _hog_sum(tab, o, buf, p, sums, c, tab[_U(o + _HTGT)] - c * nb, nb)
@@ -316,6 +419,25 @@ def window_norms(buf, p, pro, prof):  # pragma: no cover - numba
     ``gradmag`` planes; ``prof`` (float64, 2): the inner area when the variance / gradient
     normalisation is used, else 0. ``nf = A·Σv² − (Σv)²`` (0 when unused) feeds the detector's
     σ gate.
+
+    Parameters
+    ----------
+    buf : ndarray of int32
+        The flat buffer of integral channel planes.
+    p : int
+        Offset in ``buf`` of the window's top-left integral entry.
+    pro : ndarray of int64, shape (12,)
+        :attr:`BoundProgram.pro`.
+    prof : ndarray of float64, shape (2,)
+        :attr:`BoundProgram.prof`.
+
+    Returns
+    -------
+    inv_var : float32
+        ``1 / sqrt(nf)`` (0 where ``nf <= 0``; 1 without the variance normalisation).
+    inv_grad : float32
+        ``A / (Σ m + MAG_SCALE·A)`` (1 without the gradient normalisation).
+    nf : float
     """
     inv_var = np.float32(1.0)
     inv_grad = np.float32(1.0)
@@ -348,6 +470,21 @@ def _make_evaluate(ops: int):
 
     @numba.njit(parallel=True, **_JIT)
     def evaluate(buf, bases, tab, tabf, pro, prof, hog_len, out):  # pragma: no cover - numba
+        """``out[q, j]``: feature ``q`` at the window of offset ``bases[j]``.
+
+        Parameters
+        ----------
+        buf : ndarray of int32
+            The flat buffer of integral channel planes.
+        bases : ndarray of int64, shape (P,)
+            Offsets of the windows' top-left integral entries.
+        tab, tabf, pro, prof
+            The bound program (:class:`BoundProgram`).
+        hog_len : int
+            Largest ``n_cells * n_bins`` of the program's OP_HOG blocks (scratch per window).
+        out : ndarray of float32, shape (Q, P)
+            Filled in place.
+        """
         n_q = out.shape[0]
         n_p = bases.shape[0]
         n_blk = (n_p + 63) // 64
@@ -811,7 +948,20 @@ class Program:
 
     def bind(self, row_stride: int, plane_stride: int) -> BoundProgram:
         """Records for a buffer whose rows are ``row_stride`` and planes ``plane_stride``
-        entries apart (offsets relative to a window's top-left integral entry)."""
+        entries apart (offsets relative to a window's top-left integral entry).
+
+        Parameters
+        ----------
+        row_stride : int
+            int32 entries between two rows of an integral plane.
+        plane_stride : int
+            int32 entries between two planes.
+
+        Returns
+        -------
+        BoundProgram
+            Raises :class:`~vjboost.InputError` when an offset does not fit in 32 bits.
+        """
         q = self.n_features
         # 64-byte aligned records: a Haar node's data is one cache line
         raw = np.zeros(q * REC + 16, dtype=np.int32)

@@ -291,7 +291,25 @@ def read_boxes_json(path: str | os.PathLike[str]) -> AnnotationSet:
 
 
 def read_json(path: Path, what: str = "JSON"):
-    """Parse a JSON file; errors name the file and line (also for absurd nesting)."""
+    """Parse a JSON file; errors name the file and line (also for absurd nesting).
+
+    Parameters
+    ----------
+    path : Path
+        The file (UTF-8 text, a byte-order mark allowed).
+    what : str, default "JSON"
+        What the file is, for errors (e.g. ``"COCO JSON"``).
+
+    Returns
+    -------
+    object
+        The parsed document.
+
+    Raises
+    ------
+    AnnotationError
+        Unreadable file or invalid JSON.
+    """
     text = _read_text(path, what)
     try:
         return json.loads(text)

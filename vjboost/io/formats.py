@@ -88,6 +88,24 @@ class _Collector:
 
     def add(self, name: str, label: str, box: list[int], *, ignore: bool = False,
             aliases: tuple[str, ...] = ()) -> None:
+        """Record one box of image ``name``.
+
+        Labels named like ignore regions (``IGNORE_LABELS``) always become ignore regions;
+        other labels are counted, and boxes outside the chosen category are left out.
+
+        Parameters
+        ----------
+        name : str
+            The image's resolved path.
+        label : str
+            The box's class label.
+        box : list of 4 int
+            ``(x, y, w, h)`` in pixels.
+        ignore : bool, default False
+            An ignore region of the chosen category (crowd, difficult, occluded...).
+        aliases : tuple of str, default ()
+            Other names of the label the category may be given as (e.g. a YOLO class id).
+        """
         self.image(name)
         if label.strip().lower() in IGNORE_LABELS:
             self.ignore.setdefault(name, []).append(box)
@@ -164,6 +182,25 @@ def read_coco(path: Path, *, category: str | int | None = None,
 
     ``category`` is a category name or id; image ``file_name`` s are relative to ``images``
     (default: the JSON file's folder).
+
+    Parameters
+    ----------
+    path : Path
+        The COCO JSON file.
+    category : str or int, optional
+        The object class to read (its name or COCO id); required when the file holds several.
+        Boxes of other classes are left out.
+    images : path-like, optional
+        Folder the ``file_name`` s are relative to (default: the JSON file's folder).
+
+    Returns
+    -------
+    AnnotationSet
+
+    Raises
+    ------
+    AnnotationError
+        Malformed content, naming the file and the element or line.
     """
     doc = read_json(path, "COCO JSON")
     if not isinstance(doc, dict):
@@ -233,6 +270,26 @@ def read_voc(path: Path, *, category: str | int | None = None,
     Corners are VOC's 1-based inclusive pixel indices: ``x = xmin - 1``, ``w = xmax - xmin + 1``.
     ``<difficult>1</difficult>`` objects become ignore regions. Image files are looked up in
     ``images``, else a sibling ``JPEGImages`` folder, else the XML's folder.
+
+    Parameters
+    ----------
+    path : Path
+        One VOC XML file or a folder of them.
+    category : str or int, optional
+        The object class to read (its name); required when the file holds several.
+        Boxes of other classes are left out.
+    images : path-like, optional
+        Folder of the image files (default: a sibling ``JPEGImages`` folder if there is one,
+        else the XML's folder).
+
+    Returns
+    -------
+    AnnotationSet
+
+    Raises
+    ------
+    AnnotationError
+        Malformed content, naming the file and the element or line.
     """
     files = sorted(path.glob("*.xml")) if path.is_dir() else [path]
     if not files:
@@ -283,6 +340,26 @@ def read_yolo(path: Path, *, category: str | int | None = None,
     the image size), with the images in ``images`` (default: a sibling ``images`` folder of a
     ``labels`` folder, else the label folder). Every image of that folder is listed (no label
     file: no object). Class names come from ``classes.txt``/``obj.names`` beside the labels.
+
+    Parameters
+    ----------
+    path : Path
+        The dataset folder (with a ``labels`` folder) or the folder of label files.
+    category : str or int, optional
+        The object class to read (its name from the class-name file, or the class id);
+        required when the file holds several. Boxes of other classes are left out.
+    images : path-like, optional
+        Folder of the images (default: a sibling ``images`` folder of ``labels``, else the
+        label folder).
+
+    Returns
+    -------
+    AnnotationSet
+
+    Raises
+    ------
+    AnnotationError
+        Malformed content, naming the file and the element or line.
     """
     from .images import image_size
 
@@ -341,7 +418,27 @@ def read_yolo(path: Path, *, category: str | int | None = None,
 def read_labelme(path: Path, *, category: str | int | None = None,
                  images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """LabelMe JSON (one file per image, or a folder of them): ``rectangle`` shapes; other
-    shape types are not boxes and are left out. ``category`` filters by label."""
+    shape types are not boxes and are left out. ``category`` filters by label.
+
+    Parameters
+    ----------
+    path : Path
+        One LabelMe JSON file or a folder of them.
+    category : str or int, optional
+        The object class to read (its name: a shape label); required when the file holds several.
+        Boxes of other classes are left out.
+    images : path-like, optional
+        Folder the ``imagePath`` s are relative to (default: the JSON file's folder).
+
+    Returns
+    -------
+    AnnotationSet
+
+    Raises
+    ------
+    AnnotationError
+        Malformed content, naming the file and the element or line.
+    """
     files = sorted(path.glob("*.json")) if path.is_dir() else [path]
     if not files:
         raise AnnotationError(f"{path}: no .json file in this folder")
@@ -383,7 +480,27 @@ def read_cvat(path: Path, *, category: str | int | None = None,
               images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """CVAT XML for images (1.1): ``<image name=...>`` elements with ``<box label xtl ytl xbr
     ybr>``; ``occluded="1"`` or an ``<attribute name="ignore">true</attribute>`` makes a box an
-    ignore region."""
+    ignore region.
+
+    Parameters
+    ----------
+    path : Path
+        The CVAT XML file (not a folder).
+    category : str or int, optional
+        The object class to read (its name: a box label); required when the file holds several.
+        Boxes of other classes are left out.
+    images : path-like, optional
+        Folder the image names are relative to (default: the XML file's folder).
+
+    Returns
+    -------
+    AnnotationSet
+
+    Raises
+    ------
+    AnnotationError
+        Malformed content, naming the file and the element or line.
+    """
     if path.is_dir():
         raise AnnotationError(f"{path}: is a folder; CVAT annotations are one XML file")
     ann = _xml_root(path, "CVAT XML")
@@ -428,6 +545,15 @@ def read_coco_results(path: str | os.PathLike[str], ground_truth: AnnotationSet,
     document whose ``annotations`` carry ``score`` (``vjdetect --format coco`` output). An
     ``image_id`` is looked up among the ground truth's COCO ids, then as an image path or file
     name; detections of other categories than ``category`` are left out.
+
+    Parameters
+    ----------
+    path : path-like
+        The results JSON file.
+    ground_truth : AnnotationSet
+        The annotations the detections are matched to (its images and COCO ids).
+    category : str or int, optional
+        Keep only detections of this category (a name, or a COCO ``category_id``).
 
     Returns
     -------

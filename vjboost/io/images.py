@@ -66,6 +66,18 @@ def check_image_size(path: str | os.PathLike[str], *, limits: Limits | None = No
                      ) -> tuple[int, int] | None:
     """Refuse an image over ``max_image_pixels`` from its header; return its size if known.
 
+    Parameters
+    ----------
+    path : path-like
+        The image file (only its header is read).
+    limits : Limits, optional
+        Caps in force (default: :meth:`Limits.from_env`).
+
+    Returns
+    -------
+    (int, int) or None
+        ``(width, height)``, or None when the header cannot tell.
+
     Raises
     ------
     ImageTooLargeError
@@ -180,6 +192,15 @@ def read_images(
     paths: Iterable[str | os.PathLike[str]], *, gray: bool = True, limits: Limits | None = None
 ) -> tuple[list[np.ndarray], list[str], ReadReport]:
     """Read several images, skipping (and counting) the unreadable and the oversized ones.
+
+    Parameters
+    ----------
+    paths : iterable of path-like
+        Image files, read in order.
+    gray : bool, default True
+        (H, W) uint8 grayscale images; otherwise (H, W, 3) uint8 RGB.
+    limits : Limits, optional
+        Caps in force (default: :meth:`Limits.from_env`).
 
     Returns
     -------

@@ -88,7 +88,14 @@ def image_files(folder: str | os.PathLike[str], *, recursive: bool = False,
 @dataclass(frozen=True)
 class Source:
     """One input: ``kind`` is ``"image"``, ``"video"`` or ``"camera"``; ``target`` a path or a
-    camera index."""
+    camera index.
+
+    Parameters
+    ----------
+    kind : {"image", "video", "camera"}
+    target : str or int
+        The file's path, or the camera's index.
+    """
 
     kind: str
     target: str | int

@@ -120,7 +120,19 @@ def vec_layout(path: str | os.PathLike[str], window: tuple[int, int] | None = No
 
 
 def decode_vec_pixels(px: np.ndarray, layout: VecLayout) -> np.ndarray:
-    """int16 pixel records (k, h*w) -> uint8 samples (k, h, w); refuses values outside 0..255."""
+    """int16 pixel records (k, h*w) -> uint8 samples (k, h, w); refuses values outside 0..255.
+
+    Parameters
+    ----------
+    px : ndarray of int16, shape (k, h * w)
+        The pixel fields of ``k`` records.
+    layout : VecLayout
+        The file's layout (its ``window`` ``(h, w)``; its ``path`` names the file in errors).
+
+    Returns
+    -------
+    ndarray of uint8, shape (k, h, w)
+    """
     if px.size and (px.min() < 0 or px.max() > 255):
         raise VecFormatError(f"{layout.path}: pixel values outside 0..255")
     return px.reshape(-1, *layout.window).astype(np.uint8)
@@ -166,7 +178,27 @@ def read_vec(path: str | os.PathLike[str], window: tuple[int, int] | None = None
 
 
 def write_vec(path: str | os.PathLike[str], samples: np.ndarray) -> None:
-    """Write samples (n, h, w) uint8 to a ``.vec`` file (atomically)."""
+    """Write samples (n, h, w) uint8 to a ``.vec`` file (atomically).
+
+    The format of OpenCV's ``opencv_createsamples``: a 12-byte header (count, ``h * w``), then
+    per sample one zero byte and ``h * w`` little-endian int16 pixels. The window's height and
+    width are not stored (give them to :func:`read_vec` when it cannot infer them).
+
+    Parameters
+    ----------
+    path : path-like
+        The file written (replaced whole, never left half-written).
+    samples : ndarray of uint8, shape (n, h, w)
+        At least one sample.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = tempfile.mkdtemp() + "/s.vec"
+    >>> write_vec(p, np.arange(2 * 24 * 24, dtype=np.uint16).reshape(2, 24, 24).astype(np.uint8))
+    >>> read_vec(p, (24, 24)).shape
+    (2, 24, 24)
+    """
     samples = np.asarray(samples)
     if samples.ndim != 3 or samples.shape[0] == 0:
         raise ValueError(f"samples: expected a non-empty (n, h, w) array, got {samples.shape}")

@@ -110,6 +110,23 @@ def iter_frames(target: str | int, *, every: int = 1, max_frames: int | None = N
                 gray: bool = False) -> Iterator[tuple[int, np.ndarray]]:
     """``(index, frame)`` of a video or camera (see :class:`VideoFrames` for the arguments).
 
+    Parameters
+    ----------
+    target : str or int
+        A video file or a camera index.
+    every : int, default 1
+        Yield frames ``0, every, 2·every...`` (indices count every frame read).
+    max_frames : int, optional
+        Stop after reading this many frames (also those skipped by ``every``).
+    gray : bool, default False
+        Yield (H, W) uint8 gray frames instead of OpenCV's (H, W, 3) BGR.
+
+    Yields
+    ------
+    index : int
+        The frame's index in the source.
+    frame : ndarray of uint8, shape (H, W) or (H, W, 3)
+
     Raises
     ------
     VideoReadError

@@ -79,6 +79,26 @@ class _SubsampleStep:
 
     def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
                      sample_ids: np.ndarray | None = None) -> np.ndarray:
+        """Leaves fitted on the round's sub-sample only.
+
+        ``"wss"``: half the mean working response per leaf; otherwise Discrete AdaBoost's
+        ``½ ln((1 + g) / (1 - g))`` times the leaf signs, ``g`` the sub-sample's edge.
+
+        Parameters
+        ----------
+        k : int
+            The problem's index (always 0; unused).
+        leaf : ndarray of shape (N,), int64
+            Leaf index of every training example.
+        hypothesis : ndarray of shape (L,)
+            The fitted learner's leaf values (their signs for the discrete methods).
+        sample_ids : ndarray of int, optional
+            Unused: the round's sub-sample is used.
+
+        Returns
+        -------
+        ndarray of shape (L,), float64
+        """
         p = self._problem
         ids, n_leaves = p.sample_ids, len(hypothesis)
         if self.method == "wss":
@@ -125,7 +145,19 @@ class SubsampleBooster(Estimator):
         self._store(locals())
 
     def fit(self, X: Any, y: Any) -> SubsampleBooster:
-        """Train on ``X`` (n_samples, n_features) with labels 1 and 0 (or -1)."""
+        """Train on ``X`` (n_samples, n_features) with labels 1 and 0 (or -1).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature values (copied once, feature-major float32).
+        y : array-like of shape (n_samples,)
+            Two classes: 1 and 0, or 1 and -1.
+
+        Returns
+        -------
+        self
+        """
         if self.method not in BASELINES:
             raise ValueError(f"method: expected one of {BASELINES}, got {self.method!r}")
         check_in_range(self.n_estimators, "n_estimators", low=1, integer=True)
@@ -166,6 +198,19 @@ class SubsampleBooster(Estimator):
         return out
 
     def score(self, X: Any, y: Any) -> float:
-        """Accuracy."""
+        """Accuracy: the fraction of examples whose predicted sign matches ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature values.
+        y : array-like of shape (n_samples,)
+            Two classes: 1 and 0, or 1 and -1.
+
+        Returns
+        -------
+        float
+            In [0, 1].
+        """
         ypm, _ = check_labels(y, "y", signed=True)
         return float(np.mean(np.where(self.decision_function(X) >= 0, 1.0, -1.0) == ypm))

@@ -57,7 +57,15 @@ class PoolFeaturizer:
         return out
 
     def into(self, windows: np.ndarray, out: np.ndarray) -> None:
-        """Write the values of ``windows`` into ``out`` of shape (n_features, len(windows))."""
+        """Write the values of ``windows`` into ``out`` of shape (n_features, len(windows)).
+
+        Parameters
+        ----------
+        windows : ndarray of shape (n, H, W), uint8
+            Windows of the pool's window shape.
+        out : ndarray of shape (n_features, n), float32
+            Filled in place, row ``k`` with feature ``feature_ids[k]``, ``block`` rows at a time.
+        """
         if out.shape != (self.n_features, len(windows)):
             raise ValueError(f"out: expected shape {(self.n_features, len(windows))}, got "
                              f"{out.shape}")
@@ -74,6 +82,19 @@ def pool_featurizer(
 
     Returns a :class:`PoolFeaturizer`: ``f(windows (n, H, W) uint8) -> (len(feature_ids), n)
     float32``; row ``k`` is the global feature ``feature_ids[k]`` (all features when ``None``).
+
+    Parameters
+    ----------
+    pool : FeaturePool
+        The pool the features come from.
+    feature_ids : array-like of int, optional
+        Global feature ids of the pool (default all, in order).
+    threads : int, optional
+        Threads of the pool's evaluation (default all).
+
+    Returns
+    -------
+    PoolFeaturizer
     """
     return PoolFeaturizer(pool, feature_ids, threads=threads)
 

@@ -237,6 +237,17 @@ def sherman_morrison_delete(inverse: Any, k: int) -> np.ndarray:
     If ``inverse = S^-1`` for a symmetric positive-definite ``S`` (n, n), returns
     ``S[-k, -k]^-1`` (n-1, n-1) in ``O(n^2)`` by the rank-one deletion formula
     ``M_-k,-k - M_-k,k M_k,-k / M_kk``.
+
+    Parameters
+    ----------
+    inverse : array-like of shape (n, n), n >= 2
+        ``S^-1``; its diagonal entry ``k`` must be positive.
+    k : int
+        The row and column to delete, in [0, n).
+
+    Returns
+    -------
+    ndarray of shape (n - 1, n - 1), float64
     """
     m = check_array(inverse, "inverse", ndim=2, dtype=np.float64)
     n = m.shape[0]
@@ -313,7 +324,26 @@ def geem_select(
 
 
 def expected_edge(cov: Any, weights: Any, keep: Any, *, ridge: float = 1.0) -> float:
-    """``J(B)`` computed directly (with a fresh inverse): reference for :func:`geem_select`."""
+    """``J(B)`` computed directly (with a fresh inverse): reference for :func:`geem_select`.
+
+    ``J(B) = sum_{i in B} w_i + w_B'^T S_B',B (S_B,B)^-1 1`` with ``S = cov + ridge I`` and
+    ``B'`` the samples outside ``B``.
+
+    Parameters
+    ----------
+    cov : array-like of shape (n, n)
+        Covariance of the weak-learner responses (:func:`stump_covariance`).
+    weights : array-like of shape (n,)
+        Non-negative boosting weights of the samples.
+    keep : array-like of int
+        The kept samples ``B``.
+    ridge : float, default 1.0
+        Added to the diagonal of ``cov``, as in :func:`geem_select`.
+
+    Returns
+    -------
+    float
+    """
     c = check_array(cov, "cov", ndim=2, dtype=np.float64)
     n = c.shape[0]
     w = _check_weights(weights, n)

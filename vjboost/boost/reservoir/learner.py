@@ -80,6 +80,23 @@ def loss_terms(loss: str, y: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray
 
     A set holding a single class gets them through an extra zero-weight sample of the other
     class (the step objects refuse single-class sets).
+
+    Parameters
+    ----------
+    loss : str
+        A two-class loss name of :data:`vjboost.boost.losses.LOSSES` (``"logit"``, ...).
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    scores : ndarray of shape (n,)
+        Current scores ``F``.
+
+    Returns
+    -------
+    w : ndarray of shape (n,), float64
+        The loss's weights at ``F`` (normalised over the set).
+    z : ndarray of shape (n,), float64
+        Its response (the labels for the AdaBoost losses, the working response for
+        LogitBoost).
     """
     y = np.asarray(y, dtype=np.float64)
     single = np.all(y == y[0])
@@ -213,6 +230,23 @@ class _KeptStep:
 
     def refit_leaves(self, k: int, leaf: np.ndarray, hypothesis: np.ndarray,
                      sample_ids: np.ndarray | None = None) -> np.ndarray:
+        """Weighted least-squares leaves on the kept samples, times the loss's leaf scale.
+
+        Parameters
+        ----------
+        k : int
+            The problem's index (always 0; unused).
+        leaf : ndarray of shape (r,), int64
+            Leaf index of every kept sample.
+        hypothesis : ndarray of shape (L,)
+            The fitted learner's leaves (only their count is used).
+        sample_ids : ndarray of int, optional
+            Unused.
+
+        Returns
+        -------
+        ndarray of shape (L,), float64
+        """
         a = np.bincount(leaf, weights=self.weights, minlength=len(hypothesis))
         b = np.bincount(leaf, weights=self.weights * self.response, minlength=len(hypothesis))
         return self.scale * np.divide(b, a, out=np.zeros_like(a), where=a > 0)
@@ -487,6 +521,18 @@ class ReservoirBooster(Estimator):
 
         The batch joins the reservoir, ``reservoir_size`` samples are kept, and one weak learner
         is fitted on them.
+
+        Parameters
+        ----------
+        samples : array-like of shape (n, ...)
+            A batch in the stream's form (what ``featurizer`` reads; by default rows whose
+            entries are the features).
+        labels : array-like of shape (n,)
+            Two classes: 1 and 0, or 1 and -1.
+
+        Returns
+        -------
+        self
         """
         if not hasattr(self, "estimators_"):
             self._reset()
@@ -602,7 +648,20 @@ class ReservoirBooster(Estimator):
         return self._scores_fm(np.ascontiguousarray(v))
 
     def decision_function(self, samples: Any, *, batch_size: int = 4096) -> np.ndarray:
-        """Scores (n,) of samples in the stream's form (featurized in batches)."""
+        """Scores (n,) of samples in the stream's form (featurized in batches).
+
+        Parameters
+        ----------
+        samples : array-like of shape (n, ...)
+            Samples in the stream's form (what ``featurizer`` reads).
+        batch_size : int, default 4096
+            Samples featurized at a time (bounds the temporary (D, batch_size) values).
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+            Summed weak-learner outputs; >= 0 predicts ``classes_[1]``.
+        """
         self.check_fitted()
         samples = np.asarray(samples)
         out = np.empty(samples.shape[0])
@@ -615,7 +674,20 @@ class ReservoirBooster(Estimator):
         return np.where(self.decision_function(samples) >= 0, self.classes_[1], self.classes_[0])
 
     def score(self, samples: Any, labels: Any) -> float:
-        """Accuracy."""
+        """Accuracy: the fraction of samples whose predicted sign matches ``labels``.
+
+        Parameters
+        ----------
+        samples : array-like of shape (n, ...)
+            Samples in the stream's form.
+        labels : array-like of shape (n,)
+            Two classes: 1 and 0, or 1 and -1.
+
+        Returns
+        -------
+        float
+            In [0, 1].
+        """
         y, _ = check_labels(labels, "labels", signed=True)
         return float(np.mean(np.where(self.decision_function(samples) >= 0, 1.0, -1.0) == y))
 

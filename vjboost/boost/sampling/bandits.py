@@ -167,7 +167,20 @@ class EpsilonGreedy(_Bandit):
         self.d = float(d)
 
     def epsilon(self, n: int, n_arms: int) -> float:
-        """Exploration probability at round ``n`` (1-based)."""
+        """Exploration probability at round ``n`` (1-based): ``min(1, c K / (d^2 n))``.
+
+        Parameters
+        ----------
+        n : int
+            The round, from 1.
+        n_arms : int
+            The number of arms ``K`` (feature families).
+
+        Returns
+        -------
+        float
+            In (0, 1].
+        """
         return min(1.0, self.c * n_arms / (self.d * self.d * n))
 
     def _select(self, evaluator, budget):

@@ -50,7 +50,21 @@ class Selection:
 
 
 def check_count(value: Any, name: str, *, minimum: int = 1) -> int:
-    """A positive integer parameter (``Q``, ``S``, ``R``...) or a clear error."""
+    """A positive integer parameter (``Q``, ``S``, ``R``...) or a clear error.
+
+    Parameters
+    ----------
+    value : int
+        The value (bools and non-integers raise ``TypeError``).
+    name : str
+        The parameter named in errors.
+    minimum : int, default 1
+        Smallest value accepted (``ValueError`` below it).
+
+    Returns
+    -------
+    int
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name}: expected an integer, got {value!r}")
     if value < minimum:
@@ -69,7 +83,23 @@ def reward(edge: float) -> float:
 
 
 def draw_features(members: np.ndarray, q: int, rng: np.random.Generator) -> np.ndarray:
-    """``min(q, len(members))`` distinct features drawn uniformly from ``members``."""
+    """``min(q, len(members))`` distinct features drawn uniformly from ``members``.
+
+    Parameters
+    ----------
+    members : ndarray of int64
+        The candidate feature ids (e.g. one family's).
+    q : int
+        Features wanted.
+    rng : numpy.random.Generator
+        The source of randomness (not used when all members are taken).
+
+    Returns
+    -------
+    ndarray of int64
+        All of ``members`` (a copy, in order) when ``q >= len(members)``, else ``q`` of them in
+        draw order.
+    """
     q = min(int(q), members.size)
     if q == members.size:
         return members.copy()
@@ -94,7 +124,15 @@ class Sampler(Estimator, abc.ABC):
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self, evaluator: EdgeEvaluator, budget: int) -> None:
-        """Prepare for a new training run (seeds the generator, resets statistics)."""
+        """Prepare for a new training run (seeds the generator, resets statistics).
+
+        Parameters
+        ----------
+        evaluator : EdgeEvaluator
+            The edges of the run's weak learners on demand (and their cost).
+        budget : int
+            Feature evaluations per round, >= 1.
+        """
         check_budget(budget)
         self.rng_ = check_random_state(self.random_state)
         if isinstance(self.random_state, np.random.Generator):
@@ -107,7 +145,22 @@ class Sampler(Estimator, abc.ABC):
         """Strategy-specific initialisation (override)."""
 
     def select(self, evaluator: EdgeEvaluator, budget: int) -> Selection:
-        """Choose the weak learner of this round spending at most about ``budget`` evaluations."""
+        """Choose the weak learner of this round spending at most about ``budget`` evaluations.
+
+        Calls :meth:`start` first when the sampler has not started.
+
+        Parameters
+        ----------
+        evaluator : EdgeEvaluator
+            The edges of candidate weak learners on demand; its ``cost`` counts the spending.
+        budget : int
+            Feature evaluations this round, >= 1.
+
+        Returns
+        -------
+        Selection
+            The learner, the evaluations spent and the strategy's details.
+        """
         budget = check_budget(budget)
         if not hasattr(self, "rng_"):
             self.start(evaluator, budget)

@@ -80,6 +80,17 @@ class SampledBoostedClassifier(Estimator):
         Seconds since the start of training after each round.
     selections_ : list of dict
         The sampler's details of each round (of its first node).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 20))
+    >>> y = (X[:, 3] > 0).astype(int)
+    >>> clf = SampledBoostedClassifier(n_estimators=20, random_state=0)
+    >>> clf.fit(X, y, families=[10, 10]).score(X, y) > 0.95    # two families of 10 features
+    True
+    >>> bool(clf.cost_.max() <= clf.budget_)                  # evaluations per round
+    True
     """
 
     def __init__(
@@ -113,6 +124,19 @@ class SampledBoostedClassifier(Estimator):
 
         ``families``: a :class:`Partition`, per-feature family indices (n_features,), or family
         sizes (consecutive features); default one family.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature values, quantized once into ``n_bins`` bins (thresholds stay raw values).
+        y : array-like of shape (n_samples,)
+            Class labels (two classes unless ``loss="mh"``).
+        families : Partition or array-like of int, optional
+            The features' families, which the samplers choose among.
+
+        Returns
+        -------
+        self
         """
         X = check_array(X, "X", ndim=2)
         y = np.asarray(y)
@@ -127,7 +151,24 @@ class SampledBoostedClassifier(Estimator):
     def fit_feature_major(
         self, X: Any, y: Any, *, bin_edges: Any = None, families: Any = None
     ) -> SampledBoostedClassifier:
-        """Fit on a feature-major matrix (float32 raw values, or uint8 bins with ``bin_edges``)."""
+        """Fit on a feature-major matrix (float32 raw values, or uint8 bins with ``bin_edges``).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_features, n_samples), float32 or uint8
+            Feature values, one row per feature.
+        y : array-like of shape (n_samples,)
+            Class labels (two classes unless ``loss="mh"``).
+        bin_edges : ndarray of shape (n_features, E), float32, optional
+            Upper bin edges of a uint8 ``X``
+            (:func:`vjboost.boost.binning.compute_bin_edges`).
+        families : Partition or array-like of int, optional
+            As for :meth:`fit`.
+
+        Returns
+        -------
+        self
+        """
         return self.fit_source(MatrixSource(np.asarray(X), edges=bin_edges, families=families), y)
 
     def fit_pool(self, pool: Any, windows: Any, y: Any) -> SampledBoostedClassifier:
@@ -135,6 +176,19 @@ class SampledBoostedClassifier(Estimator):
 
         ``windows``: raw windows or the pool's prepared channels. The pool's families are the
         partition; categorical (MB-LBP) features get categorical splits with the binary losses.
+
+        Parameters
+        ----------
+        pool : FeaturePool
+            The features, evaluated on demand for the sampled examples.
+        windows : ndarray of shape (n_samples, H, W), uint8, or the pool's prepared channels
+            The training windows (``H, W`` the pool's window shape).
+        y : array-like of shape (n_samples,)
+            Class labels (two classes unless ``loss="mh"``).
+
+        Returns
+        -------
+        self
         """
         return self.fit_source(PoolSource(pool, windows, threads=self.threads), y)
 
@@ -144,6 +198,19 @@ class SampledBoostedClassifier(Estimator):
         """Fit with any :class:`~vjboost.boost.source.FeatureSource` (the general entry point).
 
         ``callback(round, model)`` is called after every round (e.g. to record test error).
+
+        Parameters
+        ----------
+        source : FeatureSource
+            Feature values on demand, and the features' partition into families.
+        y : array-like of shape (source.n_samples,)
+            Class labels (two classes unless ``loss="mh"``).
+        callback : callable, optional
+            ``callback(t, self)`` after round ``t`` (0-based); its return value is ignored.
+
+        Returns
+        -------
+        self
         """
         check_in_range(self.n_estimators, "n_estimators", low=1, integer=True)
         if self.loss not in _LOSS_NAMES:
@@ -213,7 +280,18 @@ class SampledBoostedClassifier(Estimator):
     def staged_decision_function(
         self, X: Any, *, feature_major: bool = False
     ) -> Iterator[np.ndarray]:
-        """Scores after each round: (n_samples, K) for AdaBoost.MH, (n_samples,) otherwise."""
+        """Scores after each round: (n_samples, K) for AdaBoost.MH, (n_samples,) otherwise.
+
+        Parameters
+        ----------
+        X, feature_major
+            As for :meth:`decision_function`.
+
+        Yields
+        ------
+        ndarray of float64
+            The sum of the first ``t`` weak learners' outputs, ``t = 1 ... len(estimators_)``.
+        """
         Xfm = self._fm(X, feature_major)
         f = self._zeros(Xfm.shape[1])
         for est in self.estimators_:
@@ -221,7 +299,19 @@ class SampledBoostedClassifier(Estimator):
             yield f
 
     def decision_function(self, X: Any, *, feature_major: bool = False) -> np.ndarray:
-        """Final scores: (n_samples, K) for AdaBoost.MH, (n_samples,) otherwise."""
+        """Final scores: (n_samples, K) for AdaBoost.MH, (n_samples,) otherwise.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Raw feature values (shape (n_features, n_samples) with ``feature_major``).
+        feature_major : bool, default False
+            ``X`` is transposed: one row per feature.
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples, K) or (n_samples,)
+        """
         Xfm = self._fm(X, feature_major)
         f = self._zeros(Xfm.shape[1])
         for est in self.estimators_:
@@ -248,11 +338,36 @@ class SampledBoostedClassifier(Estimator):
         return f
 
     def predict(self, X: Any, *, feature_major: bool = False) -> np.ndarray:
+        """Class labels: the argmax of the scores (AdaBoost.MH), else ``classes_[1]`` where > 0.
+
+        Parameters
+        ----------
+        X, feature_major
+            As for :meth:`decision_function`.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Entries of ``classes_``.
+        """
         f = self.decision_function(X, feature_major=feature_major)
         if self.loss == "mh":
             return self.classes_[np.argmax(f, axis=1)]
         return self.classes_[(f > 0).astype(np.intp)]
 
     def score(self, X: Any, y: Any) -> float:
-        """Accuracy."""
+        """Accuracy: the fraction of examples whose predicted label equals ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Raw feature values.
+        y : array-like of shape (n_samples,)
+            True labels.
+
+        Returns
+        -------
+        float
+            In [0, 1].
+        """
         return float(np.mean(self.predict(X) == np.asarray(y)))

@@ -78,6 +78,23 @@ class WeakLearner:
     binned matrix, ``bin < split_bin``; categorical: bit ``code`` of ``subset`` set).
     ``left_value``/``right_value`` are the leaves estimated on the block (K-vectors for
     multi-class problems; ``-votes``/``+votes`` for AdaBoost.MH's vote vectors).
+
+    Parameters
+    ----------
+    feature : int
+        Global feature id.
+    threshold : float
+        Raw-value threshold (``value < threshold`` goes left).
+    edge : float
+        The split's edge on the block, in [0, 1].
+    split_bin : int, optional
+        The threshold as a bin index, on a binned matrix.
+    subset : ndarray of shape (8,), uint32, optional
+        The 256-bit set of codes going left, for a categorical split.
+    votes : ndarray of shape (K,), optional
+        AdaBoost.MH's vote vector.
+    left_value, right_value : float or ndarray of shape (K,)
+        The leaves estimated on the block.
     """
 
     feature: int
@@ -92,7 +109,19 @@ class WeakLearner:
 
 @dataclass
 class BlockEdges:
-    """Edges of the best split of each feature of a block."""
+    """Edges of the best split of each feature of a block.
+
+    Parameters
+    ----------
+    feature_ids : ndarray of shape (Q,), int64
+        The block's global feature ids.
+    sample_ids : ndarray of shape (S,), int64
+        The block's examples.
+    edges : ndarray of shape (Q,), float64
+        Each feature's best edge in [0, 1] (``-inf`` where the feature cannot split).
+    search : object
+        The split search's result per feature (thresholds, bins, subsets, leaves).
+    """
 
     feature_ids: np.ndarray
     sample_ids: np.ndarray
@@ -190,7 +219,16 @@ class EdgeEvaluator:
         return self.source.n_samples
 
     def set_problem(self, problem: Problem, *, node_ids: Any = None) -> None:
-        """Install the weights/response of the current round (of one node's examples)."""
+        """Install the weights/response of the current round (of one node's examples).
+
+        Parameters
+        ----------
+        problem : Problem
+            Weights (N,) or (N, K) and response of the round, for all N examples.
+        node_ids : array-like of int, optional
+            The examples of the node being split: the weights of the others are set to zero and
+            the rest renormalised (default all examples).
+        """
         if problem.n_samples != self.n_samples:
             raise ValueError(
                 f"problem: has {problem.n_samples} examples but the source has {self.n_samples}"
@@ -222,6 +260,19 @@ class EdgeEvaluator:
     # -- blocks ----------------------------------------------------------------------------
 
     def check_features(self, feature_ids: Any, name: str = "feature_ids") -> np.ndarray:
+        """Validated feature ids, or a clear error naming ``name``.
+
+        Parameters
+        ----------
+        feature_ids : array-like of int
+            Non-empty, 1-D, each in [0, n_features).
+        name : str, default "feature_ids"
+            The argument named in errors.
+
+        Returns
+        -------
+        ndarray of int64
+        """
         ids = np.asarray(feature_ids)
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError(f"{name}: expected a non-empty 1-D array of feature ids")
@@ -233,6 +284,19 @@ class EdgeEvaluator:
         return ids
 
     def check_samples(self, sample_ids: Any, name: str = "sample_ids") -> np.ndarray:
+        """Validated example ids, or a clear error naming ``name``.
+
+        Parameters
+        ----------
+        sample_ids : array-like of int
+            Non-empty, 1-D, each in [0, n_samples).
+        name : str, default "sample_ids"
+            The argument named in errors.
+
+        Returns
+        -------
+        ndarray of int64
+        """
         ids = np.asarray(sample_ids)
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError(f"{name}: expected a non-empty 1-D array of example ids")
@@ -270,7 +334,21 @@ class EdgeEvaluator:
         self, values: np.ndarray, feature_ids: np.ndarray, sample_ids: np.ndarray,
         *, weighted: bool = False,
     ) -> BlockEdges:
-        """Edges of a block whose values ``(Q, S)`` were computed earlier (no cost is added)."""
+        """Edges of a block whose values ``(Q, S)`` were computed earlier (no cost is added).
+
+        Parameters
+        ----------
+        values : ndarray of shape (Q, S)
+            Raw values of the features on the examples.
+        feature_ids : ndarray of shape (Q,), int
+        sample_ids : ndarray of shape (S,), int
+        weighted : bool, default False
+            As for :meth:`block`.
+
+        Returns
+        -------
+        BlockEdges
+        """
         fids = self.check_features(feature_ids)
         sids = self.check_samples(sample_ids)
         if values.shape != (fids.size, sids.size):
@@ -317,7 +395,20 @@ class EdgeEvaluator:
     # -- examples --------------------------------------------------------------------------
 
     def sample_examples(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """``n`` examples drawn i.i.d. from the current weights (weighting-by-sampling)."""
+        """``n`` examples drawn i.i.d. from the current weights (weighting-by-sampling).
+
+        Parameters
+        ----------
+        n : int
+            Number of draws (with replacement).
+        rng : numpy.random.Generator
+            The source of randomness.
+
+        Returns
+        -------
+        ndarray of shape (n,), int64
+            Example ids.
+        """
         from vjboost.boost.sampling.examples import weighted_sample
 
         self._need_problem()

@@ -68,6 +68,27 @@ def uniform_subset(
     """``n`` example ids chosen uniformly among ``n_samples`` (sorted).
 
     Without replacement ``n`` must not exceed ``n_samples``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Examples to choose from (ids ``0 .. n_samples - 1``), >= 1.
+    n : int
+        Ids drawn, >= 1.
+    rng : numpy.random.Generator
+        The source of randomness.
+    replace : bool, default False
+        Draw with replacement (ids may repeat).
+
+    Returns
+    -------
+    ndarray of shape (n,), int64, sorted
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> uniform_subset(10, 4, np.random.default_rng(0)).size
+    4
     """
     n = _check_count(n)
     n_samples = _check_count(n_samples, "n_samples")

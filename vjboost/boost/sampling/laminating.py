@@ -32,12 +32,51 @@ def laminating_schedule(
     """The ``(Q_t, S_t)`` of every step (``Q_{t+1} = ceil(Q_t / 2)``, ``S_{t+1} = 2 S_t``).
 
     Raises ``ValueError`` when no schedule fits ``budget``.
+
+    Without ``q0``, the largest power of two ``Q0 <= n_features`` whose schedule pays
+    ``S0 >= s_min`` (or the given ``s0``) within ``budget`` is chosen; without ``s0``, ``S0`` is
+    the largest the budget pays.
+
+    Parameters
+    ----------
+    budget : int
+        Feature evaluations of all the steps together, ``sum_t Q_t S_t <= budget``.
+    n_features : int
+        Features of the pool (``Q0`` is capped by it).
+    q0 : int, optional
+        Features of the first step.
+    s0 : int, optional
+        Examples of the first step.
+    s_min : int, default 8
+        Smallest ``S0`` when ``s0`` is not given.
+
+    Returns
+    -------
+    list of (int, int)
+        ``(Q_t, S_t)`` from the first step to the last (``Q = 1``).
+
+    Examples
+    --------
+    >>> laminating_schedule(1000, 64, q0=4, s0=16)
+    [(4, 16), (2, 32), (1, 64)]
     """
     budget = check_count(budget, "budget")
     n_features = check_count(n_features, "n_features")
     s_min = check_count(s_min, "s_min")
 
     def steps(q: int, s: int) -> list[tuple[int, int]]:
+        """The schedule from ``(Q0, S0) = (q, s)``: halve ``Q`` (rounded up), double ``S``.
+
+        Parameters
+        ----------
+        q, s : int
+            Features and examples of the first step.
+
+        Returns
+        -------
+        list of (int, int)
+            Down to ``Q = 1``.
+        """
         out = [(q, s)]
         while q > 1:
             q = -(-q // 2)

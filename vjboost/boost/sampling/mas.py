@@ -47,7 +47,17 @@ _VAR_FLOOR = 1e-6
 
 @dataclass
 class GaussianMixture1D:
-    """``sum_c weights[c] N(means[c], variances[c])``."""
+    """``sum_c weights[c] N(means[c], variances[c])``.
+
+    Parameters
+    ----------
+    weights : array-like of shape (C,)
+        Non-negative component weights with a positive sum (normalised to sum 1).
+    means : array-like of shape (C,)
+        Component means.
+    variances : array-like of shape (C,)
+        Non-negative component variances (floored at 1e-6).
+    """
 
     weights: np.ndarray
     means: np.ndarray
@@ -68,6 +78,19 @@ class GaussianMixture1D:
         self.variances = np.maximum(self.variances, _VAR_FLOOR)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` i.i.d. draws from the mixture.
+
+        Parameters
+        ----------
+        n : int
+            Number of draws.
+        rng : numpy.random.Generator
+            The source of randomness.
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+        """
         comp = rng.choice(self.weights.size, size=n, p=self.weights)
         return rng.normal(self.means[comp], np.sqrt(self.variances[comp]))
 
@@ -79,6 +102,22 @@ def fit_mixture(
 
     Deterministic: components start at quantiles of ``x``. The fitted variances minus
     ``noise_var`` (floored) are the variances of the true edges.
+
+    Parameters
+    ----------
+    x : array-like
+        Measured edges (non-finite entries are ignored; at least one must be finite).
+    n_components : int, default 2
+        Components, at most ``len(x) // 2`` (one below 4 edges).
+    noise_var : float, default 0.0
+        Variance of the measurement noise (``1 / S`` for edges measured on ``S`` examples).
+    n_iter : int, default 50
+        Most EM iterations (fewer when the log-likelihood stops improving).
+
+    Returns
+    -------
+    GaussianMixture1D
+        The mixture of the true edges.
     """
     x = np.asarray(x, dtype=np.float64).reshape(-1)
     x = x[np.isfinite(x)]
@@ -185,7 +224,32 @@ def allocate_mas(
     mixtures: list[GaussianMixture1D], q: int, sizes: np.ndarray, noise_var: float,
     n_steps: int = 16, n_grid: int = 192,
 ) -> tuple[np.ndarray, float]:
-    """Greedy ``Q_k`` (sum ``<= q``, ``Q_k <= sizes[k]``) maximizing the expected selected edge."""
+    """Greedy ``Q_k`` (sum ``<= q``, ``Q_k <= sizes[k]``) maximizing the expected selected edge.
+
+    ``q`` is handed out in ``n_steps`` chunks, each to the family that raises
+    :func:`expected_selected_edge` most.
+
+    Parameters
+    ----------
+    mixtures : list of K GaussianMixture1D
+        True-edge distributions of the families.
+    q : int
+        Features to draw in all.
+    sizes : ndarray of shape (K,), int
+        Features in each family (upper bounds of ``Q_k``).
+    noise_var : float
+        Variance of the measurement noise (``1 / S``).
+    n_steps : int, default 16
+        Chunks ``q`` is divided into.
+    n_grid : int, default 192
+        Points of the integration grid.
+
+    Returns
+    -------
+    counts : ndarray of shape (K,), int64
+    expected : float
+        The expected selected edge of ``counts`` (0.0 when ``q`` is 0).
+    """
     k = len(mixtures)
     grid = _grid(mixtures, noise_var, n_grid)
     log_cdf, g = _terms(mixtures, noise_var, grid)
@@ -317,6 +381,8 @@ class MAS1Q(_MASFamilies):
         Share of the budget spent on the per-family probe each round.
     fit_examples : int, optional
         ``S`` of the probe (default ``2 sqrt(fit_budget / K)``).
+    random_state : None, int or Generator
+        Seed of every random choice of the sampler.
     """
 
     name = "mas_1q"
@@ -347,7 +413,13 @@ class MAS1Q(_MASFamilies):
 
 
 class MASQ1(_MASFamilies):
-    """M.A.S. Q.1: per-family mixtures; for each ``S`` a greedy allocation of the ``Q_k``."""
+    """M.A.S. Q.1: per-family mixtures; for each ``S`` a greedy allocation of the ``Q_k``.
+
+    Parameters
+    ----------
+    n_components, s_min, fit_fraction, fit_examples, random_state
+        As in :class:`MAS1Q`.
+    """
 
     name = "mas_q1"
 

@@ -73,6 +73,22 @@ def allocate_tasting(
 
     The ``q`` draws are handed out in ``n_steps`` chunks, each to the family that increases the
     expected maximum (product of the empirical CDFs) the most.
+
+    Parameters
+    ----------
+    tasted : list of K ndarray
+        The edges tasted in each family (non-empty).
+    q : int
+        Features to draw in all.
+    sizes : ndarray of shape (K,), int
+        Features in each family (upper bounds of ``Q_k``).
+    n_steps : int, default 32
+        Chunks ``q`` is divided into.
+
+    Returns
+    -------
+    ndarray of shape (K,), int64
+        ``Q_k``, summing to ``min(q, sizes.sum())``.
     """
     k = len(tasted)
     grid = np.unique(np.concatenate(tasted))
@@ -156,6 +172,8 @@ class Tasting1Q(_Tasting):
         Draws used to measure the tasted edges each round.
     n_examples : int, optional
         ``S`` (default ``sqrt(budget)``).
+    random_state : None, int or Generator
+        Seed of every random choice of the sampler.
     """
 
     name = "tasting_1q"
@@ -174,7 +192,13 @@ class Tasting1Q(_Tasting):
 
 
 class TastingQ1(_Tasting):
-    """Tasting Q.1: ``Q_k`` features per family, allocated greedily from the tasted edges."""
+    """Tasting Q.1: ``Q_k`` features per family, allocated greedily from the tasted edges.
+
+    Parameters
+    ----------
+    n_tasted, n_taste_examples, n_examples, random_state
+        As in :class:`Tasting1Q`.
+    """
 
     name = "tasting_q1"
 

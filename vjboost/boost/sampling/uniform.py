@@ -51,7 +51,16 @@ class _FixedSize(Sampler):
 
 
 class UniformNaive(_FixedSize):
-    """``Q`` features uniformly from the whole pool, ``S`` examples from the weights."""
+    """``Q`` features uniformly from the whole pool, ``S`` examples from the weights.
+
+    Parameters
+    ----------
+    n_examples : int, optional
+        ``S``, examples drawn from the weights each round (default ``sqrt(budget)``, within
+        [1, N]); ``Q = budget // S``.
+    random_state : None, int or Generator
+        Seed of every random choice of the sampler.
+    """
 
     name = "uniform_naive"
 
@@ -64,7 +73,16 @@ class UniformNaive(_FixedSize):
 
 
 class Uniform1Q(_FixedSize):
-    """One family uniformly at random, then ``Q`` of its features."""
+    """One family uniformly at random, then ``Q`` of its features.
+
+    Parameters
+    ----------
+    n_examples : int, optional
+        ``S``, examples drawn from the weights each round (default ``sqrt(budget)``, within
+        [1, N]); ``Q = budget // S``.
+    random_state : None, int or Generator
+        Seed of every random choice of the sampler.
+    """
 
     name = "uniform_1q"
 
@@ -87,7 +105,16 @@ def _allocate_features(
 
 
 class UniformQ1(_FixedSize):
-    """``Q`` draws, each of a uniformly chosen family and then one of its features."""
+    """``Q`` draws, each of a uniformly chosen family and then one of its features.
+
+    Parameters
+    ----------
+    n_examples : int, optional
+        ``S``, examples drawn from the weights each round (default ``sqrt(budget)``, within
+        [1, N]); ``Q = budget // S``.
+    random_state : None, int or Generator
+        Seed of every random choice of the sampler.
+    """
 
     name = "uniform_q1"
 
