@@ -199,14 +199,6 @@ def test_mixed_pool_trains_saves_reloads_and_detects(backgrounds, tmp_path):
         assert used == len(ids)
 
 
-@pytest.mark.parametrize("module", ["vjboost.cascade.negatives", "vjboost.cascade.progress",
-                                    "vjboost._memory"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert res.attempted > 0 and res.failed == 0
 
 
 @pytest.mark.slow

@@ -146,7 +146,21 @@ class MiningParams:
         return self.grid_step ** 2 * (len(AUGMENTATIONS) if self.augment else 1)
 
     def per_image(self, n: int, n_images: int) -> int:
-        """Accepted windows kept per unit when ``n`` negatives are wanted from ``n_images``."""
+        """Accepted windows kept per unit when ``n`` negatives are wanted from ``n_images``.
+
+        Parameters
+        ----------
+        n : int
+            Negatives wanted.
+        n_images : int
+            Background images they come from.
+
+        Returns
+        -------
+        int
+            ``max_per_image`` when set, else ``max(4, ceil(4 n / n_images))``: negatives come
+            from many images rather than from the first few.
+        """
         return int(self.max_per_image or max(4, math.ceil(4 * n / max(1, n_images))))
 
 
@@ -167,7 +181,26 @@ def _key(seed: int, p: int, path: str) -> int:
 def augment_image(img: np.ndarray, p: int, params: MiningParams, seed: int, path: str
                   ) -> np.ndarray:
     """The image pass ``p`` scans: augmented (:data:`AUGMENTATIONS`), then cropped at the
-    pass's grid offset. Pure function of its arguments."""
+    pass's grid offset. Pure function of its arguments.
+
+    Parameters
+    ----------
+    img : ndarray of uint8, shape (H, W)
+        The gray background image.
+    p : int
+        Pass index: ``p mod step²`` is the grid offset, ``p div step²`` the augmentation.
+    params : MiningParams
+        Grid step, scale factor and ``max_gamma``.
+    seed : int
+        Run seed (the gamma of an augmented pass is drawn from ``(seed, p, file name)``).
+    path : str
+        The image's path (only its file name enters the seed).
+
+    Returns
+    -------
+    ndarray of uint8, shape (H', W'), C-contiguous
+        Mirrored / rotated / shrunk / gamma-mapped as the pass says, cropped by the offset.
+    """
     step = params.grid_step
     o, v = p % step ** 2, p // step ** 2
     if v:
@@ -252,8 +285,21 @@ def scan_unit(model: CascadeModel | None, path: str, p: int, *, params: MiningPa
 
 
 def mining_detector(model: CascadeModel | None, params: MiningParams) -> CascadeDetector | None:
-    """The detector that scans backgrounds for ``model`` (every window, no grouping; ``None``
-    before the first stage)."""
+    """The detector that scans backgrounds for ``model`` (every window, no grouping).
+
+    Parameters
+    ----------
+    model : CascadeModel or None
+        The cascade trained so far.
+    params : MiningParams
+        Scale factor and grid step of the scan.
+
+    Returns
+    -------
+    CascadeDetector or None
+        A one-thread detector in ``clean`` mode; ``None`` before the first stage (every
+        window is accepted).
+    """
     if model is None:
         return None
     # one small image per kernel call: threads do not pay (and suffer on a busy machine)
@@ -589,7 +635,20 @@ class NegativePool:
                 "n_windows": int(len(self.windows)), "digest": _digest(self.windows)}
 
     def restore(self, state: dict[str, Any], windows: np.ndarray) -> None:
-        """Continue from :meth:`state` and its windows (images added since start at pass 0)."""
+        """Continue from :meth:`state` and its windows (images added since start at pass 0).
+
+        Parameters
+        ----------
+        state : dict
+            A :meth:`state` record (cursors, counts, the windows' digest).
+        windows : array-like of uint8, shape (k, height, width)
+            The pool's windows saved with it.
+
+        Raises
+        ------
+        ValueError
+            The windows do not match the state's digest.
+        """
         windows = np.asarray(windows, dtype=np.uint8).reshape(-1, *self.params.window)
         if _digest(windows) != state["digest"]:
             raise ValueError("the saved negative pool does not match its checkpoint")
@@ -613,7 +672,20 @@ class NegativePool:
         return {**state, "file": name}
 
     def load(self, folder: str | os.PathLike[str], state: dict[str, Any]) -> None:
-        """Continue from a state written by :meth:`save`."""
+        """Continue from a state written by :meth:`save`.
+
+        Parameters
+        ----------
+        folder : path-like
+            The run's folder (where :meth:`save` wrote the windows).
+        state : dict
+            The state :meth:`save` returned (names the ``.npy`` file).
+
+        Raises
+        ------
+        ValueError
+            The windows file cannot be read or does not match the state.
+        """
         path = Path(folder) / state["file"]
         try:
             windows = np.load(path, allow_pickle=False)

@@ -62,7 +62,26 @@ def stage_threshold(pos_scores: Any, min_hit_rate: float) -> tuple[float, float]
 
 
 def stage_false_alarm(neg_scores: Any, threshold: float) -> float:
-    """Fraction of ``neg_scores`` the stage accepts: ``score >= float32(threshold) - 1e-5``."""
+    """Fraction of ``neg_scores`` the stage accepts: ``score >= float32(threshold) - 1e-5``.
+
+    Parameters
+    ----------
+    neg_scores : array-like of float, shape (n,)
+        The stage's scores of its negatives.
+    threshold : float
+        The stage threshold (compared as the detector compares it, in float32 with OpenCV's
+        1e-5 tolerance).
+
+    Returns
+    -------
+    float
+        Accepted share in [0, 1]; 0.0 for no negatives.
+
+    Examples
+    --------
+    >>> stage_false_alarm([-1.0, 0.0, 0.5, 2.0], 0.5)
+    0.5
+    """
     s = np.asarray(neg_scores, dtype=np.float64)
     if s.size == 0:
         return 0.0

@@ -114,6 +114,30 @@ def make_pool(features: Any, window_shape: tuple[int, int], *, haar_mode: str = 
     """A :class:`FeaturePool` from family names (``"haar,lbp,hog"``), families or a pool.
 
     ``"lbp"`` means multi-block LBP (``mblbp``, the family OpenCV's LBP cascades use).
+
+    Parameters
+    ----------
+    features : str, FeatureFamily, sequence of them, or FeaturePool
+        Comma-separated registered family names, family instances, or a ready pool (whose
+        window must be ``window_shape``).
+    window_shape : (height, width)
+        Training window in pixels.
+    haar_mode : {"BASIC", "CORE", "ALL"}, default="BASIC"
+        OpenCV's Haar feature set, for a ``haar`` family built from its name.
+
+    Returns
+    -------
+    FeaturePool
+
+    Raises
+    ------
+    TrainingError
+        An unknown family name, or a pool for another window.
+
+    Examples
+    --------
+    >>> make_pool("haar,mblbp", (12, 12)).n_features > 0
+    True
     """
     if isinstance(features, FeaturePool):
         if tuple(features.window_shape) != tuple(window_shape):
@@ -196,7 +220,27 @@ def _digest(arr: np.ndarray) -> str:
 
 def positives_needed(num_pos: int, num_stages: int, min_hit_rate: float) -> int:
     """Positives a run of ``num_stages`` stages may consume: each stage loses up to
-    ``1 - min_hit_rate`` of its ``num_pos`` positives, replaced from the pool."""
+    ``1 - min_hit_rate`` of its ``num_pos`` positives, replaced from the pool.
+
+    Parameters
+    ----------
+    num_pos : int
+        Positives per stage.
+    num_stages : int
+        Stages planned.
+    min_hit_rate : float
+        Share of its positives each stage keeps.
+
+    Returns
+    -------
+    int
+        ``ceil(num_pos (1 + (num_stages - 1)(1 - min_hit_rate)))``.
+
+    Examples
+    --------
+    >>> positives_needed(1000, 11, 0.995)
+    1050
+    """
     return int(math.ceil(num_pos * (1 + max(num_stages - 1, 0) * (1 - min_hit_rate))))
 
 
@@ -398,7 +442,19 @@ class CascadeTrainer:
                 f"learners on the reservoir), got {self.loss!r}")
 
     def config(self, pos_digest: str, bg_digest: str) -> dict[str, Any]:
-        """The settings that determine the trained cascade (checked on resume)."""
+        """The settings that determine the trained cascade (checked on resume).
+
+        Parameters
+        ----------
+        pos_digest, bg_digest : str
+            Digests of the positive windows and of the background list (the data in use).
+
+        Returns
+        -------
+        dict
+            JSON-friendly settings (window, pool configuration, stage targets, learner,
+            sampler, mining parameters, seed and the two digests).
+        """
         pool = self.pool_
         return {
             "window_shape": list(self.window_shape),
