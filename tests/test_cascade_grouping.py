@@ -188,7 +188,7 @@ def test_partition_of_detector_like_windows_matches_quadratic():
         w = int(round(24 * s))
         xs = np.arange(0, 300, max(1, int(round(2 * s))))
         xx, yy = np.meshgrid(xs, xs[: len(xs) // 2])
-        keep = rng.random(xx.size) < 0.3
+        keep = rng.random(xx.size) < 0.06  # ~3,700 windows: the quadratic reference stays quick
         rows.append(np.stack([xx.ravel()[keep], yy.ravel()[keep], np.full(keep.sum(), w),
                               np.full(keep.sum(), w)], axis=1))
     r = np.ascontiguousarray(np.concatenate(rows), dtype=np.int64)
