@@ -162,6 +162,7 @@ class FeatureSource(Protocol):
                ) -> np.ndarray:
         """Values ``(Q, S)`` (``sample_ids=None``: all examples): float32 raw values, or uint8
         bins/codes.
+
         Parameters
         ----------
         feature_ids : ndarray of shape (Q,), int64
@@ -278,6 +279,7 @@ class MatrixSource(_Source):
     def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
                ) -> np.ndarray:
         """The matrix's rows ``feature_ids`` (a view-free copy) at the columns ``sample_ids``.
+
         Parameters
         ----------
         feature_ids, sample_ids
@@ -314,6 +316,7 @@ class CallableSource(_Source):
     def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
                ) -> np.ndarray:
         """``fn(feature_ids, sample_ids)``, checked for its shape.
+
         Parameters
         ----------
         feature_ids, sample_ids
@@ -362,6 +365,7 @@ class PoolSource(_Source):
     def values(self, feature_ids: np.ndarray, sample_ids: np.ndarray | None = None
                ) -> np.ndarray:
         """The pool's values on the windows (each distinct window evaluated once).
+
         Parameters
         ----------
         feature_ids, sample_ids
