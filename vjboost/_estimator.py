@@ -14,6 +14,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, ClassVar
 
+import numpy as np
+
 from vjboost._errors import InputError
 
 __all__ = ["Estimator", "NotFittedError"]
@@ -125,3 +127,24 @@ class Estimator:
             if shown:
                 parts.append(f"{name}={value!r}")
         return f"{type(self).__name__}({', '.join(parts)})"
+
+
+class ClassifierMixin:
+    """``score``: the accuracy of ``predict``, for estimators whose ``predict`` gives labels."""
+
+    def score(self, X: Any, y: Any) -> float:
+        """Accuracy: the fraction of examples whose predicted label equals ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Feature values, as ``predict`` takes them.
+        y : array-like of shape (n_samples,)
+            True labels.
+
+        Returns
+        -------
+        float
+            In [0, 1].
+        """
+        return float(np.mean(self.predict(X) == np.asarray(y)))

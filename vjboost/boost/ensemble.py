@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from vjboost._estimator import Estimator
+from vjboost._estimator import ClassifierMixin, Estimator
 from vjboost._memory import check_memory
 from vjboost._validation import (
     check_array,
@@ -83,7 +83,7 @@ def _tree_output(tree: Tree, Xfm: np.ndarray) -> np.ndarray:
     return tree.leaves[tree._apply(Xfm, tree.feature, False)]
 
 
-class _Booster(Estimator):
+class _Booster(ClassifierMixin, Estimator):
     """Shared fitting and prediction of the boosted classifiers (subclasses set the step)."""
 
     _multiclass = False
@@ -406,23 +406,6 @@ class _Booster(Estimator):
         """
         for f in self.staged_decision_function(X, feature_major=feature_major):
             yield self._proba(f)
-
-    def score(self, X: Any, y: Any) -> float:
-        """Accuracy: the fraction of examples whose predicted label equals ``y``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Finite feature values.
-        y : array-like of shape (n_samples,)
-            True labels.
-
-        Returns
-        -------
-        float
-            In [0, 1].
-        """
-        return float(np.mean(self.predict(X) == np.asarray(y)))
 
     def staged_score(self, X: Any, y: Any) -> Iterator[float]:
         """Accuracy after each round.

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from vjboost._estimator import Estimator
+from vjboost._estimator import ClassifierMixin, Estimator
 from vjboost._memory import check_memory
 from vjboost._threads import n_threads
 from vjboost._validation import check_array, check_consistent_length, check_in_range, check_labels
@@ -39,7 +39,7 @@ def problem_from_loss(step: Any) -> Problem:
     return step.problems()[0]
 
 
-class SampledBoostedClassifier(Estimator):
+class SampledBoostedClassifier(ClassifierMixin, Estimator):
     """Boosting with adaptive sampling of features and examples.
 
     Parameters
@@ -354,20 +354,3 @@ class SampledBoostedClassifier(Estimator):
         if self.loss == "mh":
             return self.classes_[np.argmax(f, axis=1)]
         return self.classes_[(f > 0).astype(np.intp)]
-
-    def score(self, X: Any, y: Any) -> float:
-        """Accuracy: the fraction of examples whose predicted label equals ``y``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Raw feature values.
-        y : array-like of shape (n_samples,)
-            True labels.
-
-        Returns
-        -------
-        float
-            In [0, 1].
-        """
-        return float(np.mean(self.predict(X) == np.asarray(y)))
