@@ -90,3 +90,24 @@ def test_face_cut_by_the_edge_is_found(face_model, border):
 def test_bad_border_arguments(face_model, kw, match):
     with pytest.raises(ValueError, match=match):
         CascadeDetector(face_model, **kw)
+
+
+def test_vjdetect_border_option(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from vjboost.cli.detect import main
+
+    img = data.astronaut()[..., 1]
+    cv2.imwrite(str(tmp_path / "cut.png"), np.ascontiguousarray(img[:, 205:]))
+    runs = {}
+    for border in ("none", "reflect"):
+        r = CliRunner().invoke(main, [str(tmp_path / "cut.png"), "--border", border,
+                                      "--border-margin", "0.3", "--no-progress"])
+        assert r.exit_code == 0, r.output
+        runs[border] = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    assert min(d["x"] for d in runs["none"]) >= 0
+    assert min(d["x"] for d in runs["reflect"]) < 0
+    r = CliRunner().invoke(main, [str(tmp_path / "cut.png"), "--border", "wrap"])
+    assert r.exit_code != 0 and "--border" in r.output

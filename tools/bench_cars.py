@@ -40,6 +40,7 @@ import itertools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -428,7 +429,8 @@ def validate(args) -> None:
         for spec in args.vj_configs:
             cfg = dict(VJ_CONFIG)
             detect = dict(VJ_DETECT)
-            for kv in spec.split(","):
+            # a value may hold commas (--jitter-range 6,0.06,0.04): split before "key=" only
+            for kv in re.split(r",(?=[a-z][a-z-]*=)", spec):
                 if not kv:
                     continue
                 k, _, v = kv.partition("=")
