@@ -69,26 +69,29 @@ SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
 DATA = SHARED / "data" / "uiuc-cars"
 BACKGROUNDS = SHARED / "data" / "negatives"
 
-#: background images showing cars, vans or trucks (found by running a car cascade trained on the
-#: validation split over all 3,019 and looking at its 120 most confident windows, ``--screen``):
-#: never used
+#: background images showing cars, vans or trucks (found by running car cascades trained on the
+#: validation split over all 3,019 and looking at their most confident windows, ``--screen``:
+#: the first 22 with a 14-stage LBP cascade's top 120, the last 6 with a 20-stage LBP-tree
+#: cascade's top 106): never used
 EXCLUDED_BACKGROUNDS = tuple(f"{n}.jpg" for n in (
     "UMD_020", "neg-0094", "neg-0095", "neg-0097", "neg-0118", "neg-0157", "neg-0394",
     "neg-0459", "neg-0491", "neg-0589", "neg-0830", "neg-0832", "neg-1235", "neg-1245",
     "neg-1283", "neg-1337", "neg-1383", "neg-1395", "neg-1402", "neg-1582", "neg-1617",
-    "neg-4235"))
+    "neg-4235",
+    "UMD_041", "neg-0831", "neg-1178", "neg-1410", "neg-1417", "neg-4668"))
 
 #: ``vjtrain`` options of the shipped car cascade (chosen on the validation split)
 VJ_CONFIG: dict[str, object] = {
-    "window": "50x20", "features": "lbp", "sampler": "full", "stages": 14,
-    "num-pos": 800, "num-neg": 2000, "min-hit-rate": 0.995, "max-false-alarm": 0.5,
-    "mining-scale-factor": 1.25, "seed": 0,
+    "window": "50x20", "features": "lbp", "sampler": "laminating", "weak-learner": "tree",
+    "max-depth": 2, "stages": 18, "jitter": 2, "jitter-range": "6,0.06,0.04",
+    "shuffle-positives": True, "num-pos": 1500, "num-neg": 2000, "min-hit-rate": 0.998,
+    "max-false-alarm": 0.5, "mining-scale-factor": 1.25, "seed": 0,
 }
 #: detection settings of the car cascade (chosen on the validation split); ``n_stages``: the
 #: stages kept of the trained cascade (None: all)
-VJ_DETECT: dict[str, object] = {"scale_factor": 1.1, "min_neighbors": 1,
-                                "confidence": "neighbors", "n_stages": None, "border": None,
-                                "border_margin": 0.25}
+VJ_DETECT: dict[str, object] = {"scale_factor": 1.15, "min_neighbors": 1,
+                                "confidence": "neighbors", "n_stages": None, "border": "reflect",
+                                "border_margin": 0.3}
 #: dlib settings (chosen on the validation split): SVM C, detection window (width, height),
 #: number of non-car background images added as box-free training images
 DLIB_CONFIG: dict[str, object] = {"C": 50.0, "window": (80, 32), "n_backgrounds": 300}
