@@ -134,6 +134,25 @@ def test_numba_cache_in_the_users_folder(tmp_path):
     assert out == str(tmp_path / "mine")
 
 
+def test_detection_does_not_import_scipy_linalg_and_blas_still_works():
+    """numba's first kernel load skips its SciPy BLAS probe; a kernel using BLAS compiled later
+    in the same process still gets it (and agrees with NumPy)."""
+    code = (
+        "import sys, numpy as np, vjboost, numba\n"
+        "vjboost.detect(np.zeros((40, 40), np.uint8), 'vjboost:frontalface')\n"
+        "print('scipy.linalg' in sys.modules)\n"
+        "from numba.np import arraymath, linalg\n"
+        "print(bool(arraymath._HAVE_BLAS), linalg.ensure_blas.__module__)\n"
+        "f = numba.njit(lambda a, b: np.dot(a, b))\n"
+        "a, b = np.arange(5.0), np.linspace(0, 1, 5)\n"
+        "m = np.arange(6.0).reshape(2, 3)\n"
+        "print(f(a, b) == np.dot(a, b), np.allclose(f(m, m.T), m @ m.T))\n"
+        "print('scipy.linalg' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[:4] == ["False", "True numba.np.linalg", "True True", "True"]
+
+
 def test_compile_notice_only_when_compiling():
     import io
 
