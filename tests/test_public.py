@@ -153,6 +153,26 @@ def test_detection_does_not_import_scipy_linalg_and_blas_still_works():
     assert out[:4] == ["False", "True numba.np.linalg", "True True", "True"]
 
 
+def test_console_scripts_start_through_the_launcher(monkeypatch, capsys):
+    """Every console script is a launcher function running its command; the launcher leaves
+    the garbage collector as it found it."""
+    import gc
+
+    from vjboost.cli import _launch
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert set(scripts) == set(_launch.__all__)
+    assert all(v == f"vjboost.cli._launch:{k}" for k, v in scripts.items())
+    monkeypatch.setattr(sys, "argv", ["vjdetect", "--help"])
+    assert gc.isenabled()
+    with pytest.raises(SystemExit) as info:
+        _launch.vjdetect()
+    assert info.value.code == 0 and "INPUTS" in capsys.readouterr().out
+    assert gc.isenabled()
+    gc.unfreeze()
+
+
 def test_compile_notice_only_when_compiling():
     import io
 
