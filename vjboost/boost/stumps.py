@@ -136,50 +136,88 @@ def _midpoint(xi, xn):
 # kernels
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _small_sorted_row(values, q, cols, x, keys, order):
+    """``_sorted_row`` for a few columns, in preallocated buffers: the values (``-0.0`` read
+    as ``0.0``) packed with their position into 64-bit keys, insertion-sorted (the same stable
+    order as a merge sort)."""
+    n = cols.shape[0]
+    for i in range(n):
+        x[i] = values[q, cols[i]] + np.float32(0.0)
+    bits = x.view(np.uint32)
+    for i in range(n):
+        b = bits[i]
+        b = ~b if b & np.uint32(0x80000000) else b | np.uint32(0x80000000)
+        k = (np.uint64(b) << np.uint64(32)) | np.uint64(i)
+        j = i - 1
+        while j >= 0 and keys[j] > k:
+            keys[j + 1] = keys[j]
+            j -= 1
+        keys[j + 1] = k
+    for i in range(n):
+        order[i] = np.int64(keys[i] & np.uint64(0xFFFFFFFF))
+
+
+#: rows of at most this many columns are sorted in place (allocation and merge sort cost more
+#: than the sort itself: Laminating's first steps search 65,536 features on ~20 draws)
+_SMALL_ROW = 32
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
     n_s = cols.shape[0]
-    for qi in prange(rows.shape[0]):
-        x, order = _sorted_row(values, rows[qi], cols)
-        # suffix sums: su[k] = sum over sorted positions > k
+    n_q = rows.shape[0]
+    small = n_s <= _SMALL_ROW
+    # rows in contiguous chunks, each with its own buffers (allocated once per chunk)
+    n_chunks = min(n_q, 256)
+    for ch in prange(n_chunks):
         su = np.empty(n_s)
         sv = np.empty(n_s)
-        acc_u = 0.0
-        acc_v = 0.0
-        for k in range(n_s - 1, -1, -1):
-            su[k] = acc_u
-            sv[k] = acc_v
-            c = cols[order[k]]
-            acc_u += u[c]
-            acc_v += v[c]
-        ul = 0.0
-        vl = 0.0
-        best = _NEG_INF
-        best_t = np.float32(np.inf)
-        b_ul = acc_u
-        b_vl = acc_v
-        b_ur = 0.0
-        b_vr = 0.0
-        for k in range(n_s - 1):
-            i = order[k]
-            c = cols[i]
-            ul += u[c]
-            vl += v[c]
-            xi = x[i]
-            xn = x[order[k + 1]]
-            if xn > xi:
-                s = _score(crit, ul, vl, su[k], sv[k])
-                if s > best:
-                    best = s
-                    best_t = _midpoint(xi, xn)
-                    b_ul = ul
-                    b_vl = vl
-                    b_ur = su[k]
-                    b_vr = sv[k]
-        # a constant feature keeps everything on the left (no split, score -inf)
-        score[qi] = best
-        thr[qi] = best_t
-        _leaves(crit, b_ul, b_vl, b_ur, b_vr, eps, leaves, qi)
+        x = np.empty(n_s, dtype=np.float32)
+        keys = np.empty(n_s if small else 0, dtype=np.uint64)
+        order = np.empty(n_s, dtype=np.int64)
+        for qi in range(ch * n_q // n_chunks, (ch + 1) * n_q // n_chunks):
+            if small:
+                _small_sorted_row(values, rows[qi], cols, x, keys, order)
+            else:
+                x, order = _sorted_row(values, rows[qi], cols)
+            # suffix sums: su[k] = sum over sorted positions > k
+            acc_u = 0.0
+            acc_v = 0.0
+            for k in range(n_s - 1, -1, -1):
+                su[k] = acc_u
+                sv[k] = acc_v
+                c = cols[order[k]]
+                acc_u += u[c]
+                acc_v += v[c]
+            ul = 0.0
+            vl = 0.0
+            best = _NEG_INF
+            best_t = np.float32(np.inf)
+            b_ul = acc_u
+            b_vl = acc_v
+            b_ur = 0.0
+            b_vr = 0.0
+            for k in range(n_s - 1):
+                i = order[k]
+                c = cols[i]
+                ul += u[c]
+                vl += v[c]
+                xi = x[i]
+                xn = x[order[k + 1]]
+                if xn > xi:
+                    s = _score(crit, ul, vl, su[k], sv[k])
+                    if s > best:
+                        best = s
+                        best_t = _midpoint(xi, xn)
+                        b_ul = ul
+                        b_vl = vl
+                        b_ur = su[k]
+                        b_vr = sv[k]
+            # a constant feature keeps everything on the left (no split, score -inf)
+            score[qi] = best
+            thr[qi] = best_t
+            _leaves(crit, b_ul, b_vl, b_ur, b_vr, eps, leaves, qi)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from vjboost.boost.losses import Problem
+from vjboost.boost.sampling.examples import distinct_draws
 from vjboost.boost.source import (
     CallableSource,
     FeatureSource,
@@ -324,11 +325,19 @@ class EdgeEvaluator:
         sids = self.check_samples(sample_ids)
         self.cost += int(fids.size) * int(sids.size)
         self.n_blocks += 1
+        # Repeated draws (weighting-by-sampling draws S >> N examples in its late steps) are
+        # searched once each with their multiplicity as weight: the same sums, and the sort and
+        # the feature evaluation cost min(S, distinct) instead of S. (Not for the real
+        # criterion, whose smoothing depends on S.)
+        uniq, counts = (distinct_draws(sids) if self._need_problem().criterion != "real"
+                        else (sids, None))
         src = self.source
         if isinstance(src, MatrixSource):
-            return self._search(src.matrix, fids, sids, fids, src.edges, weighted)
-        vals = src.values(fids, sids)
-        return self._search(vals, None, None, fids, None, weighted, sids)
+            return self._search(src.matrix, fids, sids, fids, src.edges, weighted,
+                                uniq=uniq, counts=counts)
+        vals = src.values(fids, uniq)
+        return self._search(vals, None, None, fids, None, weighted, sids, uniq=uniq,
+                            counts=counts)
 
     def cached_block(
         self, values: np.ndarray, feature_ids: np.ndarray, sample_ids: np.ndarray,
@@ -364,13 +373,23 @@ class EdgeEvaluator:
             return self.threads
         return 1 if n_values < _PARALLEL_MIN else None
 
-    def _search(self, values, rows, cols, fids, edges, weighted, sids=None) -> BlockEdges:
-        """Run the split search; ``rows``/``cols`` index ``values`` (None: the block itself)."""
+    def _search(self, values, rows, cols, fids, edges, weighted, sids=None, *,
+                uniq=None, counts=None) -> BlockEdges:
+        """Run the split search; ``rows``/``cols`` index ``values`` (None: the block itself).
+
+        ``uniq``/``counts``: the distinct examples of the block and their multiplicities (the
+        values' columns are then ``uniq``; ``None``: every column once).
+        """
         p = self._need_problem()
-        ids = cols if cols is not None else sids
-        threads = self._threads_for(fids.size * ids.size)
+        ids = drawn = cols if cols is not None else sids
         w_all = self._w if weighted else self._w_draw
         r_all = p.response
+        if counts is not None:
+            w_all = w_all.copy()
+            w_all[uniq] *= counts if w_all.ndim == 1 else counts[:, None]
+            cols = uniq if cols is not None else None
+            ids = uniq
+        threads = self._threads_for(fids.size * ids.size)
         if cols is None:
             cat = self.categorical[fids] if self._any_cat else None
             s = search_splits(values, r_all[ids], w_all[ids], criterion=p.criterion,
@@ -390,7 +409,7 @@ class EdgeEvaluator:
             denom = float((w_all[ids] * r_all[ids] ** 2).sum())
             edge = np.sqrt(np.clip(sc / max(denom, 1e-300), 0.0, 1.0))
         edge = np.where(np.isfinite(sc), np.clip(edge, 0.0, 1.0), -np.inf)
-        return BlockEdges(fids, ids, edge, s)
+        return BlockEdges(fids, drawn, edge, s)
 
     # -- examples --------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from numba import njit
 
 from vjboost._validation import check_array, check_sample_weight
 
-__all__ = ["uniform_subset", "weighted_sample"]
+__all__ = ["distinct_draws", "uniform_subset", "weighted_sample"]
 
 
 @njit(cache=True, nogil=True)
@@ -55,6 +55,11 @@ def weighted_sample(weights: Any, n: int, rng: np.random.Generator) -> np.ndarra
     n = _check_count(n)
     w = check_array(weights, "weights", ndim=1, dtype=np.float64)
     w = check_sample_weight(w, w.size, "weights", normalize=False)
+    if n > w.size:
+        # many draws per example: the multinomial counts are the same law as sorted i.i.d.
+        # draws, in O(N) random numbers instead of sorting S of them
+        p = w / w.sum()
+        return np.repeat(np.arange(w.size, dtype=np.int64), rng.multinomial(n, p))
     cdf = np.cumsum(w)
     u = np.sort(rng.random(n)) * cdf[-1]
     out = np.empty(n, dtype=np.int64)
@@ -102,3 +107,38 @@ def uniform_subset(
     else:
         ids = rng.choice(n_samples, size=n, replace=False)
     return np.sort(ids).astype(np.int64)
+
+
+def distinct_draws(sample_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The distinct ids of a draw and how often each was drawn.
+
+    Parameters
+    ----------
+    sample_ids : ndarray of shape (S,), int64
+        Example ids, repeats allowed (sorted draws are run-length encoded in one pass).
+
+    Returns
+    -------
+    ids : ndarray of shape (U,), int64
+        The distinct ids, ascending (``sample_ids`` itself when no id repeats).
+    counts : ndarray of shape (U,), float64, or None
+        Multiplicities; ``None`` when every id occurs once.
+
+    Examples
+    --------
+    >>> ids, counts = distinct_draws(np.array([2, 2, 5, 7, 7, 7]))
+    >>> ids.tolist(), counts.tolist()
+    ([2, 5, 7], [2.0, 1.0, 3.0])
+    """
+    s = np.asarray(sample_ids, dtype=np.int64)
+    if s.size < 2:
+        return s, None
+    step = np.diff(s)
+    if (step > 0).all():
+        return s, None
+    if (step >= 0).all():
+        starts = np.flatnonzero(np.concatenate(([True], step != 0)))
+        counts = np.diff(np.append(starts, s.size)).astype(np.float64)
+        return s[starts], counts
+    ids, counts = np.unique(s, return_counts=True)
+    return ids, counts.astype(np.float64)
