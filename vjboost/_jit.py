@@ -150,7 +150,10 @@ class _DeferBlasProbe:
                 # the quick probe under their own name, which numba calls only at import
                 linalg.ensure_blas = real
 
-        loader.exec_module = exec_deferring  # this loader instance only
+        try:
+            loader.exec_module = exec_deferring  # this loader instance only
+        except (AttributeError, TypeError):  # a loader that takes no attributes: numba as is
+            pass
         return spec
 
 
