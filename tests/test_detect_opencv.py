@@ -399,9 +399,9 @@ def _random_mixed_cascade(pool, ids, windows, rng, n_stages=3, n_trees=4, pass_r
     return CascadeModel(pool.window_shape, stages=stages, family=pool, feature_ids=ids)
 
 
-@pytest.mark.parametrize("names", [("haar", "mblbp", "hog"), ("haar", "mblbp"),
+@pytest.mark.parametrize("names", [("haar", "mblbp", "hog"), ("haar", "mblbp", "channels"),
                                    ("haar", "fourier")],
-                         ids=["haar+mblbp+hog", "haar+mblbp", "haar+fourier(generic)"])
+                         ids=["haar+mblbp+hog", "haar+mblbp+channels", "haar+fourier(generic)"])
 def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
     """Haar + MB-LBP (+ HOG) features in one cascade of depth-2 trees mixing ordered and
     categorical nodes: the detector (one kernel pass when every family compiles its features)

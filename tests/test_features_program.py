@@ -17,6 +17,7 @@ from vjboost.features.program import (
     OPS_HAAR,
     OPS_MIXED,
     OPS_RECTS,
+    OPS_RECTS_MBLBP,
     REC,
     Program,
     evaluate_positions,
@@ -209,7 +210,7 @@ def test_concat_take_on_and_compact(rng):
     grad = Program.rects((h, w), ChannelSet(["orient(4,u)#2", "gradmag"]),
                          rects=[[[1, 1, 5, 5]]], weights=[[1.0]], norm=NORM_GRADIENT)
     both = Program.concat([haar, lbp, grad])
-    assert both.n_features == 4 and both.ops_mask == OPS_MIXED
+    assert both.n_features == 4 and both.ops_mask == OPS_RECTS_MBLBP
     assert set(both.channels.keys) == {"gray", "gray2", "orient(4,u)#2", "gradmag"}
     wins = rng.integers(0, 256, (6, h, w), dtype=np.uint8)
     full = evaluate_program(both, wins)
@@ -280,6 +281,7 @@ def test_evaluator_equals_node_value(rng):
         HOGFamily(shape, orientations=4, pixels_per_cell=(7, 8), cells_per_block=(1, 2),
                   block_norm="L1-sqrt", signed=True),
         ChannelFamily(shape, stride=4))])
+    assert prog.ops_mask == OPS_MIXED  # HOG blocks: the linked node test
     ids = np.concatenate([rng.choice(prog.n_features, 400, replace=False),
                           np.arange(prog.n_features - 300, prog.n_features)])
     sub = prog.take(ids)

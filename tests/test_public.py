@@ -43,6 +43,16 @@ def test_subpackage_import_is_lazy():
     assert "vjboost.boost.ensemble" not in out and "vjboost.boost.tree" in out
 
 
+def test_channel_kinds_of_families_resolve_before_their_module_is_imported():
+    # a saved model names its channels ("ghist(4)#0", "lbp(...)"): loading it in a fresh
+    # process must not depend on which family modules happened to be imported already
+    out = _run("import sys; from vjboost.features.channels import parse_channel_key; "
+               "assert 'vjboost.features.histogram' not in sys.modules; "
+               "print(parse_channel_key('ghist(4)#2'), "
+               "parse_channel_key('lbphist(8,1,uniform)#0')[0])")
+    assert out == "('ghist', (4,), 2) lbphist"
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_every_exported_name_imports(package):
     mod = importlib.import_module(package)

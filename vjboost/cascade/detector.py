@@ -310,7 +310,8 @@ class CascadeDetector:
                        min_size=self.min_size, max_size=self.max_size, mode=self.mode,
                        step=self.step)
 
-    def raw_windows(self, image: np.ndarray, *, return_positions: bool = False):
+    def raw_windows(self, image: np.ndarray, *, return_positions: bool = False,
+                    pyramid: Pyramid | None = None):
         """All accepted windows (before grouping) of a prepared image.
 
         Parameters
@@ -319,6 +320,9 @@ class CascadeDetector:
             (or ``(H, W, 3)`` RGB for colour families).
         return_positions : bool, default=False
             Also return where each window lies in its level.
+        pyramid : Pyramid, optional
+            The windows to scan (default :meth:`pyramid` of the image; hard-negative mining
+            scans grid offsets of it).
 
         Returns
         -------
@@ -331,7 +335,7 @@ class CascadeDetector:
             :func:`opencv_scales` (same image size and parameters) and the window's top-left
             corner in its level (:meth:`pyramid`; :meth:`Pyramid.windows` cuts the windows).
         """
-        pyr = self.pyramid((image.shape[1], image.shape[0]))
+        pyr = self.pyramid((image.shape[1], image.shape[0])) if pyramid is None else pyramid
         pos, scores = self._runner.scan(image, pyr, min_std=self.min_std,
                                         skip0=self.skip_after_stage0)
         boxes = pyr.boxes(pos)

@@ -16,13 +16,14 @@ would accept it.
 Specialisations. The kernel is built per (operations, tree shape) pair, both compile-time
 constants of a closure (numba then compiles and caches each pair separately, and only the pairs
 a run meets): operations as :data:`vjboost.features.program.OPS_HAAR` (OpenCV's Haar features),
-``OPS_RECTS``, ``OPS_MBLBP`` or ``OPS_MIXED`` (read per node); tree shape 1 = stumps, 2 =
-depth-2 trees of three nodes, 3 = other trees of depth <= 2 (root and at most two children; both
-laid out so that the second node and the leaf are picked by arithmetic on the decisions instead
-of branches), 0 = any tree. The branches on the tree shape are in the kernel's own body, where
-numba prunes them before inlining (one tree walk per kernel); the node tests of single
-operations are small and inlined, the mixed one is compiled once and linked. That keeps a
-kernel's compilation to a few seconds.
+``OPS_RECTS``, ``OPS_MBLBP``, ``OPS_RECTS_MBLBP`` or ``OPS_MIXED`` (the last two read the
+operation per node); tree shape 1 = stumps, 2 = depth-2 trees of three nodes, 3 = other trees
+of depth <= 2 (root and at most two children; both laid out so that the second node and the
+leaf are picked by arithmetic on the decisions instead of branches), 0 = any tree. The
+branches on the tree shape are in the kernel's own body, where numba prunes them before
+inlining (one tree walk per kernel); the node tests are small and inlined, except the one of
+``OPS_MIXED`` (with HOG blocks), compiled once and linked. That keeps a kernel's compilation to
+a few seconds.
 
 OpenCV's σ gate: when the cascade uses the variance normalisation and ``gate`` is finite, a
 window whose inner-area σ is too small (``area · inv_var >= gate``, OpenCV: ``gate = 0.1``, i.e.
@@ -50,6 +51,7 @@ from vjboost.features.program import (
     _THR_R,
     _U,
     NORM_VARIANCE,
+    OP_MBLBP,
     OP_RECTS,
     OPS_MIXED,
     REC,
@@ -249,6 +251,19 @@ def _left_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - n
     return _in_subset(subsets, nd, mblbp_code(tab, nd * REC, buf, p))
 
 
+@njit(inline="always", cache=True, nogil=True)
+def _left_rects_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
+    # the usual mixed pool (rectangle sums and MB-LBP codes, no HOG): small enough to inline,
+    # which makes such cascades about as fast per node as single-operation ones
+    o = nd * REC
+    if tab[_U(o + _OP)] == OP_MBLBP:
+        return _in_subset(subsets, nd, mblbp_code(tab, o, buf, p))
+    v = rects_value(tab, tabf, o, buf, p, iv, ig, False)
+    if tab[_U(o + _CAT)] != 0:
+        return _in_subset(subsets, nd, np.int64(v))
+    return v < tabf[_U(o + _THR_R)]
+
+
 @njit(cache=True, nogil=True)
 def _left_mixed(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
     # any operation, read from the record; not inlined, so that kernels for one operation
@@ -339,6 +354,9 @@ def _make_scan(ops: int, shape: int):
                                     go = _left_rects(tab, tabf, nd, buf, p, iv, ig, subsets)
                                 elif ops == 2:
                                     go = _left_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets)
+                                elif ops == 4:
+                                    go = _left_rects_mblbp(tab, tabf, nd, buf, p, iv, ig,
+                                                           subsets)
                                 else:
                                     go = _left_mixed(tab, tabf, nd, buf, p, iv, ig, subsets)
                                 g = np.int64(go)
@@ -361,6 +379,8 @@ def _make_scan(ops: int, shape: int):
                                 go = _left_rects(tab, tabf, nd, buf, p, iv, ig, subsets)
                             elif ops == 2:
                                 go = _left_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets)
+                            elif ops == 4:
+                                go = _left_rects_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets)
                             else:
                                 go = _left_mixed(tab, tabf, nd, buf, p, iv, ig, subsets)
                             if shape == 1:

@@ -11,22 +11,30 @@ at every stage:
 * **fresh scanning** only tops the pool up to ``n``. The backgrounds are cut into *units*
   ``(image, pass)``; a per-image cursor (passes done, saved in checkpoints) moves forward only, so
   no window is scanned twice over the run;
-* a unit is scanned by :func:`scan_unit`, a pure function of ``(model, image path, pass, params,
-  seed)``: the image is transformed by the pass's **augmentation** (one of the 8 mirror / 90°
+* a pass ``p`` of an image is its **augmentation** ``p div step²`` (one of the 8 mirror / 90°
   rotations, optionally shrunk by ``sqrt(scale_factor)`` — an extra pyramid offset between the
-  detector's scales — and a seeded gamma change), cropped at the pass's grid offset
-  ``(o mod step, o div step)``, ``o = pass mod step²``, and scanned as the detector scans it
-  (:class:`~vjboost.cascade.detector.CascadeDetector` on the image's
-  :class:`~vjboost.cascade.scan.Pyramid`), so a window is accepted exactly when detection would
-  accept it. At most ``per_image`` accepted windows are kept per unit (a seeded choice), so
-  negatives come from many images rather than from the first few.
+  detector's scales — and a seeded gamma change) and its **grid offset** ``o = p mod step²``:
+  the windows at columns ``x ≡ o mod step`` and rows ``y ≡ o div step`` (mod ``step``) of every
+  level of the augmented image's :class:`~vjboost.cascade.scan.Pyramid`. The ``step²`` offsets
+  of an augmentation cover each of its windows exactly once;
+* a **unit** ``(image, p, g)`` scans the ``g`` consecutive passes ``p .. p + g - 1`` of one
+  augmentation, ``g`` one of ``1``, ``step`` (one row offset, every column) or ``step²`` (every
+  window): one pass while the cascade still accepts many windows, all of them in one scan once
+  it accepts few, so that the image's pyramid and integral channels — most of a sparse scan's
+  cost — are computed once for many windows. :func:`scan_unit` is a pure function of
+  ``(model, image path, p, g, params, seed)`` and scans as the detector scans
+  (:class:`~vjboost.cascade.detector.CascadeDetector`), so a window is accepted exactly when
+  detection would accept it. At most ``per_image`` accepted windows are kept per unit (a seeded
+  choice), so negatives come from many images rather than from the first few.
 
-The schedule is a pure function of ``(params, image list, seed)``: pass ``p`` visits the images
-whose cursor is ``p`` in the order of a keyed hash of ``(seed, p, file name)`` (adding
-backgrounds on resume does not reorder the others; moving them to another folder changes
-nothing). Units are scanned in batches of ``params.batch``, and a batch
-is always consumed whole, in unit order, so the result does not depend on how (or where, with an
-``executor``) the units of a batch run, nor on the order they complete.
+The schedule is a pure function of ``(params, image list, seed)`` and of the scans so far: pass
+``p`` visits the images whose cursor is ``p`` in the order of a keyed hash of
+``(seed, p, file name)`` (adding backgrounds on resume does not reorder the others; moving them
+to another folder changes nothing). Units are scanned in batches of ``params.batch``; the first
+batch of a stage scans single passes, and each later batch takes the largest ``g`` whose
+expected accepted windows per unit (from the stage's acceptance so far) stay within twice
+``per_image``. A batch is always consumed whole, in unit order, so the result does not depend on
+how (or where, with an ``executor``) the units of a batch run, nor on the order they complete.
 
 The acceptance ratio is ``accepted / scanned`` over the fresh windows scanned for a stage (an
 estimate of the cascade's false-alarm rate on background windows); :meth:`NegativePool.supply`
@@ -38,6 +46,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +60,8 @@ import numpy as np
 
 from .._io import atomic_open
 from .._memory import available_memory
+from .._parallel import ThreadExecutor
+from .._threads import resolve_threads
 from ..io import ImageReadError, read_image
 from .detector import CascadeDetector
 from .model import CascadeModel
@@ -69,6 +80,8 @@ __all__ = [
     "mine_negatives",
     "mining_summary",
     "scan_unit",
+    "unit_grid",
+    "unit_groups",
 ]
 
 #: background augmentations, one per block of ``step²`` passes: (mirror, quarter turns, shrunk by
@@ -180,29 +193,30 @@ def _key(seed: int, p: int, path: str) -> int:
 
 def augment_image(img: np.ndarray, p: int, params: MiningParams, seed: int, path: str
                   ) -> np.ndarray:
-    """The image pass ``p`` scans: augmented (:data:`AUGMENTATIONS`), then cropped at the
-    pass's grid offset. Pure function of its arguments.
+    """The image pass ``p`` scans, augmented (:data:`AUGMENTATIONS`). Pure function of its
+    arguments.
 
     Parameters
     ----------
     img : ndarray of uint8, shape (H, W)
         The gray background image.
     p : int
-        Pass index: ``p mod step²`` is the grid offset, ``p div step²`` the augmentation.
+        Pass index: ``p div step²`` is the augmentation (``p mod step²`` the grid offset, see
+        :func:`unit_grid`).
     params : MiningParams
         Grid step, scale factor and ``max_gamma``.
     seed : int
-        Run seed (the gamma of an augmented pass is drawn from ``(seed, p, file name)``).
+        Run seed (the gamma of an augmentation is drawn from ``(seed, its first pass, file
+        name)``).
     path : str
         The image's path (only its file name enters the seed).
 
     Returns
     -------
     ndarray of uint8, shape (H', W'), C-contiguous
-        Mirrored / rotated / shrunk / gamma-mapped as the pass says, cropped by the offset.
+        Mirrored / rotated / shrunk / gamma-mapped as the pass says.
     """
-    step = params.grid_step
-    o, v = p % step ** 2, p // step ** 2
+    v = p // params.grid_step ** 2
     if v:
         mirror, turns, shrink = AUGMENTATIONS[v % len(AUGMENTATIONS)]
         if mirror:
@@ -214,12 +228,52 @@ def augment_image(img: np.ndarray, p: int, params: MiningParams, seed: int, path
             size = (max(1, round(img.shape[1] / s)), max(1, round(img.shape[0] / s)))
             img = cv2.resize(np.ascontiguousarray(img), size, interpolation=cv2.INTER_AREA)
         if params.max_gamma > 1.0:
-            rng = np.random.default_rng([_key(seed, p, path), 0x67616D])
+            # one gamma per augmentation (drawn from its first pass), so that its passes are
+            # grid offsets of one image
+            rng = np.random.default_rng([_key(seed, v * params.grid_step ** 2, path), 0x67616D])
             g = float(np.exp(rng.uniform(-1.0, 1.0) * math.log(params.max_gamma)))
             lut = np.clip(np.round(255.0 * (np.arange(256) / 255.0) ** g), 0, 255)
             img = lut.astype(np.uint8)[img]
-    ox, oy = o % step, o // step
-    return np.ascontiguousarray(img[oy:, ox:])
+    return np.ascontiguousarray(img)
+
+
+def unit_groups(step: int) -> tuple[int, ...]:
+    """The pass counts a unit may scan at once, largest first: ``(step², step, 1)``."""
+    return tuple(sorted({step * step, step, 1}, reverse=True))
+
+
+def unit_grid(p: int, g: int, step: int) -> tuple[tuple[int, int], int, int]:
+    """The window grid of the unit of passes ``p .. p + g - 1``: ``((x0, y0), step_x, step_y)``
+    in every level of the pass's augmented image.
+
+    Parameters
+    ----------
+    p : int
+        First pass; its grid offset ``o = p mod step²`` is column ``o mod step``, row
+        ``o div step``.
+    g : int
+        Passes in the unit: 1 (one offset), ``step`` (one row offset, every column; ``p`` a
+        multiple of ``step``) or ``step²`` (every window; ``p`` a multiple of ``step²``).
+    step : int
+        The mining grid step.
+
+    Returns
+    -------
+    (x0, y0), step_x, step_y
+
+    Examples
+    --------
+    >>> unit_grid(7, 1, 5), unit_grid(5, 5, 5), unit_grid(25, 25, 5)
+    (((2, 1), 5, 5), ((0, 1), 1, 5), ((0, 0), 1, 1))
+    """
+    o = p % (step * step)
+    if g == 1:
+        return (o % step, o // step), step, step
+    if g == step and o % step == 0:
+        return (0, o // step), 1, step
+    if g == step * step and o == 0:
+        return (0, 0), 1, 1
+    raise ValueError(f"g: {g} passes from pass {p} do not form a unit of grid step {step}")
 
 
 @dataclass
@@ -233,9 +287,10 @@ class UnitScan:
 
 
 def scan_unit(model: CascadeModel | None, path: str, p: int, *, params: MiningParams, seed: int,
-              per_image: int, image: np.ndarray | None = None,
+              per_image: int, g: int = 1, image: np.ndarray | None = None,
               detector: CascadeDetector | None = None) -> UnitScan:
-    """Scan pass ``p`` of one background image: the windows ``model`` accepts (pure function).
+    """Scan passes ``p .. p + g - 1`` of one background image: the windows ``model`` accepts
+    (pure function).
 
     Parameters
     ----------
@@ -244,11 +299,13 @@ def scan_unit(model: CascadeModel | None, path: str, p: int, *, params: MiningPa
     path : str
         The background image (read unless ``image`` is given).
     p : int
-        The pass (augmentation and grid offset, see the module docstring).
+        The first pass (augmentation and grid offset, see the module docstring).
     params : MiningParams
     seed : int
     per_image : int
         Accepted windows kept at most (a seeded choice among them).
+    g : int, default=1
+        Passes scanned (:func:`unit_grid`).
     image : ndarray of uint8, shape (H, W), optional
         The decoded image of ``path`` (speed only).
     detector : CascadeDetector, optional
@@ -264,20 +321,19 @@ def scan_unit(model: CascadeModel | None, path: str, p: int, *, params: MiningPa
         except ImageReadError:
             return UnitScan(np.zeros((0, *params.window), np.uint8), 0, 0, readable=False)
     img = augment_image(image, p, params, seed, path)
-    rng = np.random.default_rng([_key(seed, p, path), 0x6E6567])
-    size = (img.shape[1], img.shape[0])
+    rng = np.random.default_rng([_key(seed, p, path), 0x6E6567, int(g)])
+    offset, sx, sy = unit_grid(p, g, params.grid_step)
+    pyr = Pyramid(params.window, (img.shape[1], img.shape[0]), scale_factor=params.scale_factor,
+                  mode="clean", step=sx, offset=offset, row_step=sy)
     if model is None:
-        pyr = Pyramid(params.window, size, scale_factor=params.scale_factor, mode="clean",
-                      step=params.grid_step)
         n_scan = n_acc = pyr.n_windows
         # every window is accepted: draw the kept ones among all grid windows
         pos = pyr.positions(np.arange(n_scan) if n_scan <= per_image else np.sort(
             rng.choice(n_scan, per_image, replace=False)))
     else:
         det = detector if detector is not None else mining_detector(model, params)
-        pyr = det.pyramid(size)
         n_scan = pyr.n_windows
-        _, _, pos = det.raw_windows(img, return_positions=True)
+        _, _, pos = det.raw_windows(img, return_positions=True, pyramid=pyr)
         n_acc = len(pos)
         if n_acc > per_image:
             pos = pos[np.sort(rng.choice(n_acc, per_image, replace=False))]
@@ -309,7 +365,7 @@ def mining_detector(model: CascadeModel | None, params: MiningParams) -> Cascade
 
 
 class UnitScanner:
-    """:func:`scan_unit` for one model, as a picklable callable ``scanner((path, p))``.
+    """:func:`scan_unit` for one model, as a picklable callable ``scanner((path, p, g))``.
 
     The detector and the image cache are rebuilt where the scanner is unpickled (a worker), so
     only the model, the parameters and the seed travel.
@@ -329,15 +385,16 @@ class UnitScanner:
             self._det = mining_detector(self.model, self.params)
         return self._det
 
-    def __call__(self, unit: tuple[str, int]) -> UnitScan:
-        path, p = unit
+    def __call__(self, unit: tuple[str, int, int]) -> UnitScan:
+        path, p, g = unit
         img = None
         if self.cache is not None:
             img = self.cache.get(path)
             if img is None:
                 return UnitScan(np.zeros((0, *self.params.window), np.uint8), 0, 0, False)
         return scan_unit(self.model, path, int(p), params=self.params, seed=self.seed,
-                         per_image=self.per_image, image=img, detector=self.detector())
+                         per_image=self.per_image, g=int(g), image=img,
+                         detector=self.detector())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -499,10 +556,12 @@ class NegativePool:
 
     # -- schedule -------------------------------------------------------------------------------
 
-    def _next_units(self, count: int) -> list[tuple[str, int]]:
-        """The next ``count`` units of the schedule (fewer when the backgrounds run dry)."""
-        out: list[tuple[str, int]] = []
+    def _next_units(self, count: int, g: int = 1) -> list[tuple[str, int, int]]:
+        """The next ``count`` units ``(path, pass, passes)`` of the schedule, of ``g`` passes
+        each where an image's cursor allows (fewer units when the backgrounds run dry)."""
+        out: list[tuple[str, int, int]] = []
         n_passes = self.params.n_passes
+        groups = [k for k in unit_groups(self.params.grid_step) if k <= g]
         while len(out) < count:
             live = [c for q, c in self.cursor.items() if q not in self.unreadable]
             p = min(live, default=n_passes)
@@ -516,9 +575,20 @@ class NegativePool:
                 q = order[self._pos]
                 self._pos += 1
                 if self.cursor[q] == p and q not in self.unreadable:
-                    out.append((q, p))
-                    self.cursor[q] = p + 1
+                    k = next(k for k in groups if p % k == 0 and p + k <= n_passes)
+                    out.append((q, p, k))
+                    self.cursor[q] = p + k
         return out
+
+    def _group(self, n_scanned: int, n_accepted: int, n_passes: int, per_image: int) -> int:
+        """Passes per unit for the next batch: the most whose expected accepted windows
+        (``n_accepted / n_passes`` per pass so far this stage) stay within ``2 per_image``;
+        one pass until this stage has scanned something."""
+        if n_passes == 0 or n_scanned == 0:
+            return 1
+        per_pass = n_accepted / n_passes
+        return next((k for k in unit_groups(self.params.grid_step)
+                     if per_pass * k <= 2 * per_image), 1)
 
     def supply(self) -> int:
         """Estimated distinct windows the backgrounds can still supply (units not scanned yet,
@@ -552,9 +622,11 @@ class NegativePool:
         executor : vjboost._parallel.Executor, optional
             Runs the units of each batch as tasks (threads, Dask workers;
             :func:`vjboost.cascade.tasks.scan_units`); a batch is consumed in unit order, so the
-            result is the same as without it. Default: in this process, one by one.
+            result is the same as without it. Default: in this process, on ``threads``
+            threads (one unit per thread at a time).
         threads : int, optional
-            Threads of the pool re-check.
+            Threads of the pool re-check, and of the scan without an ``executor`` (default:
+            every numba thread).
 
         Returns
         -------
@@ -588,35 +660,50 @@ class NegativePool:
                                         time.perf_counter() - t0, self.supply()))
 
         report()
-        while have < n:
-            units = self._next_units(params.batch)
-            if not units:
-                res.exhausted = True
-                break
-            if executor is None:
-                scans: Iterable[UnitScan] = map(scanner, units)
-            else:
-                from .tasks import scan_units
+        own = None
+        if executor is None and resolve_threads(threads) > 1:
+            # units are independent and their kernels release the GIL: one per thread, with
+            # this process's scanner (detector and image cache shared by the threads)
+            executor = own = ThreadExecutor(resolve_threads(threads))
+            scanner.detector()
+        n_passes = 0
+        try:
+            while have < n:
+                units = self._next_units(params.batch, self._group(res.n_scanned, res.n_accepted,
+                                                                   n_passes, per_image))
+                if not units:
+                    res.exhausted = True
+                    break
+                if executor is None:
+                    scans: Iterable[UnitScan] = map(scanner, units)
+                elif executor is own:
+                    scans = own.imap(scanner, units)
+                else:
+                    from .tasks import scan_units
 
-                scans = scan_units(executor, model, units, params=params, seed=self.seed,
-                                   per_image=per_image)
-            for (path, p), sc in zip(units, scans, strict=True):
-                res.passes = max(res.passes, p + 1)
-                if not sc.readable:
-                    self.unreadable.add(path)
-                    continue
-                res.n_images_visited += 1
-                self.unit_windows[path] = sc.n_scanned
-                res.n_scanned += sc.n_scanned
-                res.n_accepted += sc.n_accepted
-                if len(sc.windows):
-                    parts.append(sc.windows)
-                    have += len(sc.windows)
-            report()
-            if (stop_ratio is not None and have < n and res.n_scanned * stop_ratio >= n
-                    and res.n_accepted <= stop_ratio * res.n_scanned):
-                res.target_reached = True
-                break
+                    scans = scan_units(executor, model, units, params=params, seed=self.seed,
+                                       per_image=per_image)
+                for (path, p, g), sc in zip(units, scans, strict=True):
+                    res.passes = max(res.passes, p + g)
+                    if not sc.readable:
+                        self.unreadable.add(path)
+                        continue
+                    res.n_images_visited += 1
+                    n_passes += g
+                    self.unit_windows[path] = sc.n_scanned // g
+                    res.n_scanned += sc.n_scanned
+                    res.n_accepted += sc.n_accepted
+                    if len(sc.windows):
+                        parts.append(sc.windows)
+                        have += len(sc.windows)
+                report()
+                if (stop_ratio is not None and have < n and res.n_scanned * stop_ratio >= n
+                        and res.n_accepted <= stop_ratio * res.n_scanned):
+                    res.target_reached = True
+                    break
+        finally:
+            if own is not None:
+                own.close()
         self.windows = np.ascontiguousarray(np.concatenate(parts))
         res.windows = self.windows[:n]
         res.unreadable = sorted(self.unreadable)
@@ -717,23 +804,32 @@ class ImageCache:
         self.budget = int(budget)
         self.nbytes = 0
         self._data: OrderedDict[str, np.ndarray | None] = OrderedDict()
+        self._lock = threading.Lock()  # units of a batch may read it from several threads
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_lock": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock())
 
     def get(self, path: str) -> np.ndarray | None:
         """The gray image, or ``None`` when it cannot be read."""
-        if path in self._data:
-            self._data.move_to_end(path)
-            return self._data[path]
+        with self._lock:
+            if path in self._data:
+                self._data.move_to_end(path)
+                return self._data[path]
         try:
             img = read_image(path)
         except ImageReadError:
             img = None
         size = 0 if img is None else img.nbytes
-        if size <= self.budget:
-            self._data[path] = img
-            self.nbytes += size
-            while self.nbytes > self.budget and self._data:
-                _, old = self._data.popitem(last=False)
-                self.nbytes -= 0 if old is None else old.nbytes
+        with self._lock:
+            if size <= self.budget and path not in self._data:
+                self._data[path] = img
+                self.nbytes += size
+                while self.nbytes > self.budget and self._data:
+                    _, old = self._data.popitem(last=False)
+                    self.nbytes -= 0 if old is None else old.nbytes
         return img
 
 

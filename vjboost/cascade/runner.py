@@ -272,8 +272,8 @@ class CascadeRunner:
         fam = self.model.family
         for lv in pyramid.levels:
             ch = fam.prepare_image(pyramid.level_image(image, lv))
-            ys, xs = np.meshgrid(np.arange(0, lv.ny, lv.step), np.arange(0, lv.nx, lv.step),
-                                 indexing="ij")
+            ys, xs = np.meshgrid(np.arange(lv.y0, lv.ny, lv.row_step),
+                                 np.arange(lv.x0, lv.nx, lv.step), indexing="ij")
             pos = np.stack([ys.ravel(), xs.ravel()], axis=1).astype(np.int64)
             alive = np.arange(len(pos))
             score = np.zeros(0)

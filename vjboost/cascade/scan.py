@@ -144,10 +144,14 @@ class Level:
     width, height : int
         Size of the resized image.
     step : int
-        Grid step in pixels of the level.
+        Grid step in pixels of the level along a row.
     nx, ny : int
-        Window positions ``x = 0, step, ... < nx`` and ``y = 0, step, ... < ny`` (``ny`` after
-        the stripe cut-off of ``mode="opencv"``).
+        Window positions ``x = x0, x0 + step, ... < nx`` and ``y = y0, y0 + ystep, ... < ny``
+        (``ny`` after the stripe cut-off of ``mode="opencv"``).
+    x0, y0 : int, default=0
+        First column and row of the grid (a grid offset, see :class:`Pyramid`).
+    ystep : int, optional
+        Grid step between rows (default ``step``).
     """
 
     index: int
@@ -157,14 +161,21 @@ class Level:
     step: int
     nx: int
     ny: int
+    x0: int = 0
+    y0: int = 0
+    ystep: int | None = None
+
+    @property
+    def row_step(self) -> int:
+        return self.step if self.ystep is None else int(self.ystep)
 
     @property
     def n_cols(self) -> int:
-        return -(-self.nx // self.step)
+        return max(0, -(-(self.nx - self.x0) // self.step))
 
     @property
     def n_rows(self) -> int:
-        return -(-self.ny // self.step)
+        return max(0, -(-(self.ny - self.y0) // self.row_step))
 
     @property
     def n_windows(self) -> int:
@@ -175,11 +186,15 @@ def _slots(levels: Sequence[Level], offsets: np.ndarray, slots: np.ndarray) -> n
     """``(level index, x, y)`` of result slots numbered level by level, row by row."""
     slots = np.asarray(slots, dtype=np.int64)
     k = np.searchsorted(offsets, slots, side="right") - 1
-    ncol = np.array([lv.n_cols for lv in levels], dtype=np.int64)[k]
-    step = np.array([lv.step for lv in levels], dtype=np.int64)[k]
-    row, col = np.divmod(slots - offsets[k], ncol)
-    index = np.array([lv.index for lv in levels], dtype=np.int64)[k]
-    return np.stack([index, col * step, row * step], axis=1).reshape(-1, 3)
+
+    def per_level(f) -> np.ndarray:
+        return np.array([f(lv) for lv in levels], dtype=np.int64)[k]
+
+    row, col = np.divmod(slots - offsets[k], per_level(lambda lv: lv.n_cols))
+    x = per_level(lambda lv: lv.x0) + col * per_level(lambda lv: lv.step)
+    y = per_level(lambda lv: lv.y0) + row * per_level(lambda lv: lv.row_step)
+    index = per_level(lambda lv: lv.index)
+    return np.stack([index, x, y], axis=1).reshape(-1, 3)
 
 
 @dataclass(frozen=True)
@@ -209,13 +224,19 @@ class Batch:
         nrow = np.array([lv.n_rows for lv in self.levels], dtype=np.int64)
         k = np.repeat(np.arange(len(self.levels)), nrow)
         r = np.arange(k.size, dtype=np.int64) - np.repeat(np.cumsum(nrow) - nrow, nrow)
-        step = np.array([lv.step for lv in self.levels], dtype=np.int64)[k]
+
+        def per_level(f) -> np.ndarray:
+            return np.array([f(lv) for lv in self.levels], dtype=np.int64)[k]
+
+        x0 = per_level(lambda lv: lv.x0)
+        y = per_level(lambda lv: lv.y0) + r * per_level(lambda lv: lv.row_step)
         items = np.empty((k.size, 4), dtype=np.int64)
-        items[:, 0] = (self.origins[k, 0] + r * step) * self.cols + self.origins[k, 1]
-        items[:, 1] = np.array([lv.nx for lv in self.levels], dtype=np.int64)[k]
-        items[:, 2] = step
-        items[:, 3] = self.out_offsets[k] + r * np.array([lv.n_cols for lv in self.levels],
-                                                         dtype=np.int64)[k]
+        # a row's windows start at column x0 of the level: the item's positions count from
+        # there (x = 0, step, ... < nx - x0)
+        items[:, 0] = (self.origins[k, 0] + y) * self.cols + self.origins[k, 1] + x0
+        items[:, 1] = per_level(lambda lv: lv.nx) - x0
+        items[:, 2] = per_level(lambda lv: lv.step)
+        items[:, 3] = self.out_offsets[k] + r * per_level(lambda lv: lv.n_cols)
         return items
 
     def positions(self, slots: Any) -> np.ndarray:
@@ -239,6 +260,12 @@ class Pyramid:
         ``"opencv"``: OpenCV's step rule and stripe cut-off; ``"clean"``: every row, ``step``.
     step : int, optional
         Grid step (``"clean"`` only; default OpenCV's: 2 below scale 2, else 1).
+    offset : (x0, y0), default=(0, 0)
+        ``"clean"`` only: the grid starts at column ``x0`` and row ``y0`` of every level (grids
+        of different offsets cover disjoint windows: hard-negative mining scans an image's
+        windows offset by offset).
+    row_step : int, optional
+        ``"clean"`` only: step between grid rows (default ``step``).
 
     Attributes
     ----------
@@ -253,8 +280,15 @@ class Pyramid:
     def __init__(self, window_shape: Sequence[int], image_size: Sequence[int], *,
                  scale_factor: float, min_size: Sequence[int] = (0, 0),
                  max_size: Sequence[int] = (0, 0), mode: str = "opencv",
-                 step: int | None = None) -> None:
+                 step: int | None = None, offset: Sequence[int] = (0, 0),
+                 row_step: int | None = None) -> None:
         check_mode(mode, step)
+        x0, y0 = (int(v) for v in offset)
+        if mode == "opencv" and (x0, y0, row_step) != (0, 0, None):
+            raise ValueError("offset, row_step: only configurable with mode='clean'")
+        if x0 < 0 or y0 < 0 or (row_step is not None and int(row_step) < 1):
+            raise ValueError(f"offset, row_step: expected offsets >= 0 and a step >= 1, got "
+                             f"{(x0, y0)}, {row_step}")
         H, W = (int(v) for v in window_shape)  # noqa: N806
         img_w, img_h = (int(v) for v in image_size)
         self.window_shape = (H, W)
@@ -271,12 +305,13 @@ class Pyramid:
             sh = int(np.rint(np.float32(img_h) / s))
             st = (1 if s >= 2 else 2) if step is None else int(step)
             nx, ny = sw + 1 - W, sh + 1 - H
-            if nx <= 0 or ny <= 0:
+            if nx <= x0 or ny <= y0:
                 continue
             if mode == "opencv":
                 stripe = max((ny // st + n_stripes - 1) // n_stripes, 1) * st
                 ny = min(ny, n_stripes * stripe)
-            self.levels.append(Level(i, s, sw, sh, st, nx, ny))
+            self.levels.append(Level(i, s, sw, sh, st, nx, ny, x0, y0,
+                                     None if row_step is None else int(row_step)))
         self._by_index = {lv.index: lv for lv in self.levels}
         counts = np.array([lv.n_windows for lv in self.levels], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)

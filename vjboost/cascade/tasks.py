@@ -88,13 +88,13 @@ def _image(path: str) -> np.ndarray | None:
 # ------------------------------------------------------------------------------------------------
 
 
-def mine_chunk(units: Sequence[tuple[str, int]], model: bytes | None, params: MiningParams,
+def mine_chunk(units: Sequence[tuple[str, int, int]], model: bytes | None, params: MiningParams,
                seed: int, per_image: int) -> list[UnitScan]:
     """Scan a chunk of mining units (the unit function of distributed mining).
 
     Parameters
     ----------
-    units : sequence of (path, pass)
+    units : sequence of (path, pass, passes)
     model : bytes or None
         :func:`model_json` of the cascade so far (``None`` before the first stage).
     params, seed, per_image
@@ -108,12 +108,13 @@ def mine_chunk(units: Sequence[tuple[str, int]], model: bytes | None, params: Mi
     det = None if model is None else _cached(model, repr(params),
                                              lambda m: mining_detector(m, params))
     out = []
-    for path, p in units:
+    for path, p, g in units:
         img = _image(path)
         out.append(UnitScan(np.zeros((0, *params.window), np.uint8), 0, 0, readable=False)
                    if img is None else
                    scan_unit(None if det is None else det.model, path, int(p), params=params,
-                             seed=seed, per_image=per_image, image=img, detector=det))
+                             seed=seed, per_image=per_image, g=int(g), image=img,
+                             detector=det))
     return out
 
 
@@ -130,7 +131,7 @@ def _chunks(items: Iterator[Any], first: int, largest: int) -> Iterator[list[Any
 
 
 def scan_units(executor: Executor, model: CascadeModel | None,
-               units: Sequence[tuple[str, int]], *, params: MiningParams, seed: int,
+               units: Sequence[tuple[str, int, int]], *, params: MiningParams, seed: int,
                per_image: int, chunk: int = 4) -> list[UnitScan]:
     """The scans of mining ``units`` computed on ``executor``, in the order of ``units``
     (what :meth:`~vjboost.cascade.negatives.NegativePool.fill` consumes batch by batch).
@@ -141,8 +142,8 @@ def scan_units(executor: Executor, model: CascadeModel | None,
         Runs :func:`mine_chunk` on chunks of units (serial, threads or Dask).
     model : CascadeModel or None
         The cascade so far (``None`` before the first stage), shared once with the workers.
-    units : sequence of (str, int)
-        ``(background path, pass)`` of each unit.
+    units : sequence of (str, int, int)
+        ``(background path, first pass, passes)`` of each unit.
     params, seed, per_image
         As in :func:`~vjboost.cascade.negatives.scan_unit`.
     chunk : int, default 4

@@ -477,7 +477,9 @@ class CascadeTrainer:
             "mining": dict(self.mining or {}),
             "mirror": bool(self.mirror),
             "seed": int(self.seed),
-            "mining_schedule": 2,  # negatives carried between stages, one cursor per image
+            # 2: negatives carried between stages, one cursor per image; 3: units of several
+            # grid offsets once the cascade accepts few windows
+            "mining_schedule": 3,
             **({} if self.reservoir is None else {
                 "reservoir": int(self.reservoir),
                 "reservoir_strategy": self.reservoir_strategy}),

@@ -449,6 +449,20 @@ class ChannelKind:
 
 _KINDS: dict[str, ChannelKind] = {}
 
+#: channel kinds that the library's families register in their own modules: a key naming one
+#: imports its module, so that a saved model loads whether or not the family was imported yet
+_BUILTIN_KIND_MODULES = {"ghist": "histogram", "chist": "histogram", "lbp": "lbp",
+                         "lbphist": "lbp"}
+
+
+def _kind(name: str) -> ChannelKind | None:
+    """The registered kind ``name`` (importing the library module that registers it)."""
+    if name not in _KINDS and name in _BUILTIN_KIND_MODULES:
+        import importlib
+
+        importlib.import_module(f"{__package__}.{_BUILTIN_KIND_MODULES[name]}")
+    return _KINDS.get(name)
+
 
 def register_channel_kind(kind: ChannelKind) -> ChannelKind:
     """Register a channel kind under ``kind.name`` (re-registering the same object is a no-op).
@@ -646,7 +660,7 @@ def parse_channel_key(key: str) -> tuple[str, tuple, int]:
         raise InputError(f"channel key {key!r}: expected 'kind', 'kind(params)' or "
                          "'kind(params)#plane'")
     kind, params, plane = m.group(1), m.group(2), m.group(3)
-    if kind not in _KINDS:
+    if _kind(kind) is None:
         raise InputError(f"channel key {key!r}: unknown channel kind {kind!r}; known: "
                          f"{sorted(_KINDS)}")
     ptuple = tuple(_param(v) for v in params.split(",")) if params else ()

@@ -117,8 +117,10 @@ _HCELL = 29                         # OP_HOG: cell of the target entry (target /
 #: per-feature arrays of a Program
 _FIELDS = ("op", "norm", "plane", "corners", "weights", "scale", "hogi", "hogf", "categorical")
 
-#: ``ops`` constants of :func:`node_value` (and of the cascade kernels built on it)
-OPS_MIXED, OPS_RECTS, OPS_MBLBP, OPS_HAAR = 0, 1, 2, 3
+#: ``ops`` constants of :func:`node_value` (and of the cascade kernels built on it);
+#: ``OPS_RECTS_MBLBP``: OP_RECTS and OP_MBLBP records, no OP_HOG (the usual mixed pool), read
+#: per node like ``OPS_MIXED`` but small enough for kernels to inline
+OPS_MIXED, OPS_RECTS, OPS_MBLBP, OPS_HAAR, OPS_RECTS_MBLBP = 0, 1, 2, 3, 4
 
 
 # --------------------------------------------------------------------------------------------
@@ -245,7 +247,8 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
     compile-time constant when the caller knows the features' operations (``OPS_*``):
     ``OPS_RECTS`` only OP_RECTS, ``OPS_MBLBP`` only OP_MBLBP, ``OPS_HAAR`` only OP_RECTS with
     the variance normalisation and unit scale (OpenCV's Haar features: the record's first
-    cache line is all it reads); ``OPS_MIXED`` reads ``op`` from the record. Returns float32
+    cache line is all it reads); ``OPS_MIXED`` reads ``op`` from the record, and so does
+    ``OPS_RECTS_MBLBP`` (OP_RECTS or OP_MBLBP records only). Returns float32
     (MB-LBP codes as float32 integers). Kernels specialised for one operation may call
     :func:`rects_value` or :func:`mblbp_code` directly (smaller code, integer codes).
 
@@ -278,7 +281,7 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
         op = tab[_U(o + _OP)]
     if op == 0:
         return rects_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops == 3)
-    if op == 1:
+    if op == 1 or ops == 4:
         return np.float32(mblbp_code(tab, o, buf, p))
     # OP_HOG: the block's normalisers, then the entry
     a, b = hog_block_norms(tab, tabf, o, buf, p, _NO_SUMS)
@@ -853,7 +856,9 @@ class Program:
         if kinds == {OP_RECTS} and not self.categorical.any():
             haar = (self.norm == NORM_VARIANCE).all() and (self.scale == 1).all()
             return OPS_HAAR if haar else OPS_RECTS
-        return OPS_MBLBP if kinds == {OP_MBLBP} else OPS_MIXED
+        if kinds == {OP_MBLBP}:
+            return OPS_MBLBP
+        return OPS_RECTS_MBLBP if OP_HOG not in kinds else OPS_MIXED
 
     # -- checks ---------------------------------------------------------------------------------
 
