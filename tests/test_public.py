@@ -144,6 +144,45 @@ def test_numba_cache_in_the_users_folder(tmp_path):
     assert out == str(tmp_path / "mine")
 
 
+def test_detection_does_not_import_scipy_linalg_and_blas_still_works():
+    """numba's first kernel load skips its SciPy BLAS probe; a kernel using BLAS compiled later
+    in the same process still gets it (and agrees with NumPy)."""
+    code = (
+        "import sys, numpy as np, vjboost, numba\n"
+        "vjboost.detect(np.zeros((40, 40), np.uint8), 'vjboost:frontalface')\n"
+        "print('scipy.linalg' in sys.modules)\n"
+        "from numba.np import arraymath, linalg\n"
+        "print(bool(arraymath._HAVE_BLAS), linalg.ensure_blas.__module__)\n"
+        "f = numba.njit(lambda a, b: np.dot(a, b))\n"
+        "a, b = np.arange(5.0), np.linspace(0, 1, 5)\n"
+        "m = np.arange(6.0).reshape(2, 3)\n"
+        "print(f(a, b) == np.dot(a, b), np.allclose(f(m, m.T), m @ m.T))\n"
+        "print('scipy.linalg' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[:4] == ["False", "True numba.np.linalg", "True True", "True"]
+
+
+def test_console_scripts_start_through_the_launcher(monkeypatch, capsys):
+    """Every console script is a launcher function running its command; the launcher leaves
+    the garbage collector as it found it."""
+    import gc
+
+    from vjboost.cli import _launch
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    scripts = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]
+    assert set(scripts) == set(_launch.__all__)
+    assert all(v == f"vjboost.cli._launch:{k}" for k, v in scripts.items())
+    monkeypatch.setattr(sys, "argv", ["vjdetect", "--help"])
+    assert gc.isenabled()
+    with pytest.raises(SystemExit) as info:
+        _launch.vjdetect()
+    assert info.value.code == 0 and "INPUTS" in capsys.readouterr().out
+    assert gc.isenabled()
+    gc.unfreeze()
+
+
 def test_compile_notice_only_when_compiling():
     import io
 

@@ -124,6 +124,34 @@ def test_json_text_cases(tmp_path, text, needle):
     assert str(p) in str(info.value)
 
 
+def _nesting(doc) -> int:
+    """Depth of a parsed JSON value: the number of containers on its deepest path."""
+    if isinstance(doc, dict):
+        return 1 + max(map(_nesting, doc.values()), default=0)
+    if isinstance(doc, list):
+        return 1 + max(map(_nesting, doc), default=0)
+    return 0
+
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet='ab[]{}"\\ \n'),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(alphabet='a[{"\\}]', max_size=4), inner, max_size=4),
+    max_leaves=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=_JSON_VALUES, chunk=st.sampled_from([1, 2, 3, 7, 1 << 23]))
+def test_json_depth_is_the_nesting_of_the_parsed_value(doc, chunk):
+    """The text scan (strings with brackets, quotes and backslash runs; any chunking) finds
+    the depth the parser builds."""
+    import unittest.mock
+
+    text = json.dumps(doc, indent=None if chunk % 2 else 1).encode()
+    with unittest.mock.patch.object(vio, "_DEPTH_CHUNK", chunk):
+        assert vio._json_depth(text) == _nesting(json.loads(text))
+
+
 def test_v1_model_rect_of_four_values(tmp_path):
     import vjboost
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
-from numba import njit
 
 from ._errors import InputError, OutputError
 from ._limits import Limits, get_limits, limit_error
@@ -112,41 +111,68 @@ def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception
     return data
 
 
-@njit(cache=True, nogil=True)
-def _max_depth(b: np.ndarray) -> int:  # pragma: no cover - compiled
-    depth = 0
-    deepest = 0
-    inside = False
-    escaped = False
-    for c in b:
-        if inside:
-            if escaped:
-                escaped = False
-            elif c == 92:  # backslash
-                escaped = True
-            elif c == 34:  # closing quote
-                inside = False
-        elif c == 34:
-            inside = True
-        elif c == 91 or c == 123:  # [ {
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-        elif c == 93 or c == 125:  # ] }
-            depth -= 1
-    return deepest
+#: every byte but the quote and the brackets, deleted before the nesting is measured
+_NOT_STRUCTURE = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+#: quote -> 0, ``[``/``{`` -> 1, ``]``/``}`` -> 255 (-1 as int8)
+_STEP = bytes.maketrans(b'"[{]}', bytes([0, 1, 1, 255, 255]))
+#: bytes of text measured at a time by :func:`_json_depth` (its temporaries are about this)
+_DEPTH_CHUNK = 8 << 20
+
+
+def _unescape_quotes(text: bytes) -> bytes:
+    """``text`` with every escaped quote (after an odd run of backslashes) blanked."""
+    arr = np.frombuffer(text, dtype=np.uint8)
+    slashes = np.flatnonzero(arr == 92)
+    first = np.ones(slashes.size, dtype=bool)  # first backslash of each run
+    first[1:] = np.diff(slashes) != 1
+    run_start = slashes[first]
+    run_len = np.diff(np.append(np.flatnonzero(first), slashes.size))
+    after = (run_start + run_len)[run_len % 2 == 1]  # the byte an odd run escapes
+    after = after[after < arr.size]
+    quotes = after[arr[after] == 34]
+    if not quotes.size:
+        return text
+    arr = arr.copy()
+    arr[quotes] = 32
+    return arr.tobytes()
 
 
 def _json_depth(data: bytes) -> int:
-    """Deepest nesting of ``[``/``{`` outside strings, in one pass before any parsing (no
-    memory beyond the text).
+    """Deepest nesting of ``[``/``{`` outside strings, in one pass before any parsing (memory:
+    a few times :data:`_DEPTH_CHUNK` bytes, whatever the size of the text).
+
+    Escaped quotes are blanked; the quotes left delimit the strings. Text that is not JSON may
+    be measured differently from how a parser would read it, and is refused by the parser.
 
     Examples
     --------
-    >>> _json_depth(b'{"a": [[1], "[[["], "b": {}}')
+    >>> _json_depth(b'{"a": [[1], "[[[", "\\\\"], "b": {"c\\"[": []}}')
     3
     """
-    return int(_max_depth(np.frombuffer(data, dtype=np.uint8))) if data else 0
+    deepest = level = 0
+    inside = 0  # 1: the chunk starts inside a string
+    start = 0
+    while start < len(data):
+        stop = min(start + _DEPTH_CHUNK, len(data))
+        while stop < len(data) and data[stop - 1] == 92:  # keep runs of backslashes whole
+            stop += 1
+        text = data[start:stop]
+        start = stop
+        if b"\\" in text:
+            text = _unescape_quotes(text)
+        marks = text.translate(None, _NOT_STRUCTURE)
+        if not marks:
+            continue
+        quote = np.frombuffer(marks, dtype=np.uint8) == 34
+        # inside a string after an odd number of quotes, counting the chunk's start state
+        strings = np.bitwise_xor.accumulate(quote.view(np.uint8)) ^ inside
+        steps = np.frombuffer(marks.translate(_STEP), dtype=np.int8)[(strings | quote) == 0]
+        inside = int(strings[-1])
+        if steps.size:
+            path = level + np.cumsum(steps, dtype=np.int64)
+            deepest = max(deepest, int(path.max()))
+            level = int(path[-1])
+    return deepest
 
 
 def _json_constant(name: str) -> Any:

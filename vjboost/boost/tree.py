@@ -85,6 +85,11 @@ def subset_from_codes(codes: Sequence[int] | np.ndarray) -> np.ndarray:
     return words
 
 
+#: (min, max) of the integer dtypes trees store (np.iinfo is slow next to a small array's checks)
+_INT_RANGE = {np.dtype(t): (int(np.iinfo(t).min), int(np.iinfo(t).max))
+              for t in (np.int32, np.int64)}
+
+
 def _int_array(v: Any, name: str, where: str, dtype: Any) -> np.ndarray:
     a = np.asarray(v)
     if a.dtype.kind == "b" or (a.dtype.kind not in "iu" and a.size):
@@ -92,11 +97,13 @@ def _int_array(v: Any, name: str, where: str, dtype: Any) -> np.ndarray:
             a = a.astype(np.int64)
         else:
             raise TreeError(f"{where}: '{name}' must hold integers, got {a.dtype}")
-    a = a.reshape(-1).astype(np.int64)
-    info = np.iinfo(dtype)
-    if a.size and (a.min() < info.min or a.max() > info.max):
+    a = a.reshape(-1)
+    lo, hi = _INT_RANGE[np.dtype(dtype)]
+    # values are checked only when the dtype could hold some out of range (a list of Python
+    # ints becomes int64: nothing to check for an int64 field)
+    if a.size and not np.can_cast(a.dtype, dtype) and (a.min() < lo or a.max() > hi):
         raise TreeError(f"{where}: '{name}' value outside the {np.dtype(dtype).name} range")
-    return np.ascontiguousarray(a, dtype=dtype)
+    return np.array(a, dtype=dtype)  # a copy the tree owns, C-contiguous
 
 
 class Tree:
@@ -180,7 +187,7 @@ class Tree:
         else:
             cat = np.asarray(categorical, dtype=bool).reshape(-1)
         self.categorical = np.ascontiguousarray(cat)
-        if self.categorical.size == n:
+        if self.categorical.size == n and (subsets is not None or categorical is not None):
             self.threshold[self.categorical] = 0.0
             self.subsets[~self.categorical] = 0
         self.split_bins = (None if split_bins is None
@@ -320,16 +327,14 @@ class Tree:
         if self.leaves.shape[0] != n + 1:
             raise TreeError(f"{where}: {n} internal node(s) need {n + 1} leaf values, got "
                             f"{self.leaves.shape[0]} (trees must be full binary trees)")
-        codes = np.concatenate([self.left, self.right]).astype(np.int64)
-        internal = np.sort(codes[codes > 0])
-        leaf_ids = np.sort(-codes[codes <= 0])
-        if not (np.array_equal(internal, np.arange(1, n))
-                and np.array_equal(leaf_ids, np.arange(n + 1))):
-            raise TreeError(f"{where}: child codes {self.left.tolist()} / "
-                            f"{self.right.tolist()} do not form a tree (every node and leaf "
-                            "must be reached once)")
-        parents = np.concatenate([np.arange(n), np.arange(n)])[codes > 0]
-        if np.any(parents >= codes[codes > 0]):
+        # in Python: trees are small, and NumPy's per-call cost dominates for them
+        left, right = self.left.tolist(), self.right.tolist()
+        codes = left + right
+        if (sorted(c for c in codes if c > 0) != list(range(1, n))
+                or sorted(-c for c in codes if c <= 0) != list(range(n + 1))):
+            raise TreeError(f"{where}: child codes {left} / {right} do not form a tree (every "
+                            "node and leaf must be reached once)")
+        if any(0 < c <= i for kids in (left, right) for i, c in enumerate(kids)):
             raise TreeError(f"{where}: child codes must point forward (breadth-first layout)")
         if self.feature.min() < 0:
             raise TreeError(f"{where}: negative feature id {int(self.feature.min())}")

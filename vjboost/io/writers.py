@@ -29,7 +29,6 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
-from xml.sax.saxutils import escape
 
 import numpy as np
 
@@ -176,6 +175,8 @@ class DetectionWriter:
             atomic_write(self.path, text)
 
     def _write_voc(self) -> None:
+        from xml.sax.saxutils import escape  # here: it imports urllib (and ssl) with it
+
         used: set[str] = set()
         for im in self._images:
             objs = "".join(
