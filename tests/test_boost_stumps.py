@@ -157,6 +157,23 @@ def test_exact_search_matches_brute_force(crit, prob):
 
 
 @pytest.mark.parametrize("crit", CRITS)
+@given(seed=st.integers(0, 2**31 - 1), s=st.sampled_from([47, 48, 49, 300, 1023, 1024, 2500]),
+       scale=st.sampled_from([1.0, 1e-20, 1e15]))
+def test_exact_search_wide_values_match_brute_force(crit, seed, s, scale):
+    # rows longer than a few values are radix-sorted on the float bits: signs, ±0, ties and
+    # magnitudes spanning every exponent byte must order as the values do
+    rng = np.random.default_rng(seed)
+    X = (rng.integers(-40, 41, size=(2, s)) * rng.choice([1.0, 2.0**-60, 2.0**60], (2, s))
+         * scale).astype(np.float32)
+    X[:, rng.random(s) < 0.1] = -0.0
+    r = np.where(rng.random(s) < 0.5, 1.0, -1.0)
+    if crit == "regression":
+        r = r * rng.random(s) * 3
+    w = rng.random(s)
+    check_search(search_stumps(X, r, w, criterion=crit), X, r, w, crit)
+
+
+@pytest.mark.parametrize("crit", CRITS)
 @given(prob=problems())
 def test_binned_search_matches_brute_force(crit, prob):
     """On bins the search equals brute force over bin values; with edges, thresholds are raw."""

@@ -21,10 +21,11 @@ per-stage mining cost, and the samplers on the face validation split.
    at false-positive budgets on the validation detection set ``val/det``.
 
 The last line is ``RESULT {json}`` with ``shipped_config_s``, ``shipped_config_peak_gib``,
-``ref_run_ratio_sampler``, ``ref_run_ratio_exhaustive``, ``dask_same_model`` (null here: filled by
-the distributed benchmark), the mining table and the sampler table. ``--quick`` (under a minute):
-a 5-stage reference run of 300/600 windows with each search, no shipped configuration, no face
-comparison.
+``ref_run_ratio_sampler``, ``ref_run_ratio_exhaustive``, ``dask_same_model`` (the same-model
+check of ``tools/bench_dask.py``: a small cascade trained in-process and on 2 local Dask workers;
+null with ``--no-dask`` or without the ``dask`` extra), the mining table and the sampler table.
+``--quick`` (under a minute): a 5-stage reference run of 300/600 windows with each search and
+the same-model check, no shipped configuration, no face comparison.
 """
 
 from __future__ import annotations
@@ -278,6 +279,8 @@ def main() -> None:
                          "full,laminating,tasting_1q")
     ap.add_argument("--sampler-run", default="14,1000,2000",
                     help="stages,num_pos,num_neg of the sampler comparison")
+    ap.add_argument("--no-dask", action="store_true",
+                    help="skip the same-model check on 2 local Dask workers")
     args = ap.parse_args()
     args.sampler_run = tuple(int(v) for v in args.sampler_run.split(","))
     if args.shipped_from:
@@ -314,7 +317,27 @@ def main() -> None:
         result["shipped_config_s"] = result["shipped_config_peak_gib"] = None
     if args.samplers and not args.quick:
         result["samplers"] = compare_samplers(args, args.samplers.split(","))
+    if not args.no_dask:
+        result["dask_same_model"] = dask_same_model(Path(args.output))
     print("RESULT " + json.dumps(result))
+
+
+def dask_same_model(tmp: Path) -> bool | None:
+    """``tools/bench_dask.py``'s same-model check (2 local Dask workers against one process);
+    ``None`` when the ``dask`` extra is not installed."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        print("dask_same_model: skipped (the dask extra is not installed)")
+        return None
+    sys.path.insert(0, str(REPO / "tools"))
+    from bench_dask import same_model
+
+    t = time.perf_counter()
+    same = same_model(tmp)
+    print(f"dask_same_model: {same} (a 3-stage cascade in-process and on 2 Dask workers, "
+          f"{time.perf_counter() - t:.0f} s)")
+    return bool(same)
 
 
 if __name__ == "__main__":

@@ -137,50 +137,89 @@ def _midpoint(xi, xn):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _small_sorted_row(values, q, cols, x, keys, order):
-    """``_sorted_row`` for a few columns, in preallocated buffers: the values (``-0.0`` read
-    as ``0.0``) packed with their position into 64-bit keys, insertion-sorted (the same stable
-    order as a merge sort)."""
-    n = cols.shape[0]
-    for i in range(n):
-        x[i] = values[q, cols[i]] + np.float32(0.0)
+def _row_keys(values, q, cols, x, keys):
+    """Row ``q`` of ``values`` on ``cols`` into ``x`` (``-0.0`` read as ``0.0``) and its
+    order-preserving unsigned keys (IEEE bits, sign-flipped) into ``keys``."""
     bits = x.view(np.uint32)
-    for i in range(n):
+    for i in range(cols.shape[0]):
+        x[i] = values[q, cols[i]] + np.float32(0.0)
         b = bits[i]
-        b = ~b if b & np.uint32(0x80000000) else b | np.uint32(0x80000000)
-        k = (np.uint64(b) << np.uint64(32)) | np.uint64(i)
-        j = i - 1
-        while j >= 0 and keys[j] > k:
-            keys[j + 1] = keys[j]
-            j -= 1
-        keys[j + 1] = k
+        keys[i] = ~b if b & np.uint32(0x80000000) else b | np.uint32(0x80000000)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insertion_order(keys, order):
+    """Stable order of a few ``keys`` (insertion sort)."""
+    n = keys.shape[0]
     for i in range(n):
-        order[i] = np.int64(keys[i] & np.uint64(0xFFFFFFFF))
+        k = keys[i]
+        j = i - 1
+        while j >= 0 and keys[order[j]] > k:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = i
 
 
-#: rows of at most this many columns are sorted in place (allocation and merge sort cost more
-#: than the sort itself: Laminating's first steps search 65,536 features on ~20 draws)
-_SMALL_ROW = 32
+@njit(cache=True, nogil=True, inline="always")
+def _radix_order(keys, keys2, order, order2, count):
+    """Stable order of 32-bit ``keys``: LSD radix sort, four passes of 8 bits (fewer than 1024
+    keys) or three of 11 bits (``keys`` and ``order`` are overwritten; ``keys2``, ``order2``
+    and ``count`` (2049,) are scratch). Returns the array holding the order."""
+    n = keys.shape[0]
+    for i in range(n):
+        order[i] = i
+    width = 8 if n < 1024 else 11
+    n_pass = 4 if n < 1024 else 3
+    n_dig = 1 << width
+    mask = np.uint32(n_dig - 1)
+    src_k, dst_k, src_o, dst_o = keys, keys2, order, order2
+    for p in range(n_pass):
+        sh = np.uint32(p * width)
+        count[: n_dig + 1] = 0
+        for i in range(n):
+            count[((src_k[i] >> sh) & mask) + 1] += 1
+        if count[((src_k[0] >> sh) & mask) + 1] == n:
+            continue  # one digit for all keys: this pass would not move anything
+        for d in range(n_dig):
+            count[d + 1] += count[d]
+        for i in range(n):
+            d = (src_k[i] >> sh) & mask
+            j = count[d]
+            dst_k[j] = src_k[i]
+            dst_o[j] = src_o[i]
+            count[d] = j + 1
+        src_k, dst_k, src_o, dst_o = dst_k, src_k, dst_o, src_o
+    return src_o
+
+
+#: rows of at most this many columns are insertion-sorted (Laminating's first steps search tens
+#: of thousands of features on ~20 draws each)
+_SMALL_ROW = 48
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
     n_s = cols.shape[0]
     n_q = rows.shape[0]
-    small = n_s <= _SMALL_ROW
-    # rows in contiguous chunks, each with its own buffers (allocated once per chunk)
+    # rows in contiguous chunks, each with its own buffers (allocated once per chunk): sorting
+    # by value is a stable radix sort of the float32 keys, the order of a stable merge sort
     n_chunks = min(n_q, 256)
     for ch in prange(n_chunks):
         su = np.empty(n_s)
         sv = np.empty(n_s)
         x = np.empty(n_s, dtype=np.float32)
-        keys = np.empty(n_s if small else 0, dtype=np.uint64)
-        order = np.empty(n_s, dtype=np.int64)
+        keys = np.empty(n_s, dtype=np.uint32)
+        keys2 = np.empty(n_s, dtype=np.uint32)
+        buf = np.empty(n_s, dtype=np.int64)
+        buf2 = np.empty(n_s, dtype=np.int64)
+        count = np.empty(2049, dtype=np.int64)
         for qi in range(ch * n_q // n_chunks, (ch + 1) * n_q // n_chunks):
-            if small:
-                _small_sorted_row(values, rows[qi], cols, x, keys, order)
+            _row_keys(values, rows[qi], cols, x, keys)
+            if n_s <= _SMALL_ROW:
+                _insertion_order(keys, buf)
+                order = buf
             else:
-                x, order = _sorted_row(values, rows[qi], cols)
+                order = _radix_order(keys, keys2, buf, buf2, count)
             # suffix sums: su[k] = sum over sorted positions > k
             acc_u = 0.0
             acc_v = 0.0
