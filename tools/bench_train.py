@@ -54,7 +54,8 @@ SHARED = next((p for p in (Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "
 FACES = Path("/work/data/faces")
 ANCHOR = {"seconds": 893.0, "recall_iou50": 0.466, "fp_iou50": 50, "recall_iou30": 0.480,
           "fp_iou30": 45, "stages": 13, "weak": 90}
-#: the vjboost/models/README.md command of vjboost:frontalface_haar (without output folder and --stages)
+#: the vjboost/models/README.md command of vjboost:frontalface_haar (without output folder and
+#: --stages)
 SHIPPED_ARGS = [
     str(SHARED / "faces" / "caltech_webfaces_36x36.npz"), str(SHARED / "negatives"),
     "--window", "20x20", "--pos-crop", "0.175,0.19,0.667,0.667", "--mirror",

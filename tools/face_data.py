@@ -320,9 +320,9 @@ def measure_framing(rulers: Rulers, web: np.ndarray, cbcl: np.ndarray, *,
 def model_check(windows: np.ndarray, box, spec: str = "vjboost:frontalface_haar") -> dict:
     """Where a vjboost model puts its box on the windows, relative to the target box.
 
-    The shipped Haar model (the convention's origin) reports boxes in the target convention; run on windows framed by the
-    mappings above (upscaled 3x, edge-padded), its best-overlapping detection should sit on the
-    target box. Returns the share found at IoU >= 0.5 and the median of
+    The shipped Haar model (the convention's origin) reports boxes in the target convention;
+    run on windows framed by the mappings above (upscaled 3x, edge-padded), its best-overlapping
+    detection should sit on the target box. Returns the share found at IoU >= 0.5 and the median of
     :func:`relation` (detection | target box): ``(0, 0, 1, 1)`` is a perfect agreement.
     """
     from vjboost.cascade import CascadeDetector, load_model
