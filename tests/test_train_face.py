@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
+import importlib
 from pathlib import Path
 
 from vjboost.cascade import load_model, save_model
@@ -12,20 +11,13 @@ from vjboost.cascade.shipped import MODELS_DIR
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("train_face", TOOLS / "train_face.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["train_face"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_ship_model_replaces_every_file_of_the_name(tmp_path, monkeypatch):
     """A model without an XML twin (a multi-family cascade) must not leave the previous model's
     XML behind under its name."""
     import vjboost.cascade.shipped as shipped
 
-    tf = _load()
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
     models = tmp_path / "models"
     models.mkdir()
     monkeypatch.setattr(shipped, "MODELS_DIR", models)
