@@ -40,6 +40,7 @@ import itertools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -68,25 +69,29 @@ SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
 DATA = SHARED / "data" / "uiuc-cars"
 BACKGROUNDS = SHARED / "data" / "negatives"
 
-#: background images showing cars, vans or trucks (found by running a car cascade trained on the
-#: validation split over all 3,019 and looking at its 120 most confident windows, ``--screen``):
-#: never used
+#: background images showing cars, vans or trucks (found by running car cascades trained on the
+#: validation split over all 3,019 and looking at their most confident windows, ``--screen``:
+#: the first 22 with a 14-stage LBP cascade's top 120, the last 6 with a 20-stage LBP-tree
+#: cascade's top 106): never used
 EXCLUDED_BACKGROUNDS = tuple(f"{n}.jpg" for n in (
     "UMD_020", "neg-0094", "neg-0095", "neg-0097", "neg-0118", "neg-0157", "neg-0394",
     "neg-0459", "neg-0491", "neg-0589", "neg-0830", "neg-0832", "neg-1235", "neg-1245",
     "neg-1283", "neg-1337", "neg-1383", "neg-1395", "neg-1402", "neg-1582", "neg-1617",
-    "neg-4235"))
+    "neg-4235",
+    "UMD_041", "neg-0831", "neg-1178", "neg-1410", "neg-1417", "neg-4668"))
 
 #: ``vjtrain`` options of the shipped car cascade (chosen on the validation split)
 VJ_CONFIG: dict[str, object] = {
-    "window": "50x20", "features": "lbp", "sampler": "full", "stages": 14,
-    "num-pos": 800, "num-neg": 2000, "min-hit-rate": 0.995, "max-false-alarm": 0.5,
-    "mining-scale-factor": 1.25, "seed": 0,
+    "window": "50x20", "features": "lbp", "sampler": "laminating", "weak-learner": "tree",
+    "max-depth": 2, "stages": 18, "jitter": 2, "jitter-range": "6,0.06,0.04",
+    "shuffle-positives": True, "num-pos": 1500, "num-neg": 2000, "min-hit-rate": 0.998,
+    "max-false-alarm": 0.5, "mining-scale-factor": 1.25, "seed": 0,
 }
 #: detection settings of the car cascade (chosen on the validation split); ``n_stages``: the
 #: stages kept of the trained cascade (None: all)
-VJ_DETECT: dict[str, object] = {"scale_factor": 1.1, "min_neighbors": 1,
-                                "confidence": "neighbors", "n_stages": None}
+VJ_DETECT: dict[str, object] = {"scale_factor": 1.15, "min_neighbors": 1,
+                                "confidence": "neighbors", "n_stages": None, "border": "reflect",
+                                "border_margin": 0.3}
 #: dlib settings (chosen on the validation split): SVM C, detection window (width, height),
 #: number of non-car background images added as box-free training images
 DLIB_CONFIG: dict[str, object] = {"C": 50.0, "window": (80, 32), "n_backgrounds": 300}
@@ -150,7 +155,7 @@ def _feather(h: int, w: int) -> np.ndarray:
 
 
 def make_scenes(cars: list[np.ndarray], backgrounds: list[Path], *, scales: tuple[float, float],
-                seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+                seed: int, cut: float = 0.0) -> list[tuple[np.ndarray, np.ndarray]]:
     """Validation scenes: every car pasted once, alone or beside another, into a background.
 
     Parameters
@@ -160,6 +165,10 @@ def make_scenes(cars: list[np.ndarray], backgrounds: list[Path], *, scales: tupl
     scales : (low, high)
         Car scale relative to 100x40, drawn log-uniformly (both cars of a scene share it).
     seed : int
+    cut : float, default 0
+        Share of the cars placed across an edge of the scene (left or right, or else top or
+        bottom), with 5-30 % of their width (height) outside: the truth corner then lies
+        outside the image, as for cars the photograph cut.
 
     Returns
     -------
@@ -195,7 +204,21 @@ def make_scenes(cars: list[np.ndarray], backgrounds: list[Path], *, scales: tupl
             x = int(i * slot + rng.uniform(0, max(slot - cw, 0)))
             y = int(rng.uniform(0, H - ch))
             a = _feather(ch, cw)
-            scene[y:y + ch, x:x + cw] = a * patch + (1 - a) * scene[y:y + ch, x:x + cw]
+            # a cut car: its feathered edge lies on the side still in the image only
+            if cut and rng.random() < cut:
+                side = int(rng.integers(0, 4))
+                out = rng.uniform(0.05, 0.3)
+                if side == 0 and i == 0:
+                    x = -round(out * cw)
+                elif side == 1 and i == n - 1:
+                    x = W - cw + round(out * cw)
+                elif side == 2:
+                    y = -round(out * ch)
+                elif side == 3:
+                    y = H - ch + round(out * ch)
+            y0, y1, x0, x1 = max(y, 0), min(y + ch, H), max(x, 0), min(x + cw, W)
+            sub = (slice(y0 - y, y1 - y), slice(x0 - x, x1 - x))
+            scene[y0:y1, x0:x1] = a[sub] * patch[sub] + (1 - a[sub]) * scene[y0:y1, x0:x1]
             truth.append((y, x, cw))
         k += n
         scenes.append((np.clip(np.rint(scene), 0, 255).astype(np.uint8),
@@ -254,8 +277,9 @@ def vj_detect(model, images: dict, detect: dict, threads: int, multiscale: bool
               ) -> tuple[dict, float]:
     """Corner locations and confidences per image, and the detection seconds."""
     det = CascadeDetector(model, scale_factor=float(detect["scale_factor"]), min_neighbors=0,
-                          grouping="none", threads=threads,
-                          n_stages=detect.get("n_stages"))
+                          grouping="none", threads=threads, n_stages=detect.get("n_stages"),
+                          border=detect.get("border"),
+                          border_margin=float(detect.get("border_margin", 0.25)))
     out, seconds = {}, 0.0
     for key, img in images.items():
         t0 = time.perf_counter()
@@ -352,6 +376,9 @@ def validate(args) -> None:
     sets = {
         "val1": (make_scenes(val_cars, val_bgs, scales=(1.0, 1.0), seed=args.seed), False),
         "valms": (make_scenes(val_cars, val_bgs, scales=(0.5, 2.5), seed=args.seed + 1), True),
+        # every car cut by an edge of its scene (5-30 % outside): for border=...
+        "valcut": (make_scenes(val_cars, val_bgs, scales=(1.0, 1.0), seed=args.seed + 2,
+                               cut=1.0), False),
     }
     # the held-out non-car windows are scenes too (every detection there is a false positive)
     extra = {f"neg{i}": cv2.resize(gray(neg[i]), (200, 80)) for i in n_va}
@@ -405,7 +432,8 @@ def validate(args) -> None:
         for spec in args.vj_configs:
             cfg = dict(VJ_CONFIG)
             detect = dict(VJ_DETECT)
-            for kv in spec.split(","):
+            # a value may hold commas (--jitter-range 6,0.06,0.04): split before "key=" only
+            for kv in re.split(r",(?=[a-z][a-z-]*=)", spec):
                 if not kv:
                     continue
                 k, _, v = kv.partition("=")
@@ -421,10 +449,13 @@ def validate(args) -> None:
             model = load_model(model_path)
             counts = sorted({min(int(n), model.n_stages) for n in args.n_stages}
                             | {model.n_stages})
-            for ns, sf, mn, conf in itertools.product(counts, args.scale_factors,
-                                                      args.min_neighbors, args.confidences):
-                d = dict(detect, scale_factor=sf, min_neighbors=mn, confidence=conf, n_stages=ns)
-                score(f"vjboost {spec or 'base'} stages={ns} sf={sf} mn={mn} conf={conf}",
+            for ns, sf, mn, conf, bd, bm in itertools.product(
+                    counts, args.scale_factors, args.min_neighbors, args.confidences,
+                    args.borders, args.border_margins):
+                d = dict(detect, scale_factor=sf, min_neighbors=mn, confidence=conf, n_stages=ns,
+                         border=bd, border_margin=bm)
+                score(f"vjboost {spec or 'base'} stages={ns} sf={sf} mn={mn} conf={conf} "
+                      f"border={bd} margin={bm}",
                       lambda ims, ms, d=d, m=model: vj_detect(m, ims, d, args.threads, ms), sec)
     Path(args.work).mkdir(parents=True, exist_ok=True)
     (Path(args.work) / "validation.json").write_text(json.dumps(results, indent=1))
@@ -586,6 +617,10 @@ def main() -> None:
     ap.add_argument("--scale-factors", default="1.1")
     ap.add_argument("--min-neighbors", default="1")
     ap.add_argument("--confidences", default="neighbors,score")
+    ap.add_argument("--borders", default="none", help="(--validate) detector borders to try: "
+                    "none, replicate, reflect")
+    ap.add_argument("--border-margins", default="0.25", help="(--validate) shares of the window "
+                    "a window may extend past the image (with a border)")
     ap.add_argument("--n-stages", default="", help="(--validate) also score the cascades cut "
                     "to these stage counts, e.g. 12,16")
     ap.add_argument("--screen", help="a car cascade to run over the backgrounds: contact sheets "
@@ -605,6 +640,8 @@ def main() -> None:
     args.scale_factors = [float(v) for v in args.scale_factors.split(",")]
     args.min_neighbors = [int(v) for v in args.min_neighbors.split(",")]
     args.confidences = args.confidences.split(",")
+    args.borders = [None if v == "none" else v for v in args.borders.split(",")]
+    args.border_margins = [float(v) for v in args.border_margins.split(",")]
     args.n_stages = [int(v) for v in args.n_stages.split(",") if v]
     if args.screen:
         screen(args)

@@ -13,7 +13,9 @@ float32 and round-half-to-even arithmetic, the σ > 10 gate of variance-normalis
 the step of 2 pixels below scale 2, the skip of the next position after a stage-0 rejection, the
 row cut-off caused by OpenCV's stripe split, ``groupRectangles`` and the clipping of output boxes.
 ``mode="clean"`` drops the stripe cut-off (every row is scanned) and lets
-``step``/``skip_after_stage0`` be chosen freely.
+``step``/``skip_after_stage0`` be chosen freely. ``border="replicate"`` or ``"reflect"`` (either
+mode) pads the image so that windows may extend past its edge by ``border_margin`` of their
+size: objects cut by the border are found, with boxes that leave the image (not clipped).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import numpy as np
 from ..boxes import group_detections
 from .model import CascadeModel
 from .runner import CascadeRunner
-from .scan import Pyramid, check_mode, opencv_scales
+from .scan import Pyramid, check_border, check_mode, opencv_scales
 
 __all__ = [
     "CascadeDetector",
@@ -178,6 +180,13 @@ class CascadeDetector:
         ``min_neighbors`` raw windows (themselves included) overlap at IoU > ``nms_iou``;
         ``"none"``: raw windows.
     nms_iou : float, default=0.3
+    border : {None, "replicate", "reflect"}, default=None
+        Pad the image (edge pixels repeated, or mirrored) so that windows may extend past its
+        edge, to find objects the border cuts; their boxes leave the image and are not clipped.
+        None: OpenCV's geometry, windows inside the image.
+    border_margin : float, default=0.25
+        With ``border``: the share of a window's width and height (per side) that may lie
+        outside the image.
     min_std : float, default=10.0
         The σ gate in grey levels (OpenCV: 10; 0: none): windows whose inner-area standard
         deviation is at most this are rejected before the first stage. Applies to cascades
@@ -212,6 +221,8 @@ class CascadeDetector:
         skip_after_stage0: bool = True,
         grouping: str = "opencv",
         nms_iou: float = 0.3,
+        border: str | None = None,
+        border_margin: float = 0.25,
         min_std: float = 10.0,
         n_stages: int | None = None,
         threads: int | None = None,
@@ -250,6 +261,9 @@ class CascadeDetector:
         self.threads = threads
         self.channel_order = channel_order
         check_mode(mode, self.step)
+        check_border(border, border_margin)
+        self.border = border
+        self.border_margin = float(border_margin)
         self._runner = CascadeRunner(model, threads=threads)
 
     # -- public API -----------------------------------------------------------------------------
@@ -308,7 +322,7 @@ class CascadeDetector:
         """The levels and windows this detector scans in an image of ``(width, height)``."""
         return Pyramid(self.model.window_shape, image_size, scale_factor=self.scale_factor,
                        min_size=self.min_size, max_size=self.max_size, mode=self.mode,
-                       step=self.step)
+                       step=self.step, border=self.border, border_margin=self.border_margin)
 
     def raw_windows(self, image: np.ndarray, *, return_positions: bool = False,
                     pyramid: Pyramid | None = None):
@@ -346,7 +360,9 @@ class CascadeDetector:
     def _group(self, boxes, scores, img_w, img_h) -> Detections:
         b, best, cnt = group_detections(boxes, scores, method=self.grouping,
                                         min_neighbors=self.min_neighbors,
-                                        image_size=(img_w, img_h), nms_iou=self.nms_iou)
+                                        # boxes past the edge stay whole with a border
+                                        image_size=None if self.border else (img_w, img_h),
+                                        nms_iou=self.nms_iou)
         return Detections(b, best, cnt, np.full(len(b), self.model.n_stages, dtype=np.int32),
                           raw_count=len(boxes))
 

@@ -19,6 +19,13 @@ stripes sized from the first level, so when a level's row count is not a multipl
 last row may fall outside every stripe and is never scanned. ``mode="clean"`` scans every row and
 takes any ``step``.
 
+``border`` lets windows extend past the image, for objects cut by its edge: every level is
+padded by ``border_margin`` of the window on each side (``"replicate"`` repeats the edge pixels,
+``"reflect"`` mirrors the image without repeating them, as ``cv2.BORDER_REFLECT_101``), so a
+window may leave the image by that share of its size at every scale; boxes are still in image
+coordinates (they may start at negative coordinates). The default, no border, is OpenCV's
+geometry.
+
 Examples
 --------
 >>> import numpy as np
@@ -44,12 +51,41 @@ import numpy as np
 
 from .._limits import check_pyramid_levels
 
-__all__ = ["BATCH_BYTES", "Batch", "Level", "Pyramid", "check_mode", "opencv_scales"]
+__all__ = ["BATCH_BYTES", "BORDERS", "Batch", "Level", "Pyramid", "check_border", "check_mode",
+           "opencv_scales"]
 
 #: integral planes per batch (bytes): larger images are scanned in several batches
 BATCH_BYTES = 192 * 1024**2
 
 MODES = ("opencv", "clean")
+
+#: image borders a pyramid can pad its levels with (``cv2.copyMakeBorder`` types)
+BORDERS = {"replicate": cv2.BORDER_REPLICATE, "reflect": cv2.BORDER_REFLECT_101}
+
+
+def check_border(border: str | None, margin: float) -> None:
+    """Refuse an unknown border type or a margin outside ``[0, 1]``.
+
+    Parameters
+    ----------
+    border : {None, "replicate", "reflect"}
+    margin : float
+        Share of the window on each side.
+
+    Raises
+    ------
+    ValueError
+        Naming ``border`` or ``border_margin``.
+
+    Examples
+    --------
+    >>> check_border("reflect", 0.25)
+    """
+    if border is not None and border not in BORDERS:
+        raise ValueError(f"border: expected None, 'replicate' or 'reflect', got {border!r}")
+    if not (isinstance(margin, int | float) and 0.0 <= margin <= 1.0):
+        raise ValueError(f"border_margin: expected a share of the window in [0, 1], got "
+                         f"{margin!r}")
 
 
 def check_mode(mode: str, step: int | None) -> None:
@@ -142,7 +178,7 @@ class Level:
         Position of the level's scale in the scale list (:func:`opencv_scales`).
     scale : numpy.float32
     width, height : int
-        Size of the resized image.
+        Size of the resized image, borders included.
     step : int
         Grid step in pixels of the level along a row.
     nx, ny : int
@@ -152,6 +188,9 @@ class Level:
         First column and row of the grid (a grid offset, see :class:`Pyramid`).
     ystep : int, optional
         Grid step between rows (default ``step``).
+    pad_x, pad_y : int, default=0
+        Border added on each side of the resized image (0 without ``border``): level position
+        ``x`` lies at ``x - pad_x`` of the resized image.
     """
 
     index: int
@@ -164,6 +203,8 @@ class Level:
     x0: int = 0
     y0: int = 0
     ystep: int | None = None
+    pad_x: int = 0
+    pad_y: int = 0
 
     @property
     def row_step(self) -> int:
@@ -266,6 +307,12 @@ class Pyramid:
         windows offset by offset).
     row_step : int, optional
         ``"clean"`` only: step between grid rows (default ``step``).
+    border : {None, "replicate", "reflect"}, default=None
+        Pad every level so that windows may extend past the image (objects cut by its edge);
+        None: windows lie inside the image (OpenCV).
+    border_margin : float, default=0.25
+        With ``border``: how far (share of the window's width and height, per side) a window
+        may extend past the image.
 
     Attributes
     ----------
@@ -281,8 +328,10 @@ class Pyramid:
                  scale_factor: float, min_size: Sequence[int] = (0, 0),
                  max_size: Sequence[int] = (0, 0), mode: str = "opencv",
                  step: int | None = None, offset: Sequence[int] = (0, 0),
-                 row_step: int | None = None) -> None:
+                 row_step: int | None = None, border: str | None = None,
+                 border_margin: float = 0.25) -> None:
         check_mode(mode, step)
+        check_border(border, border_margin)
         x0, y0 = (int(v) for v in offset)
         if mode == "opencv" and (x0, y0, row_step) != (0, 0, None):
             raise ValueError("offset, row_step: only configurable with mode='clean'")
@@ -293,6 +342,9 @@ class Pyramid:
         img_w, img_h = (int(v) for v in image_size)
         self.window_shape = (H, W)
         self.image_size = (img_w, img_h)
+        self.border = border
+        px = int(round(border_margin * W)) if border else 0
+        py = int(round(border_margin * H)) if border else 0
         check_pyramid_levels(scale_factor, (img_w, img_h), (W, H))
         self.scales = opencv_scales((W, H), (img_w, img_h), scale_factor,
                                     tuple(min_size), tuple(max_size))
@@ -304,6 +356,9 @@ class Pyramid:
             sw = int(np.rint(np.float32(img_w) / s))
             sh = int(np.rint(np.float32(img_h) / s))
             st = (1 if s >= 2 else 2) if step is None else int(step)
+            # reflection cannot reach further than the level itself
+            lx, ly = (min(px, sw - 1), min(py, sh - 1)) if border == "reflect" else (px, py)
+            sw, sh = sw + 2 * lx, sh + 2 * ly
             nx, ny = sw + 1 - W, sh + 1 - H
             if nx <= x0 or ny <= y0:
                 continue
@@ -311,7 +366,7 @@ class Pyramid:
                 stripe = max((ny // st + n_stripes - 1) // n_stripes, 1) * st
                 ny = min(ny, n_stripes * stripe)
             self.levels.append(Level(i, s, sw, sh, st, nx, ny, x0, y0,
-                                     None if row_step is None else int(row_step)))
+                                     None if row_step is None else int(row_step), lx, ly))
         self._by_index = {lv.index: lv for lv in self.levels}
         counts = np.array([lv.n_windows for lv in self.levels], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
@@ -334,9 +389,15 @@ class Pyramid:
         s = np.asarray(self.scales, dtype=np.float32)[pos[:, 0]] if len(pos) else \
             np.zeros(0, np.float32)
         H, W = self.window_shape  # noqa: N806
+        x, y = pos[:, 1], pos[:, 2]
+        if self.border and len(pos):
+            pad = np.zeros((len(self.scales), 2), dtype=np.int64)
+            for lv in self.levels:
+                pad[lv.index] = (lv.pad_x, lv.pad_y)
+            x, y = x - pad[pos[:, 0], 0], y - pad[pos[:, 0], 1]
         boxes = np.empty((len(pos), 4), dtype=np.int32)
-        boxes[:, 0] = np.rint(pos[:, 1].astype(np.float32) * s)
-        boxes[:, 1] = np.rint(pos[:, 2].astype(np.float32) * s)
+        boxes[:, 0] = np.rint(x.astype(np.float32) * s)
+        boxes[:, 1] = np.rint(y.astype(np.float32) * s)
         boxes[:, 2] = np.rint(np.float32(W) * s)
         boxes[:, 3] = np.rint(np.float32(H) * s)
         return boxes
@@ -354,12 +415,16 @@ class Pyramid:
         Returns
         -------
         ndarray of uint8, shape (level.height, level.width[, 3])
-            ``image`` itself (no copy) when the level has its size.
+            ``image`` itself (no copy) when the level has its size; with a border, the resized
+            image padded by ``level.pad_y`` rows and ``level.pad_x`` columns on each side.
         """
-        if (level.width, level.height) == (image.shape[1], image.shape[0]):
-            return image
-        return cv2.resize(image, (level.width, level.height),
-                          interpolation=cv2.INTER_LINEAR_EXACT)
+        size = (level.width - 2 * level.pad_x, level.height - 2 * level.pad_y)
+        if size != (image.shape[1], image.shape[0]):
+            image = cv2.resize(image, size, interpolation=cv2.INTER_LINEAR_EXACT)
+        if level.pad_x or level.pad_y:
+            image = cv2.copyMakeBorder(image, level.pad_y, level.pad_y, level.pad_x,
+                                       level.pad_x, BORDERS[self.border])
+        return image
 
     def windows(self, image: np.ndarray, positions: Any) -> np.ndarray:
         """The windows at ``positions`` ``(level index, x, y)``, cut from the resized levels.

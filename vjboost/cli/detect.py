@@ -222,6 +222,14 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
               show_default=True,
               help="opencv: groupRectangles (windows averaged per cluster); nms: keep the "
                    "best-scored window of each overlapping set; none: raw windows.")
+@click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
+              show_default=True,
+              help="Let windows extend past the image edge by --border-margin of their size "
+                   "(the image padded by repeating or mirroring its edge), to find objects the "
+                   "edge cuts; their boxes leave the image. none: OpenCV's windows.")
+@click.option("--border-margin", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="Share of a window's width and height that may lie past the edge "
+                   "(with --border).")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0: all).")
 @dask_options("Detect in the images (not videos)")
@@ -250,22 +258,22 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-         threads, scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels,
-         recursive, max_frames, every, progress) -> None:
+         border, border_margin, threads, scheduler, workers, output_dir, fmt, save_path,
+         json_path, label, max_pixels, recursive, max_frames, every, progress) -> None:
     """Detect objects in INPUTS: image files, folders, glob patterns, list files (.txt, one
     image per line), video files or camera indexes (0, 1, ...). Prints one JSON line per
     detection (or writes --format coco|voc|yolo)."""
     try:
         _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode,
-              grouping, threads, scheduler, workers, output_dir, fmt, save_path, json_path,
-              label, max_pixels, recursive, max_frames, every, progress)
+              grouping, border, border_margin, threads, scheduler, workers, output_dir, fmt,
+              save_path, json_path, label, max_pixels, recursive, max_frames, every, progress)
     except (OutputError, LimitError, _ParameterLimit, ExecutorError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
 def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-          threads, scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels,
-          recursive, max_frames, every, progress) -> None:
+          border, border_margin, threads, scheduler, workers, output_dir, fmt, save_path,
+          json_path, label, max_pixels, recursive, max_frames, every, progress) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
@@ -300,7 +308,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         params = dict(scale_factor=scale_factor, min_neighbors=min_neighbors,
                       min_size=_parse_size(min_size, "--min-size"),
                       max_size=_parse_size(max_size, "--max-size"), mode=mode,
-                      grouping=grouping, threads=threads or None)
+                      grouping=grouping, threads=threads or None,
+                      border=None if border == "none" else border, border_margin=border_margin)
         try:
             detector = CascadeDetector(model, **params)
         except ValueError as exc:

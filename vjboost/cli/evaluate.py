@@ -90,6 +90,12 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Ratio between successive scales of the detection scan (> 1).")
 @click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="Smallest object side in pixels (0: the cascade's window).")
+@click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
+              show_default=True,
+              help="Let the detection windows extend past the image edge by --border-margin of "
+                   "their size (edge pixels repeated or mirrored), for objects the edge cuts.")
+@click.option("--border-margin", type=click.FloatRange(0, 1), default=0.25, show_default=True,
+              help="Share of a window that may lie past the edge (with --border).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
               help="The operating point reported in the table.")
 @click.option("--max-neighbors", type=click.IntRange(min=1), default=10, show_default=True,
@@ -118,28 +124,29 @@ def _image_list(images: str | None, annotations) -> list[str]:
                    "recall at the equal-error rate; detections ranked by group size) and "
                    "--images its TestImages folder.")
 def main(annotations, fmt, category, image_root, models, detection_files, labels, images,
-         scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-         output_dir, progress, report, report_samples, protocol) -> None:
+         scale_factor, min_size, border, border_margin, min_neighbors, max_neighbors, iou,
+         threads, max_pixels, output_dir, progress, report, report_samples, protocol) -> None:
     """Evaluate cascades (--model) or saved detections (--detections) on ANNOTATIONS: an
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
+    scan = {"border": None if border == "none" else border, "border_margin": border_margin}
     with compile_notice():
         if protocol == "uiuc":
             _main_uiuc(annotations, models, labels, images, scale_factor, min_size,
-                       min_neighbors, threads, output_dir)
+                       min_neighbors, threads, output_dir, scan)
             return
         try:
             _main(annotations, fmt, category, image_root, models, detection_files, labels,
                   images, scale_factor, min_size, min_neighbors, max_neighbors, iou, threads,
-                  max_pixels, output_dir, progress, report, report_samples)
+                  max_pixels, output_dir, progress, report, report_samples, scan)
         except VJBoostError as exc:
             raise click.ClickException(str(exc)) from None
 
 
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
           scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
-          output_dir, progress, report, report_samples) -> None:
+          output_dir, progress, report, report_samples, scan) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
@@ -167,7 +174,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
             model = load_model(resolve_model_path(spec))
             det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0,
                                   grouping="none", min_size=min_size or None,
-                                  threads=threads or None)
+                                  threads=threads or None, **scan)
         except (CascadeFormatError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
         loaded.append((labels[k] if labels else Path(spec.split(":")[-1]).stem, spec, det))
@@ -279,7 +286,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
 
 
 def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,
-               threads, output_dir) -> None:
+               threads, output_dir, scan) -> None:
     """``--protocol uiuc``: :func:`vjboost.eval.uiuc.run_uiuc` per model, a table, JSON, plot."""
     import matplotlib
 
@@ -305,7 +312,7 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
         try:
             model = load_model(resolve_model_path(spec))
             ev, info = run_uiuc(model, annotations, paths, scale_factor=scale_factor,
-                                min_size=min_size or None, threads=threads or None)
+                                min_size=min_size or None, threads=threads or None, **scan)
         except (CascadeFormatError, AnnotationError, VJBoostError, ValueError) as exc:
             raise click.ClickException(str(exc)) from None
         evs[label] = ev

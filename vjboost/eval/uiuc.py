@@ -455,6 +455,8 @@ def run_uiuc(
     confidence: str = "neighbors",
     min_size: Any = None,
     max_size: Any = None,
+    border: str | None = None,
+    border_margin: float = 0.25,
     threads: int | None = None,
 ) -> tuple[UIUCEvaluation, dict[str, Any]]:
     """Run a cascade over UIUC test images and evaluate it with the benchmark's protocol.
@@ -467,8 +469,9 @@ def run_uiuc(
     images : sequence of path-like
         The test images; their number is the trailing integer of the file name
         (``test-17.pgm`` → 17). Images without an entry in the truth have no car.
-    scale_factor, min_size, max_size, threads
-        Of the :class:`~vjboost.cascade.detector.CascadeDetector`.
+    scale_factor, min_size, max_size, border, border_margin, threads
+        Of the :class:`~vjboost.cascade.detector.CascadeDetector` (``border``: windows may
+        extend past the image, for the cars its edge cuts).
     min_neighbors, confidence
         See :func:`cascade_detections`.
 
@@ -486,7 +489,8 @@ def run_uiuc(
     truth = read_uiuc_locations(truth_path)
     multiscale = next(iter(truth.values())).shape[1] == 3
     det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0, grouping="none",
-                          min_size=min_size, max_size=max_size, threads=threads)
+                          min_size=min_size, max_size=max_size, border=border,
+                          border_margin=border_margin, threads=threads)
     numbered: dict[int, str] = {}
     for p in images:
         n = uiuc_image_number(p)
