@@ -488,8 +488,8 @@ def test_version_1_files_still_load(kind):
 def test_shipped_version_1_model_equals_its_xml():
     from vjboost.cascade.shipped import MODELS_DIR
 
-    js = load_model(MODELS_DIR / "frontalface.json")
-    xml = load_model(MODELS_DIR / "frontalface.xml")
+    js = load_model(MODELS_DIR / "frontalface_haar.json")
+    xml = load_model(MODELS_DIR / "frontalface_haar.xml")
     assert js.stages == xml.stages and js.opencv_type == "HAAR"
     assert js.family.describe(5)["rects"] == xml.family.describe(5)["rects"]
 

@@ -215,8 +215,9 @@ def test_wheel_ships_the_models_and_runs_outside_the_repository(tmp_path):
                     "-q", "-w", str(wheels), str(REPO)], check=True, capture_output=True)
     (wheel,) = wheels.glob("vjboost-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for model in ("frontalface", "car_side"):
+    for model in ("frontalface", "frontalface_haar", "car_side"):
         assert f"vjboost/models/{model}.json" in names
+    for model in ("frontalface_haar", "car_side"):  # the OpenCV-exportable ones
         assert f"vjboost/models/{model}.xml" in names
     assert not any(n.startswith(("tests/", "tools/")) for n in names)
 
@@ -240,12 +241,14 @@ def test_wheel_ships_the_models_and_runs_outside_the_repository(tmp_path):
             "print(MODELS_DIR); "
             "m = vjboost.load('vjboost:frontalface'); "
             "print(len(vjboost.detect(d.astronaut(), m, channel_order='rgb'))); "
-            "print(vjboost.load_model('vjboost:car_side').window_shape)")
+            "print(vjboost.load_model('vjboost:car_side').window_shape); "
+            "print(vjboost.load_model('vjboost:frontalface_haar').opencv_type)")
     out = subprocess.run([str(py), "-c", code], cwd=outside, capture_output=True, text=True,
                          env=env, check=True).stdout.split("\n")
     assert str(REPO) not in out[0] and "site-packages" in out[0]
     assert int(out[1]) >= 1
     assert out[2] == "(20, 50)"
+    assert out[3] == "HAAR"
     import cv2
     from skimage import data
 

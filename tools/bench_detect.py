@@ -3,7 +3,8 @@
 Images: the CMU+MIT frontal face test set in ../shared/data/cmu-mit when present (test + newtest),
 else a handful of scikit-image sample images. Cascades: OpenCV's haarcascade_frontalface_default /
 alt / alt2, scikit-image's LBP face cascade (its misspelled ``featureParams`` tag fixed for
-OpenCV) and vjboost's shipped ``vjboost/models/frontalface.xml`` (depth-2 trees). Settings as in
+OpenCV) and vjboost's shipped Haar cascade ``vjboost/models/frontalface_haar.xml`` (depth-2
+trees). Settings as in
 docs/anchors.md: minSize = the cascade window, minNeighbors 3.
 
 For every cascade, scale factor and thread count (1 and 2) both detectors run on the whole image
@@ -81,8 +82,8 @@ def cascades(tmpdir: Path) -> list[tuple[str, Path]]:
     out.append(("lbpcascade_frontalface(skimage)", lbp))
     from vjboost.cascade.shipped import MODELS_DIR
 
-    # the shipped cascade: depth-2 trees, the detector's branch-free tree kernel
-    out.append(("vjboost frontalface (trees)", MODELS_DIR / "frontalface.xml"))
+    # the shipped Haar cascade: depth-2 trees, the detector's branch-free tree kernel
+    out.append(("vjboost frontalface_haar (trees)", MODELS_DIR / "frontalface_haar.xml"))
     return out
 
 

@@ -3,12 +3,13 @@
 Every figure is the wall time of a whole process (interpreter start, imports, model loading,
 kernel compilation or cache loading, detection, output), measured here in one run:
 
-* ``first``: ``vjdetect photo.png`` with an empty numba cache (a fresh install: every kernel
-  the detection needs is compiled, then cached);
+* ``first``: ``vjdetect photo.png --model vjboost:frontalface_haar`` with an empty numba cache
+  (a fresh install: every kernel the detection needs is compiled, then cached);
 * ``warm``: the same command again, kernels loaded from the cache;
 * ``cv2``: a ``python`` process that imports ``cv2``, loads the same cascade
-  (``vjboost/models/frontalface.xml``) into ``cv2.CascadeClassifier`` and detects on the same
-  image with the same settings (scale 1.1, minNeighbors 3): the peer;
+  (``vjboost/models/frontalface_haar.xml``, the shipped Haar cascade's XML twin) into
+  ``cv2.CascadeClassifier`` and detects on the same image with the same settings (scale 1.1,
+  minNeighbors 3): the peer;
 * CPU seconds (user + system) of the same processes, steadier than wall times when the
   machine is shared;
 * parts: ``python -c pass`` (interpreter start), ``import vjboost.cli.detect``, and the first
@@ -37,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+#: the cascade both peers run: the shipped Haar one, which OpenCV loads from its XML twin
+MODEL = "vjboost:frontalface_haar"
 CV2_SNIPPET = (
     "import sys, cv2; c = cv2.CascadeClassifier(sys.argv[1]); "
     "g = cv2.cvtColor(cv2.imread(sys.argv[2]), cv2.COLOR_BGR2GRAY); "
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict:
                     if k not in ("NUMBA_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")}
         xml = subprocess.run(
             [python, "-c", "from vjboost.cascade.shipped import MODELS_DIR; "
-             "print(MODELS_DIR / 'frontalface.xml')"],
+             f"print(MODELS_DIR / '{MODEL.split(':')[1]}.xml')"],
             env=base_env, capture_output=True, text=True, check=True).stdout.strip()
 
         first, first_cpu, notes, n_dets = [], [], [], None
@@ -110,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict:
         for k in range(args.first_runs):
             cache = tmp_path / f"cache-{k}"
             env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
-            dt, res = timed([vjdetect, str(photo)], env)
+            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env)
             first.append(dt)
             first_cpu.append(CPU[-1])
             notes.append("compiling kernels" in res.stderr)
@@ -118,7 +121,7 @@ def main(argv: list[str] | None = None) -> dict:
         env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
         warm, warm_cpu, warm_note = [], [], False
         for _ in range(args.warm_runs):
-            dt, res = timed([vjdetect, str(photo)], env)
+            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env)
             warm.append(dt)
             warm_cpu.append(CPU[-1])
             warm_note |= "compiling kernels" in res.stderr

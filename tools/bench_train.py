@@ -10,7 +10,7 @@ per-stage mining cost, and the samplers on the face validation split.
    recall 0.466 with 50 false positives (IoU ≥ 0.5) and 0.480 / 45 (IoU ≥ 0.3) at scaleFactor
    1.1, minNeighbors 3. Ratios of wall time to 893 s are printed.
 2. **Shipped configuration** (``--shipped-stages N``): the ``vjboost/models/README.md`` command of
-   ``vjboost:frontalface`` (19 stages) run by ``vjtrain`` with today's defaults for its first
+   ``vjboost:frontalface_haar`` (19 stages) run by ``vjtrain`` with today's defaults for its first
    ``N`` stages; wall time and peak memory (the child process's maximum resident set) are
    measured. When ``N < 19`` the 19-stage time is extrapolated (and flagged as such, see
    :func:`extrapolate`) from the shipped model's own training report.
@@ -55,7 +55,8 @@ SHARED = next((p for p in (Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "
 FACES = Path("/work/data/faces")
 ANCHOR = {"seconds": 893.0, "recall_iou50": 0.466, "fp_iou50": 50, "recall_iou30": 0.480,
           "fp_iou30": 45, "stages": 13, "weak": 90}
-#: the vjboost/models/README.md command of vjboost:frontalface (without output folder and --stages)
+#: the vjboost/models/README.md command of vjboost:frontalface_haar (without output folder and
+#: --stages)
 SHIPPED_ARGS = [
     str(SHARED / "faces" / "caltech_webfaces_36x36.npz"), str(SHARED / "negatives"),
     "--window", "20x20", "--pos-crop", "0.175,0.19,0.667,0.667", "--mirror",
@@ -193,7 +194,7 @@ def extrapolate(wall: float, stages: list[dict]) -> float:
     per weak learner times the shipped model's weak learners of those stages; their mining at
     the shipped run's mining time of the same stage times the measured ratio of mining times
     (this run / the shipped run) over the stages run after the first."""
-    report = REPO / "vjboost" / "models" / "frontalface.report.json"
+    report = REPO / "vjboost" / "models" / "frontalface_haar.report.json"
     shipped = json.loads(report.read_text())["stages"]
     n = len(stages)
     boost = sum(s["seconds"]["total"] - s["seconds"]["negatives"] for s in stages)

@@ -3,8 +3,9 @@
 Sources (``../shared/data`` only; CMU-MIT is never read):
 
 * Caltech WebFaces crops (``faces/caltech_webfaces_36x36.npz``). The target box — the box
-  convention of the shipped ``vjboost:frontalface`` — is its ``--pos-crop 0.175,0.19,0.667,0.667``
-  of the 36×36 crop (``vjboost/models/README.md``, ``tools/face_framing.py``).
+  convention of the shipped Haar cascade ``vjboost:frontalface_haar`` — is its
+  ``--pos-crop 0.175,0.19,0.667,0.667`` of the 36×36 crop (``vjboost/models/README.md``,
+  ``tools/face_framing.py``).
 * MIT CBCL training faces (``faces/cbcl_train.npz``, label 1), 19×19 tight crops.
 * NRC-IIT clips (``video/*.avi``), labelled by a teacher: dlib's HOG detector and OpenCV's alt2
   cascade must both find the face, confidently, at the same place; near-duplicate frames of a
@@ -316,12 +317,12 @@ def measure_framing(rulers: Rulers, web: np.ndarray, cbcl: np.ndarray, *,
     return out
 
 
-def model_check(windows: np.ndarray, box, spec: str = "vjboost:frontalface") -> dict:
+def model_check(windows: np.ndarray, box, spec: str = "vjboost:frontalface_haar") -> dict:
     """Where a vjboost model puts its box on the windows, relative to the target box.
 
-    The shipped model reports boxes in the target convention; run on windows framed by the
-    mappings above (upscaled 3x, edge-padded), its best-overlapping detection should sit on the
-    target box. Returns the share found at IoU >= 0.5 and the median of
+    The shipped Haar model (the convention's origin) reports boxes in the target convention;
+    run on windows framed by the mappings above (upscaled 3x, edge-padded), its best-overlapping
+    detection should sit on the target box. Returns the share found at IoU >= 0.5 and the median of
     :func:`relation` (detection | target box): ``(0, 0, 1, 1)`` is a perfect agreement.
     """
     from vjboost.cascade import CascadeDetector, load_model

@@ -228,6 +228,10 @@ def ship_model(name: str, out: Path) -> list[str]:
         if (out / src).is_file():
             shutil.copyfile(out / src, MODELS_DIR / f"{name}{suffix}")
             shipped.append(MODELS_DIR / f"{name}{suffix}")
+        else:
+            # a cascade OpenCV cannot run has no XML twin: a previous model's must not stay
+            # behind under its name (vjboost:NAME.xml would resolve to it)
+            (MODELS_DIR / f"{name}{suffix}").unlink(missing_ok=True)
     return [str(p.relative_to(REPO)) for p in shipped]
 
 

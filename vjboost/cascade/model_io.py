@@ -314,7 +314,7 @@ def save_model(model: CascadeModel, path: str | os.PathLike[str]) -> None:
     Examples
     --------
     >>> import os, tempfile
-    >>> model = load_model("vjboost:frontalface")
+    >>> model = load_model("vjboost:frontalface_haar")   # Haar only: OpenCV XML can hold it
     >>> folder = tempfile.mkdtemp()
     >>> save_model(model, os.path.join(folder, "face.json"))   # vjboost JSON
     >>> save_model(model, os.path.join(folder, "face.xml"))    # OpenCV's cascade XML

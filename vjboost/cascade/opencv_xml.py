@@ -380,7 +380,7 @@ def read_opencv_xml(
     Examples
     --------
     >>> from vjboost.cascade.model_io import load_model
-    >>> xml = to_opencv_xml(load_model("vjboost:frontalface"))
+    >>> xml = to_opencv_xml(load_model("vjboost:frontalface_haar"))   # a Haar-only cascade
     >>> model = read_opencv_xml(xml.encode(), name="face.xml")
     >>> model.window_shape, model.params["format"]
     ((20, 20), 'opencv-traincascade')

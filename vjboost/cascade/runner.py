@@ -321,7 +321,7 @@ def cascade_accepts(model: CascadeModel, windows: Any, *, min_std: float | None 
     --------
     >>> from vjboost.cascade.model_io import load_model
     >>> model = load_model("vjboost:frontalface")
-    >>> flat = np.full((2, 20, 20), 128, np.uint8)          # two featureless windows
+    >>> flat = np.full((2, *model.window_shape), 128, np.uint8)   # two featureless windows
     >>> accepted, n_passed = cascade_accepts(model, flat)
     >>> accepted.tolist(), bool((n_passed < model.n_stages).all())
     ([False, False], True)
