@@ -77,7 +77,7 @@ RECIPES: dict[str, dict] = {
 }
 #: the operating score each recipe's model declares (chosen on validation)
 OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "best"},
-             "frontalface_haar": {"min_neighbors": 1, "rank": "best"}}
+             "frontalface_haar": {"min_neighbors": 1, "rank": "margin"}}
 
 
 def _value(v: str):
