@@ -153,9 +153,9 @@ def test_json_depth_is_the_nesting_of_the_parsed_value(doc, chunk):
 
 
 def test_v1_model_rect_of_four_values(tmp_path):
-    import vjboost
-
     from test_cascade_model import _v1
+
+    import vjboost
 
     # a version-1 file (explicit feature table) of the shipped Haar cascade
     models = Path(vjboost.__file__).parent / "models"
