@@ -223,13 +223,18 @@ class Level:
         return self.n_cols * self.n_rows
 
 
+def _per_level(levels: Sequence[Level], attribute) -> np.ndarray:
+    """``attribute(level)`` of every level, int64 (L,)."""
+    return np.array([attribute(lv) for lv in levels], dtype=np.int64)
+
+
 def _slots(levels: Sequence[Level], offsets: np.ndarray, slots: np.ndarray) -> np.ndarray:
     """``(level index, x, y)`` of result slots numbered level by level, row by row."""
     slots = np.asarray(slots, dtype=np.int64)
     k = np.searchsorted(offsets, slots, side="right") - 1
 
     def per_level(f) -> np.ndarray:
-        return np.array([f(lv) for lv in levels], dtype=np.int64)[k]
+        return _per_level(levels, f)[k]
 
     row, col = np.divmod(slots - offsets[k], per_level(lambda lv: lv.n_cols))
     x = per_level(lambda lv: lv.x0) + col * per_level(lambda lv: lv.step)
@@ -262,12 +267,12 @@ class Batch:
         ndarray of int64, shape (I, 4)
             ``(row_offset, nx, step, out_offset)`` relative to a plane's first entry.
         """
-        nrow = np.array([lv.n_rows for lv in self.levels], dtype=np.int64)
+        nrow = _per_level(self.levels, lambda lv: lv.n_rows)
         k = np.repeat(np.arange(len(self.levels)), nrow)
         r = np.arange(k.size, dtype=np.int64) - np.repeat(np.cumsum(nrow) - nrow, nrow)
 
         def per_level(f) -> np.ndarray:
-            return np.array([f(lv) for lv in self.levels], dtype=np.int64)[k]
+            return _per_level(self.levels, f)[k]
 
         x0 = per_level(lambda lv: lv.x0)
         y = per_level(lambda lv: lv.y0) + r * per_level(lambda lv: lv.row_step)
@@ -368,7 +373,7 @@ class Pyramid:
             self.levels.append(Level(i, s, sw, sh, st, nx, ny, x0, y0,
                                      None if row_step is None else int(row_step), lx, ly))
         self._by_index = {lv.index: lv for lv in self.levels}
-        counts = np.array([lv.n_windows for lv in self.levels], dtype=np.int64)
+        counts = _per_level(self.levels, lambda lv: lv.n_windows)
         self._offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         self.n_windows = int(counts.sum())
 
@@ -496,6 +501,6 @@ class Pyramid:
             origins[k] = (oy, ox)
             ox += lv.width + 1
             band = max(band, lv.height + 1)
-        counts = np.array([lv.n_windows for lv in levels], dtype=np.int64)
+        counts = _per_level(levels, lambda lv: lv.n_windows)
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         return Batch(tuple(levels), origins, oy + band, cols, offsets, int(counts.sum()))
