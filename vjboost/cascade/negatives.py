@@ -806,12 +806,6 @@ class ImageCache:
         self._data: OrderedDict[str, np.ndarray | None] = OrderedDict()
         self._lock = threading.Lock()  # units of a batch may read it from several threads
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_lock": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state, _lock=threading.Lock())
-
     def get(self, path: str) -> np.ndarray | None:
         """The gray image, or ``None`` when it cannot be read."""
         with self._lock:
