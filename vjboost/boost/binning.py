@@ -41,8 +41,10 @@ from vjboost.boost.source import MatrixSource, Partition
 
 __all__ = [
     "bin_values",
+    "carry_columns",
     "categorical_edges",
     "compute_bin_edges",
+    "edge_sample",
     "n_bins_per_feature",
     "precompute",
     "precompute_nbytes",
@@ -223,6 +225,82 @@ def categorical_edges(n_rows: int, n_edges: int = 255) -> np.ndarray:
     return out
 
 
+def edge_sample(n: int, size: int | None, seed: Any = 0) -> np.ndarray | None:
+    """The windows :func:`precompute` places bin edges on: ``size`` of ``n``, drawn with
+    ``seed`` and sorted, or ``None`` (all of them) when ``size`` is ``None`` or ``>= n``.
+
+    Examples
+    --------
+    >>> edge_sample(10, 3, seed=0).shape, edge_sample(10, 20) is None
+    ((3,), True)
+    """
+    if size is None or int(size) >= n:
+        return None
+    if int(size) < 2:
+        raise ValueError(f"edge_sample_size: expected >= 2, got {size}")
+    return np.sort(check_random_state(seed).choice(n, int(size), replace=False))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _carry_kernel(old: np.ndarray, src: np.ndarray, fresh: np.ndarray, fresh_at: np.ndarray,
+                  out: np.ndarray) -> None:
+    # each row is assembled in its own scratch first, so that ``out`` may be ``old`` itself
+    n = out.shape[1]
+    for q in prange(out.shape[0]):
+        row = np.empty(n, dtype=out.dtype)
+        for j in range(n):
+            s = src[j]
+            if s >= 0:
+                row[j] = old[q, s]
+        for k in range(fresh_at.shape[0]):
+            row[fresh_at[k]] = fresh[q, k]
+        out[q, :] = row
+
+
+def carry_columns(old: np.ndarray, src: np.ndarray, fresh: np.ndarray, *,
+                  out: np.ndarray | None = None, threads: int | None = None) -> np.ndarray:
+    """A feature-major matrix whose columns are kept from ``old`` or taken from ``fresh``.
+
+    Column ``j`` of the result is ``old[:, src[j]]`` when ``src[j] >= 0``; the columns with
+    ``src[j] < 0`` are ``fresh``'s, in order.
+
+    Parameters
+    ----------
+    old : ndarray of shape (Q, M)
+    src : int array of shape (N,)
+        Column of ``old`` for each result column, or -1.
+    fresh : ndarray of shape (Q, K), same dtype as ``old``
+        ``K`` = number of negative ``src`` entries.
+    out : ndarray of shape (Q, N), optional
+        Where to write; may be ``old`` itself (updated in place, no second matrix).
+    threads : int, optional
+
+    Returns
+    -------
+    ndarray of shape (Q, N)
+
+    Examples
+    --------
+    >>> old = np.array([[1, 2, 3]], dtype=np.uint8)
+    >>> carry_columns(old, np.array([2, -1, 0]), np.array([[9]], dtype=np.uint8)).tolist()
+    [[3, 9, 1]]
+    """
+    src = np.asarray(src, dtype=np.int64)
+    fresh_at = np.flatnonzero(src < 0)
+    if fresh.shape != (old.shape[0], fresh_at.size) or fresh.dtype != old.dtype:
+        raise ValueError(f"fresh: expected {old.dtype} of shape ({old.shape[0]}, "
+                         f"{fresh_at.size}), got {fresh.dtype} {fresh.shape}")
+    if src.size and src.max() >= old.shape[1]:
+        raise ValueError(f"src: columns must be < {old.shape[1]}")
+    if out is None:
+        out = np.empty((old.shape[0], src.size), dtype=old.dtype)
+    elif out.shape != (old.shape[0], src.size) or out.dtype != old.dtype:
+        raise ValueError(f"out: expected {old.dtype} of shape ({old.shape[0]}, {src.size})")
+    with n_threads(threads):
+        _carry_kernel(old, src, np.ascontiguousarray(fresh), fresh_at, out)
+    return out
+
+
 def precompute_nbytes(pool: Any, n_samples: int, n_features: int | None = None,
                       dtype: str = "float32", block_features: int = 4096) -> int:
     """Peak bytes of :func:`precompute` (matrix + channels + one float32 block if binned).
@@ -340,11 +418,7 @@ def precompute(
         # categorical rows need all 255 code edges whatever n_bins is
         width = 255 if kinds.any() else int(n_bins) - 1
         out_edges = np.full((q, width), np.inf, dtype=np.float32)
-    sub = None
-    if edges is None and edge_sample_size is not None and edge_sample_size < n:
-        if int(edge_sample_size) < 2:
-            raise ValueError(f"edge_sample_size: expected >= 2, got {edge_sample_size}")
-        sub = np.sort(check_random_state(seed).choice(n, int(edge_sample_size), replace=False))
+    sub = None if edges is not None else edge_sample(n, edge_sample_size, seed)
     values = np.empty((q, n), dtype=np.uint8)
     block = max(1, int(block_features))
     units = [(gids[a:a + block], kinds[a:a + block], out_edges[a:a + block],

@@ -23,8 +23,10 @@ negative pool saved in the checkpoint), so a resumed run yields the same cascade
 uninterrupted one. Memory is bounded by ``memory_budget`` (default :data:`DEFAULT_MEMORY` or 75 %
 of the available memory if less): a fifth of it for decoded background images, the rest, less the
 positives and the negative pool, for the stage's feature cache. Feature values of a stage are
-precomputed as uint8 bins when the matrix fits, else streamed in blocks every round; a sampler
-evaluates only the features it samples.
+precomputed as uint8 bins when the matrix fits (bin edges placed once per run and the matrix
+carried from stage to stage, so that only the windows new to a stage are evaluated:
+:mod:`vjboost.cascade.stage_matrix`), else streamed in blocks every round; a sampler evaluates
+only the features it samples.
 
 With ``reservoir=R`` (``vjtrain --reservoir R``) a stage never builds the feature matrix of its
 ``num_pos + num_neg`` windows: reservoir boosting (:mod:`vjboost.boost.reservoir`, Lefakis &
@@ -67,6 +69,7 @@ from .negatives import ImageCache, MiningParams, MiningResult, NegativePool, min
 from .progress import Callback, RunClock, mining_event, peak_rss, reset_peak_rss
 from .runner import CascadeRunner
 from .stage import StageResult, stage_false_alarm, stage_threshold, train_stage
+from .stage_matrix import StageMatrix
 
 __all__ = [
     "BOOST_TYPES",
@@ -279,6 +282,12 @@ class CascadeTrainer:
         Quantile bins of the precomputed features (thresholds stay raw values).
     edge_sample_size : int, default=1024
         Windows used to place the bin edges.
+    bin_edges : {"run", "stage"}, default="run"
+        Exhaustive search: place the bin edges once per run, on the first stage's windows, and
+        carry the feature matrix from stage to stage (only the windows new to a stage are
+        evaluated; :class:`~vjboost.cascade.stage_matrix.StageMatrix`), or place them again
+        on every stage's windows and precompute every stage's matrix afresh (slower; the
+        binning of runs before ``"run"`` existed).
     mining : dict, optional
         :class:`~vjboost.cascade.negatives.MiningParams` fields (``scale_factor``, ``step``,
         ``max_per_image``, ``max_passes``).
@@ -334,6 +343,7 @@ class CascadeTrainer:
         sampler_budget: int | None = None,
         n_bins: int = 256,
         edge_sample_size: int = 1024,
+        bin_edges: str = "run",
         mining: dict[str, Any] | None = None,
         mirror: bool = False,
         seed: int = 0,
@@ -361,6 +371,7 @@ class CascadeTrainer:
         self.sampler_budget = sampler_budget
         self.n_bins = n_bins
         self.edge_sample_size = edge_sample_size
+        self.bin_edges = bin_edges
         self.mining = mining
         self.mirror = mirror
         self.seed = seed
@@ -404,6 +415,8 @@ class CascadeTrainer:
         if self.weak_learner not in ("stump", "tree"):
             raise TrainingError(f"weak_learner: expected 'stump' or 'tree', got "
                                 f"{self.weak_learner!r}")
+        if self.bin_edges not in ("run", "stage"):
+            raise TrainingError(f"bin_edges: expected 'run' or 'stage', got {self.bin_edges!r}")
         if self.sampler not in (None, "full"):
             from ..boost.sampling import SAMPLERS
 
@@ -474,6 +487,7 @@ class CascadeTrainer:
             "sampler_budget": self.sampler_budget,
             "n_bins": int(self.n_bins),
             "edge_sample_size": int(self.edge_sample_size),
+            **({"bin_edges": self.bin_edges} if self._exhaustive else {}),
             "mining": dict(self.mining or {}),
             "mirror": bool(self.mirror),
             "seed": int(self.seed),
@@ -491,6 +505,11 @@ class CascadeTrainer:
 
     def _model(self, stages: list[StageResult]) -> CascadeModel | None:
         return build_cascade_model(self.pool_, stages) if stages else None
+
+    @property
+    def _exhaustive(self) -> bool:
+        """Stages boosted by the exhaustive search over a precomputed matrix (when it fits)."""
+        return self.sampler in (None, "full") and self.reservoir is None
 
     def _stage_seed(self, k: int) -> int:
         return int(np.random.default_rng([int(self.seed) & 0xFFFFFFFF, k]).integers(2**31))
@@ -514,7 +533,18 @@ class CascadeTrainer:
             info.update(mode=f"sampler {self.sampler}", sampler_budget=int(sb),
                         cache_bytes=int(source.channels.nbytes))
             return SampledSearch(sampler, source, sb, threads=self.threads), info
-        if need - pool.channels_nbytes(n) <= left:
+        sm = self._stage_matrix
+        if sm is not None:
+            if sm.nbytes + sm.nbytes_needed(windows) > left:
+                sm.drop()  # then computed afresh (the same matrix) if that fits
+            if sm.nbytes + sm.nbytes_needed(windows) <= left:
+                matrix, how = sm.matrix(windows, seed=self._stage_seed(k), budget=budget,
+                                        executor=executor)
+                info.update(mode=f"precomputed uint8, {how}",
+                            cache_bytes=int(matrix.matrix.nbytes))
+                return MatrixSearch(matrix, threads=self.threads), info
+            sm.drop()
+        elif need - pool.channels_nbytes(n) <= left:
             matrix = precompute(pool, windows, "uint8", n_bins=int(self.n_bins),
                                 edge_sample_size=min(int(self.edge_sample_size), n),
                                 seed=self._stage_seed(k), budget=budget, threads=self.threads,
@@ -648,6 +678,10 @@ class CascadeTrainer:
             raise TrainingError(f"positives: {len(pos)} given but num_pos is {self.num_pos}")
         self.pool_ = make_pool(self.features, self.window_shape, haar_mode=self.haar_mode)
         self._plan_memory(pos.nbytes)
+        self._stage_matrix = (StageMatrix(self.pool_, n_bins=int(self.n_bins),
+                                          edge_sample_size=int(self.edge_sample_size),
+                                          threads=self.threads)
+                              if self._exhaustive and self.bin_edges == "run" else None)
         check_training_memory(self.pool_, self.num_pos + self.num_neg if self.reservoir is None
                               else 2 * self.reservoir, budget=self._feature_budget)
         cfg = self.config(_digest(pos), hashlib.sha1("\n".join(bgs).encode()).hexdigest()[:16])
@@ -673,6 +707,13 @@ class CascadeTrainer:
                         + "; ".join(diff[:4]) + "); use the same ones to resume, or another "
                         "output folder")
                 stages = checkpoint_stages(ck, StageResult.from_dict, out)
+                if stages and self._stage_matrix is not None:
+                    try:
+                        self._stage_matrix.load(out, ck["bin_sample"])
+                    except (KeyError, TypeError, ValueError) as exc:
+                        raise TrainingError(
+                            f"{out}: the checkpoint's bin-edge sample is missing or damaged "
+                            f"({exc}); train again in another folder") from None
                 mining_log = [m for m in ck.get("mining", []) if m["stage"] < len(stages)]
                 if len(stages) > self.num_stages:
                     raise TrainingError(
@@ -884,16 +925,21 @@ class CascadeTrainer:
         # the pool's file first (named by its content): the checkpoint never names a missing
         # or replaced file
         state = negatives.save(out)
+        sample = None if self._stage_matrix is None else self._stage_matrix.save(out)
         save_checkpoint(out, {
             "config": cfg,
             "stages": [s.to_dict() for s in stages],
             "mining": mining_log,
             "negatives": state,
+            **({"bin_sample": sample} if sample is not None else {}),
             "stop": stop,
             **({"run": self._run} if getattr(self, "_run", None) is not None else {}),
         })
         for old in out.glob("negatives-*.npy"):
             if old.name != state["file"]:
+                old.unlink(missing_ok=True)
+        for old in out.glob("binsample-*.npy"):
+            if sample is None or old.name != sample["file"]:
                 old.unlink(missing_ok=True)
 
 
