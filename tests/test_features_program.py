@@ -294,3 +294,28 @@ def test_evaluator_equals_node_value(rng):
     _node_values(bound.tab, bound.tabf, planes.reshape(-1),
                  np.arange(70, dtype=np.int64) * planes[0].size, bound.pro, bound.prof, out)
     np.testing.assert_array_equal(evaluate_program(sub, planes=planes), out)
+
+
+def test_subsets_share_one_bound_program(rng):
+    # lazy training evaluates small subsets of a large program tens of times per tree: every
+    # subset reads the records bound once for the layout, with the values of a program taken,
+    # compacted onto its own channels and bound apart
+    from vjboost.features import HaarFamily, HOGFamily, MBLBPFamily
+
+    shape = (14, 14)
+    prog = Program.concat([f.program() for f in (
+        HaarFamily(shape, mode="ALL"), MBLBPFamily(shape),
+        HOGFamily(shape, orientations=4, pixels_per_cell=(4, 4), block_norm="L2-Hys"))])
+    wins = rng.integers(0, 256, (40, *shape), dtype=np.uint8)
+    planes = prog.channels.windows(wins)
+    q = prog.n_features
+    hog = np.arange(q - 64, q - 40)
+    for ids in (rng.choice(q, 300), hog, np.r_[hog[::-1], -1, 0, 0], np.arange(7)):
+        sids = rng.choice(40, 25)
+        got = evaluate_program(prog, planes=planes, feature_ids=ids, sample_ids=sids)
+        ref = evaluate_program(prog.take(ids).compact(), wins[sids])
+        np.testing.assert_array_equal(got, ref)
+    h, w = shape
+    assert prog.bound(w + 1, (h + 1) * (w + 1)) is prog.bound(w + 1, (h + 1) * (w + 1))
+    with pytest.raises(IndexError, match="feature_ids"):
+        evaluate_program(prog, planes=planes, feature_ids=[q])

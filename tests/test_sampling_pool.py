@@ -138,3 +138,19 @@ def test_cascade_trainer_samples_trees(tmp_path):
     trees = [t for st in tr.stages_ for t in st.learners]
     assert any(t.n_nodes > 1 for t in trees)
     assert tr.stages_[0].info["mode"] == "sampler laminating"
+
+
+def test_lazy_pool_trees_equal_matrix_trees(pool):
+    """Lazily evaluated blocks (one bound program for every block) and the precomputed float32
+    matrix of the same pool give the same sampled trees."""
+    from vjboost.boost.source import MatrixSource
+
+    w, y = _windows(300, 7)
+    kw = dict(sampler="laminating", loss="gentle", weak_learner="tree", max_depth=2,
+              n_estimators=5, budget=3000, random_state=3)
+    lazy = SampledBoostedClassifier(**kw).fit_pool(pool, w, y)
+    mat = MatrixSource(pool.evaluate(w), categorical=pool.kinds(), families=pool)
+    ref = SampledBoostedClassifier(**kw).fit_source(mat, y)
+    assert len(lazy.estimators_) == len(ref.estimators_) == 5
+    for a, b in zip(lazy.estimators_, ref.estimators_, strict=True):
+        assert a.to_dict() == b.to_dict()

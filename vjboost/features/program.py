@@ -472,8 +472,9 @@ def _make_evaluate(ops: int):
     """
 
     @numba.njit(parallel=True, **_JIT)
-    def evaluate(buf, bases, tab, tabf, pro, prof, hog_len, out):  # pragma: no cover - numba
-        """``out[q, j]``: feature ``q`` at the window of offset ``bases[j]``.
+    def evaluate(buf, bases, tab, tabf, pro, prof, hog_len, rows, out
+                 ):  # pragma: no cover - numba
+        """``out[q, j]``: feature ``rows[q]`` at the window of offset ``bases[j]``.
 
         Parameters
         ----------
@@ -485,6 +486,8 @@ def _make_evaluate(ops: int):
             The bound program (:class:`BoundProgram`).
         hog_len : int
             Largest ``n_cells * n_bins`` of the program's OP_HOG blocks (scratch per window).
+        rows : ndarray of int64, shape (Q,)
+            The records evaluated (a bound program serves any subset of its features).
         out : ndarray of float32, shape (Q, P)
             Filled in place.
         """
@@ -505,7 +508,7 @@ def _make_evaluate(ops: int):
                 ig[j - j0] = b
             last = -1
             for q in range(n_q):
-                o = q * REC
+                o = rows[q] * REC
                 if ops == OPS_MIXED and tab[_U(o + _OP)] == OP_HOG:
                     if last < 0 or not _same_block(tab, o, last):
                         for j in range(j0, j1):
@@ -852,9 +855,14 @@ class Program:
     @property
     def ops_mask(self) -> int:
         """The ``OPS_*`` constant of these features (see :func:`node_value`)."""
-        kinds = set(np.unique(self.op).tolist())
-        if kinds == {OP_RECTS} and not self.categorical.any():
-            haar = (self.norm == NORM_VARIANCE).all() and (self.scale == 1).all()
+        return self._ops_of(slice(None))
+
+    def _ops_of(self, rows: Any) -> int:
+        """The ``OPS_*`` constant of the features ``rows``."""
+        op = self.op[rows]
+        kinds = set(np.unique(op).tolist())
+        if kinds == {OP_RECTS} and not self.categorical[rows].any():
+            haar = (self.norm[rows] == NORM_VARIANCE).all() and (self.scale[rows] == 1).all()
             return OPS_HAAR if haar else OPS_RECTS
         if kinds == {OP_MBLBP}:
             return OPS_MBLBP
@@ -1005,23 +1013,58 @@ class Program:
             prof[1] = float((w - 2) * (h - 2))
         return BoundProgram(tab.reshape(-1), pro, prof)
 
+    def bound(self, row_stride: int, plane_stride: int) -> BoundProgram:
+        """:meth:`bind`, kept for the last two layouts: the records of all features are built
+        once and serve every subset evaluated on that layout (lazy training evaluates small
+        blocks of a large pool tens of times per tree)."""
+        key = (int(row_stride), int(plane_stride))
+        cache = self.__dict__.get("_bound_cache")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_bound_cache", cache)  # frozen: a cache, not a field
+        got = cache.get(key)
+        if got is None:
+            got = self.bind(*key)
+            if len(cache) >= 2:
+                cache.pop(next(iter(cache)))
+            cache[key] = got
+        return got
+
     def features_nbytes(self, n_windows: int) -> int:
         """Bytes of the integral planes of ``n_windows`` windows."""
         h, w = self.window_shape
         return self.channels.nbytes(n_windows, h, w)
 
 
+def _rows(program: Program, feature_ids: Any) -> np.ndarray | None:
+    """``feature_ids`` as int64 rows of ``program`` (negative ids count from the end, as in
+    :meth:`Program.take`), or None for all features."""
+    if feature_ids is None:
+        return None
+    q = program.n_features
+    rows = np.asarray(feature_ids, dtype=np.int64).reshape(-1)
+    rows = np.where(rows < 0, rows + q, rows)
+    if rows.size and (rows.min() < 0 or rows.max() >= q):
+        raise IndexError(f"feature_ids: ids must be in [-{q}, {q})")
+    return rows
+
+
 def _run(program: Program, flat: np.ndarray, bases: np.ndarray, row_stride: int,
-         plane_stride: int) -> np.ndarray:
-    """Values of every feature of ``program`` at window offsets ``bases`` of ``flat``."""
-    bound = program.bind(row_stride, plane_stride)
-    out = np.empty((program.n_features, bases.shape[0]), dtype=np.float32)
+         plane_stride: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Values of the features ``rows`` (default all) of ``program`` at window offsets ``bases``
+    of ``flat``."""
+    sel = slice(None) if rows is None else rows
+    out = np.empty((program.n_features if rows is None else rows.shape[0], bases.shape[0]),
+                   dtype=np.float32)
     if out.size:
-        hog = program.op == OP_HOG
-        hog_len = int((program.hogi[hog, 0] * program.hogi[hog, 1]).max()) if hog.any() else 0
-        _evaluate_kernel(program.ops_mask)(flat, np.ascontiguousarray(bases, dtype=np.int64),
-                                           bound.tab, bound.tabf, bound.pro, bound.prof,
-                                           hog_len, out)
+        bound = program.bound(row_stride, plane_stride)
+        hogi = program.hogi[sel]
+        hog = program.op[sel] == OP_HOG
+        hog_len = int((hogi[hog, 0] * hogi[hog, 1]).max()) if hog.any() else 0
+        ids = np.arange(out.shape[0], dtype=np.int64) if rows is None else rows
+        _evaluate_kernel(program._ops_of(sel))(
+            flat, np.ascontiguousarray(bases, dtype=np.int64), bound.tab, bound.tabf,
+            bound.pro, bound.prof, hog_len, ids, out)
     return out
 
 
@@ -1051,11 +1094,11 @@ def evaluate_program(program: Program, windows: Any = None, *, planes: np.ndarra
     if planes.ndim != 4 or planes.shape[1:] != (program.channels.n_planes, h + 1, w + 1):
         raise InputError(f"planes: expected (S, {program.channels.n_planes}, {h + 1}, {w + 1}), "
                          f"got {planes.shape}")
-    prog = program if feature_ids is None else program.take(feature_ids)
     sids = (np.arange(planes.shape[0], dtype=np.int64) if sample_ids is None
             else np.asarray(sample_ids, dtype=np.int64).reshape(-1))
-    return _run(prog, np.ascontiguousarray(planes).reshape(-1),
-                sids * (planes.shape[1] * (h + 1) * (w + 1)), w + 1, (h + 1) * (w + 1))
+    return _run(program, np.ascontiguousarray(planes).reshape(-1),
+                sids * (planes.shape[1] * (h + 1) * (w + 1)), w + 1, (h + 1) * (w + 1),
+                _rows(program, feature_ids))
 
 
 def evaluate_positions(program: Program, planes: np.ndarray, positions: Any, *,
@@ -1075,8 +1118,7 @@ def evaluate_positions(program: Program, planes: np.ndarray, positions: Any, *,
     -------
     ndarray of float32, shape (len(feature_ids), N)
     """
-    prog = program if feature_ids is None else program.take(feature_ids)
     pos = np.asarray(positions, dtype=np.int64).reshape(-1, 2)
     _, rows, cols = planes.shape
-    return _run(prog, np.ascontiguousarray(planes).reshape(-1), pos[:, 0] * cols + pos[:, 1],
-                cols, rows * cols)
+    return _run(program, np.ascontiguousarray(planes).reshape(-1), pos[:, 0] * cols + pos[:, 1],
+                cols, rows * cols, _rows(program, feature_ids))
