@@ -491,6 +491,9 @@ class FeaturePool:
                 return f.evaluate(f.prepare(data(f.color)), local)
 
         with n_threads(threads):
+            sel, rows = self._program_rows(gids)
+            if sel.all():  # one program call gives every row: no copy into ``out``
+                return program_part(rows)
             self._evaluate_groups(gids, out, program_part, family_part)
         return out
 
