@@ -184,6 +184,11 @@ def bin_values(
     values = check_array(values, "values", ndim=2, dtype=np.float32)
     edges = _check_edges(edges, values.shape[0])
     check_memory(values.size, f"binned matrix ({values.shape[0]} x {values.shape[1]} uint8)")
+    return _bin(values, edges, threads)
+
+
+def _bin(values: np.ndarray, edges: np.ndarray, threads: int | None) -> np.ndarray:
+    """:func:`bin_values` without its checks (``values`` float32, ``edges`` increasing)."""
     out = np.empty(values.shape, dtype=np.uint8)
     padded = np.full((edges.shape[0], 256), np.inf, dtype=np.float32)
     padded[:, : edges.shape[1]] = edges
@@ -412,7 +417,8 @@ def precompute(
         edges = np.ascontiguousarray(edges, dtype=np.float32)
         if edges.ndim != 2 or edges.shape[0] != q or edges.shape[1] > 255:
             raise ValueError(f"edges: expected shape ({q}, E<=255), got {edges.shape}")
-        out_edges = edges
+        with np.errstate(invalid="ignore"):  # inf - inf in the +inf padding checks
+            out_edges = _check_edges(edges, q)  # once: the blocks bin unchecked
     else:
         n_bins = check_in_range(n_bins, "n_bins", low=2, high=256, integer=True)
         # categorical rows need all 255 code edges whatever n_bins is
@@ -463,14 +469,17 @@ def binned_block(unit: tuple[np.ndarray, np.ndarray, np.ndarray, bool], pool: An
     if place:
         ordered = np.flatnonzero(~cat)
         if ordered.size:
-            src = raw[ordered] if sub is None else raw[ordered][:, sub]
+            # the block itself when every row is ordered (no copy of the whole block)
+            src = raw if ordered.size == cat.size else raw[ordered]
+            if sub is not None:
+                src = src[:, sub]
             e = compute_bin_edges(np.ascontiguousarray(src), int(n_bins), threads=threads)
             edges[ordered, : e.shape[1]] = e
         cat_rows = np.flatnonzero(cat)
         if cat_rows.size:
             edges[cat_rows] = categorical_edges(cat_rows.size, edges.shape[1])
-    with np.errstate(invalid="ignore"):  # inf - inf in the +inf padding checks
-        return bin_values(raw, edges, threads=threads), edges
+    # the values come from the pool's kernels and the edges from above: binned unchecked
+    return _bin(raw, edges, threads), edges
 
 
 _PREPARED: dict[str, Any] = {}

@@ -116,7 +116,9 @@ class MatrixSearch(_NodeByNode):
         self.edges = values.edges
         self.binned = values.binned
         self.categorical = values.categorical if values.categorical.any() else None
-        self._identity = values._feature_ids is None
+        self._identity = values._feature_ids is None or bool(np.array_equal(
+            values._feature_ids, np.arange(values.n_features)))
+        self._lookup: dict[int, int] | None = None
         self.feature_ids = values.feature_ids
         self.row_subset = None if rows is None else np.asarray(rows, dtype=np.int64)
         self.threads = threads
@@ -124,8 +126,9 @@ class MatrixSearch(_NodeByNode):
     def _row_of(self, features: np.ndarray) -> np.ndarray:
         if self._identity:
             return np.asarray(features, dtype=np.int64)
-        lookup = {int(g): i for i, g in enumerate(self.feature_ids)}
-        return np.array([lookup[int(g)] for g in features], dtype=np.int64)
+        if self._lookup is None:  # once: a round asks for a tree's few features
+            self._lookup = {int(g): i for i, g in enumerate(self.feature_ids)}
+        return np.array([self._lookup[int(g)] for g in features], dtype=np.int64)
 
     def search(self, problem: Problem, ids: np.ndarray | None) -> Any:
         """Per-feature best splits of the rows on the examples ``ids``.
