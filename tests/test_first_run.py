@@ -38,6 +38,19 @@ def test_cv2_integrals_equal_the_numba_kernel(n, h, w, codes, seed):
     np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("codes", [(0, 1), (0, 1, 2)])
+def test_cv2_integrals_wrap_large_squared_sums_as_the_numba_kernel(codes):
+    # 255² · 220 · 230 > 2**31: the float64 squared sums are wrapped to int32 as the kernel wraps
+    gray = np.full((1, 220, 230), 255, dtype=np.uint8)
+    gray[0, ::7] = np.arange(230, dtype=np.uint8)
+    stride, size, bases = _layout([(220, 230)], len(codes))
+    a = np.full(size, -7, dtype=np.int32)
+    b = a.copy()
+    assert _integrate_gray_cv2(gray, codes, a, bases, stride)
+    _integrate_gray(gray, b, bases, stride, np.asarray(codes, np.int64))
+    np.testing.assert_array_equal(a, b)
+
+
 def test_cv2_integrals_refuse_layouts_they_cannot_fill():
     gray = np.zeros((1, 5, 8), dtype=np.uint8)
     flat = np.zeros(100, dtype=np.int32)
