@@ -123,3 +123,22 @@ def test_per_stage_edges_share_the_first_stage(carried, faces12, backgrounds):
     assert stages_digest(per_stage.stages_) == stages_digest(carried.stages_[:1])
     with pytest.raises(ValueError, match="bin_edges"):
         CascadeTrainer(**{**KW, "bin_edges": "never"}).fit(faces12, backgrounds)
+
+
+def test_resume_of_a_checkpoint_with_per_stage_edges(faces12, backgrounds, tmp_path):
+    # a checkpoint whose settings have no bin_edges (an earlier version) placed edges per
+    # stage: resumed as such, refused with the option to give otherwise
+    import json
+
+    kw = {**KW, "num_stages": 2}
+    CascadeTrainer(**{**kw, "bin_edges": "stage"}).fit(faces12, backgrounds, output_dir=tmp_path,
+                                                      max_new_stages=1)
+    path = tmp_path / "checkpoint.json"
+    ck = json.loads(path.read_text())
+    del ck["config"]["bin_edges"]
+    path.write_text(json.dumps(ck))
+    with pytest.raises(ValueError, match="bin_edges: checkpoint 'stage' vs now 'run'"):
+        CascadeTrainer(**kw).fit(faces12, backgrounds, output_dir=tmp_path, resume=True)
+    done = CascadeTrainer(**{**kw, "bin_edges": "stage"}).fit(faces12, backgrounds,
+                                                             output_dir=tmp_path, resume=True)
+    assert len(done.stages_) == 2

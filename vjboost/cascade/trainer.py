@@ -697,9 +697,13 @@ class CascadeTrainer:
                     f"{out}: holds a training checkpoint already; resume it (resume=True / "
                     "--resume) or choose another output folder")
             if ck is not None:
-                # more stages or more backgrounds may be asked for when resuming
+                # more stages or more backgrounds may be asked for when resuming; an exhaustive
+                # run of a version before ``bin_edges`` placed the edges on every stage
+                saved = dict(ck["config"])
+                if "bin_edges" in cfg:
+                    saved.setdefault("bin_edges", "stage")
                 diff = config_differences(
-                    {k: v for k, v in ck["config"].items() if k not in RESUMABLE_CHANGES},
+                    {k: v for k, v in saved.items() if k not in RESUMABLE_CHANGES},
                     {k: v for k, v in cfg.items() if k not in RESUMABLE_CHANGES})
                 if diff:
                     raise TrainingError(

@@ -248,13 +248,21 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "features and doubling the windows; no feature matrix, memory O(windows x "
                    "channels); on a 13-stage face cascade 2.6x faster than full and at least "
                    "as accurate on the validation split (docs/training.md). full: "
-                   "exhaustive search, first precomputes every feature on every window of the "
+                   "exhaustive search, precomputes every feature on every window of the first "
                    "stage (features x windows "
                    "bytes, 3.3 GB for 125,199 Haar features x 26,000 windows; over --memory it "
-                   "is recomputed every round instead, much slower); exact best split. "
+                   "is recomputed every round instead, much slower), then keeps that matrix "
+                   "and evaluates only the windows new to a stage (--bin-edges); exact best "
+                   "split on the bins. "
                    "tasting_1q, tasting_q1, mas_1q, mas_q1, mas_naive, ucb, exp3p, ...: the "
                    "same budget as laminating, spent on the families that look best (useful "
                    "with several --features).")
+@click.option("--bin-edges", type=click.Choice(["run", "stage"]), default="run",
+              show_default=True,
+              help="--sampler full: place the feature bins once per run and carry the matrix "
+                   "from stage to stage (run), or place them on every stage's windows and "
+                   "precompute every stage afresh (stage: slower; how earlier versions binned, "
+                   "needed to resume their checkpoints).")
 @click.option("--sampler-budget", type=click.IntRange(min=1),
               help="Feature evaluations per round of the sampler (default: 1% of all).")
 @click.option("--stages", type=click.IntRange(1, 1000), default=20, show_default=True,
@@ -336,7 +344,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--max-new-stages", type=click.IntRange(min=1), hidden=True)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bars.")
 def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, output: str,
-            window: str, features: str, haar_mode: str, sampler: str | None,
+            window: str, features: str, haar_mode: str, sampler: str | None, bin_edges: str,
             sampler_budget: int | None, stages: int, min_hit_rate: float,
             max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
             weak_learner: str, max_depth: int, weight_trim_rate: float,
@@ -461,7 +469,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         max_weak_count=max_weak_count, loss=loss, weak_learner=weak_learner,
         max_depth=max_depth, weight_trim_rate=weight_trim_rate,
         sampler=None if sampler == "full" else sampler, sampler_budget=sampler_budget,
-        mining=mining, seed=seed, threads=threads or None, memory_budget=budget,
+        bin_edges=bin_edges, mining=mining, seed=seed, threads=threads or None,
+        memory_budget=budget,
         reservoir=reservoir, reservoir_strategy=reservoir_strategy,
     )
     from vjboost._parallel import ExecutorError
