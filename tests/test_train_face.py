@@ -54,3 +54,29 @@ def test_degrade_is_seeded_keeps_shape_and_lowers_detail(monkeypatch):
 
     assert np.median(tv(a[:200]) / tv(windows)) < 0.9
     assert tf.degrade(windows, 0, seed=5).shape == (0, 32, 32)
+
+
+def test_robustness_counts_accepted_windows_per_source(tmp_path, monkeypatch):
+    import numpy as np
+
+    from vjboost.cascade.runner import cascade_accepts
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    (tmp_path / "val").mkdir()
+    rng = np.random.default_rng(0)
+    model = load_model("vjboost:frontalface")
+    windows = {"webfaces": np.full((5, 32, 32), 128, np.uint8),  # featureless: always rejected
+               "cbcl": rng.integers(0, 256, (7, 32, 32)).astype(np.uint8),
+               "nrc": rng.integers(0, 256, (3, 32, 32)).astype(np.uint8)}
+    for src, w in windows.items():
+        np.savez(tmp_path / "val" / f"{src}.npz", images=w)
+    got = tf.robustness(["vjboost:frontalface"], tmp_path)["vjboost:frontalface"]
+    assert {k: v["n"] for k, v in got.items()} == {"webfaces": 5, "cbcl": 7, "nrc": 3}
+    assert got["webfaces"] == {"clean": 0.0, "scan": 0.0, "n": 5}
+    # the clean share is the cascade's own verdict on the target box resized to its window
+    import cv2
+
+    crop = np.stack([cv2.resize(x[4:28, 4:28], (20, 20), interpolation=cv2.INTER_AREA)
+                     for x in windows["cbcl"]])
+    assert got["cbcl"]["clean"] == round(float(cascade_accepts(model, crop)[0].mean()), 3)

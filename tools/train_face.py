@@ -1,6 +1,6 @@
 """The face models' recipes: train them with ``vjtrain`` and choose them on the validation split.
 
-Two sub-commands:
+Three sub-commands:
 
 * ``train NAME`` runs ``vjtrain`` with the recipe ``NAME`` of :data:`RECIPES` (the exact
   command of a shipped model; ``--set key=value`` overrides one setting for an experiment) on the
@@ -15,6 +15,9 @@ Two sub-commands:
   detection rate of the ``min_neighbors`` curve and of every operating score
   (``bench_peers.OPERATING_SCORES``) at grouping thresholds 1–3, with the detection time (one
   thread, ms per megapixel). This is where configurations and operating scores are chosen.
+  ``--split det_scan`` uses the same images degraded as scans (``tools/face_data.py``).
+* ``robust MODEL...``: the share of the held-out face windows of each source a cascade accepts,
+  clean and degraded as scans (:func:`robustness`).
 
 Every run appends one JSON line to ``--log`` (default ``runs/face_log.jsonl``): the command,
 seconds, peak memory, or the validation figures. The last line printed is ``RESULT {json}``;
@@ -47,6 +50,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
 import bench_peers as bp  # noqa: E402
+import face_data as fd  # noqa: E402
 
 DATA = Path(os.environ.get("VJBOOST_FACE_DATA", "/work/data/faces"))
 LOG = REPO / "runs" / "face_log.jsonl"
@@ -332,6 +336,40 @@ def print_validation(results: list[dict]) -> None:
         print(f"{'':<34s} best curve on validation: {k}")
 
 
+def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = False) -> dict:
+    """Share of the held-out validation face windows (``val/{webfaces,nrc,cbcl}.npz``) that each
+    cascade accepts as one window (every stage passed), clean and degraded as a scan
+    (``face_data.scan_like`` on the 32×32 window, seeded per window): how much of its recall a
+    cascade keeps on low-quality images, without any detection set. Only meaningful for cascades
+    framed like the training windows (the target box is the whole detection window).
+    """
+    import cv2
+
+    from vjboost.cascade.runner import cascade_accepts
+
+    sets = {}
+    for src in fd.SOURCES:
+        with np.load(data / "val" / f"{src}.npz") as z:
+            w = z["images"][::10] if quick else z["images"]
+        scanned = np.stack([fd.scan_like(x, np.random.default_rng([seed, 9, i]))
+                            for i, x in enumerate(w)])
+        sets[src] = (w, scanned)
+    out = {}
+    for spec in specs:
+        model, _, _ = bp.vj_load(spec)
+        h, w_ = model.window_shape
+
+        def crop(stack, h=h, w_=w_):  # the target box (4, 4, 24, 24) of the 32x32 windows
+            return np.stack([cv2.resize(x[4:28, 4:28], (w_, h), interpolation=cv2.INTER_AREA)
+                             for x in stack])
+
+        out[spec] = {src: {"clean": round(float(cascade_accepts(model, crop(a))[0].mean()), 3),
+                           "scan": round(float(cascade_accepts(model, crop(b))[0].mean()), 3),
+                           "n": len(a)}
+                     for src, (a, b) in sets.items()}
+    return out
+
+
 # ------------------------------------------------------------------------------------------------
 
 
@@ -356,8 +394,20 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--label", default=None, help="name of the configuration in the log")
     v.add_argument("--split", default="det", choices=("det", "det_scan"),
                    help="val/det, or val/det_scan: the same images degraded as scans")
+    r = sub.add_parser("robust", help="share of held-out face windows accepted, clean and "
+                                      "degraded as scans")
+    r.add_argument("models", nargs="+")
     args = ap.parse_args(argv)
 
+    if args.cmd == "robust":
+        res = robustness(args.models, args.data, quick=args.quick)
+        print(f"{'model':<40s} " + " ".join(f"{s + ' clean/scan':>20s}" for s in fd.SOURCES))
+        for spec, per in res.items():
+            print(f"{spec[-40:]:<40s} " + " ".join(
+                f"{per[s]['clean']:>10.3f}/{per[s]['scan']:<9.3f}" for s in per))
+        log({"kind": "robust", "quick": args.quick, "results": res}, args.log)
+        print("RESULT " + json.dumps({"quick": args.quick, "accepted": res}))
+        return 0
     if args.cmd == "train":
         overrides = {}
         for kv in args.set:
