@@ -745,16 +745,19 @@ _FAMILY_MODULES = ("haar", "mblbp", "custom", "pool", "lbp", "hog", "histogram",
                    "pixel", "acf")
 
 
-def _import_builtin_families() -> None:
+def _import_builtin_families(until: str | None = None) -> None:
     # on first use of the registry, not at package import: a detector needs one family module
+    # (the modules are imported in order until one registers ``until``)
     for mod in _FAMILY_MODULES:
         importlib.import_module(f"vjboost.features.{mod}")
+        if until is not None and until in _REGISTRY:
+            return
 
 
 def get_family_class(name: str) -> type[FeatureFamily]:
     """The registered family class called ``name``."""
     if name not in _REGISTRY:
-        _import_builtin_families()
+        _import_builtin_families(until=name)
     try:
         return _REGISTRY[name]
     except KeyError:
