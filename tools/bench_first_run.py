@@ -85,12 +85,13 @@ print(json.dumps(steps))
 CPU: list[float] = []
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float,
+                                                                   subprocess.CompletedProcess]:
     """Wall seconds of one process, and its result (stdout/stderr captured); its CPU seconds
     are appended to :data:`CPU` (on a loaded machine they move less than wall times)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=cwd)
     dt = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -128,8 +129,10 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(f"{vjdetect}: no vjdetect next to {python}; install vjboost there")
 
     with tempfile.TemporaryDirectory(prefix="vjfirst") as tmp:
+        # every process runs in this folder, not in the repository, whose vjboost a
+        # ``python -c`` process would import instead of the timed environment's
         tmp_path = Path(tmp)
-        photo = args.image or tmp_path / "photo.png"
+        photo = args.image.resolve() if args.image else tmp_path / "photo.png"
         if args.image is None:
             write_photo(photo)
         # a user's environment: no cache folder chosen, and Python writes its bytecode caches
@@ -140,14 +143,14 @@ def main(argv: list[str] | None = None) -> dict:
         xml = subprocess.run(
             [python, "-c", "from vjboost.cascade.shipped import MODELS_DIR; "
              f"print(MODELS_DIR / '{MODEL.split(':')[1]}.xml')"],
-            env=base_env, capture_output=True, text=True, check=True).stdout.strip()
+            env=base_env, capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
 
         first, first_cpu, notes, n_dets = [], [], [], None
         cache = tmp_path / "cache-0"
         for k in range(args.first_runs):
             cache = tmp_path / f"cache-{k}"
             env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
-            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env)
+            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env, tmp_path)
             first.append(dt)
             first_cpu.append(CPU[-1])
             notes.append("compiling kernels" in res.stderr)
@@ -155,21 +158,22 @@ def main(argv: list[str] | None = None) -> dict:
         env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
         warm, warm_cpu, warm_note = [], [], False
         for _ in range(args.warm_runs):
-            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env)
+            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env, tmp_path)
             warm.append(dt)
             warm_cpu.append(CPU[-1])
             warm_note |= "compiling kernels" in res.stderr
         cv2_times, cv2_cpu = [], []
         cv2_dets = None
         for _ in range(max(args.warm_runs, 1)):
-            dt, res = timed([python, "-c", CV2_SNIPPET, xml, str(photo)], base_env)
+            dt, res = timed([python, "-c", CV2_SNIPPET, xml, str(photo)], base_env, tmp_path)
             cv2_times.append(dt)
             cv2_cpu.append(CPU[-1])
             cv2_dets = int(res.stdout.strip())
-        phases = [json.loads(timed([python, "-c", PHASES_SNIPPET, MODEL, str(photo)],
-                                   env)[1].stdout) for _ in range(max(args.warm_runs, 1))]
-        start = [timed([python, "-c", "pass"], base_env)[0] for _ in range(3)]
-        imports = [timed([python, "-c", "import vjboost.cli.detect"], env)[0] for _ in range(3)]
+        phases = [json.loads(timed([python, "-c", PHASES_SNIPPET, MODEL, str(photo)], env,
+                                   tmp_path)[1].stdout) for _ in range(max(args.warm_runs, 1))]
+        start = [timed([python, "-c", "pass"], base_env, tmp_path)[0] for _ in range(3)]
+        imports = [timed([python, "-c", "import vjboost.cli.detect"], env, tmp_path)[0]
+                   for _ in range(3)]
 
     med = statistics.median
     result = {
