@@ -96,20 +96,29 @@ def test_small_groupings_in_numpy_equal_the_grid_search(n, eps, seed):
                                       _select(avg, cnt, thr, eps))
 
 
-def test_haar_model_program_equals_the_whole_pools_rows():
-    """The program a model of a Haar pool runs, built from its features' rows only, is the
-    whole pool's program restricted to them (and the family built no table for it)."""
+@pytest.mark.parametrize("family", ["haar", "mblbp"])
+def test_model_program_equals_the_whole_pools_rows(family):
+    """The program a model of a large pool runs, built from its features' rows only, is the
+    whole pool's program restricted to them, and the families' kinds are those of the whole
+    program (a Haar family builds no table for it)."""
     import dataclasses
 
     from vjboost.features.haar import HaarFamily
+    from vjboost.features.mblbp import MBLBPFamily
 
-    ids = np.random.default_rng(5).choice(HaarFamily((20, 20), mode="ALL").n_features, 300,
-                                          replace=False)
-    lazy = HaarFamily((20, 20), mode="ALL")
+    def make():
+        return (HaarFamily((20, 20), mode="ALL") if family == "haar"
+                else MBLBPFamily((20, 50)))
+
+    ids = np.random.default_rng(5).choice(make().n_features, 300, replace=False)
+    lazy = make()
     part = lazy.program(ids)
-    assert lazy._table is None and not lazy.kinds().any()
-    whole = HaarFamily((20, 20), mode="ALL")
+    assert "_program_cache" not in vars(lazy)
+    if family == "haar":
+        assert lazy._table is None
+    whole = make()
     want = whole.program().take(ids).compact()
+    np.testing.assert_array_equal(lazy.kinds(), whole.program().categorical)
     assert part.channels == want.channels
     for f in dataclasses.fields(want):
         if f.name == "_checked":  # how each was built (checked rows, or taken from checked ones)
