@@ -96,29 +96,39 @@ def test_small_groupings_in_numpy_equal_the_grid_search(n, eps, seed):
                                       _select(avg, cnt, thr, eps))
 
 
-@pytest.mark.parametrize("family", ["haar", "mblbp"])
+@pytest.mark.parametrize("family", ["haar", "mblbp", "pool"])
 def test_model_program_equals_the_whole_pools_rows(family):
     """The program a model of a large pool runs, built from its features' rows only, is the
     whole pool's program restricted to them, and the families' kinds are those of the whole
-    program (a Haar family builds no table for it)."""
+    program (a Haar family builds no table for it, a pool no union of whole programs)."""
     import dataclasses
 
+    from vjboost.features.acf import ChannelFamily
     from vjboost.features.haar import HaarFamily
     from vjboost.features.mblbp import MBLBPFamily
+    from vjboost.features.pool import FeaturePool
 
     def make():
-        return (HaarFamily((20, 20), mode="ALL") if family == "haar"
-                else MBLBPFamily((20, 50)))
+        if family == "haar":
+            return HaarFamily((20, 20), mode="ALL")
+        if family == "mblbp":
+            return MBLBPFamily((20, 50))
+        return FeaturePool([HaarFamily((20, 20), mode="ALL"), MBLBPFamily((20, 20)),
+                            ChannelFamily((20, 20))])
 
     ids = np.random.default_rng(5).choice(make().n_features, 300, replace=False)
     lazy = make()
     part = lazy.program(ids)
-    assert "_program_cache" not in vars(lazy)
+    if family == "pool":
+        assert lazy._union is None and lazy.families[0]._table is None
+    else:
+        assert "_program_cache" not in vars(lazy)
     if family == "haar":
         assert lazy._table is None
     whole = make()
-    want = whole.program().take(ids).compact()
-    np.testing.assert_array_equal(lazy.kinds(), whole.program().categorical)
+    full = whole.program()
+    want = whole.program(ids) if family == "pool" else full.take(ids).compact()
+    np.testing.assert_array_equal(lazy.kinds(), full.categorical)
     assert part.channels == want.channels
     for f in dataclasses.fields(want):
         if f.name == "_checked":  # how each was built (checked rows, or taken from checked ones)
