@@ -852,7 +852,7 @@ class Program:
     @property
     def ops_mask(self) -> int:
         """The ``OPS_*`` constant of these features (see :func:`node_value`)."""
-        kinds = set(np.unique(self.op).tolist())
+        kinds = set(self.op.tolist())
         if kinds == {OP_RECTS} and not self.categorical.any():
             haar = (self.norm == NORM_VARIANCE).all() and (self.scale == 1).all()
             return OPS_HAAR if haar else OPS_RECTS
