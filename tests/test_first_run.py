@@ -1,8 +1,14 @@
 """What the fast first detection relies on: OpenCV's integrals equal the numba kernel's, the
-cascade kernel split between threads gives the same result for any thread count, and the small
-groupings done in NumPy equal the compiled ones."""
+cascade kernel split between threads gives the same result for any thread count, the small
+groupings done in NumPy equal the compiled ones, a Haar model builds only the features it reads,
+and a warm process loads its kernel without numba's compiler registries."""
 
 from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -101,3 +107,106 @@ def test_small_groupings_in_numpy_equal_the_grid_search(n, eps, seed):
     for thr in (0, 1, 3):
         np.testing.assert_array_equal(_keep_classes(avg, cnt, thr, eps),
                                       _select(avg, cnt, thr, eps))
+
+
+@pytest.mark.parametrize("family", ["haar", "mblbp", "pool"])
+def test_model_program_equals_the_whole_pools_rows(family):
+    """The program a model of a large pool runs, built from its features' rows only, is the
+    whole pool's program restricted to them, and the families' kinds are those of the whole
+    program (a Haar family builds no table for it, a pool no union of whole programs)."""
+    import dataclasses
+
+    from vjboost.features.acf import ChannelFamily
+    from vjboost.features.haar import HaarFamily
+    from vjboost.features.mblbp import MBLBPFamily
+    from vjboost.features.pool import FeaturePool
+
+    def make():
+        if family == "haar":
+            return HaarFamily((20, 20), mode="ALL")
+        if family == "mblbp":
+            return MBLBPFamily((20, 50))
+        return FeaturePool([HaarFamily((20, 20), mode="ALL"), MBLBPFamily((20, 20)),
+                            ChannelFamily((20, 20))])
+
+    ids = np.random.default_rng(5).choice(make().n_features, 300, replace=False)
+    lazy = make()
+    part = lazy.program(ids)
+    if family == "pool":
+        assert lazy._union is None and lazy.families[0]._table is None
+    else:
+        assert "_program_cache" not in vars(lazy)
+    if family == "haar":
+        assert lazy._table is None
+    whole = make()
+    full = whole.program()
+    want = whole.program(ids) if family == "pool" else full.take(ids).compact()
+    np.testing.assert_array_equal(lazy.kinds(), full.categorical)
+    assert part.channels == want.channels
+    for f in dataclasses.fields(want):
+        if f.name == "_checked":  # how each was built (checked rows, or taken from checked ones)
+            continue
+        a, b = getattr(part, f.name), getattr(want, f.name)
+        assert np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b, f.name
+
+
+_WARM_RUN = """
+import json, sys
+import numpy as np
+from skimage import data
+import vjboost
+det = vjboost.CascadeDetector(vjboost.load_model("vjboost:frontalface_haar"))
+found = det.detect(data.astronaut()[..., 1])
+light = "numba.np.random.generator_methods" not in sys.modules
+import numba
+@numba.njit
+def later(n):  # compiled after the light load: needs the registries it skipped
+    return len(str(n)) + len([i * 2 for i in range(n)])
+print(json.dumps({"boxes": found.boxes.tolist(), "light": light, "later": later(12)}))
+"""
+
+
+def test_warm_process_loads_the_kernel_without_the_compiler_registries():
+    """Two processes on one cache: the second loads the detection kernel without numba's
+    typing and lowering registries, finds the same faces as this process, and still compiles
+    new code afterwards."""
+    from skimage import data
+
+    import vjboost
+
+    want = vjboost.CascadeDetector(vjboost.load_model("vjboost:frontalface_haar")).detect(
+        data.astronaut()[..., 1])
+    runs = [json.loads(subprocess.run([sys.executable, "-c", _WARM_RUN], env=dict(os.environ),
+                                      capture_output=True, text=True, check=True).stdout)
+            for _ in range(2)]
+    assert len(want) >= 1
+    for run in runs:
+        assert run["boxes"] == want.boxes.tolist() and run["later"] == 2 + 12
+    assert runs[1]["light"]  # the first run may have compiled (a cold cache); this one loaded
+
+
+def test_light_load_falls_back_to_numbas_own_load():
+    from vjboost._jit import _light_load
+
+    refreshed: list[str] = []
+
+    class Context:
+        def refresh(self) -> None:
+            refreshed.append("full")
+
+    def real(cache, sig, ctx):
+        ctx.refresh()
+        if not refreshed:
+            raise LookupError("a registry the light load skipped")
+        return "loaded"
+
+    class Cache:
+        def __init__(self, module):
+            self._py_func = type("F", (), {"__module__": module})
+
+    ctx = Context()
+    assert _light_load(Cache("vjboost.cascade.kernels"), (), ctx, real=real) == "loaded"
+    assert refreshed == ["full"] and "refresh" not in vars(ctx)
+    refreshed.clear()
+    assert _light_load(Cache("elsewhere"), (), ctx, real=real) == "loaded"  # numba's own
+    assert refreshed == ["full"]

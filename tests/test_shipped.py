@@ -115,12 +115,10 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
     # the card's figures: (faces found, false positives) at minNeighbors 1..4
     got = [(round(ours.at(m).detection_rate * 354), ours.at(m).false_positives)
            for m in range(1, 5)]
-    assert got == [(286, 16), (271, 7), (254, 4), (244, 2)]
-    # at OpenCV's default false-positive counts below 16, more faces than the default finds
-    for m in range(4, 9):
-        fp = ref.at(m).false_positives
-        if fp <= 16:
-            assert ours.detection_rate_at(fp) > ref.at(m).detection_rate
+    assert got == [(280, 31), (271, 14), (257, 8), (250, 6)]
+    # at few false positives, far more faces than OpenCV's default cascade (the card's figure)
+    for fp in (2, 5, 10):
+        assert ours.detection_rate_at(fp) > ref.detection_rate_at(fp) + 0.25
 
 
 def test_no_cascade_classifier_needed_and_clear_error_without_opencv_cascades(monkeypatch):

@@ -34,3 +34,49 @@ def test_ship_model_replaces_every_file_of_the_name(tmp_path, monkeypatch):
     shipped_model = load_model(models / "face.json")
     assert shipped_model.params["operating_score"] == tf.bp.DEFAULT_OPERATING
     assert shipped_model.stages == model.stages
+
+
+def test_degrade_is_seeded_keeps_shape_and_lowers_detail(monkeypatch):
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    rng = np.random.default_rng(0)
+    windows = rng.integers(0, 256, (200, 32, 32)).astype(np.uint8)  # all detail, no structure
+    a = tf.degrade(windows, 2, seed=5)
+    assert a.shape == (400, 32, 32) and a.dtype == np.uint8
+    assert np.array_equal(a, tf.degrade(windows, 2, seed=5))
+    assert not np.array_equal(a, tf.degrade(windows, 2, seed=6))
+    # each operation (resampling, blur, contrast, JPEG) smooths white noise; added noise alone
+    # does not, so the median copy has less pixel-to-pixel variation than its original
+    def tv(x):
+        return np.abs(np.diff(x.astype(np.int32), axis=2)).mean(axis=(1, 2))
+
+    assert np.median(tv(a[:200]) / tv(windows)) < 0.9
+    assert tf.degrade(windows, 0, seed=5).shape == (0, 32, 32)
+
+
+def test_robustness_counts_accepted_windows_per_source(tmp_path, monkeypatch):
+    import numpy as np
+
+    from vjboost.cascade.runner import cascade_accepts
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    (tmp_path / "val").mkdir()
+    rng = np.random.default_rng(0)
+    model = load_model("vjboost:frontalface")
+    windows = {"webfaces": np.full((5, 32, 32), 128, np.uint8),  # featureless: always rejected
+               "cbcl": rng.integers(0, 256, (7, 32, 32)).astype(np.uint8),
+               "nrc": rng.integers(0, 256, (3, 32, 32)).astype(np.uint8)}
+    for src, w in windows.items():
+        np.savez(tmp_path / "val" / f"{src}.npz", images=w)
+    got = tf.robustness(["vjboost:frontalface"], tmp_path)["vjboost:frontalface"]
+    assert {k: v["n"] for k, v in got.items()} == {"webfaces": 5, "cbcl": 7, "nrc": 3}
+    assert got["webfaces"] == {"clean": 0.0, "scan": 0.0, "n": 5}
+    # the clean share is the cascade's own verdict on the target box resized to its window
+    import cv2
+
+    crop = np.stack([cv2.resize(x[4:28, 4:28], (20, 20), interpolation=cv2.INTER_AREA)
+                     for x in windows["cbcl"]])
+    assert got["cbcl"]["clean"] == round(float(cascade_accepts(model, crop)[0].mean()), 3)

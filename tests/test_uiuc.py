@@ -314,3 +314,22 @@ def test_shipped_car_cascade_resolves_and_cv2_detects_identically():
         ours = CascadeDetector(model, scale_factor=sf, min_neighbors=mn).detect(img)
         ref = np.asarray(cc.detectMultiScale(img, scaleFactor=sf, minNeighbors=mn)).reshape(-1, 4)
         assert sorted(map(tuple, ours.boxes.tolist())) == sorted(map(tuple, ref.tolist()))
+
+
+def test_bench_cars_recall_by_scale_counts_each_bin_alone():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "bench_cars.py"
+    spec = importlib.util.spec_from_file_location("bench_cars", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    # cars of 60, 120 and 250 px (bins 0.5-0.7, 1.0-1.4 and the last, closed one), each
+    # detected exactly; the 120-px car's detection scores under the threshold
+    truth = {"a": np.array([[10, 10, 60], [100, 200, 120], [300, 10, 250]])}
+    dets = {"a": (truth["a"].astype(np.float64), np.array([5.0, 1.0, 3.0]))}
+    got = bench.recall_by_scale(dets, truth, 2.0)
+    assert got == {"0.5-0.7": "1/1", "0.7-1.0": "0/0", "1.0-1.4": "0/1", "1.4-2.0": "0/0",
+                   "2.0-2.5": "1/1"}
+    # every detection kept: the 120-px car is found too
+    assert bench.recall_by_scale(dets, truth, 0.0)["1.0-1.4"] == "1/1"

@@ -13,7 +13,12 @@ kernel compilation or cache loading, detection, output), measured here in one ru
 * CPU seconds (user + system) of the same processes, steadier than wall times when the
   machine is shared;
 * parts: ``python -c pass`` (interpreter start), ``import vjboost.cli.detect``, and the first
-  run's compile note (``compiling kernels``) checked on stderr.
+  run's compile note (``compiling kernels``) checked on stderr;
+* where a warm run's CPU time goes: a process of the same environment (warm cache) times each
+  step of a detection with ``time.process_time`` — the imports (NumPy, numba, OpenCV, click,
+  vjboost's command), loading the model, building the detector, reading the photo, the first
+  detection (the kernel loaded from numba's cache, then run) and a second one (run only; the
+  kernel load is the difference) — medians over the warm runs.
 
 The photo is scikit-image's ``astronaut()`` (512×512) unless ``--image`` is given. The first
 run is repeated with a new empty cache each time. The processes run in a user's environment:
@@ -46,17 +51,47 @@ CV2_SNIPPET = (
     "print(len(c.detectMultiScale(g, 1.1, 3, minSize=(20, 20))))"
 )
 
+#: a warm detection step by step, in one process: CPU seconds per step, as JSON (argv: model,
+#: photo). The imports run with the collector paused, as the console scripts import them.
+PHASES_SNIPPET = """
+import gc, json, sys, time
+steps, last = [], time.process_time()
+def step(name):
+    global last
+    now = time.process_time()
+    steps.append((name, round(now - last, 4)))
+    last = now
+gc.disable()
+import numpy; step("import numpy")
+import numba; step("import numba")
+import cv2; step("import cv2")
+import click; step("import click")
+import vjboost.cli.detect
+from vjboost.cascade.detector import CascadeDetector
+from vjboost.cascade.model_io import load_model
+from vjboost.cascade.shipped import resolve_model
+from vjboost.io import read_image
+step("import vjboost's command")
+gc.freeze(); gc.enable()
+model = load_model(resolve_model(sys.argv[1])); step("load the model")
+detector = CascadeDetector(model); step("build the detector")
+image = read_image(sys.argv[2], gray=False); step("read the photo")
+detector.detect(image); step("detect (kernel from the cache + run)")
+detector.detect(image); step("detect again (run only)")
+print(json.dumps(steps))
+"""
 
 #: CPU seconds (user + system) of the finished child processes, per ``timed`` call
 CPU: list[float] = []
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float,
+                                                                   subprocess.CompletedProcess]:
     """Wall seconds of one process, and its result (stdout/stderr captured); its CPU seconds
     are appended to :data:`CPU` (on a loaded machine they move less than wall times)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=cwd)
     dt = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -94,8 +129,10 @@ def main(argv: list[str] | None = None) -> dict:
         raise SystemExit(f"{vjdetect}: no vjdetect next to {python}; install vjboost there")
 
     with tempfile.TemporaryDirectory(prefix="vjfirst") as tmp:
+        # every process runs in this folder, not in the repository, whose vjboost a
+        # ``python -c`` process would import instead of the timed environment's
         tmp_path = Path(tmp)
-        photo = args.image or tmp_path / "photo.png"
+        photo = args.image.resolve() if args.image else tmp_path / "photo.png"
         if args.image is None:
             write_photo(photo)
         # a user's environment: no cache folder chosen, and Python writes its bytecode caches
@@ -106,14 +143,14 @@ def main(argv: list[str] | None = None) -> dict:
         xml = subprocess.run(
             [python, "-c", "from vjboost.cascade.shipped import MODELS_DIR; "
              f"print(MODELS_DIR / '{MODEL.split(':')[1]}.xml')"],
-            env=base_env, capture_output=True, text=True, check=True).stdout.strip()
+            env=base_env, capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
 
         first, first_cpu, notes, n_dets = [], [], [], None
         cache = tmp_path / "cache-0"
         for k in range(args.first_runs):
             cache = tmp_path / f"cache-{k}"
             env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
-            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env)
+            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env, tmp_path)
             first.append(dt)
             first_cpu.append(CPU[-1])
             notes.append("compiling kernels" in res.stderr)
@@ -121,19 +158,22 @@ def main(argv: list[str] | None = None) -> dict:
         env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
         warm, warm_cpu, warm_note = [], [], False
         for _ in range(args.warm_runs):
-            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env)
+            dt, res = timed([vjdetect, str(photo), "--model", MODEL], env, tmp_path)
             warm.append(dt)
             warm_cpu.append(CPU[-1])
             warm_note |= "compiling kernels" in res.stderr
         cv2_times, cv2_cpu = [], []
         cv2_dets = None
         for _ in range(max(args.warm_runs, 1)):
-            dt, res = timed([python, "-c", CV2_SNIPPET, xml, str(photo)], base_env)
+            dt, res = timed([python, "-c", CV2_SNIPPET, xml, str(photo)], base_env, tmp_path)
             cv2_times.append(dt)
             cv2_cpu.append(CPU[-1])
             cv2_dets = int(res.stdout.strip())
-        start = [timed([python, "-c", "pass"], base_env)[0] for _ in range(3)]
-        imports = [timed([python, "-c", "import vjboost.cli.detect"], env)[0] for _ in range(3)]
+        phases = [json.loads(timed([python, "-c", PHASES_SNIPPET, MODEL, str(photo)], env,
+                                   tmp_path)[1].stdout) for _ in range(max(args.warm_runs, 1))]
+        start = [timed([python, "-c", "pass"], base_env, tmp_path)[0] for _ in range(3)]
+        imports = [timed([python, "-c", "import vjboost.cli.detect"], env, tmp_path)[0]
+                   for _ in range(3)]
 
     med = statistics.median
     result = {
@@ -157,6 +197,8 @@ def main(argv: list[str] | None = None) -> dict:
         "note_on_first_run": all(notes),
         "note_on_warm_run": warm_note,
         "targets": {"first_run_s": 5.0, "warm_s": 1.0},
+        "warm_cpu_steps_s": {name: round(med(run[k][1] for run in phases), 3)
+                             for k, (name, _) in enumerate(phases[0])},
         "load_avg": round(os.getloadavg()[0], 2),
     }
     print(f"vjdetect on {result['photo']} ({python})")
@@ -169,6 +211,8 @@ def main(argv: list[str] | None = None) -> dict:
           f"{result['warm_cpu_s']:.2f}, cv2 {result['cv2_cpu_s']:.2f}")
     print(f"  of which: python start {result['python_start_s']:.2f} s, import vjboost.cli.detect "
           f"{result['import_cli_s']:.2f} s, compilation ~{result['compile_s']:.2f} s")
+    print("  a warm detection step by step (CPU s, in one process): " + ", ".join(
+        f"{name} {t:.3f}" for name, t in result["warm_cpu_steps_s"].items()))
     print(f"  detections: vjdetect {n_dets}, cv2 {cv2_dets}; compile note on first run: "
           f"{result['note_on_first_run']}, on warm runs: {result['note_on_warm_run']}; "
           f"load average {result['load_avg']}")

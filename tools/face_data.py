@@ -33,6 +33,11 @@ Outputs in ``--out`` (outside the repository):
   scenes (held-out faces pasted at 20–120 px into held-out background images) and face-free
   held-out backgrounds; ``val/det/boxes.csv`` (``image,x,y,w,h``, target-box convention, read by
   ``vjeval``) and ``val/det/images.txt`` (every image, face-free ones included).
+* ``val/det_scan/``: the same images and boxes as ``val/det``, each degraded as a photograph
+  printed and scanned, or stored small, looks (:func:`scan_like`): resolution lost, a halftone
+  screen, compressed contrast, grain, strong JPEG. Training never sees these operations in this
+  form; a detector that holds its rate here holds it on old scanned test photographs too.
+  ``--scan-only`` (re)writes it from an existing ``val/det``.
 * ``backgrounds_train.txt`` / ``backgrounds_val.txt``: the background images left for mining
   and those held out (by blocks of consecutive file names, which are often near-duplicates).
 * ``manifest.json``: parameters, seed, counts per source and split, the measured mappings, the
@@ -730,6 +735,9 @@ def build(p: Params, log=print) -> dict:
     for part, lst in (("nrc", nrc_names), ("scenes", sc_names), ("empty", empty)):
         _write_text(det / f"{part}.txt", "\n".join(lst) + "\n")
     timing["val_det_s"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    hashes["val/det_scan"] = scan_copy(det, p.out / "val" / "det_scan", seed=p.seed)
+    timing["val_det_scan_s"] = round(time.perf_counter() - t, 1)
     timing["total_s"] = round(time.perf_counter() - t0, 1)
 
     st = nrc["stats"]
@@ -777,6 +785,66 @@ def summary_line(m: dict) -> str:
             f"{m['timing']['total_s']} s")
 
 
+def scan_like(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``gray`` (H, W) uint8 degraded as an old photograph printed and scanned, or stored small,
+    looks; the image keeps its size, so boxes stay valid. Each operation is drawn independently
+    (at least one applied): resolution lost (down to 50–80 % by area averaging, back up by cubic
+    interpolation), a halftone screen (a 3–4 px periodic pattern of 5–12 grey levels, then a
+    0.6–0.9 px blur, as a scanner sees a printed page), contrast compressed to 40–85 % with the
+    brightness moved by up to ±30, grain (Gaussian, σ 2–6) and JPEG at quality 15–50.
+
+    >>> g = np.full((40, 60), 128, np.uint8)
+    >>> scan_like(g, np.random.default_rng(0)).shape
+    (40, 60)
+    """
+    h, w = gray.shape
+    on = rng.random(5) < np.array([0.6, 0.3, 0.6, 0.5, 0.6])
+    if not on.any():
+        on[rng.integers(5)] = True
+    g = gray
+    if on[0]:
+        f = rng.uniform(0.5, 0.8)
+        small = cv2.resize(g, (max(1, round(w * f)), max(1, round(h * f))),
+                           interpolation=cv2.INTER_AREA)
+        g = cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
+    x = g.astype(np.float32)
+    if on[1]:
+        period, amp, ang = rng.uniform(3.0, 4.0), rng.uniform(5.0, 12.0), rng.uniform(0, np.pi)
+        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+        u = xx * np.cos(ang) + yy * np.sin(ang)
+        v = -xx * np.sin(ang) + yy * np.cos(ang)
+        x = x + amp * np.sin(2 * np.pi * u / period) * np.sin(2 * np.pi * v / period)
+        x = cv2.GaussianBlur(x, (0, 0), rng.uniform(0.6, 0.9))
+    if on[2]:
+        m = float(x.mean())
+        x = m + rng.uniform(0.4, 0.85) * (x - m) + rng.uniform(-30, 30)
+    if on[3]:
+        x = x + rng.normal(0.0, rng.uniform(2.0, 6.0), x.shape).astype(np.float32)
+    g = np.clip(np.rint(x), 0, 255).astype(np.uint8)
+    if on[4]:
+        _, buf = cv2.imencode(".jpg", g, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(15, 51))])
+        g = cv2.imdecode(buf, cv2.IMREAD_GRAYSCALE)
+    return g
+
+
+def scan_copy(det: Path, out: Path, *, seed: int) -> str:
+    """Write ``out`` (``val/det_scan``): every image of the detection set ``det`` through
+    :func:`scan_like` (seeded per image by its index), with ``det``'s lists and boxes. Returns
+    a hash of the written images."""
+    names = (det / "images.txt").read_text().split()
+    digest = hashlib.sha256()
+    for i, name in enumerate(names):
+        g = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE)
+        d = scan_like(g, np.random.default_rng([seed, 8, i]))
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(out / name), d)
+        digest.update(d.tobytes())
+    for lst in ("boxes.csv", "images.txt", "nrc.txt", "scenes.txt", "empty.txt"):
+        if (det / lst).is_file():
+            _write_text(out / lst, (det / lst).read_text())
+    return digest.hexdigest()[:16]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="/work/data/faces", help="output folder (outside the repo)")
@@ -793,10 +861,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--teacher-min-score", type=float, default=0.5, help="dlib score to keep")
     ap.add_argument("--dup-corr", type=float, default=0.9,
                     help="near-duplicates: crops / frames of a clip correlated at least this much")
+    ap.add_argument("--scan-only", action="store_true",
+                    help="only (re)write val/det_scan from an existing val/det")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     if REPO in out.parents or out == REPO:
         sys.exit(f"face_data: --out {out} is inside the repository; write data elsewhere")
+    if args.scan_only:
+        if not (out / "val" / "det" / "images.txt").is_file():
+            sys.exit(f"face_data: --scan-only needs {out}/val/det (run face_data.py first)")
+        h = scan_copy(out / "val" / "det", out / "val" / "det_scan", seed=args.seed)
+        print("RESULT " + json.dumps({"out": str(out / "val" / "det_scan"), "hash": h}))
+        return 0
     kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, val_frac=args.val_frac,
               val_persons=args.val_persons, bg_val_frac=args.bg_val_frac,
               teacher_min_score=args.teacher_min_score, dup_corr=args.dup_corr)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vjboost._jit import defer_blas_probe, use_user_cache
+from vjboost._jit import defer_blas_probe, light_cache_loads, use_user_cache
 from vjboost._lazy import attach
 from vjboost._version import __version__
 
@@ -97,6 +97,8 @@ __getattr__, __dir__, __all__ = attach(__name__, __file__)
 __all__ = ["__version__", *__all__]
 
 # before numba is imported by any kernel module: compiled kernels go to a folder the user owns,
-# and numba's first kernel load does not import SciPy's linear algebra (vjboost._jit)
+# and numba's first kernel load neither imports SciPy's linear algebra nor loads the registries
+# only compilations use (vjboost._jit)
 use_user_cache()
 defer_blas_probe()
+light_cache_loads()

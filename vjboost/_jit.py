@@ -12,8 +12,15 @@ use no BLAS, so :func:`defer_blas_probe` makes numba answer that from whether Sc
 installed, and numba imports SciPy when a kernel that uses BLAS is compiled, as it does for
 every other BLAS/LAPACK function.
 
+Loading a kernel from the cache, numba first refreshes its CPU target: it imports and installs
+all its typing and lowering registries (strings, lists, dicts, random numbers, datetimes...,
+about 70 modules and a tenth of a CPU second), which only a compilation reads. A cached kernel
+needs numba's runtime only, so :func:`light_cache_loads` makes the loads of vjboost's own kernels
+start just that; every compilation still refreshes the target itself, and a load that fails
+that way is retried as numba does it.
+
 This module imports nothing heavy; numba is imported only by :func:`compile_notice` and when
-numba itself loads its array maths.
+numba itself loads its array maths or its cache.
 """
 
 from __future__ import annotations
@@ -22,11 +29,13 @@ import contextlib
 import importlib.util
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-__all__ = ["cache_dir", "compile_notice", "defer_blas_probe", "use_user_cache"]
+__all__ = ["cache_dir", "compile_notice", "defer_blas_probe", "light_cache_loads",
+           "use_user_cache"]
 
 NOTE = "vjboost: compiling kernels (first run only; cached in {dir})"
 
@@ -102,6 +111,8 @@ def compile_notice(stream: TextIO | None = None) -> Iterator[None]:
 
 #: the numba module whose import probes for a BLAS (``_HAVE_BLAS = _check_blas()``)
 _ARRAYMATH = "numba.np.arraymath"
+#: the numba module whose ``Cache.load_overload`` loads a cached kernel
+_CACHING = "numba.core.caching"
 
 
 def _scipy_present() -> None:
@@ -112,16 +123,21 @@ def _scipy_present() -> None:
         raise ImportError("scipy 0.16+ is required for linear algebra")
 
 
-class _DeferBlasProbe:
-    """A meta-path finder that sees numba's array maths being imported, once: for the time of
-    that import, ``numba.np.linalg.ensure_blas`` (which imports ``scipy.linalg``) is replaced by
-    :func:`_scipy_present`; the real one is put back as soon as the module has run (or failed),
-    so every later BLAS use goes through numba's own check."""
+class _ImportHook:
+    """A meta-path finder that sees one numba module being imported, once, and runs its
+    module code inside ``around(module)`` (a context manager): the hook can change what the
+    module sees while it runs, or patch it once it has run. Without a loader that takes
+    attributes (another Python), the module is imported as it is."""
+
+    def __init__(self, fullname: str, around: Callable[[Any], AbstractContextManager[Any]]
+                 ) -> None:
+        self.fullname = fullname
+        self.around = around
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
-        if fullname != _ARRAYMATH:
+        if fullname != self.fullname:
             return None
-        _remove_probe()
+        _remove_hook(fullname)
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
             spec = find(fullname, path, target) if find is not None else None
@@ -133,32 +149,53 @@ class _DeferBlasProbe:
         exec_module = getattr(loader, "exec_module", None)
         if exec_module is None:
             return spec
+        around = self.around
 
-        def exec_deferring(module: object) -> None:
+        def exec_around(module: object) -> None:
             del loader.exec_module  # one use: a reload runs numba's module as it is
-            from numba.np import linalg
-
-            real = getattr(linalg, "ensure_blas", None)
-            if real is None:  # another numba: nothing to defer
+            with around(module):
                 exec_module(module)
-                return
-            linalg.ensure_blas = _scipy_present
-            try:
-                exec_module(module)
-            finally:
-                # every later BLAS use goes through numba's own check; the array maths keep
-                # the quick probe under their own name, which numba calls only at import
-                linalg.ensure_blas = real
 
         try:
-            loader.exec_module = exec_deferring  # this loader instance only
+            loader.exec_module = exec_around  # this loader instance only
         except (AttributeError, TypeError):  # a loader that takes no attributes: numba as is
             pass
         return spec
 
 
-def _remove_probe() -> None:
-    sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _DeferBlasProbe)]
+def _remove_hook(fullname: str) -> None:
+    sys.meta_path[:] = [f for f in sys.meta_path
+                        if not (isinstance(f, _ImportHook) and f.fullname == fullname)]
+
+
+def _install_hook(fullname: str, around: Callable[[Any], AbstractContextManager[Any]],
+                  loaded: Callable[[Any], None]) -> None:
+    """Run ``around`` on ``fullname``'s import, or ``loaded(module)`` now when numba has
+    imported it already (nothing when the hook is installed)."""
+    if fullname in sys.modules:
+        loaded(sys.modules[fullname])
+    elif not any(isinstance(f, _ImportHook) and f.fullname == fullname for f in sys.meta_path):
+        sys.meta_path.insert(0, _ImportHook(fullname, around))
+
+
+@contextlib.contextmanager
+def _quick_blas_probe(module: object) -> Iterator[None]:
+    """numba's array maths run with ``numba.np.linalg.ensure_blas`` (which imports
+    ``scipy.linalg``) replaced by :func:`_scipy_present`; the real one is put back as soon as
+    the module has run (or failed), so every later BLAS use goes through numba's own check."""
+    from numba.np import linalg
+
+    real = getattr(linalg, "ensure_blas", None)
+    if real is None:  # another numba: nothing to defer
+        yield
+        return
+    linalg.ensure_blas = _scipy_present
+    try:
+        yield
+    finally:
+        # the array maths keep the quick probe under their own name, which numba calls only
+        # at import
+        linalg.ensure_blas = real
 
 
 def defer_blas_probe() -> None:
@@ -170,6 +207,58 @@ def defer_blas_probe() -> None:
     --------
     >>> defer_blas_probe()
     """
-    if _ARRAYMATH in sys.modules or any(isinstance(f, _DeferBlasProbe) for f in sys.meta_path):
-        return
-    sys.meta_path.insert(0, _DeferBlasProbe())
+    _install_hook(_ARRAYMATH, _quick_blas_probe, lambda module: None)
+
+
+def _light_load(cache: Any, sig: Any, target_context: Any, *, real: Callable[..., Any]) -> Any:
+    """``Cache.load_overload`` for vjboost's kernels: the target context's refresh during the
+    load only starts numba's runtime (the rest of it loads the typing and lowering registries,
+    which only a compilation uses, and every compilation refreshes the context itself). Any
+    failure of that load is retried as numba does it."""
+    py_func = getattr(cache, "_py_func", None)
+    if not getattr(py_func, "__module__", "").startswith("vjboost."):
+        return real(cache, sig, target_context)
+    try:
+        from numba.core.runtime.nrt import rtsys
+    except ImportError:  # another numba
+        return real(cache, sig, target_context)
+    target_context.refresh = lambda: rtsys.initialize(target_context)
+    try:
+        return real(cache, sig, target_context)
+    except Exception:  # noqa: BLE001 - whatever the light load lacked, numba's own load has
+        pass
+    finally:
+        del target_context.refresh
+    return real(cache, sig, target_context)
+
+
+def _patch_cache_loads(module: Any) -> None:
+    cache = getattr(module, "Cache", None)
+    real = getattr(cache, "load_overload", None)
+    if real is None or getattr(real, "_vjboost_light", False):
+        return  # another numba, or patched already
+
+    def load_overload(self: Any, sig: Any, target_context: Any) -> Any:
+        return _light_load(self, sig, target_context, real=real)
+
+    load_overload._vjboost_light = True  # type: ignore[attr-defined]
+    cache.load_overload = load_overload
+
+
+@contextlib.contextmanager
+def _then_patch_cache_loads(module: Any) -> Iterator[None]:
+    yield
+    _patch_cache_loads(module)
+
+
+def light_cache_loads() -> None:
+    """Make loading vjboost's kernels from numba's disk cache skip what only compiling needs
+    (see the module docstring): ``numba.core.caching.Cache.load_overload`` is wrapped once
+    numba has imported it (now, or by a one-shot import hook). Other code's kernels load as
+    numba loads them.
+
+    Examples
+    --------
+    >>> light_cache_loads()
+    """
+    _install_hook(_CACHING, _then_patch_cache_loads, _patch_cache_loads)

@@ -71,11 +71,12 @@ def _family_to_dict(family: Any) -> dict[str, Any]:
 
 
 def _family_from_dict(d: Any) -> Any:
-    from ..features.base import family_from_dict
-    from ..features.pool import FeaturePool
-
     if isinstance(d, dict) and "pool" in d:
+        from ..features.pool import FeaturePool
+
         return FeaturePool.from_config(d["pool"])
+    from ..features.base import family_from_dict
+
     return family_from_dict(d)
 
 

@@ -580,6 +580,13 @@ class FeatureFamily(abc.ABC):
         """All features as a Program (integral-channel families), or None."""
         return None
 
+    def _build_program_of(self, feature_ids: np.ndarray) -> Program | None:
+        """The features ``feature_ids`` (checked ids, in that order) as a Program built without
+        the whole family's, or None (the default: :meth:`program` takes them from the whole
+        program). Families with large pools whose features are cheap to build one by one
+        override it, so that a model reading a few thousand of them loads in milliseconds."""
+        return None
+
     def _full_program(self) -> Program | None:
         prog = self.__dict__.get("_program_cache")
         if prog is None:
@@ -594,6 +601,10 @@ class FeatureFamily(abc.ABC):
 
         With ``feature_ids`` the program reads only the channel planes those features need.
         """
+        if feature_ids is not None and "_program_cache" not in self.__dict__:
+            part = self._build_program_of(check_feature_ids(feature_ids, self.n_features))
+            if part is not None:
+                return part.compact()
         prog = self._full_program()
         if prog is None or feature_ids is None:
             return prog
@@ -734,16 +745,19 @@ _FAMILY_MODULES = ("haar", "mblbp", "custom", "pool", "lbp", "hog", "histogram",
                    "pixel", "acf")
 
 
-def _import_builtin_families() -> None:
+def _import_builtin_families(until: str | None = None) -> None:
     # on first use of the registry, not at package import: a detector needs one family module
+    # (the modules are imported in order until one registers ``until``)
     for mod in _FAMILY_MODULES:
         importlib.import_module(f"vjboost.features.{mod}")
+        if until is not None and until in _REGISTRY:
+            return
 
 
 def get_family_class(name: str) -> type[FeatureFamily]:
     """The registered family class called ``name``."""
     if name not in _REGISTRY:
-        _import_builtin_families()
+        _import_builtin_families(until=name)
     try:
         return _REGISTRY[name]
     except KeyError:

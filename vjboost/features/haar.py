@@ -72,7 +72,12 @@ import numpy as np
 from vjboost._errors import InputError
 from vjboost._limits import FLOAT32_OVERFLOW, check_count
 from vjboost._memory import check_memory
-from vjboost.features.base import FeatureFamily, check_window_shape, register_family
+from vjboost.features.base import (
+    FeatureFamily,
+    check_feature_ids,
+    check_window_shape,
+    register_family,
+)
 from vjboost.features.channels import ChannelSet
 from vjboost.features.program import NORM_NONE, NORM_VARIANCE, Program
 
@@ -94,53 +99,40 @@ _MODE_ALIASES = {"VIOLA-JONES": "BASIC", "VIOLA_JONES": "BASIC", "VJ": "BASIC"}
 _CH_SUM, _CH_TILT = 0, 2
 
 
-def _type_geometry(t: str, x, y, dx, dy, W: int, H: int, k3: float):  # noqa: N803
-    """Fit mask and rectangles ``[(x, y, w, h, weight), ...]`` of type ``t`` (vectorised)."""
+def _type_geometry(t: str, x, y, dx, dy, k3: float):
+    """Rectangles ``[(x, y, w, h, weight), ...]`` of type ``t`` at anchors ``(x, y)`` and units
+    ``(dx, dy)`` (vectorised; the anchors that fit a window are :data:`_EXTENTS`' concern)."""
     if t == "x2":
-        fit = (x + 2 * dx <= W) & (y + dy <= H)
         rects = [(x, y, 2 * dx, dy, -1.0), (x + dx, y, dx, dy, 2.0)]
     elif t == "y2":
-        fit = (x + dx <= W) & (y + 2 * dy <= H)
         rects = [(x, y, dx, 2 * dy, -1.0), (x, y + dy, dx, dy, 2.0)]
     elif t == "x3":
-        fit = (x + 3 * dx <= W) & (y + dy <= H)
         rects = [(x, y, 3 * dx, dy, -1.0), (x + dx, y, dx, dy, k3)]
     elif t == "y3":
-        fit = (x + dx <= W) & (y + 3 * dy <= H)
         rects = [(x, y, dx, 3 * dy, -1.0), (x, y + dy, dx, dy, k3)]
     elif t == "x4":
-        fit = (x + 4 * dx <= W) & (y + dy <= H)
         rects = [(x, y, 4 * dx, dy, -1.0), (x + dx, y, 2 * dx, dy, 2.0)]
     elif t == "y4":
-        fit = (x + dx <= W) & (y + 4 * dy <= H)
         rects = [(x, y, dx, 4 * dy, -1.0), (x, y + dy, dx, 2 * dy, 2.0)]
     elif t == "x2y2":
-        fit = (x + 2 * dx <= W) & (y + 2 * dy <= H)
         rects = [(x, y, 2 * dx, 2 * dy, -1.0), (x, y, dx, dy, 2.0), (x + dx, y + dy, dx, dy, 2.0)]
     elif t == "centre":
-        fit = (x + 3 * dx <= W) & (y + 3 * dy <= H)
         rects = [(x, y, 3 * dx, 3 * dy, -1.0), (x + dx, y + dy, dx, dy, 9.0)]
     elif t == "tx2":
-        fit = (x + 2 * dx <= W) & (y + 2 * dx + dy <= H) & (x - dy >= 0)
         rects = [(x, y, 2 * dx, dy, -1.0), (x, y, dx, dy, 2.0)]
     elif t == "ty2":
-        fit = (x + dx <= W) & (y + dx + 2 * dy <= H) & (x - 2 * dy >= 0)
         rects = [(x, y, dx, 2 * dy, -1.0), (x, y, dx, dy, 2.0)]
     elif t == "tx3":
-        fit = (x + 3 * dx <= W) & (y + 3 * dx + dy <= H) & (x - dy >= 0)
         rects = [(x, y, 3 * dx, dy, -1.0), (x + dx, y + dx, dx, dy, k3)]
     elif t == "ty3":
-        fit = (x + dx <= W) & (y + dx + 3 * dy <= H) & (x - 3 * dy >= 0)
         rects = [(x, y, dx, 3 * dy, -1.0), (x - dy, y + dy, dx, dy, k3)]
     elif t == "tx4":
-        fit = (x + 4 * dx <= W) & (y + 4 * dx + dy <= H) & (x - dy >= 0)
         rects = [(x, y, 4 * dx, dy, -1.0), (x + dx, y + dx, 2 * dx, dy, 2.0)]
     elif t == "ty4":
-        fit = (x + dx <= W) & (y + dx + 4 * dy <= H) & (x - 4 * dy >= 0)
         rects = [(x, y, dx, 4 * dy, -1.0), (x - dy, y + dy, dx, 2 * dy, 2.0)]
     else:  # pragma: no cover - guarded by the caller
         raise ValueError(t)
-    return fit, rects
+    return rects
 
 
 def _resolve_mode(mode: str) -> str:
@@ -176,8 +168,10 @@ def haar_feature_table(
     mode: str = "BASIC",
     x3_weight: float = 2.0,
     types: Any = None,
+    *,
+    feature_ids: Any = None,
 ) -> dict[str, np.ndarray]:
-    """Enumerate the Haar pool in OpenCV traincascade order.
+    """Enumerate the Haar pool in OpenCV traincascade order (or only some of its features).
 
     Parameters
     ----------
@@ -187,42 +181,46 @@ def haar_feature_table(
         Weight of the middle rectangle of the three-rectangle types (see module docs).
     types : list of str, optional
         Restrict to these types (order stays OpenCV's).
+    feature_ids : array-like of int, shape (Q,), optional
+        Only these features of the pool, in that order (their rows of the whole table).
 
     Returns
     -------
     dict with
         ``rects`` int32 (F, 3, 6) ``(channel, x, y, w, h, tilted)`` (channel 0 = upright sum,
         2 = tilted sum), ``weights`` float64 (F, 3) (0 = unused third rect), ``type`` int8 (F,)
-        index into :data:`HAAR_TYPES`, ``anchor`` int32 (F, 4) ``(x, y, dx, dy)``.
+        index into :data:`HAAR_TYPES`, ``anchor`` int32 (F, 4) ``(x, y, dx, dy)``
+        (F = Q with ``feature_ids``).
+
+    Examples
+    --------
+    >>> table = haar_feature_table((24, 24))
+    >>> table["type"].shape
+    (162336,)
+    >>> part = haar_feature_table((24, 24), feature_ids=[5, 0])
+    >>> bool((part["rects"] == table["rects"][[5, 0]]).all())
+    True
     """
     H, W = check_window_shape(window_shape)  # noqa: N806
     mode = _resolve_mode(mode)
     types = _resolve_types(mode, types)
-    n_feat = check_count(haar_pool_size((H, W), mode, types),
-                         f"Haar {mode} features of a {W}x{H} window", "max_features",
-                         unit=" features",
-                         advice="use a smaller window or fewer Haar types")
-    # the enumeration below holds int64 anchors of all W*H*W*H placements, a fit mask and
-    # geometry per type, then the table (~150 bytes a feature)
-    check_memory(W * H * W * H * (40 + 20 * len(types)) + 150 * n_feat,
-                 f"Haar feature table of a {W}x{H} window ({n_feat} features)",
-                 advice="Use a smaller window or fewer Haar types.")
-    # all (x, y, dx, dy) in the generator's loop order: x outermost, then y, dx, dy
-    x, y, dx, dy = (
-        a.ravel()
-        for a in np.meshgrid(
-            np.arange(W), np.arange(H), np.arange(1, W + 1), np.arange(1, H + 1), indexing="ij"
-        )
-    )
-    n_combo = x.shape[0]
-    fits = np.zeros((n_combo, len(types)), dtype=bool)
-    geo = []
-    for j, t in enumerate(types):
-        fit, rects = _type_geometry(t, x, y, dx, dy, W, H, float(x3_weight))
-        fits[:, j] = fit
-        geo.append(rects)
-    combo, tj = np.nonzero(fits)  # row-major: combo order, then type order within a combo
-    n = combo.shape[0]
+    n_feat = _check_pool((H, W), mode, types)
+    # which types fit at each (x, y, dx, dy), in the generator's loop order (x outermost, then
+    # y, dx, dy; types in emission order innermost): the x and y conditions of _EXTENTS
+    # broadcast over (x, 1, dx, dy, type) and (1, y, dx, dy, type)
+    ext = np.array([_EXTENTS[t] for t in types], dtype=np.int64)  # (T, 5)
+    xs, ys = np.arange(W)[:, None, None, None], np.arange(H)[:, None, None, None]
+    dxs, dys = np.arange(1, W + 1)[:, None, None], np.arange(1, H + 1)[None, :, None]
+    ax, bx, lo, ay, by = (ext[:, k] for k in range(5))
+    fit_x = (xs >= lo * dys) & (xs + ax * dxs + bx * dys <= W)  # (W, W, H, T)
+    fit_y = ys + ay * dxs + by * dys <= H  # (H, W, H, T)
+    flat = np.flatnonzero(fit_x[:, None] & fit_y[None])  # features of the pool, in order
+    if feature_ids is not None:
+        flat = flat[check_feature_ids(feature_ids, n_feat)]
+    combo, tj = np.divmod(flat, len(types))
+    x, y, dx, dy = np.unravel_index(combo, (W, H, W, H))
+    dx, dy = dx + 1, dy + 1
+    n = flat.shape[0]
     rect_arr = np.zeros((n, 3, 6), dtype=np.int32)
     weights = np.zeros((n, 3), dtype=np.float64)
     type_idx = np.empty(n, dtype=np.int8)
@@ -230,19 +228,34 @@ def haar_feature_table(
         sel = np.flatnonzero(tj == j)
         if sel.size == 0:
             continue
-        c = combo[sel]
         tilted = t.startswith("t")
         type_idx[sel] = HAAR_TYPES.index(t)
-        for k, (rx, ry, rw, rh, wt) in enumerate(geo[j]):
+        rects = _type_geometry(t, x[sel], y[sel], dx[sel], dy[sel], float(x3_weight))
+        for k, (rx, ry, rw, rh, wt) in enumerate(rects):
             rect_arr[sel, k, 0] = _CH_TILT if tilted else _CH_SUM
-            rect_arr[sel, k, 1] = rx[c]
-            rect_arr[sel, k, 2] = ry[c]
-            rect_arr[sel, k, 3] = rw[c]
-            rect_arr[sel, k, 4] = rh[c]
+            rect_arr[sel, k, 1] = rx
+            rect_arr[sel, k, 2] = ry
+            rect_arr[sel, k, 3] = rw
+            rect_arr[sel, k, 4] = rh
             rect_arr[sel, k, 5] = int(tilted)
             weights[sel, k] = wt
-    anchor = np.stack([x[combo], y[combo], dx[combo], dy[combo]], axis=1).astype(np.int32)
+    anchor = np.stack([x, y, dx, dy], axis=1).astype(np.int32)
     return {"rects": rect_arr, "weights": weights, "type": type_idx, "anchor": anchor}
+
+
+def _check_pool(window_shape: tuple[int, int], mode: str, types: tuple[str, ...]) -> int:
+    """The pool's size, refused over the feature-count limit or the memory its table needs."""
+    H, W = window_shape  # noqa: N806
+    n_feat = check_count(haar_pool_size((H, W), mode, types),
+                         f"Haar {mode} features of a {W}x{H} window", "max_features",
+                         unit=" features",
+                         advice="use a smaller window or fewer Haar types")
+    # the enumeration holds a fit mask of all W*H*W*H placements and types, about ten index
+    # arrays of the features, then the table (~250 bytes a feature in all)
+    check_memory(W * H * W * H * len(types) + 250 * n_feat,
+                 f"Haar feature table of a {W}x{H} window ({n_feat} features)",
+                 advice="Use a smaller window or fewer Haar types.")
+    return n_feat
 
 
 def _explicit_table(window_shape: tuple[int, int], rects: Any, weights: Any,
@@ -407,13 +420,15 @@ class HaarFamily(FeatureFamily):
         self.normalize = bool(normalize)
         self.types = _resolve_types(self.mode, types)
         self._check_normalize()
-        table = haar_feature_table(self.window_shape, self.mode, self.x3_weight, self.types)
-        if table["type"].shape[0] == 0:
+        self.n_features = _check_pool(self.window_shape, self.mode, self.types)
+        if self.n_features == 0:
             raise ValueError(
                 f"window_shape {self.window_shape} holds no Haar feature of types {self.types}"
             )
         self._explicit = False
-        self._set_table(table["rects"], table["weights"], table["type"], table["anchor"])
+        # the table is built on first use: a model reads a few thousand features of the pool,
+        # and builds only their rows (see _build_program_of)
+        self._table: dict[str, Any] | None = None
 
     def _check_normalize(self) -> None:
         h, w = self.window_shape
@@ -425,11 +440,27 @@ class HaarFamily(FeatureFamily):
 
     def _set_table(self, rects: np.ndarray, weights: np.ndarray, type_idx: np.ndarray | None,
                    anchor: np.ndarray | None) -> None:
-        self._rects = rects
-        self._weights = weights
-        self._type = type_idx
-        self._anchor = anchor
+        self._table = {"rects": rects, "weights": weights, "type": type_idx, "anchor": anchor}
         self.n_features = int(rects.shape[0])
+
+    def _full_table(self) -> dict[str, Any]:
+        if self._table is None:
+            self._table = haar_feature_table(self.window_shape, self.mode, self.x3_weight,
+                                             self.types)
+        return self._table
+
+    # the table's columns (see haar_feature_table); the type and anchor are None for an
+    # explicit table
+    _rects = property(lambda self: self._full_table()["rects"])
+    _weights = property(lambda self: self._full_table()["weights"])
+    _type = property(lambda self: self._full_table()["type"])
+    _anchor = property(lambda self: self._full_table()["anchor"])
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        if not self._explicit:  # derived from the config: rebuilt where it is used
+            state["_table"] = None
+        return state
 
     @classmethod
     def from_rects(cls, window_shape: tuple[int, int], *, rects: Any, weights: Any, tilted: Any,
@@ -502,12 +533,27 @@ class HaarFamily(FeatureFamily):
         return "HAAR" if self.normalize else None
 
     def _build_program(self) -> Program:
-        tilted = self._rects[:, 0, 5] != 0
+        return self._rects_program(self._rects, self._weights)
+
+    def _build_program_of(self, feature_ids: np.ndarray) -> Program:
+        if self._table is None:
+            rows = haar_feature_table(self.window_shape, self.mode, self.x3_weight, self.types,
+                                      feature_ids=feature_ids)
+            return self._rects_program(rows["rects"], rows["weights"])
+        return self._rects_program(self._rects[feature_ids], self._weights[feature_ids])
+
+    def _rects_program(self, rects: np.ndarray, weights: np.ndarray) -> Program:
+        tilted = rects[:, 0, 5] != 0
         chans = ChannelSet(["gray", "tilted"] if tilted.any() else ["gray"])
         return Program.rects(
-            self.window_shape, chans, rects=self._rects[:, :, 1:5], weights=self._weights,
+            self.window_shape, chans, rects=rects[:, :, 1:5], weights=weights,
             planes=np.where(tilted, 1, 0)[:, None], tilted=tilted[:, None],
             norm=NORM_VARIANCE if self.normalize else NORM_NONE)
+
+    def kinds(self) -> np.ndarray:
+        """Bool array (n_features,): all False (Haar features are ordered values); known
+        without building the family's program."""
+        return np.zeros(self.n_features, dtype=bool)
 
     def describe(self, i: int) -> dict[str, Any]:
         """Geometry of feature ``i`` in OpenCV XML semantics.

@@ -191,6 +191,14 @@ class MBLBPFamily(FeatureFamily):
     def _build_program(self) -> Program:
         return Program.mblbp(self.window_shape, blocks=self._table)
 
+    def _build_program_of(self, feature_ids: np.ndarray) -> Program:
+        return Program.mblbp(self.window_shape, blocks=self._table[feature_ids])
+
+    def kinds(self) -> np.ndarray:
+        """Bool array (n_features,): all True (MB-LBP codes are categories); known without
+        building the family's program."""
+        return np.ones(self.n_features, dtype=bool)
+
     @property
     def table(self) -> np.ndarray:
         """Read-only (F, 4) int32 table of ``(x, y, block_w, block_h)``."""

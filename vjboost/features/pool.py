@@ -241,12 +241,31 @@ class FeaturePool:
         With ``feature_ids`` the program reads only the channel planes those features need.
         """
         gids = check_feature_ids(feature_ids, self.n_features)
+        if feature_ids is not None and self._union is None:
+            return self._program_of(gids)
         union, first = self._program_part()
         if (first < 0).any():
             return None
         if feature_ids is None:
             return union
         return union.take(self._program_rows(gids)[1]).compact()
+
+    def _program_of(self, gids: np.ndarray) -> Program | None:
+        """:meth:`program` of ``gids`` without the union of the families' whole programs: each
+        family's program of its own features (families with large pools build only those,
+        see ``FeatureFamily._build_program_of``), united, in the order of ``gids``."""
+        fam, local = self.locate(gids)
+        parts, rows, n = [], np.empty(len(gids), dtype=np.int64), 0
+        for k, f in enumerate(self.families):
+            sel = np.flatnonzero(fam == k)
+            part = f.program(local[sel])  # also for no feature: does the family have a program?
+            if part is None:
+                return None
+            if sel.size:
+                parts.append(part)
+                rows[sel] = n + np.arange(sel.size)
+                n += sel.size
+        return Program.concat(parts).take(rows).compact() if parts else None
 
     def kinds(self) -> np.ndarray:
         """(n_features,) bool: True where the feature is categorical."""

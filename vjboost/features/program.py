@@ -859,8 +859,7 @@ class Program:
 
     def _ops_of(self, rows: Any) -> int:
         """The ``OPS_*`` constant of the features ``rows``."""
-        op = self.op[rows]
-        kinds = set(np.unique(op).tolist())
+        kinds = set(self.op[rows].tolist())
         if kinds == {OP_RECTS} and not self.categorical[rows].any():
             haar = (self.norm[rows] == NORM_VARIANCE).all() and (self.scale[rows] == 1).all()
             return OPS_HAAR if haar else OPS_RECTS
