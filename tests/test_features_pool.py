@@ -129,6 +129,25 @@ def test_program_pool_computes_the_union_of_channels_once(pool, windows, rng):
     assert FeaturePool([HaarFamily((10, 10))]).opencv_type == "HAAR"
 
 
+def test_program_of_features_of_some_families_only(windows, rng):
+    """A model may use no feature of a family of its pool (a fresh pool, as loaded from a model
+    file, builds each family's part alone)."""
+    def fresh():
+        return FeaturePool([HaarFamily((10, 10), mode="BASIC"), MBLBPFamily((10, 10)),
+                            HOGFamily((10, 10), pixels_per_cell=(4, 4))])
+
+    ref = fresh()
+    prep = ref.prepare(windows)
+    for fam in range(3):
+        gids = ref.global_ids(fam, rng.choice(ref.families[fam].n_features, 5, replace=False))
+        sub = fresh().program(gids)
+        assert sub is not None and sub.n_features == 5
+        np.testing.assert_array_equal(evaluate_program(sub, windows), ref.evaluate(prep, gids))
+    # a family without a program still makes the pool's program None, used or not
+    mixed = FeaturePool([HaarFamily((10, 10), mode="BASIC"), FourierFamily((10, 10), size=3)])
+    assert mixed.program([0, 1]) is None
+
+
 def test_mixed_pool_program_and_generic_families(rng):
     pool = FeaturePool([HaarFamily((10, 12), mode="BASIC"), FourierFamily((10, 12), size=3),
                         PixelRGBFamily((10, 12)), HOGFamily((10, 12), pixels_per_cell=(4, 5))])

@@ -258,7 +258,10 @@ class FeaturePool:
         parts, rows, n = [], np.empty(len(gids), dtype=np.int64), 0
         for k, f in enumerate(self.families):
             sel = np.flatnonzero(fam == k)
-            part = f.program(local[sel])  # also for no feature: does the family have a program?
+            # a family none of whose features is used must still say whether it has a program
+            # (the model runs the generic path if not): ask for its first feature, which is
+            # cheap, as an empty set of ids is not a valid request
+            part = f.program(local[sel] if sel.size else np.zeros(1, dtype=np.int64))
             if part is None:
                 return None
             if sel.size:
