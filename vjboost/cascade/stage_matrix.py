@@ -79,6 +79,7 @@ class StageMatrix:
         self.edges_: np.ndarray | None = None
         self._source: MatrixSource | None = None
         self._windows: np.ndarray | None = None
+        self._matched: tuple[np.ndarray, np.ndarray] | None = None
 
     # -- memory ---------------------------------------------------------------------------------
 
@@ -100,22 +101,28 @@ class StageMatrix:
 
     def drop(self) -> None:
         """Forget the carried matrix (the edges stay)."""
-        self._source = self._windows = None
+        self._source = self._windows = self._matched = None
 
     # -- the matrices ---------------------------------------------------------------------------
 
     def _match(self, windows: np.ndarray) -> np.ndarray:
-        """Column of the carried matrix holding each window, or -1."""
+        """Column of the carried matrix holding each window, or -1 (kept for the last windows
+        asked: a stage's memory check and :meth:`matrix` ask it for the same windows)."""
         if self._windows is None:
             return np.full(len(windows), -1, dtype=np.int64)
+        if self._matched is not None and self._matched[0] is windows:
+            return self._matched[1]
         size = int(np.prod(windows.shape[1:]))
-        old = np.ascontiguousarray(self._windows).reshape(len(self._windows), size)
+        old = self._windows.reshape(len(self._windows), size)
+        # a dict of the windows' bytes: faster here than sorting them as byte strings
         where: dict[bytes, int] = {}
         for j in range(len(old) - 1, -1, -1):  # the first of equal windows wins
             where[old[j].tobytes()] = j
         new = np.ascontiguousarray(windows).reshape(len(windows), size)
-        return np.array([where.get(new[i].tobytes(), -1) for i in range(len(new))],
-                        dtype=np.int64)
+        at = np.array([where.get(new[i].tobytes(), -1) for i in range(len(new))],
+                      dtype=np.int64)
+        self._matched = (windows, at)
+        return at
 
     def matrix(self, windows: np.ndarray, *, seed: Any = 0, budget: int | None = None,
                executor: Any = None) -> tuple[MatrixSource, str]:
@@ -169,7 +176,7 @@ class StageMatrix:
                              threads=self.threads, executor=executor)
             how = "computed"
         if self.carry:
-            self._source, self._windows = src, windows
+            self._source, self._windows, self._matched = src, windows, None
         return src, how
 
     # -- checkpoints ----------------------------------------------------------------------------

@@ -535,9 +535,11 @@ class CascadeTrainer:
             return SampledSearch(sampler, source, sb, threads=self.threads), info
         sm = self._stage_matrix
         if sm is not None:
-            if sm.nbytes + sm.nbytes_needed(windows) > left:
+            fits = sm.nbytes + sm.nbytes_needed(windows) <= left
+            if not fits:
                 sm.drop()  # then computed afresh (the same matrix) if that fits
-            if sm.nbytes + sm.nbytes_needed(windows) <= left:
+                fits = sm.nbytes + sm.nbytes_needed(windows) <= left
+            if fits:
                 matrix, how = sm.matrix(windows, seed=self._stage_seed(k), budget=budget,
                                         executor=executor)
                 info.update(mode=f"precomputed uint8, {how}",
