@@ -70,7 +70,7 @@ def test_robustness_counts_accepted_windows_per_source(tmp_path, monkeypatch):
                "cbcl": rng.integers(0, 256, (7, 32, 32)).astype(np.uint8),
                "nrc": rng.integers(0, 256, (3, 32, 32)).astype(np.uint8)}
     for src, w in windows.items():
-        np.savez(tmp_path / "val" / f"{src}.npz", images=w)
+        np.savez(tmp_path / "val" / f"{src}.npz", images=w, box=np.array([4, 4, 24, 24.0]))
     got = tf.robustness(["vjboost:frontalface"], tmp_path)["vjboost:frontalface"]
     assert {k: v["n"] for k, v in got.items()} == {"webfaces": 5, "cbcl": 7, "nrc": 3}
     assert got["webfaces"] == {"clean": 0.0, "scan": 0.0, "n": 5}

@@ -350,26 +350,27 @@ def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = Fal
 
     from vjboost.cascade.runner import cascade_accepts
 
+    def crop(stack: np.ndarray, box: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+        """The target box of each window, resized to a cascade's window (height, width)."""
+        x, y, w, h = (int(round(v)) for v in box)
+        return np.stack([cv2.resize(g[y:y + h, x:x + w], shape[::-1],
+                                    interpolation=cv2.INTER_AREA) for g in stack])
+
     sets = {}
     for src in fd.SOURCES:
         with np.load(data / "val" / f"{src}.npz") as z:
             w = z["images"][::10] if quick else z["images"]
+            box = z["box"]  # (x, y, w, h) of the target box in the windows
         scanned = np.stack([fd.scan_like(x, np.random.default_rng([seed, 9, i]))
                             for i, x in enumerate(w)])
-        sets[src] = (w, scanned)
+        sets[src] = (w, scanned, box)
     out = {}
     for spec in specs:
         model, _, _ = bp.vj_load(spec)
-        h, w_ = model.window_shape
-
-        def crop(stack, h=h, w_=w_):  # the target box (4, 4, 24, 24) of the 32x32 windows
-            return np.stack([cv2.resize(x[4:28, 4:28], (w_, h), interpolation=cv2.INTER_AREA)
-                             for x in stack])
-
-        out[spec] = {src: {"clean": round(float(cascade_accepts(model, crop(a))[0].mean()), 3),
-                           "scan": round(float(cascade_accepts(model, crop(b))[0].mean()), 3),
-                           "n": len(a)}
-                     for src, (a, b) in sets.items()}
+        out[spec] = {src: {kind: round(float(cascade_accepts(
+                               model, crop(stack, box, model.window_shape))[0].mean()), 3)
+                           for kind, stack in (("clean", a), ("scan", b))} | {"n": len(a)}
+                     for src, (a, b, box) in sets.items()}
     return out
 
 
