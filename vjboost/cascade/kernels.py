@@ -255,8 +255,8 @@ def _left_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - n
 
 @njit(inline="always", cache=True, nogil=True)
 def _left_rects_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
-    # the usual mixed pool (rectangle sums, MB-LBP and MB-LTP codes, no HOG): small enough to inline,
-    # which makes such cascades about as fast per node as single-operation ones. Not written
+    # the usual mixed pool (rectangle sums, MB-LBP and MB-LTP codes, no HOG): small enough to
+    # inline, which makes such cascades about as fast per node as single-operation ones. Not written
     # over node_value like _left_mixed: that inlines the HOG code as well, and the kernel then
     # compiled 15 % longer and ran 10 % slower on a multi-family face cascade
     o = nd * REC

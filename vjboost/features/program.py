@@ -659,8 +659,8 @@ class BoundProgram:
 class Program:
     """``Q`` features as reads of integral channel planes (see the module docstring).
 
-    Build programs with :meth:`rects`, :meth:`mblbp`, :meth:`mbltp`, :meth:`hog` and combine them with
-    :meth:`concat`; :meth:`take` selects features. Arrays are indexed by feature.
+    Build programs with :meth:`rects`, :meth:`mblbp`, :meth:`mbltp`, :meth:`hog` and combine
+    them with :meth:`concat`; :meth:`take` selects features. Arrays are indexed by feature.
 
     Attributes
     ----------
