@@ -104,8 +104,8 @@ def test_flat_window_and_contrast_invariance(rng):
 def test_pool_order_config_and_errors():
     fam = MBLTPFamily((20, 20))
     grids = mblbp_feature_table((20, 20))
-    assert fam.n_features == 2 * len(DEFAULT_TOLERANCES) * len(grids) == 23_814
-    d = fam.describe(2 * 3 * 5 + 2 * 2 + 1)  # grid 5, third tolerance, lower half
+    assert fam.n_features == 2 * len(DEFAULT_TOLERANCES) * len(grids) == 31_752
+    d = fam.describe(2 * 4 * 5 + 2 * 2 + 1)  # grid 5, third tolerance, lower half
     assert d["rect"] == tuple(int(v) for v in grids[5]) and d["half"] == "lower"
     assert d["tolerance"] == DEFAULT_TOLERANCES[2] and d["family"] == "mbltp"
     assert fam.kinds().all() and fam.n_categories == 256 and fam.opencv_type is None
@@ -113,7 +113,7 @@ def test_pool_order_config_and_errors():
     assert small.n_features == 2 * int(((grids[:, 2] <= 3) & (grids[:, 3] <= 2)).sum())
     assert MBLTPFamily.from_config(small.get_config()) == small
     # a model's few features build their program without the whole pool, identically
-    ids = np.array([7, 3, 23_000])
+    ids = np.array([7, 3, 31_000])
     part, whole = fam.program(ids), MBLTPFamily((20, 20))._full_program().take(ids)
     for k in ("corners", "scale", "weights", "op", "norm"):
         np.testing.assert_array_equal(getattr(part, k), getattr(whole, k))
