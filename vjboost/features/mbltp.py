@@ -49,7 +49,7 @@ import numpy as np
 
 from vjboost._errors import InputError
 from vjboost.features.base import FeatureFamily, check_window_shape, register_family
-from vjboost.features.mblbp import mblbp_feature_table
+from vjboost.features.mblbp import _grid_description, _grid_table
 from vjboost.features.program import Program
 
 __all__ = ["DEFAULT_TOLERANCES", "MBLTPFamily", "mbltp_reference"]
@@ -85,7 +85,7 @@ def mbltp_reference(window: np.ndarray, x: int, y: int, w: int, h: int, *, toler
     Returns
     -------
     int
-        The code, 0..255.
+        The half's code.
 
     Examples
     --------
@@ -145,12 +145,7 @@ class MBLTPFamily(FeatureFamily):
             raise InputError(f"tolerances: expected 1 to 8 distinct finite values >= 0 (in "
                              f"units of the window's sigma), got {list(tau)}")
         self.tolerances = [float(t) for t in tau]
-        table = mblbp_feature_table(self.window_shape)
-        if max_block is not None:
-            mbh, mbw = check_window_shape(max_block, "max_block")
-            table = table[(table[:, 2] <= mbw) & (table[:, 3] <= mbh)]
-            max_block = [mbh, mbw]
-        self.max_block = max_block
+        table, self.max_block = _grid_table(self.window_shape, max_block)
         self._grids = np.ascontiguousarray(table, dtype=np.int32)
         self.n_features = int(table.shape[0]) * 2 * len(self.tolerances)
 
@@ -177,20 +172,9 @@ class MBLTPFamily(FeatureFamily):
         the 9 blocks; ``tolerance``: τ in units of σ; ``half``: ``"upper"`` or ``"lower"``."""
         i = self._check_index(i)
         blocks, tau, upper = self._split([i])
-        x, y, bw, bh = (int(v) for v in blocks[0])
-        half = "upper" if upper[0] else "lower"
-        t = float(tau[0])
-        return {
-            "family": self.name,
-            "index": i,
-            "text": f"mbltp {half} τ={t:g} 3x3 grid of {bw}x{bh} blocks at (x={x}, y={y})",
-            "rect": (x, y, bw, bh),
-            "cells": [(x + c * bw, y + r * bh, bw, bh) for r in range(3) for c in range(3)],
-            "centre": 4,
-            "tolerance": t,
-            "half": half,
-            "window_shape": self.window_shape,
-        }
+        half, t = ("upper" if upper[0] else "lower"), float(tau[0])
+        return _grid_description(self, i, blocks[0], f"mbltp {half} τ={t:g}") | {
+            "tolerance": t, "half": half}
 
     def get_config(self) -> dict[str, Any]:
         return {"window_shape": list(self.window_shape), "tolerances": list(self.tolerances),

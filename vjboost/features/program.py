@@ -177,6 +177,13 @@ def _grid_diffs(tab, o, buf, p):  # pragma: no cover - numba
 
 
 @numba.njit(inline="always", **_JIT)
+def _pack(b7, b6, b5, b4, b3, b2, b1, b0):  # pragma: no cover - numba
+    """Eight bools, most significant first, as an int code."""
+    return (np.int64(b7) << 7 | np.int64(b6) << 6 | np.int64(b5) << 5 | np.int64(b4) << 4
+            | np.int64(b3) << 3 | np.int64(b2) << 2 | np.int64(b1) << 1 | np.int64(b0))
+
+
+@numba.njit(inline="always", **_JIT)
 def mblbp_code(tab, o, buf, p):  # pragma: no cover - numba
     """OpenCV's multi-block LBP code (int, 0..255) of the OP_MBLBP record at word ``o``.
 
@@ -198,24 +205,7 @@ def mblbp_code(tab, o, buf, p):  # pragma: no cover - numba
         least the centre block's.
     """
     d7, d6, d5, d4, d3, d2, d1, d0 = _grid_diffs(tab, o, buf, p)
-    c = 0
-    if d7 >= 0:
-        c |= 128
-    if d6 >= 0:
-        c |= 64
-    if d5 >= 0:
-        c |= 32
-    if d4 >= 0:
-        c |= 16
-    if d3 >= 0:
-        c |= 8
-    if d2 >= 0:
-        c |= 4
-    if d1 >= 0:
-        c |= 2
-    if d0 >= 0:
-        c |= 1
-    return c
+    return _pack(d7 >= 0, d6 >= 0, d5 >= 0, d4 >= 0, d3 >= 0, d2 >= 0, d1 >= 0, d0 >= 0)
 
 
 @numba.njit(inline="always", **_JIT)
@@ -227,51 +217,19 @@ def _ltp_bit(d, sign, iv, s):  # pragma: no cover - numba
 @numba.njit(inline="always", **_JIT)
 def mbltp_code(tab, tabf, o, buf, p, inv_var):  # pragma: no cover - numba
     """One half of the multi-block local ternary pattern (int, 0..255) of the OP_MBLTP record
-    at word ``o``.
-
-    Parameters
-    ----------
-    tab : ndarray of int32, shape (Q * REC,)
-        The bound records (:attr:`BoundProgram.tab`).
-    tabf : ndarray of float32
-        ``tab`` viewed as float32 (the same memory).
-    o : int
-        Word offset of the record in ``tab``.
-    buf : ndarray of int32
-        The flat buffer of integral channel planes.
-    p : int
-        Offset in ``buf`` of the window's top-left integral entry.
-    inv_var : float32
-        The window's variance normaliser (:func:`window_norms`; 0 for a flat window, whose
-        code is then 0).
-
-    Returns
-    -------
-    int
-        OP_MBLBP's bit order; bit set where ``float32(s·(block − centre))·inv_var > scale``
-        in float32, ``s`` the record's half (+1 upper, −1 lower).
+    at word ``o`` of ``tab`` (``tabf``: the same memory as float32), for the window at offset
+    ``p`` of ``buf``, whose variance normaliser is ``inv_var`` (:func:`window_norms`; 0 for a
+    flat window, whose code is then 0): OP_MBLBP's bit order, a bit set where
+    ``float32(s·(block − centre))·inv_var > scale`` in float32, ``s`` the record's half (+1
+    upper, −1 lower).
     """
     d7, d6, d5, d4, d3, d2, d1, d0 = _grid_diffs(tab, o, buf, p)
     sign = np.int32(tab[_U(o + _LTP)])
     s = tabf[_U(o + _SCALE)]
-    c = 0
-    if _ltp_bit(d7, sign, inv_var, s):
-        c |= 128
-    if _ltp_bit(d6, sign, inv_var, s):
-        c |= 64
-    if _ltp_bit(d5, sign, inv_var, s):
-        c |= 32
-    if _ltp_bit(d4, sign, inv_var, s):
-        c |= 16
-    if _ltp_bit(d3, sign, inv_var, s):
-        c |= 8
-    if _ltp_bit(d2, sign, inv_var, s):
-        c |= 4
-    if _ltp_bit(d1, sign, inv_var, s):
-        c |= 2
-    if _ltp_bit(d0, sign, inv_var, s):
-        c |= 1
-    return c
+    return _pack(_ltp_bit(d7, sign, inv_var, s), _ltp_bit(d6, sign, inv_var, s),
+                 _ltp_bit(d5, sign, inv_var, s), _ltp_bit(d4, sign, inv_var, s),
+                 _ltp_bit(d3, sign, inv_var, s), _ltp_bit(d2, sign, inv_var, s),
+                 _ltp_bit(d1, sign, inv_var, s), _ltp_bit(d0, sign, inv_var, s))
 
 
 @numba.njit(inline="always", **_JIT)
