@@ -42,6 +42,7 @@ import json
 import math
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -257,21 +258,27 @@ def vjtrain_command(pos_dir: Path, bg: Path, out: Path, config: dict, threads: i
 
 
 def train_vjboost(pos_dir: Path, bg: Path, out: Path, config: dict, threads: int,
-                  log=print) -> tuple[Path, float]:
-    """Run ``vjtrain``; the wall time includes start-up (as a user sees it)."""
+                  log=print) -> tuple[Path, float, float]:
+    """Run ``vjtrain``: the model, the wall time (with start-up, as a user sees it) and the
+    CPU seconds of the process (user + system, all threads: the figure to compare when other
+    jobs share the machine)."""
     cmd = vjtrain_command(pos_dir, bg, out, config, threads)
     log("$ " + " ".join(cmd[2:]))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True,
                          env={**os.environ, "NUMBA_CACHE_DIR": os.environ.get(
                              "NUMBA_CACHE_DIR", str(REPO / ".numba_cache"))})
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if res.returncode != 0:
         raise SystemExit(f"vjtrain failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
     for line in res.stdout.splitlines():
         if line.startswith(("model:", "training stopped", "time ")):
             log("  " + line)
-    return out / "model.json", seconds
+    log(f"  {seconds:.1f} s wall, {cpu:.1f} CPU s")
+    return out / "model.json", seconds, cpu
 
 
 def vj_detect(model, images: dict, detect: dict, threads: int, multiscale: bool
@@ -430,8 +437,10 @@ def validate(args) -> None:
     tr_neg = [neg[i] for i in n_tr] + [bgs[i] for i in b_tr]
     pos_dir, bg_txt = workspace(work, tr_pos, tr_neg)
 
-    def score(name, dets_fn, train_s):
+    def score(name, dets_fn, train_s, train_cpu=None):
         row = {"name": name, "train_seconds": round(train_s, 1)}
+        if train_cpu is not None:
+            row["train_cpu_seconds"] = round(train_cpu, 1)
         for vs, (_, ms) in sets.items():
             dets, sec = dets_fn(images[vs], ms)
             ev = evaluate_uiuc(dets, truths[vs])
@@ -468,11 +477,12 @@ def validate(args) -> None:
                     continue
                 cfg[k] = True if v == "" else v
             out = work / ("vj_" + spec.replace(",", "_").replace("=", "-") if spec else "vj_base")
+            cpu = None
             if (out / "model.json").exists():
                 model_path = out / "model.json"
                 sec = float(json.loads((out / "report.json").read_text())["training_seconds"])
             else:
-                model_path, sec = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
+                model_path, sec, cpu = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
             model = load_model(model_path)
             counts = sorted({min(int(n), model.n_stages) for n in args.n_stages}
                             | {model.n_stages})
@@ -483,7 +493,8 @@ def validate(args) -> None:
                          border=bd, border_margin=bm, step=st)
                 score(f"vjboost {spec or 'base'} stages={ns} sf={sf} mn={mn} conf={conf} "
                       f"border={bd} margin={bm}" + (f" step={st}" if st else ""),
-                      lambda ims, ms, d=d, m=model: vj_detect(m, ims, d, args.threads, ms), sec)
+                      lambda ims, ms, d=d, m=model: vj_detect(m, ims, d, args.threads, ms), sec,
+                      cpu)
     Path(args.work).mkdir(parents=True, exist_ok=True)
     (Path(args.work) / "validation.json").write_text(json.dumps(results, indent=1))
     print("RESULT " + json.dumps({"validation": results}))
@@ -562,13 +573,15 @@ def run(args) -> None:
         # trained earlier by the same command: its own clock (vjtrain's training_seconds)
         model_path = out / "model.json"
         vj_train_s = float(json.loads((out / "report.json").read_text())["training_seconds"])
+        vj_train_cpu = None
         print(f"reusing {model_path} (trained in {vj_train_s:.0f} s)")
     else:
         if out.exists():
             import shutil
 
             shutil.rmtree(out)
-        model_path, vj_train_s = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
+        model_path, vj_train_s, vj_train_cpu = train_vjboost(pos_dir, bg_txt, out, cfg,
+                                                             args.threads)
     model = load_model(model_path)
     if VJ_DETECT.get("n_stages"):
         model = model.truncated(int(VJ_DETECT["n_stages"]))
@@ -610,6 +623,7 @@ def run(args) -> None:
         "eer_recall_vjboost": round(ev_vj.eer_recall, 4),
         "eer_recall_dlib": round(ev_dl.eer_recall, 4),
         "train_seconds_vjboost": round(vj_train_s, 1), "train_seconds_dlib": round(dl_train_s, 1),
+        "train_cpu_seconds_vjboost": None if vj_train_cpu is None else round(vj_train_cpu, 1),
         "detect_seconds_vjboost": round(vj_det_s, 3), "detect_seconds_dlib": round(dl_det_s, 3),
         "detect_ms_per_image_vjboost": round(1000 * vj_det_s / n, 2),
         "detect_ms_per_image_dlib": round(1000 * dl_det_s / n, 2),
