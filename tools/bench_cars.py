@@ -26,6 +26,10 @@ Modes:
 default
     Train the chosen configurations on all training data, evaluate both on the 170 test scenes,
     print the table, write the curve (``--plot``) and the model (``--save-model``).
+``--time-detection MODEL[@n],...``
+    Detection time of the given cascades (cut to ``n`` stages) and of dlib trained on the
+    validation split's training part, interleaved over the validation scenes (wall and CPU
+    milliseconds per image, ratios).
 ``--quick``
     The same pipeline in about a minute: 3 stages and fewer negatives for vjboost, a quarter of
     the cars and non-car windows and 20 backgrounds for dlib, the first 30 test scenes.
@@ -49,6 +53,7 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -394,8 +399,11 @@ def _pick(paths: list[Path], n: int, seed: int) -> list[Path]:
     return [paths[i] for i in sorted(idx)]
 
 
-def validate(args) -> None:
-    """Model selection on held-out training data (never the test scenes)."""
+def validation_data(args) -> SimpleNamespace:
+    """The validation split of the training data (never the test scenes): the training part
+    (``pos``/``neg``/``bgs`` with the indices ``p_tr``, ``n_tr``, ``b_tr``) and the held-out
+    scenes ``images[set]`` with their ``truths[set]``, for ``sets`` val1, valms and valcut
+    (``sets[name][1]``: multi-scale truth)."""
     pos, neg = load_training(args.data)
     bgs = car_free_backgrounds(args.backgrounds)
     p_tr, p_va = split(len(pos), 100, args.seed, 1)
@@ -421,6 +429,15 @@ def validate(args) -> None:
                         enumerate(scenes)}
         print(f"{name}: {len(images[name])} scenes, {sum(len(t) for t in truths[name].values())}"
               f" cars")
+    return SimpleNamespace(pos=pos, neg=neg, bgs=bgs, p_tr=p_tr, n_tr=n_tr, b_tr=b_tr,
+                           sets=sets, images=images, truths=truths)
+
+
+def validate(args) -> None:
+    """Model selection on held-out training data (never the test scenes)."""
+    v = validation_data(args)
+    pos, neg, bgs, p_tr, n_tr, b_tr = v.pos, v.neg, v.bgs, v.p_tr, v.n_tr, v.b_tr
+    sets, images, truths = v.sets, v.images, v.truths
     if args.save_scenes:
         out = Path(args.save_scenes)
         for name in sets:
@@ -498,6 +515,63 @@ def validate(args) -> None:
     Path(args.work).mkdir(parents=True, exist_ok=True)
     (Path(args.work) / "validation.json").write_text(json.dumps(results, indent=1))
     print("RESULT " + json.dumps({"validation": results}))
+
+
+def time_detection(args) -> None:
+    """Detection time of car cascades and of dlib, interleaved, on the validation scenes.
+
+    dlib is trained with :data:`DLIB_CONFIG` on the training part of the validation split; each
+    repeat runs every detector in turn over the val1 and valms scenes (so that the load of a
+    shared machine falls on all of them alike) with :data:`VJ_DETECT`. Reports wall and CPU
+    milliseconds per image (the process's CPU time: dlib runs one thread, the cascades
+    ``--threads``) and the ratios to the first cascade and to dlib; the medians of the repeats.
+    """
+    v = validation_data(args)
+    scenes = {**v.images["val1"], **{k: im for k, im in v.images["valms"].items()
+                                     if not k.startswith("neg")}}
+    models = {}
+    for spec in args.time_detection.split(","):
+        path, _, n = spec.partition("@")
+        m = load_model(path)
+        models[f"vjboost {path}" + (f"@{n}" if n else "")] = m.truncated(int(n)) if n else m
+    cars = [gray(v.pos[i]) for i in v.p_tr]
+    negs = [cv2.resize(gray(v.neg[i]), (200, 80)) for i in v.n_tr]
+    dlib_det, _ = train_dlib(cars, _pick([v.bgs[i] for i in v.b_tr],
+                                         int(DLIB_CONFIG["n_backgrounds"]), args.seed),
+                             negs, DLIB_CONFIG, args.threads, args.seed)
+    runs = {name: (lambda ims, m=m: vj_detect(m, ims, VJ_DETECT, args.threads, False))
+            for name, m in models.items()}
+    runs["dlib"] = lambda ims: dlib_detect(dlib_det, ims, False)
+    first = {k: scenes[k] for k in list(scenes)[:5]}
+    for fn in runs.values():  # warm-up: numba caches, dlib's first call
+        fn(first)
+    wall = {k: [] for k in runs}
+    cpu = {k: [] for k in runs}
+    for _ in range(args.repeats):
+        for name, fn in runs.items():
+            c0 = time.process_time()
+            _, sec = fn(scenes)
+            cpu[name].append(time.process_time() - c0)
+            wall[name].append(sec)
+    n = len(scenes)
+    first_vj = next(iter(models))
+    rows = {}
+    print(f"{n} validation scenes (val1 + valms), {args.repeats} interleaved repeats, "
+          f"cascades on {args.threads} thread(s)")
+    for name in runs:
+        w, c = float(np.median(wall[name])), float(np.median(cpu[name]))
+        rows[name] = {"wall_ms_per_image": round(1000 * w / n, 2),
+                      "cpu_ms_per_image": round(1000 * c / n, 2)}
+    for name, r in rows.items():
+        for ref, key in ((first_vj, "vs_first"), ("dlib", "vs_dlib")):
+            r[f"wall_{key}"] = round(r["wall_ms_per_image"] / rows[ref]["wall_ms_per_image"], 3)
+            r[f"cpu_{key}"] = round(r["cpu_ms_per_image"] / rows[ref]["cpu_ms_per_image"], 3)
+        print(f"{name:<70} wall {r['wall_ms_per_image']:7.2f} ms ({r['wall_vs_dlib']:.2f}x "
+              f"dlib)  CPU {r['cpu_ms_per_image']:7.2f} ms ({r['cpu_vs_dlib']:.2f}x dlib, "
+              f"{r['cpu_vs_first']:.2f}x the first cascade)")
+    print("RESULT " + json.dumps({"n_images": n, "threads": args.threads,
+                                  "repeats": args.repeats, "detect": VJ_DETECT,
+                                  "detectors": rows}))
 
 
 def screen(args) -> None:
@@ -670,6 +744,9 @@ def main() -> None:
                     "of its most confident windows in WORK/screen/, to look for cars")
     ap.add_argument("--top", type=int, default=120, help="(--screen) windows drawn")
     ap.add_argument("--save-scenes", help="(--validate) write the validation scenes here")
+    ap.add_argument("--time-detection", help="car cascades (model.json[@n_stages],...) to time "
+                    "against each other and dlib on the validation scenes, interleaved")
+    ap.add_argument("--repeats", type=int, default=3, help="(--time-detection) rounds")
     args = ap.parse_args()
     if not (args.data / "trueLocations.txt").is_file():
         print(f"needs the UIUC car data in {args.data}")
@@ -689,6 +766,8 @@ def main() -> None:
     args.steps = [None if v == "opencv" else int(v) for v in args.steps.split(",")]
     if args.screen:
         screen(args)
+    elif args.time_detection:
+        time_detection(args)
     elif args.validate:
         validate(args)
     else:
