@@ -89,10 +89,11 @@ EXCLUDED_BACKGROUNDS = tuple(f"{n}.jpg" for n in (
 
 #: ``vjtrain`` options of the shipped car cascade (chosen on the validation split)
 VJ_CONFIG: dict[str, object] = {
-    "window": "50x20", "features": "lbp", "sampler": "laminating", "weak-learner": "tree",
-    "max-depth": 2, "stages": 18, "jitter": 2, "jitter-range": "6,0.06,0.04",
-    "shuffle-positives": True, "num-pos": 1500, "num-neg": 2000, "min-hit-rate": 0.998,
-    "max-false-alarm": 0.5, "mining-scale-factor": 1.25, "seed": 0,
+    "window": "50x20", "features": "lbp,channels", "sampler": "laminating",
+    "weak-learner": "tree", "max-depth": 2, "stages": 18, "jitter": 2,
+    "jitter-range": "6,0.06,0.04", "shuffle-positives": True, "num-pos": 1500, "num-neg": 2000,
+    "min-hit-rate": 0.998, "max-false-alarm": 0.5, "mining-scale-factor": 1.25, "seed": 0,
+    "sampler-budget": 1800000,
 }
 #: detection settings of the car cascade (chosen on the validation split); ``n_stages``: the
 #: stages kept of the trained cascade (None: all)
