@@ -302,13 +302,12 @@ def gradient_table(n_bins: int, signed: bool) -> np.ndarray:
     ``table[(gy + 255) * 511 + gx + 255] = (round(MAG_SCALE * hypot(gx, gy)) << 8) | bin``.
 
     One lookup per pixel gives both (instead of a square root and a bin lookup); the table
-    (int32, 1 MB) is built once per ``(n_bins, signed)``. Bins as in :func:`orientation_table`.
+    (int32, 1 MB) is built once per ``(n_bins, signed)``.
 
     Parameters
     ----------
-    n_bins : int
-        1 to 255.
-    signed : bool
+    n_bins, signed
+        The orientation bins, as for :func:`orientation_table`.
 
     Returns
     -------
