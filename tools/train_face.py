@@ -15,7 +15,8 @@ Three sub-commands:
   detection rate of the ``min_neighbors`` curve and of every operating score
   (``bench_peers.OPERATING_SCORES``) at grouping thresholds 1–3, with the detection time (one
   thread, ms per megapixel). This is where configurations and operating scores are chosen.
-  ``--split det_scan`` uses the same images degraded as scans (``tools/face_data.py``).
+  ``--split det_scan`` uses the same images degraded as scans, ``--split det_vary`` the same
+  images with faces lit from one side and turned in plane (``tools/face_data.py``).
 * ``robust MODEL...``: the share of the held-out face windows of each source a cascade accepts,
   clean and degraded as scans (:func:`robustness`).
 
@@ -267,8 +268,9 @@ def ship_model(name: str, out: Path) -> list[str]:
 
 
 def load_validation(data: Path, quick: bool, split: str = "det"):
-    """Paths, grey images and boxes of a validation detection set: ``val/det`` or its scanned
-    copy ``val/det_scan`` (``tools/face_data.py``)."""
+    """Paths, grey images and boxes of a validation detection set: ``val/det`` or one of its
+    copies, ``val/det_scan`` (scanned) and ``val/det_vary`` (pose and lighting;
+    ``tools/face_data.py``)."""
     from vjboost.io import read_annotations, read_bg_list, read_image
 
     det = data / "val" / split
@@ -396,8 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--dlib", action="store_true",
                    help="also dlib's HOG detector (upsample 2; its score swept)")
     v.add_argument("--label", default=None, help="name of the configuration in the log")
-    v.add_argument("--split", default="det", choices=("det", "det_scan"),
-                   help="val/det, or val/det_scan: the same images degraded as scans")
+    v.add_argument("--split", default="det", choices=("det", "det_scan", "det_vary"),
+                   help="val/det, val/det_scan (the same images degraded as scans) or "
+                        "val/det_vary (faces lit from one side, images turned in plane)")
     r = sub.add_parser("robust", help="share of held-out face windows accepted, clean and "
                                       "degraded as scans")
     r.add_argument("models", nargs="+")
