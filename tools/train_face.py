@@ -75,9 +75,10 @@ RECIPES: dict[str, dict] = {
     }),
     # the shipped one (OpenCV-exportable): Haar only, on the WebFaces and NRC-IIT windows; the
     # CBCL windows, about a quarter of whose detection window is edge-replicated pixels, lowered
-    # the detection rate that degraded faces reach on both validation views (docs/ablation.md)
+    # the detection rate that degraded faces reach on both validation views; one side-lit copy
+    # of every window (side_light) keeps faces lit from one side (docs/ablation.md)
     "frontalface_haar": dict(COMMON, **{
-        "sources": "webfaces,nrc",
+        "sources": "webfaces,nrc", "relight": 1,
         "features": "haar", "haar-mode": "ALL", "sampler": "laminating",
         "weak-learner": "tree", "max-depth": 2, "num-pos": 10000, "num-neg": 10000,
         "stages": 19, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
