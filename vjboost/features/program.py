@@ -859,6 +859,12 @@ class Program:
 
     def _ops_of(self, rows: Any) -> int:
         """The ``OPS_*`` constant of the features ``rows``."""
+        whole = getattr(self, "_whole_ops", None)
+        if whole is None and not isinstance(rows, slice):
+            whole = self._ops_of(slice(None))
+            object.__setattr__(self, "_whole_ops", whole)  # frozen: a cache, not a field
+        if whole in (OPS_HAAR, OPS_MBLBP):
+            return whole  # every subset of a one-operation program is of that operation
         kinds = set(self.op[rows].tolist())
         if kinds == {OP_RECTS} and not self.categorical[rows].any():
             haar = (self.norm[rows] == NORM_VARIANCE).all() and (self.scale[rows] == 1).all()
