@@ -17,12 +17,10 @@ decisions are those of :func:`vjboost.cascade.kernels.scan`, bit for bit.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
-from ..features.program import _THR_R, _W, OPS_HAAR, REC
+from ..features.program import _THR_R, _W, OPS_HAAR, REC, variance_norm
 from .kernels import CompiledCascade
 
 __all__ = ["BYTES_PER_WINDOW", "MAX_BYTES", "applies", "stage0_rows"]
@@ -107,15 +105,10 @@ def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, lea
         row = items[it, 0]
         nx = items[it, 1]
         obase = items[it, 3]
-        # the window normaliser of window_norms(), for the whole row
+        # the variance normaliser of window_norms() for the whole row (Haar features use no
+        # other one: leaving the gradient normaliser out keeps this loop simple and fast)
         for x in range(nx):
-            p = row + x
-            vs = np.int32(buf[_U(p + pro[0])] - buf[_U(p + pro[1])] - buf[_U(p + pro[2])]
-                          + buf[_U(p + pro[3])])
-            vq = (np.int64(buf[_U(p + pro[4])]) - np.int64(buf[_U(p + pro[5])])
-                  - np.int64(buf[_U(p + pro[6])]) + np.int64(buf[_U(p + pro[7])])) & 0xFFFFFFFF
-            nf = area * np.float64(vq) - np.float64(vs) * np.float64(vs)
-            inv = np.float32(1.0 / math.sqrt(nf)) if nf > 0.0 else np.float32(0.0)
+            inv, nf = variance_norm(buf, row + x, pro, area)
             iv[x] = inv
             score[x] = 0.0
             gated[x] = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
