@@ -400,10 +400,12 @@ def _random_mixed_cascade(pool, ids, windows, rng, n_stages=3, n_trees=4, pass_r
 
 
 @pytest.mark.parametrize("names", [("haar", "mblbp", "hog"), ("haar", "mblbp", "channels"),
+                                   ("haar", "mbltp"), ("haar", "mblbp", "mbltp", "hog"),
                                    ("haar", "fourier")],
-                         ids=["haar+mblbp+hog", "haar+mblbp+channels", "haar+fourier(generic)"])
+                         ids=["haar+mblbp+hog", "haar+mblbp+channels", "haar+mbltp",
+                              "haar+mblbp+mbltp+hog", "haar+fourier(generic)"])
 def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
-    """Haar + MB-LBP (+ HOG) features in one cascade of depth-2 trees mixing ordered and
+    """Haar + MB-LBP / MB-LTP (+ HOG) features in one cascade of depth-2 trees mixing ordered and
     categorical nodes: the detector (one kernel pass when every family compiles its features)
     finds exactly the windows that the families' own evaluation of every cut-out window
     accepts, at every scale, with the same scores."""

@@ -277,3 +277,51 @@ def test_scan_like_loses_detail_but_keeps_the_mean_level_close():
     assert np.median(lap) < np.abs(cv2.Laplacian(g, cv2.CV_32F)).mean()
     means = [fd.scan_like(g, rng).mean() for _ in range(20)]
     assert abs(np.mean(means) - g.mean()) < 20
+
+
+def test_vary_like_moves_each_box_with_its_face_and_keeps_it_inside():
+    # a dark image with one bright square per box: after turning, each square's centroid must be
+    # the moved box's centre (boxes follow their faces), and every box stays in the image
+    for seed in range(12):
+        g = np.full((90, 140), 20, np.uint8)
+        boxes = np.array([[10, 12, 24, 24], [90, 50, 30, 30]])
+        for x, y, w, h in boxes:
+            g[y + h // 2 - 3:y + h // 2 + 3, x + w // 2 - 3:x + w // 2 + 3] = 250
+        out, moved = fd.vary_like(g, boxes, np.random.default_rng(seed))
+        assert out.shape == g.shape and moved.shape == boxes.shape
+        assert (moved[:, 2:] == boxes[:, 2:]).all()
+        assert (moved[:, :2] >= 0).all() and (moved[:, 0] + moved[:, 2] <= 140).all()
+        assert (moved[:, 1] + moved[:, 3] <= 90).all()
+        for x, y, w, h in moved:
+            win = out[max(0, y - 5):y + h + 5, max(0, x - 5):x + w + 5].astype(float)
+            yy, xx = np.nonzero(win > 120)
+            cy = yy.mean() + max(0, y - 5)
+            cx = xx.mean() + max(0, x - 5)
+            assert abs(cx - (x + w / 2 - 0.5)) < 1.5 and abs(cy - (y + h / 2 - 0.5)) < 1.5
+
+
+def test_relight_darkens_one_side_of_the_face_and_leaves_the_far_scene():
+    g = np.full((200, 200), 100, np.uint8)
+    box = (80, 80, 40, 40)
+    for seed in range(8):
+        lit = fd.relight(g, box, np.random.default_rng(seed)).astype(float)
+        face = lit[80:120, 80:120]
+        assert face.max() - face.min() > 30  # one side brighter than the other
+        assert np.abs(lit[:15, :15] - 100).max() <= 3  # 3.5 box sides away: within 3 %
+
+
+@pytest.mark.shared_data
+def test_varied_copy_keeps_names_sizes_and_one_box_per_face(tiny_build, tmp_path):
+    out, _ = tiny_build
+    det, vary = out / "val" / "det", out / "val" / "det_vary"
+    names = (det / "images.txt").read_text().split()
+    assert (vary / "images.txt").read_text().split() == names
+    rows = (det / "boxes.csv").read_text().split()
+    moved = (vary / "boxes.csv").read_text().split()
+    assert len(moved) == len(rows)
+    assert [r.split(",")[0] for r in moved] == [r.split(",")[0] for r in rows]
+    assert [r.split(",")[3:] for r in moved] == [r.split(",")[3:] for r in rows]  # sizes kept
+    for n in names:
+        a = cv2.imread(str(det / n), cv2.IMREAD_GRAYSCALE)
+        assert cv2.imread(str(vary / n), cv2.IMREAD_GRAYSCALE).shape == a.shape
+    assert fd.vary_copy(det, tmp_path / "v", seed=0) == fd.vary_copy(det, tmp_path / "w", seed=0)

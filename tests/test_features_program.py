@@ -75,6 +75,59 @@ def test_gradient_planes_match_numpy(rng, n_bins, signed):
         np.testing.assert_array_equal(planes[1 + b], integral(orient[b]))
 
 
+@settings(max_examples=40, deadline=None)
+@given(h=st.integers(1, 12), w=st.integers(1, 12), n=st.integers(1, 3),
+       n_bins=st.integers(1, 9), signed=st.booleans(), seed=st.integers(0, 2**31),
+       data=st.data())
+def test_gradient_plane_subsets_match_numpy(h, w, n, n_bins, signed, seed, data):
+    # any subset of the planes, in any order, for window stacks (one kernel call for all
+    # windows) and single images written at an offset of a larger buffer (the detector's
+    # batches); with the images' own degenerate sizes (fewer than 3 rows or columns)
+    key = f"orient({n_bins},{'s' if signed else 'u'})"
+    every = ["gradmag"] + [f"{key}#{b}" for b in range(n_bins)]
+    keys = data.draw(st.permutations(every)).copy()[:data.draw(st.integers(1, len(every)))]
+    cs = ChannelSet(keys)
+    imgs = np.random.default_rng(seed).integers(0, 256, (n, h, w), dtype=np.uint8)
+    imgs[:, :h // 2] = (imgs[:, :h // 2] // 85) * 85  # exact 0/45/90 degree gradients
+    stack = cs.windows(imgs)
+    for i in range(n):
+        mag, orient = gradient_planes(imgs[i], n_bins, signed)
+        ref = [mag if k == "gradmag" else orient[parse_channel_key(k)[2]] for k in cs.keys]
+        out = np.full((cs.n_planes, h + 4, w + 6), -7, np.int32)
+        cs.fill(imgs[i], out, 2, 3)
+        for j, plane in enumerate(ref):
+            np.testing.assert_array_equal(stack[i, j], integral(plane))
+            np.testing.assert_array_equal(out[j, 2:h + 3, 3:w + 4], integral(plane))
+        assert (out[:, :2] == -7).all() and (out[:, :, :3] == -7).all()
+
+
+def test_gradient_planes_split_between_threads(rng, monkeypatch):
+    # a large image splits its planes between threads: the same planes as one thread
+    from vjboost.features import channels
+
+    img = rng.integers(0, 256, (40, 57), dtype=np.uint8)
+    cs = ChannelSet(["orient(5,s)#3", "gradmag", "orient(5,s)#0", "orient(5,s)#4"])
+    one = cs.image(img)
+    monkeypatch.setattr(channels, "_SPLIT_PIXELS", 100)
+    monkeypatch.setattr(channels, "_small", lambda images, n_planes: False)
+    np.testing.assert_array_equal(cs.image(img), one)
+    mag, orient = gradient_planes(img, 5, True)
+    np.testing.assert_array_equal(one[1], integral(mag))
+    np.testing.assert_array_equal(one[0], integral(orient[3]))
+
+
+def test_gradient_magnitudes_wrap_like_int32(rng):
+    # the integrals wrap mod 2**32 (as every int32 plane does): a tall image of maximal
+    # gradients overflows int32 and must agree with the exact integral mod 2**32
+    img = np.zeros((5000, 260), np.uint8)
+    img[:, (np.arange(260) // 2) % 2 == 1] = 255  # columns 0 0 255 255 ...: |gx| = 255
+    plane = ChannelSet(["gradmag"]).image(img)
+    mag, _ = gradient_planes(img, 1, False)
+    exact = integral(mag)
+    assert exact.max() > 2**31
+    np.testing.assert_array_equal(plane[0], exact.astype(np.int32))
+
+
 def test_colour_planes_match_opencv(rng):
     rgb = rng.integers(0, 256, (3, 9, 11, 3), dtype=np.uint8)
     cs = ChannelSet(["luv#0", "luv#2", "rgb#1", "gray"])

@@ -73,7 +73,10 @@ def test_threads_do_not_change_the_raw_windows(model):
 
     m = vjboost.load_model(model)
     img = data.astronaut()[..., 1]
-    runs = [vjboost.CascadeDetector(m, min_neighbors=0, threads=t).detect(img) for t in (1, 2)]
+    # the car cascade accepts no window of this photograph: its first stages do
+    kw = {"n_stages": 4} if model == "vjboost:car_side" else {}
+    runs = [vjboost.CascadeDetector(m, min_neighbors=0, threads=t, **kw).detect(img)
+            for t in (1, 2)]
     assert len(runs[0]) > 0
     np.testing.assert_array_equal(runs[0].boxes, runs[1].boxes)
     np.testing.assert_array_equal(runs[0].scores, runs[1].scores)

@@ -215,9 +215,9 @@ def test_wheel_ships_the_models_and_runs_outside_the_repository(tmp_path):
                     "-q", "-w", str(wheels), str(REPO)], check=True, capture_output=True)
     (wheel,) = wheels.glob("vjboost-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    for model in ("frontalface", "frontalface_haar", "car_side"):
+    for model in ("frontalface", "frontalface_haar", "car_side", "car_side_lbp"):
         assert f"vjboost/models/{model}.json" in names
-    for model in ("frontalface_haar", "car_side"):  # the OpenCV-exportable ones
+    for model in ("frontalface_haar", "car_side_lbp"):  # the OpenCV-exportable ones
         assert f"vjboost/models/{model}.xml" in names
     assert not any(n.startswith(("tests/", "tools/")) for n in names)
 

@@ -281,7 +281,7 @@ def test_vjeval_uiuc_protocol_wiring(tmp_path):
     assert bad.exit_code != 0 and "needs the test images" in bad.output
 
 
-def test_shipped_car_cascade_resolves_and_cv2_detects_identically():
+def test_shipped_lbp_car_cascade_resolves_and_cv2_detects_identically():
     import cv2
     from skimage import data
 
@@ -289,7 +289,7 @@ def test_shipped_car_cascade_resolves_and_cv2_detects_identically():
     from vjboost.cascade.model_io import load_model
     from vjboost.cascade.shipped import resolve_model
 
-    path = resolve_model("vjboost:car_side")
+    path = resolve_model("vjboost:car_side_lbp")
     model = load_model(path)
     assert model.window_shape == (20, 50) and model.opencv_type == "LBP"
     xml = path.replace(".json", ".xml")
@@ -314,6 +314,50 @@ def test_shipped_car_cascade_resolves_and_cv2_detects_identically():
         ours = CascadeDetector(model, scale_factor=sf, min_neighbors=mn).detect(img)
         ref = np.asarray(cc.detectMultiScale(img, scaleFactor=sf, minNeighbors=mn)).reshape(-1, 4)
         assert sorted(map(tuple, ours.boxes.tolist())) == sorted(map(tuple, ref.tolist()))
+
+
+def test_shipped_car_cascade_computes_only_the_planes_it_reads_and_equals_brute_force():
+    """``vjboost:car_side`` (MB-LBP and gradient channels): its compiled features read the grey
+    plane, the gradient magnitude (their normaliser) and only the orientation bins its nodes
+    use; its detector accepts exactly the windows that the cascade accepts when each window of
+    every level is cut out and run alone."""
+    import cv2
+    from skimage import data
+
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.model_io import load_model
+    from vjboost.cascade.runner import CascadeRunner
+    from vjboost.cascade.scan import opencv_scales
+
+    model = load_model("vjboost:car_side")
+    assert model.window_shape == (20, 50) and model.opencv_type is None
+    assert [f.name for f in model.family.families] == ["mblbp", "channels"]
+    runner = CascadeRunner(model)
+    keys = runner.compiled.program.channels.keys
+    read = {model.family.describe(int(f)).get("channel") for f in model.feature_ids} - {None}
+    assert set(keys) == {"gray", "gradmag"} | read
+    assert len(keys) < 2 + 6  # not every orientation bin
+
+    img = cv2.resize(data.camera(), (150, 60), interpolation=cv2.INTER_AREA)
+    for n in (4, model.n_stages):  # the first stages accept hundreds of windows, all none here
+        cut_model = model.truncated(n)
+        det = CascadeDetector(cut_model, scale_factor=1.25, min_neighbors=0, mode="clean",
+                              step=1, skip_after_stage0=False)
+        boxes, _ = det.raw_windows(img)
+        ref = []
+        for s in opencv_scales((50, 20), (150, 60), 1.25):
+            sw, sh = (int(np.rint(np.float32(v) / s)) for v in (150, 60))
+            level = img if (sw, sh) == (150, 60) else cv2.resize(
+                img, (sw, sh), interpolation=cv2.INTER_LINEAR_EXACT)
+            cut = np.lib.stride_tricks.sliding_window_view(level, (20, 50))
+            ok = CascadeRunner(cut_model).accepts(cut.reshape(-1, 20, 50))
+            ys, xs = np.divmod(np.flatnonzero(ok), cut.shape[1])
+            ref += [(int(np.rint(np.float32(x) * s)), int(np.rint(np.float32(y) * s)),
+                     int(np.rint(np.float32(50) * s)), int(np.rint(np.float32(20) * s)))
+                    for x, y in zip(xs, ys, strict=True)]
+        assert sorted(map(tuple, boxes.tolist())) == sorted(ref)
+        if n == 4:
+            assert len(ref) > 100
 
 
 def test_bench_cars_recall_by_scale_counts_each_bin_alone():

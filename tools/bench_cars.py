@@ -26,6 +26,10 @@ Modes:
 default
     Train the chosen configurations on all training data, evaluate both on the 170 test scenes,
     print the table, write the curve (``--plot``) and the model (``--save-model``).
+``--time-detection MODEL[@n],...``
+    Detection time of the given cascades (cut to ``n`` stages) and of dlib trained on the
+    validation split's training part, interleaved over the validation scenes (wall and CPU
+    milliseconds per image, ratios).
 ``--quick``
     The same pipeline in about a minute: 3 stages and fewer negatives for vjboost, a quarter of
     the cars and non-car windows and 20 backgrounds for dlib, the first 30 test scenes.
@@ -42,12 +46,14 @@ import json
 import math
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -83,10 +89,11 @@ EXCLUDED_BACKGROUNDS = tuple(f"{n}.jpg" for n in (
 
 #: ``vjtrain`` options of the shipped car cascade (chosen on the validation split)
 VJ_CONFIG: dict[str, object] = {
-    "window": "50x20", "features": "lbp", "sampler": "laminating", "weak-learner": "tree",
-    "max-depth": 2, "stages": 18, "jitter": 2, "jitter-range": "6,0.06,0.04",
-    "shuffle-positives": True, "num-pos": 1500, "num-neg": 2000, "min-hit-rate": 0.998,
-    "max-false-alarm": 0.5, "mining-scale-factor": 1.25, "seed": 0,
+    "window": "50x20", "features": "lbp,channels", "sampler": "laminating",
+    "weak-learner": "tree", "max-depth": 2, "stages": 18, "jitter": 2,
+    "jitter-range": "6,0.06,0.04", "shuffle-positives": True, "num-pos": 1500, "num-neg": 2000,
+    "min-hit-rate": 0.998, "max-false-alarm": 0.5, "mining-scale-factor": 1.25, "seed": 0,
+    "sampler-budget": 1800000,
 }
 #: detection settings of the car cascade (chosen on the validation split); ``n_stages``: the
 #: stages kept of the trained cascade (None: all)
@@ -257,21 +264,27 @@ def vjtrain_command(pos_dir: Path, bg: Path, out: Path, config: dict, threads: i
 
 
 def train_vjboost(pos_dir: Path, bg: Path, out: Path, config: dict, threads: int,
-                  log=print) -> tuple[Path, float]:
-    """Run ``vjtrain``; the wall time includes start-up (as a user sees it)."""
+                  log=print) -> tuple[Path, float, float]:
+    """Run ``vjtrain``: the model, the wall time (with start-up, as a user sees it) and the
+    CPU seconds of the process (user + system, all threads: the figure to compare when other
+    jobs share the machine)."""
     cmd = vjtrain_command(pos_dir, bg, out, config, threads)
     log("$ " + " ".join(cmd[2:]))
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True,
                          env={**os.environ, "NUMBA_CACHE_DIR": os.environ.get(
                              "NUMBA_CACHE_DIR", str(REPO / ".numba_cache"))})
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     if res.returncode != 0:
         raise SystemExit(f"vjtrain failed ({res.returncode}):\n{res.stdout}\n{res.stderr}")
     for line in res.stdout.splitlines():
         if line.startswith(("model:", "training stopped", "time ")):
             log("  " + line)
-    return out / "model.json", seconds
+    log(f"  {seconds:.1f} s wall, {cpu:.1f} CPU s")
+    return out / "model.json", seconds, cpu
 
 
 def vj_detect(model, images: dict, detect: dict, threads: int, multiscale: bool
@@ -387,8 +400,11 @@ def _pick(paths: list[Path], n: int, seed: int) -> list[Path]:
     return [paths[i] for i in sorted(idx)]
 
 
-def validate(args) -> None:
-    """Model selection on held-out training data (never the test scenes)."""
+def validation_data(args) -> SimpleNamespace:
+    """The validation split of the training data (never the test scenes): the training part
+    (``pos``/``neg``/``bgs`` with the indices ``p_tr``, ``n_tr``, ``b_tr``) and the held-out
+    scenes ``images[set]`` with their ``truths[set]``, for ``sets`` val1, valms and valcut
+    (``sets[name][1]``: multi-scale truth)."""
     pos, neg = load_training(args.data)
     bgs = car_free_backgrounds(args.backgrounds)
     p_tr, p_va = split(len(pos), 100, args.seed, 1)
@@ -414,6 +430,15 @@ def validate(args) -> None:
                         enumerate(scenes)}
         print(f"{name}: {len(images[name])} scenes, {sum(len(t) for t in truths[name].values())}"
               f" cars")
+    return SimpleNamespace(pos=pos, neg=neg, bgs=bgs, p_tr=p_tr, n_tr=n_tr, b_tr=b_tr,
+                           sets=sets, images=images, truths=truths)
+
+
+def validate(args) -> None:
+    """Model selection on held-out training data (never the test scenes)."""
+    v = validation_data(args)
+    pos, neg, bgs, p_tr, n_tr, b_tr = v.pos, v.neg, v.bgs, v.p_tr, v.n_tr, v.b_tr
+    sets, images, truths = v.sets, v.images, v.truths
     if args.save_scenes:
         out = Path(args.save_scenes)
         for name in sets:
@@ -430,8 +455,10 @@ def validate(args) -> None:
     tr_neg = [neg[i] for i in n_tr] + [bgs[i] for i in b_tr]
     pos_dir, bg_txt = workspace(work, tr_pos, tr_neg)
 
-    def score(name, dets_fn, train_s):
+    def score(name, dets_fn, train_s, train_cpu=None):
         row = {"name": name, "train_seconds": round(train_s, 1)}
+        if train_cpu is not None:
+            row["train_cpu_seconds"] = round(train_cpu, 1)
         for vs, (_, ms) in sets.items():
             dets, sec = dets_fn(images[vs], ms)
             ev = evaluate_uiuc(dets, truths[vs])
@@ -468,11 +495,12 @@ def validate(args) -> None:
                     continue
                 cfg[k] = True if v == "" else v
             out = work / ("vj_" + spec.replace(",", "_").replace("=", "-") if spec else "vj_base")
+            cpu = None
             if (out / "model.json").exists():
                 model_path = out / "model.json"
                 sec = float(json.loads((out / "report.json").read_text())["training_seconds"])
             else:
-                model_path, sec = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
+                model_path, sec, cpu = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
             model = load_model(model_path)
             counts = sorted({min(int(n), model.n_stages) for n in args.n_stages}
                             | {model.n_stages})
@@ -483,10 +511,68 @@ def validate(args) -> None:
                          border=bd, border_margin=bm, step=st)
                 score(f"vjboost {spec or 'base'} stages={ns} sf={sf} mn={mn} conf={conf} "
                       f"border={bd} margin={bm}" + (f" step={st}" if st else ""),
-                      lambda ims, ms, d=d, m=model: vj_detect(m, ims, d, args.threads, ms), sec)
+                      lambda ims, ms, d=d, m=model: vj_detect(m, ims, d, args.threads, ms), sec,
+                      cpu)
     Path(args.work).mkdir(parents=True, exist_ok=True)
     (Path(args.work) / "validation.json").write_text(json.dumps(results, indent=1))
     print("RESULT " + json.dumps({"validation": results}))
+
+
+def time_detection(args) -> None:
+    """Detection time of car cascades and of dlib, interleaved, on the validation scenes.
+
+    dlib is trained with :data:`DLIB_CONFIG` on the training part of the validation split; each
+    repeat runs every detector in turn over the val1 and valms scenes (so that the load of a
+    shared machine falls on all of them alike) with :data:`VJ_DETECT`. Reports wall and CPU
+    milliseconds per image (the process's CPU time: dlib runs one thread, the cascades
+    ``--threads``) and the ratios to the first cascade and to dlib; the medians of the repeats.
+    """
+    v = validation_data(args)
+    scenes = {**v.images["val1"], **{k: im for k, im in v.images["valms"].items()
+                                     if not k.startswith("neg")}}
+    models = {}
+    for spec in args.time_detection.split(","):
+        path, _, n = spec.partition("@")
+        m = load_model(path)
+        models[f"vjboost {path}" + (f"@{n}" if n else "")] = m.truncated(int(n)) if n else m
+    cars = [gray(v.pos[i]) for i in v.p_tr]
+    negs = [cv2.resize(gray(v.neg[i]), (200, 80)) for i in v.n_tr]
+    dlib_det, _ = train_dlib(cars, _pick([v.bgs[i] for i in v.b_tr],
+                                         int(DLIB_CONFIG["n_backgrounds"]), args.seed),
+                             negs, DLIB_CONFIG, args.threads, args.seed)
+    runs = {name: (lambda ims, m=m: vj_detect(m, ims, VJ_DETECT, args.threads, False))
+            for name, m in models.items()}
+    runs["dlib"] = lambda ims: dlib_detect(dlib_det, ims, False)
+    first = {k: scenes[k] for k in list(scenes)[:5]}
+    for fn in runs.values():  # warm-up: numba caches, dlib's first call
+        fn(first)
+    wall = {k: [] for k in runs}
+    cpu = {k: [] for k in runs}
+    for _ in range(args.repeats):
+        for name, fn in runs.items():
+            c0 = time.process_time()
+            _, sec = fn(scenes)
+            cpu[name].append(time.process_time() - c0)
+            wall[name].append(sec)
+    n = len(scenes)
+    first_vj = next(iter(models))
+    rows = {}
+    print(f"{n} validation scenes (val1 + valms), {args.repeats} interleaved repeats, "
+          f"cascades on {args.threads} thread(s)")
+    for name in runs:
+        w, c = float(np.median(wall[name])), float(np.median(cpu[name]))
+        rows[name] = {"wall_ms_per_image": round(1000 * w / n, 2),
+                      "cpu_ms_per_image": round(1000 * c / n, 2)}
+    for name, r in rows.items():
+        for ref, key in ((first_vj, "vs_first"), ("dlib", "vs_dlib")):
+            r[f"wall_{key}"] = round(r["wall_ms_per_image"] / rows[ref]["wall_ms_per_image"], 3)
+            r[f"cpu_{key}"] = round(r["cpu_ms_per_image"] / rows[ref]["cpu_ms_per_image"], 3)
+        print(f"{name:<70} wall {r['wall_ms_per_image']:7.2f} ms ({r['wall_vs_dlib']:.2f}x "
+              f"dlib)  CPU {r['cpu_ms_per_image']:7.2f} ms ({r['cpu_vs_dlib']:.2f}x dlib, "
+              f"{r['cpu_vs_first']:.2f}x the first cascade)")
+    print("RESULT " + json.dumps({"n_images": n, "threads": args.threads,
+                                  "repeats": args.repeats, "detect": VJ_DETECT,
+                                  "detectors": rows}))
 
 
 def screen(args) -> None:
@@ -562,13 +648,15 @@ def run(args) -> None:
         # trained earlier by the same command: its own clock (vjtrain's training_seconds)
         model_path = out / "model.json"
         vj_train_s = float(json.loads((out / "report.json").read_text())["training_seconds"])
+        vj_train_cpu = None
         print(f"reusing {model_path} (trained in {vj_train_s:.0f} s)")
     else:
         if out.exists():
             import shutil
 
             shutil.rmtree(out)
-        model_path, vj_train_s = train_vjboost(pos_dir, bg_txt, out, cfg, args.threads)
+        model_path, vj_train_s, vj_train_cpu = train_vjboost(pos_dir, bg_txt, out, cfg,
+                                                             args.threads)
     model = load_model(model_path)
     if VJ_DETECT.get("n_stages"):
         model = model.truncated(int(VJ_DETECT["n_stages"]))
@@ -610,6 +698,7 @@ def run(args) -> None:
         "eer_recall_vjboost": round(ev_vj.eer_recall, 4),
         "eer_recall_dlib": round(ev_dl.eer_recall, 4),
         "train_seconds_vjboost": round(vj_train_s, 1), "train_seconds_dlib": round(dl_train_s, 1),
+        "train_cpu_seconds_vjboost": None if vj_train_cpu is None else round(vj_train_cpu, 1),
         "detect_seconds_vjboost": round(vj_det_s, 3), "detect_seconds_dlib": round(dl_det_s, 3),
         "detect_ms_per_image_vjboost": round(1000 * vj_det_s / n, 2),
         "detect_ms_per_image_dlib": round(1000 * dl_det_s / n, 2),
@@ -656,6 +745,9 @@ def main() -> None:
                     "of its most confident windows in WORK/screen/, to look for cars")
     ap.add_argument("--top", type=int, default=120, help="(--screen) windows drawn")
     ap.add_argument("--save-scenes", help="(--validate) write the validation scenes here")
+    ap.add_argument("--time-detection", help="car cascades (model.json[@n_stages],...) to time "
+                    "against each other and dlib on the validation scenes, interleaved")
+    ap.add_argument("--repeats", type=int, default=3, help="(--time-detection) rounds")
     args = ap.parse_args()
     if not (args.data / "trueLocations.txt").is_file():
         print(f"needs the UIUC car data in {args.data}")
@@ -675,6 +767,8 @@ def main() -> None:
     args.steps = [None if v == "opencv" else int(v) for v in args.steps.split(",")]
     if args.screen:
         screen(args)
+    elif args.time_detection:
+        time_detection(args)
     elif args.validate:
         validate(args)
     else:

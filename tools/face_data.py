@@ -38,6 +38,11 @@ Outputs in ``--out`` (outside the repository):
   screen, compressed contrast, grain, strong JPEG. Training never sees these operations in this
   form; a detector that holds its rate here holds it on old scanned test photographs too.
   ``--scan-only`` (re)writes it from an existing ``val/det``.
+* ``val/det_vary/``: the same images with their faces varied in pose and lighting
+  (:func:`vary_like`): each face lit from one side, each image turned in plane by 5–18°, boxes
+  moved with their centres. Training's jitter turns faces by up to 12° and changes their gamma,
+  but never lights one side of a face; a detector that holds its rate here is less tied to the
+  evenly lit, upright crops it learned from. ``--vary-only`` (re)writes it.
 * ``backgrounds_train.txt`` / ``backgrounds_val.txt``: the background images left for mining
   and those held out (by blocks of consecutive file names, which are often near-duplicates).
 * ``manifest.json``: parameters, seed, counts per source and split, the measured mappings, the
@@ -738,6 +743,9 @@ def build(p: Params, log=print) -> dict:
     t = time.perf_counter()
     hashes["val/det_scan"] = scan_copy(det, p.out / "val" / "det_scan", seed=p.seed)
     timing["val_det_scan_s"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    hashes["val/det_vary"] = vary_copy(det, p.out / "val" / "det_vary", seed=p.seed)
+    timing["val_det_vary_s"] = round(time.perf_counter() - t, 1)
     timing["total_s"] = round(time.perf_counter() - t0, 1)
 
     st = nrc["stats"]
@@ -845,6 +853,95 @@ def scan_copy(det: Path, out: Path, *, seed: int) -> str:
     return digest.hexdigest()[:16]
 
 
+def relight(gray: np.ndarray, box, rng: np.random.Generator) -> np.ndarray:
+    """``gray`` (H, W) uint8 with the face at ``box`` (x, y, w, h) lit from one side: a
+    multiplicative field ``exp(a * tanh(2 u) * g)`` where ``u`` runs across the face along a
+    random direction (in box sides), ``g`` is a Gaussian bump of 1.2 box sides around the face,
+    so the light fades into the scene, and ``a`` is 0.35–0.8 (one side up to 2.2× brighter, the
+    other down to 0.45×; bright skin saturates as it does in photographs).
+
+    >>> g = np.full((40, 40), 100, np.uint8)
+    >>> lit = relight(g, (10, 10, 20, 20), np.random.default_rng(0))
+    >>> bool(lit[20, 10:30].std() > 5)
+    True
+    """
+    h, w = gray.shape
+    x0, y0, bw, bh = (float(v) for v in box)
+    side = max(bw, bh)
+    cx, cy = x0 + bw / 2, y0 + bh / 2
+    ang, a = rng.uniform(0, 2 * np.pi), rng.uniform(0.35, 0.8)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    dx, dy = (xx - cx) / side, (yy - cy) / side
+    u = dx * np.cos(ang) + dy * np.sin(ang)
+    bump = np.exp(-(dx * dx + dy * dy) / (2 * 1.2 ** 2))
+    field = np.exp(a * np.tanh(2 * u) * bump)
+    return np.clip(np.rint(gray.astype(np.float32) * field), 0, 255).astype(np.uint8)
+
+
+def vary_like(gray: np.ndarray, boxes: np.ndarray, rng: np.random.Generator
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``gray`` (H, W) uint8 and its face ``boxes`` (n, 4) varied in pose and lighting as faces in
+    other photographs are: each face lit from one side (:func:`relight`, probability 0.7), then
+    the whole image turned in plane by 5–18° (probability 0.7; edges replicated; the angle halved
+    until every turned box stays inside the image). Boxes keep their size and follow their
+    centres, as upright ground-truth boxes of tilted faces do. Returns the image and its boxes.
+
+    >>> g = np.full((60, 80), 128, np.uint8)
+    >>> out, b = vary_like(g, np.array([[20, 15, 30, 30]]), np.random.default_rng(1))
+    >>> out.shape, b.shape
+    ((60, 80), (1, 4))
+    """
+    h, w = gray.shape
+    g = gray
+    for box in boxes:
+        if rng.random() < 0.7:
+            g = relight(g, box, rng)
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    if rng.random() < 0.7:
+        angle = rng.uniform(5.0, 18.0) * rng.choice([-1.0, 1.0])
+        centres = boxes[:, :2] + boxes[:, 2:] / 2
+        for _ in range(6):
+            rot = cv2.getRotationMatrix2D((w / 2, h / 2), angle, 1.0)
+            moved = centres @ rot[:, :2].T + rot[:, 2]
+            new = np.column_stack([moved - boxes[:, 2:] / 2, boxes[:, 2:]])
+            inside = ((new[:, 0] >= 0) & (new[:, 1] >= 0) & (new[:, 0] + new[:, 2] <= w)
+                      & (new[:, 1] + new[:, 3] <= h))
+            if inside.all():
+                g = cv2.warpAffine(g, rot, (w, h), flags=cv2.INTER_LINEAR,
+                                   borderMode=cv2.BORDER_REPLICATE)
+                boxes = new
+                break
+            angle /= 2
+    return g, np.rint(boxes).astype(np.int64)
+
+
+def vary_copy(det: Path, out: Path, *, seed: int) -> str:
+    """Write ``out`` (``val/det_vary``): every image of the detection set ``det`` through
+    :func:`vary_like` (seeded per image by its index) with its moved boxes, and ``det``'s image
+    lists. Returns a hash of the written images and boxes."""
+    names = (det / "images.txt").read_text().split()
+    rows = [r.split(",") for r in (det / "boxes.csv").read_text().split()[1:]]
+    by_image: dict[str, list[list[int]]] = {}
+    for r in rows:
+        by_image.setdefault(r[0], []).append([int(v) for v in r[1:5]])
+    digest = hashlib.sha256()
+    lines = ["image,x,y,w,h"]
+    for i, name in enumerate(names):
+        g = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE)
+        boxes = np.array(by_image.get(name, []), np.int64).reshape(-1, 4)
+        d, moved = vary_like(g, boxes, np.random.default_rng([seed, 9, i]))
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(out / name), d)
+        lines += [f"{name},{x},{y},{bw},{bh}" for x, y, bw, bh in moved.tolist()]
+        digest.update(d.tobytes())
+        digest.update(moved.tobytes())
+    _write_text(out / "boxes.csv", "\n".join(lines) + "\n")
+    for lst in ("images.txt", "nrc.txt", "scenes.txt", "empty.txt"):
+        if (det / lst).is_file():
+            _write_text(out / lst, (det / lst).read_text())
+    return digest.hexdigest()[:16]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="/work/data/faces", help="output folder (outside the repo)")
@@ -863,15 +960,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="near-duplicates: crops / frames of a clip correlated at least this much")
     ap.add_argument("--scan-only", action="store_true",
                     help="only (re)write val/det_scan from an existing val/det")
+    ap.add_argument("--vary-only", action="store_true",
+                    help="only (re)write val/det_vary from an existing val/det")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     if REPO in out.parents or out == REPO:
         sys.exit(f"face_data: --out {out} is inside the repository; write data elsewhere")
-    if args.scan_only:
+    if args.scan_only or args.vary_only:
+        flag, view, copy = (("--scan-only", "det_scan", scan_copy) if args.scan_only
+                            else ("--vary-only", "det_vary", vary_copy))
         if not (out / "val" / "det" / "images.txt").is_file():
-            sys.exit(f"face_data: --scan-only needs {out}/val/det (run face_data.py first)")
-        h = scan_copy(out / "val" / "det", out / "val" / "det_scan", seed=args.seed)
-        print("RESULT " + json.dumps({"out": str(out / "val" / "det_scan"), "hash": h}))
+            sys.exit(f"face_data: {flag} needs {out}/val/det (run face_data.py first)")
+        h = copy(out / "val" / "det", out / "val" / view, seed=args.seed)
+        print("RESULT " + json.dumps({"out": str(out / "val" / view), "hash": h}))
         return 0
     kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, val_frac=args.val_frac,
               val_persons=args.val_persons, bg_val_frac=args.bg_val_frac,

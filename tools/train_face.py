@@ -15,7 +15,8 @@ Three sub-commands:
   detection rate of the ``min_neighbors`` curve and of every operating score
   (``bench_peers.OPERATING_SCORES``) at grouping thresholds 1–3, with the detection time (one
   thread, ms per megapixel). This is where configurations and operating scores are chosen.
-  ``--split det_scan`` uses the same images degraded as scans (``tools/face_data.py``).
+  ``--split det_scan`` uses the same images degraded as scans, ``--split det_vary`` the same
+  images with faces lit from one side and turned in plane (``tools/face_data.py``).
 * ``robust MODEL...``: the share of the held-out face windows of each source a cascade accepts,
   clean and degraded as scans (:func:`robustness`).
 
@@ -74,9 +75,10 @@ RECIPES: dict[str, dict] = {
     }),
     # the shipped one (OpenCV-exportable): Haar only, on the WebFaces and NRC-IIT windows; the
     # CBCL windows, about a quarter of whose detection window is edge-replicated pixels, lowered
-    # the detection rate that degraded faces reach on both validation views (docs/ablation.md)
+    # the detection rate that degraded faces reach on both validation views; one side-lit copy
+    # of every window (side_light) keeps faces lit from one side (docs/ablation.md)
     "frontalface_haar": dict(COMMON, **{
-        "sources": "webfaces,nrc",
+        "sources": "webfaces,nrc", "relight": 1,
         "features": "haar", "haar-mode": "ALL", "sampler": "laminating",
         "weak-learner": "tree", "max-depth": 2, "num-pos": 10000, "num-neg": 10000,
         "stages": 19, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
@@ -119,7 +121,7 @@ def log(entry: dict, path: Path) -> None:
 
 
 #: recipe keys the tool handles itself (how the positives file is prepared), not vjtrain options
-PREP_KEYS = ("sources", "degrade")
+PREP_KEYS = ("sources", "degrade", "relight")
 
 
 def degrade(images: np.ndarray, n: int, *, seed: int) -> np.ndarray:
@@ -165,20 +167,51 @@ def degrade(images: np.ndarray, n: int, *, seed: int) -> np.ndarray:
     return np.concatenate(out) if out else images[:0]
 
 
+def side_light(images: np.ndarray, n: int, *, seed: int) -> np.ndarray:
+    """``n`` copies of every window lit from one side: each multiplied by a planar field
+    ``exp(a u)``, where ``u`` runs from −1 to 1 across the window along a random direction and
+    ``a`` is 0.2–0.7 (one edge up to 2× brighter than the middle, the other down to 0.5×; bright
+    pixels saturate). The detector's variance normalisation removes a change of gain and offset,
+    not a gradient across the face.
+
+    Returns (n × len(images), S, S) uint8, copy-major.
+
+    >>> w = np.full((2, 32, 32), 100, np.uint8)
+    >>> lit = side_light(w, 1, seed=0)
+    >>> lit.shape, bool((lit[0].max() - lit[0].min()) > 20)
+    ((2, 32, 32), True)
+    """
+    rng = np.random.default_rng(seed)
+    k, s = len(images), images.shape[1]
+    yy, xx = (np.mgrid[0:s, 0:s].astype(np.float32) - (s - 1) / 2) / ((s - 1) / 2)
+    out = []
+    for _ in range(n):
+        ang, a = rng.uniform(0, 2 * np.pi, k), rng.uniform(0.2, 0.7, k)
+        u = (np.cos(ang)[:, None, None] * xx + np.sin(ang)[:, None, None] * yy) / np.sqrt(2)
+        field = np.exp(a[:, None, None] * u)
+        out.append(np.clip(np.rint(images * field), 0, 255).astype(np.uint8))
+    return np.concatenate(out) if out else images[:0]
+
+
 def prepare_positives(pos: Path, config: dict, folder: Path) -> Path:
     """The positives file of a recipe: ``sources`` (comma list of webfaces, cbcl, nrc; default
-    all) and ``degrade`` (copies per window, :func:`degrade`) applied to ``tools/face_data.py``'s
-    training windows; the file itself when neither is set."""
+    all), ``degrade`` (copies per window, :func:`degrade`) and ``relight`` (copies per window,
+    :func:`side_light`) applied to ``tools/face_data.py``'s training windows; the file itself
+    when none is set."""
     sources, n_deg = config.get("sources"), int(config.get("degrade") or 0)
-    if not sources and not n_deg:
+    n_lit = int(config.get("relight") or 0)
+    if not sources and not n_deg and not n_lit:
         return pos
     with np.load(pos) as z:
         images, src = z["images"], z["source"]
     if sources:
         images = images[np.isin(src, [s.strip() for s in str(sources).split(",")])]
     seed = int(config.get("seed", 0))
+    clean = images
     if n_deg:
-        images = np.concatenate([images, degrade(images, n_deg, seed=seed)])
+        images = np.concatenate([images, degrade(clean, n_deg, seed=seed)])
+    if n_lit:
+        images = np.concatenate([images, side_light(clean, n_lit, seed=seed + 1)])
     # shuffled here too, so that a stage's positives mix clean and degraded windows
     images = images[np.random.default_rng(seed).permutation(len(images))]
     folder.mkdir(parents=True, exist_ok=True)
@@ -267,8 +300,9 @@ def ship_model(name: str, out: Path) -> list[str]:
 
 
 def load_validation(data: Path, quick: bool, split: str = "det"):
-    """Paths, grey images and boxes of a validation detection set: ``val/det`` or its scanned
-    copy ``val/det_scan`` (``tools/face_data.py``)."""
+    """Paths, grey images and boxes of a validation detection set: ``val/det`` or one of its
+    copies, ``val/det_scan`` (scanned) and ``val/det_vary`` (pose and lighting;
+    ``tools/face_data.py``)."""
     from vjboost.io import read_annotations, read_bg_list, read_image
 
     det = data / "val" / split
@@ -341,10 +375,12 @@ def print_validation(results: list[dict]) -> None:
 
 def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = False) -> dict:
     """Share of the held-out validation face windows (``val/{webfaces,nrc,cbcl}.npz``) that each
-    cascade accepts as one window (every stage passed), clean and degraded as a scan
-    (``face_data.scan_like`` on the 32×32 window, seeded per window): how much of its recall a
-    cascade keeps on low-quality images, without any detection set. Only meaningful for cascades
-    framed like the training windows (the target box is the whole detection window).
+    cascade accepts as one window (every stage passed): clean, degraded as a scan
+    (``face_data.scan_like`` on the 32×32 window), lit from one side (``face_data.relight``)
+    and turned in plane by 15° either way (about the target box's centre, edges replicated),
+    each seeded per window: how much of its recall a cascade keeps on low-quality images, side
+    lighting and tilted heads, without any detection set. Only meaningful for cascades framed
+    like the training windows (the target box is the whole detection window).
     """
     import cv2
 
@@ -361,16 +397,23 @@ def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = Fal
         with np.load(data / "val" / f"{src}.npz") as z:
             w = z["images"][::10] if quick else z["images"]
             box = z["box"]  # (x, y, w, h) of the target box in the windows
-        scanned = np.stack([fd.scan_like(x, np.random.default_rng([seed, 9, i]))
-                            for i, x in enumerate(w)])
-        sets[src] = (w, scanned, box)
+        centre = (float(box[0] + box[2] / 2), float(box[1] + box[3] / 2))
+        turned = [cv2.warpAffine(x, cv2.getRotationMatrix2D(centre, 15.0 * (1 - 2 * (i % 2)), 1.0),
+                                 x.shape[::-1], flags=cv2.INTER_LINEAR,
+                                 borderMode=cv2.BORDER_REPLICATE) for i, x in enumerate(w)]
+        sets[src] = ({"clean": w,
+                      "scan": np.stack([fd.scan_like(x, np.random.default_rng([seed, 9, i]))
+                                        for i, x in enumerate(w)]),
+                      "relit": np.stack([fd.relight(x, box, np.random.default_rng([seed, 10, i]))
+                                         for i, x in enumerate(w)]),
+                      "turned": np.stack(turned)}, box)
     out = {}
     for spec in specs:
         model, _, _ = bp.vj_load(spec)
         out[spec] = {src: {kind: round(float(cascade_accepts(
                                model, crop(stack, box, model.window_shape))[0].mean()), 3)
-                           for kind, stack in (("clean", a), ("scan", b))} | {"n": len(a)}
-                     for src, (a, b, box) in sets.items()}
+                           for kind, stack in stacks.items()} | {"n": len(stacks["clean"])}
+                     for src, (stacks, box) in sets.items()}
     return out
 
 
@@ -396,8 +439,9 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--dlib", action="store_true",
                    help="also dlib's HOG detector (upsample 2; its score swept)")
     v.add_argument("--label", default=None, help="name of the configuration in the log")
-    v.add_argument("--split", default="det", choices=("det", "det_scan"),
-                   help="val/det, or val/det_scan: the same images degraded as scans")
+    v.add_argument("--split", default="det", choices=("det", "det_scan", "det_vary"),
+                   help="val/det, val/det_scan (the same images degraded as scans) or "
+                        "val/det_vary (faces lit from one side, images turned in plane)")
     r = sub.add_parser("robust", help="share of held-out face windows accepted, clean and "
                                       "degraded as scans")
     r.add_argument("models", nargs="+")
@@ -405,10 +449,12 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.cmd == "robust":
         res = robustness(args.models, args.data, quick=args.quick)
-        print(f"{'model':<40s} " + " ".join(f"{s + ' clean/scan':>20s}" for s in fd.SOURCES))
+        kinds = ("clean", "scan", "relit", "turned")
+        print(f"{'model':<40s} " + " ".join(f"{s + ' ' + '/'.join(kinds):>32s}"
+                                            for s in fd.SOURCES))
         for spec, per in res.items():
             print(f"{spec[-40:]:<40s} " + " ".join(
-                f"{per[s]['clean']:>10.3f}/{per[s]['scan']:<9.3f}" for s in per))
+                f"{'/'.join(f'{per[s][k]:.3f}' for k in kinds):>32s}" for s in per))
         log({"kind": "robust", "quick": args.quick, "results": res}, args.log)
         print("RESULT " + json.dumps({"quick": args.quick, "accepted": res}))
         return 0

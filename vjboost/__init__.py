@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from vjboost.features.hog import HOGFamily
     from vjboost.features.lbp import LBPCodeFamily, LBPHistogramFamily
     from vjboost.features.mblbp import MBLBPFamily
+    from vjboost.features.mbltp import MBLTPFamily
     from vjboost.features.pixel import (
         GradientMagnitudeFamily,
         PatchSumFamily,

@@ -52,11 +52,13 @@ from vjboost.features.program import (
     _U,
     NORM_VARIANCE,
     OP_MBLBP,
+    OP_MBLTP,
     OP_RECTS,
     OPS_MIXED,
     REC,
     Program,
     mblbp_code,
+    mbltp_code,
     node_value,
     rects_value,
     window_norms,
@@ -253,13 +255,16 @@ def _left_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - n
 
 @njit(inline="always", cache=True, nogil=True)
 def _left_rects_mblbp(tab, tabf, nd, buf, p, iv, ig, subsets):  # pragma: no cover - numba
-    # the usual mixed pool (rectangle sums and MB-LBP codes, no HOG): small enough to inline,
-    # which makes such cascades about as fast per node as single-operation ones. Not written
+    # the usual mixed pool (rectangle sums, MB-LBP and MB-LTP codes, no HOG): small enough to
+    # inline, which makes such cascades about as fast per node as single-operation ones. Not written
     # over node_value like _left_mixed: that inlines the HOG code as well, and the kernel then
     # compiled 15 % longer and ran 10 % slower on a multi-family face cascade
     o = nd * REC
-    if tab[_U(o + _OP)] == OP_MBLBP:
+    op = tab[_U(o + _OP)]
+    if op == OP_MBLBP:
         return _in_subset(subsets, nd, mblbp_code(tab, o, buf, p))
+    if op == OP_MBLTP:
+        return _in_subset(subsets, nd, mbltp_code(tab, tabf, o, buf, p, iv))
     v = rects_value(tab, tabf, o, buf, p, iv, ig, False)
     if tab[_U(o + _CAT)] != 0:
         return _in_subset(subsets, nd, np.int64(v))

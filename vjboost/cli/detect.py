@@ -205,8 +205,9 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.argument("inputs", nargs=-1, required=True)
 @click.option("--model", "-m", "model_path", type=str,
               help="Cascade: OpenCV XML or vjboost JSON file, vjboost:NAME (shipped with "
-                   "vjboost: frontalface, frontalface_haar, car_side) or opencv:NAME (shipped "
-                   "with OpenCV 4). Default: vjboost:frontalface, vjboost's frontal-face model.")
+                   "vjboost: frontalface, frontalface_haar, car_side, car_side_lbp) or "
+                   "opencv:NAME (shipped with OpenCV 4). Default: vjboost:frontalface, "
+                   "vjboost's frontal-face model.")
 @click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True,
               help="Ratio between successive scales (> 1).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,

@@ -237,8 +237,9 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--window", default="24x24", show_default=True,
               help="Training window WIDTHxHEIGHT in pixels.")
 @click.option("--features", default="haar", show_default=True,
-              help="Feature families, comma-separated (haar, lbp = MB-LBP, hog, ... any "
-                   "registered family).")
+              help="Feature families, comma-separated (haar, lbp = MB-LBP, mbltp = MB-LBP "
+                   "grids compared with a tolerance of the window's sigma, robust to noise; "
+                   "hog, ... any registered family).")
 @click.option("--haar-mode", type=click.Choice(["BASIC", "CORE", "ALL"]), default="BASIC",
               show_default=True, help="OpenCV's Haar feature set.")
 @click.option("--sampler", default=None,

@@ -741,7 +741,7 @@ def register_family(cls: type[FeatureFamily]) -> type[FeatureFamily]:
 
 
 #: Modules of the built-in families: importing one registers its families.
-_FAMILY_MODULES = ("haar", "mblbp", "custom", "pool", "lbp", "hog", "histogram", "fourier",
+_FAMILY_MODULES = ("haar", "mblbp", "mbltp", "custom", "pool", "lbp", "hog", "histogram", "fourier",
                    "pixel", "acf")
 
 

@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -54,6 +55,7 @@ __all__ = [
     "ChannelKind",
     "ChannelSet",
     "channel_kinds",
+    "gradient_table",
     "gray_of",
     "orientation_table",
     "parse_channel_key",
@@ -139,13 +141,6 @@ def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numb
         _add_row_prefix(vals, flat, base + (y + 1) * stride, stride, w)
 
 
-@numba.njit(inline="always", **_JIT)
-def _magnitude(gx, gy):  # pragma: no cover - numba
-    """The quantised gradient magnitude ``round(MAG_SCALE * sqrt(gx**2 + gy**2))`` (int32;
-    computed, not tabulated: a table of all 8-bit gradients does not stay in cache)."""
-    return np.int32(np.rint(MAG_SCALE * math.sqrt(np.float64(gx * gx + gy * gy))))
-
-
 @numba.njit(parallel=True, **_JIT)
 def _integrate_planes(planes, flat, bases, stride, mode):  # pragma: no cover - numba
     """Integrals of ``planes`` (N, C, H, W); plane ``(n, c)`` goes to ``bases[n, c]`` of ``flat``
@@ -169,56 +164,70 @@ def _integrate_gray(imgs, flat, bases, stride, mode):  # pragma: no cover - numb
         _integrate_into(imgs[i], flat, bases[i, j], stride, mode[j])
 
 
-@numba.njit(parallel=True, **_JIT)
-def _integrate_gradient(imgs, bin_table, flat, bases, stride, which,
-                        n_groups):  # pragma: no cover - numba
-    """Integrals of gradient planes of ``imgs`` (N, H, W) uint8, gradients computed on the fly.
+@numba.njit(**_JIT)
+def _gradient_integrals(img, table, flat, bases, stride, which):  # pragma: no cover - numba
+    """Integrals of gradient planes of one image ``img`` (H, W) uint8, gradients on the fly.
 
-    Plane ``j`` (written at ``bases[n, j]`` of ``flat``, row stride ``stride``) is the quantised
+    Plane ``j`` (written at ``bases[j]`` of ``flat``, row stride ``stride``) is the quantised
     magnitude (``which[j] = -1``) or the magnitude of the pixels whose orientation bin is
     ``which[j]`` (0 elsewhere). Border pixels (a neighbour missing on one side) count 0:
     features keep a margin of one pixel, so a window cut out of an image and the image agree on
-    every pixel read. Task ``(i, g)`` computes the gradient rows of input ``i`` once and updates
-    its share ``j = g, g + n_groups, ...`` of the planes (``n_groups`` > 1 splits one large
-    image between threads).
+    every pixel read.
+
+    Row by row: each pixel's magnitude and bin from one lookup in ``table``
+    (:func:`gradient_table`); then per plane its column sums so far (a vectorised add) and the
+    integral row as their running sum, which needs no read of the row above. int32 sums wrap
+    mod 2**32 as every integral plane does.
     """
-    n, h, w = imgs.shape
+    h, w = img.shape
+    c = which.shape[0]
+    mag = np.zeros(w, dtype=np.int32)     # stays 0 in the border columns
+    bins = np.zeros(w, dtype=np.int32)
+    cols = np.zeros((c, w), dtype=np.int32)
+    for k in range(c):
+        flat[bases[k]:bases[k] + w + 1] = 0
+    for y in range(h):
+        inner = 0 < y < h - 1 and w > 2
+        if inner:
+            up, mid, down = img[y - 1], img[y], img[y + 1]
+            for x in range(1, w - 1):
+                v = table[(np.int32(down[x]) - np.int32(up[x]) + 255) * 511
+                          + np.int32(mid[x + 1]) - np.int32(mid[x - 1]) + 255]
+                mag[x] = v >> 8
+                bins[x] = v & 255
+        for k in range(c):
+            col = cols[k]
+            b = which[k]
+            if inner:
+                if b < 0:
+                    for x in range(w):
+                        col[x] += mag[x]
+                else:
+                    for x in range(w):
+                        col[x] += mag[x] if bins[x] == b else 0
+            row = bases[k] + (y + 1) * stride
+            flat[row] = 0
+            dst = flat[row + 1:row + 1 + w]
+            acc = np.int32(0)
+            for x in range(w):
+                acc += col[x]
+                dst[x] = acc
+
+
+@numba.njit(parallel=True, **_JIT)
+def _integrate_gradient(imgs, table, flat, bases, stride, which,
+                        n_groups):  # pragma: no cover - numba
+    """:func:`_gradient_integrals` of every image of ``imgs`` (N, H, W), plane ``j`` of image
+    ``n`` at ``bases[n, j]``. Task ``(i, g)`` writes the share ``j = g, g + n_groups, ...`` of
+    image ``i``'s planes (``n_groups`` > 1 splits one large image between threads; each task
+    computes the gradients it needs)."""
+    n = imgs.shape[0]
     c = bases.shape[1]
     for task in prange(n * n_groups):
         i = task // n_groups
         g = task - i * n_groups
         mine = np.arange(g, c, n_groups)
-        k_all = mine.shape[0]
-        # this task's planes: row k of `vals` is plane mine[k]; slot[b] the row of bin b
-        slot = np.full(257, -1, dtype=np.int64)
-        for k in range(k_all):
-            slot[which[mine[k]] + 1] = k
-        vals = np.zeros((k_all, w), dtype=np.int32)
-        for k in range(k_all):
-            for x in range(w + 1):
-                flat[_u(bases[i, mine[k]] + x)] = 0
-        for y in range(h):
-            # one pass over the pixels scatters each magnitude into its planes' rows ...
-            for k in range(k_all):
-                for x in range(w):
-                    vals[k, x] = 0
-            if 0 < y < h - 1:
-                km = slot[0]
-                for x in range(1, w - 1):
-                    gx = np.int64(imgs[i, y, x + 1]) - np.int64(imgs[i, y, x - 1])
-                    gy = np.int64(imgs[i, y + 1, x]) - np.int64(imgs[i, y - 1, x])
-                    m = _magnitude(gx, gy)
-                    kb = slot[np.int64(bin_table[gy + 255, gx + 255]) + 1]
-                    if km >= 0:
-                        vals[km, x] = m
-                    if kb >= 0:
-                        vals[kb, x] = m
-            # ... then each plane's integral row: a running sum of the row, plus the row above
-            # (a separate loop, which the compiler vectorises)
-            for k in range(k_all):
-                row = bases[i, mine[k]] + (y + 1) * stride
-                flat[_u(row)] = 0
-                _add_row_prefix(vals[k], flat, row, stride, w)
+        _gradient_integrals(imgs[i], table, flat, bases[i][mine], stride, which[mine])
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -285,6 +294,38 @@ def orientation_table(n_bins: int, signed: bool) -> np.ndarray:
         span = period / int(n_bins)
         b = np.floor(deg / span).astype(np.int64)
         _TABLES[key] = np.clip(b, 0, int(n_bins) - 1).astype(np.uint8)
+    return _TABLES[key]
+
+
+def gradient_table(n_bins: int, signed: bool) -> np.ndarray:
+    """Quantised magnitude and orientation bin of every integer gradient, packed:
+    ``table[(gy + 255) * 511 + gx + 255] = (round(MAG_SCALE * hypot(gx, gy)) << 8) | bin``.
+
+    One lookup per pixel gives both (instead of a square root and a bin lookup); the table
+    (int32, 1 MB) is built once per ``(n_bins, signed)``.
+
+    Parameters
+    ----------
+    n_bins, signed
+        The orientation bins, as for :func:`orientation_table`.
+
+    Returns
+    -------
+    ndarray of int32, shape (511 * 511,)
+
+    Examples
+    --------
+    >>> t = gradient_table(4, False)
+    >>> v = int(t[(0 + 255) * 511 + 3 + 255])     # gx = 3, gy = 0: |g| = 3, 0 degrees
+    >>> v >> 8, v & 255
+    (24, 0)
+    """
+    bins = orientation_table(n_bins, signed)
+    key = ("packed", int(n_bins), bool(signed))
+    if key not in _TABLES:
+        g = np.arange(-255, 256, dtype=np.float64)
+        mag = np.rint(MAG_SCALE * np.sqrt(g[:, None] ** 2 + g[None, :] ** 2)).astype(np.int32)
+        _TABLES[key] = ((mag << 8) | bins.astype(np.int32)).reshape(-1)
     return _TABLES[key]
 
 
@@ -576,17 +617,35 @@ def _orient_params(params: tuple) -> tuple[int, bool]:
     return int(n_bins), sign == "s"
 
 
+@functools.lru_cache(maxsize=64)
+def _gradient_table_of(params: tuple) -> np.ndarray:
+    """:func:`gradient_table` of a gradient group's ``orient`` parameters (none: one bin),
+    looked up once per parameters rather than once per pyramid level."""
+    n_bins, signed = _orient_params(params) if params else (1, False)
+    return gradient_table(n_bins, signed)
+
+
+#: one image of at least this many pixels has its gradient planes split between threads
+_SPLIT_PIXELS = 4_000_000
+
+
 def _integrate_gradient_planes(images, params, codes, flat, bases, stride):
     """Gradient planes: ``codes`` -1 the magnitude, ``b >= 0`` orientation bin ``b`` of the
     group's ``orient`` parameters (gradients computed once per row for all planes)."""
     g = gray_of(images)
-    n_bins, signed = _orient_params(params) if params else (1, False)
+    table = _gradient_table_of(params)
+    which = np.asarray(codes, np.int64)
     small = _small(g, len(codes))
+    if g.shape[0] == 1 and (small or g[0].size < _SPLIT_PIXELS):
+        # one image (a pyramid level, a mined image): the gradients are most of the work and
+        # a split of its planes between threads computes them in every thread, which costs
+        # more than it saves below a few megapixels (and waits on a busy machine)
+        _gradient_integrals(g[0], table, flat, np.asarray(bases[0], np.int64), stride, which)
+        return
     with n_threads(1 if small else None):
         groups = 1 if (g.shape[0] > 1 or small) else max(1, min(len(codes),
                                                                 numba.get_num_threads()))
-        _integrate_gradient(g, orientation_table(n_bins, signed), flat,
-                            bases, stride, np.asarray(codes, np.int64), groups)
+        _integrate_gradient(g, table, flat, bases, stride, which, groups)
 
 
 def _luv_planes(images: np.ndarray, params: tuple) -> np.ndarray:

@@ -45,6 +45,30 @@ from vjboost.features.program import Program
 __all__ = ["MBLBPFamily", "mblbp_feature_table", "mblbp_reference"]
 
 
+def _grid_description(family: FeatureFamily, i: int, grid: Any, prefix: str) -> dict[str, Any]:
+    """``describe(i)`` of a feature on the 3×3 grid ``grid`` ``(x, y, w, h)``."""
+    x, y, bw, bh = (int(v) for v in grid)
+    return {
+        "family": family.name,
+        "index": i,
+        "text": f"{prefix} 3x3 grid of {bw}x{bh} blocks at (x={x}, y={y})",
+        "rect": (x, y, bw, bh),
+        "cells": [(x + c * bw, y + r * bh, bw, bh) for r in range(3) for c in range(3)],
+        "centre": 4,
+        "window_shape": family.window_shape,
+    }
+
+
+def _grid_table(window_shape: tuple[int, int], max_block: Any) -> tuple[np.ndarray, Any]:
+    """OpenCV's MB-LBP pool without blocks larger than ``max_block`` ``(height, width)`` (None:
+    all), and ``max_block`` as stored in configs."""
+    table = mblbp_feature_table(window_shape)
+    if max_block is None:
+        return table, None
+    mbh, mbw = check_window_shape(max_block, "max_block")
+    return table[(table[:, 2] <= mbw) & (table[:, 3] <= mbh)], [mbh, mbw]
+
+
 def mblbp_feature_table(window_shape: tuple[int, int]) -> np.ndarray:
     """OpenCV's MB-LBP pool: int32 array (F, 4) of ``(x, y, block_w, block_h)``, in its order."""
     H, W = check_window_shape(window_shape)  # noqa: N806
@@ -127,12 +151,7 @@ class MBLBPFamily(FeatureFamily):
         h, w = self.window_shape
         if h < 3 or w < 3:
             raise ValueError(f"window_shape: MB-LBP needs windows of at least 3x3, got {h}x{w}")
-        table = mblbp_feature_table(self.window_shape)
-        if max_block is not None:
-            mbh, mbw = check_window_shape(max_block, "max_block")
-            table = table[(table[:, 2] <= mbw) & (table[:, 3] <= mbh)]
-            max_block = [mbh, mbw]
-        self.max_block = max_block
+        table, self.max_block = _grid_table(self.window_shape, max_block)
         self._explicit = False
         self._set_table(table)
 
@@ -211,16 +230,7 @@ class MBLBPFamily(FeatureFamily):
         the 9 blocks ``(x, y, w, h)`` row by row, ``centre`` (4) the one compared with the
         others."""
         i = self._check_index(i)
-        x, y, bw, bh = (int(v) for v in self._table[i])
-        return {
-            "family": self.name,
-            "index": i,
-            "text": f"mblbp 3x3 grid of {bw}x{bh} blocks at (x={x}, y={y})",
-            "rect": (x, y, bw, bh),
-            "cells": [(x + c * bw, y + r * bh, bw, bh) for r in range(3) for c in range(3)],
-            "centre": 4,
-            "window_shape": self.window_shape,
-        }
+        return _grid_description(self, i, self._table[i], "mblbp")
 
     def get_config(self) -> dict[str, Any]:
         if self._explicit:

@@ -20,6 +20,11 @@ Operations (``op``):
     OpenCV's Haar evaluator does.
 ``OP_MBLBP``
     OpenCV's multi-block LBP code (0..255) of a 3×3 grid of blocks (categorical).
+``OP_MBLTP``
+    One half of a multi-block local ternary pattern (categorical, 0..255): the bits of
+    OP_MBLBP's grid and order, set where ``s·(block − centre)·inv_var > scale`` (``s`` = +1 for
+    the upper half, −1 for the lower; ``scale`` = τ·(block area)/(inner window area), so the
+    test is "differs by more than τ window σ per pixel"); variance-normalised.
 ``OP_HOG``
     One entry of a block-normalised histogram of oriented gradients: the sum of orientation
     plane ``b`` over cell ``c`` of a block of up to 4 cells, normalised over all the block's
@@ -73,6 +78,7 @@ __all__ = [
     "NORM_VARIANCE",
     "OP_HOG",
     "OP_MBLBP",
+    "OP_MBLTP",
     "OP_RECTS",
     "REC",
     "BoundProgram",
@@ -83,6 +89,7 @@ __all__ = [
     "hog_block_sums",
     "hog_entry",
     "mblbp_code",
+    "mbltp_code",
     "node_value",
     "rects_value",
     "window_norms",
@@ -95,7 +102,7 @@ _JIT = {"cache": True, "nogil": True}
 #: call site, which made up most of a cascade kernel's compilation.
 _U = np.uint64
 
-OP_RECTS, OP_MBLBP, OP_HOG = 0, 1, 2
+OP_RECTS, OP_MBLBP, OP_HOG, OP_MBLTP = 0, 1, 2, 3
 NORM_NONE, NORM_VARIANCE, NORM_GRADIENT = 0, 1, 2
 #: block normalisations of OP_HOG, by code
 HOG_NORMS = ("L1", "L1-sqrt", "L2", "L2-Hys")
@@ -113,13 +120,14 @@ _SUB = 21                           # free for compilers (e.g. a subset row)
 _HNB, _HNC, _HTGT, _HNORM, _HPS = 22, 23, 24, 25, 26
 _HEPS, _HCLIP = 27, 28              # float32
 _HCELL = 29                         # OP_HOG: cell of the target entry (target // n_bins)
+_LTP = 22                           # OP_MBLTP: +1 upper half, -1 lower (a HOG word: unused)
 
 #: per-feature arrays of a Program
 _FIELDS = ("op", "norm", "plane", "corners", "weights", "scale", "hogi", "hogf", "categorical")
 
 #: ``ops`` constants of :func:`node_value` (and of the cascade kernels built on it);
-#: ``OPS_RECTS_MBLBP``: OP_RECTS and OP_MBLBP records, no OP_HOG (the usual mixed pool), read
-#: per node like ``OPS_MIXED`` but small enough for kernels to inline
+#: ``OPS_RECTS_MBLBP``: OP_RECTS, OP_MBLBP and OP_MBLTP records, no OP_HOG (the usual mixed
+#: pool), read per node like ``OPS_MIXED`` but small enough for kernels to inline
 OPS_MIXED, OPS_RECTS, OPS_MBLBP, OPS_HAAR, OPS_RECTS_MBLBP = 0, 1, 2, 3, 4
 
 
@@ -133,6 +141,46 @@ def _rsum(buf, p, tab, o):  # pragma: no cover - numba
     """int32 sum of the rectangle whose 4 corner offsets start at ``tab[o]``."""
     return np.int32(buf[_U(p + tab[_U(o)])] - buf[_U(p + tab[_U(o + 1)])]
                     - buf[_U(p + tab[_U(o + 2)])] + buf[_U(p + tab[_U(o + 3)])])
+
+
+@numba.njit(inline="always", **_JIT)
+def _grid_diffs(tab, o, buf, p):  # pragma: no cover - numba
+    """``block − centre`` (int32) of the 3×3 grid of record ``o``, in bit order: the bit 128
+    block first, clockwise from the top-left block (OpenCV's LBPEvaluator)."""
+    q = o + _OFS
+    a0 = buf[_U(p + tab[_U(q)])]
+    a1 = buf[_U(p + tab[_U(q + 1)])]
+    a2 = buf[_U(p + tab[_U(q + 2)])]
+    a3 = buf[_U(p + tab[_U(q + 3)])]
+    a4 = buf[_U(p + tab[_U(q + 4)])]
+    a5 = buf[_U(p + tab[_U(q + 5)])]
+    a6 = buf[_U(p + tab[_U(q + 6)])]
+    a7 = buf[_U(p + tab[_U(q + 7)])]
+    a8 = buf[_U(p + tab[_U(q + 8)])]
+    a9 = buf[_U(p + tab[_U(q + 9)])]
+    a10 = buf[_U(p + tab[_U(q + 10)])]
+    a11 = buf[_U(p + tab[_U(q + 11)])]
+    a12 = buf[_U(p + tab[_U(q + 12)])]
+    a13 = buf[_U(p + tab[_U(q + 13)])]
+    a14 = buf[_U(p + tab[_U(q + 14)])]
+    a15 = buf[_U(p + tab[_U(q + 15)])]
+    # corner grid c[j*4+i]; block (i, j) = c0 - c1 - c4 + c5
+    cv = np.int32(a5 - a6 - a9 + a10)
+    return (np.int32(np.int32(a0 - a1 - a4 + a5) - cv),
+            np.int32(np.int32(a1 - a2 - a5 + a6) - cv),
+            np.int32(np.int32(a2 - a3 - a6 + a7) - cv),
+            np.int32(np.int32(a6 - a7 - a10 + a11) - cv),
+            np.int32(np.int32(a10 - a11 - a14 + a15) - cv),
+            np.int32(np.int32(a9 - a10 - a13 + a14) - cv),
+            np.int32(np.int32(a8 - a9 - a12 + a13) - cv),
+            np.int32(np.int32(a4 - a5 - a8 + a9) - cv))
+
+
+@numba.njit(inline="always", **_JIT)
+def _pack(b7, b6, b5, b4, b3, b2, b1, b0):  # pragma: no cover - numba
+    """Eight bools, most significant first, as an int code."""
+    return (np.int64(b7) << 7 | np.int64(b6) << 6 | np.int64(b5) << 5 | np.int64(b4) << 4
+            | np.int64(b3) << 3 | np.int64(b2) << 2 | np.int64(b1) << 1 | np.int64(b0))
 
 
 @numba.njit(inline="always", **_JIT)
@@ -156,44 +204,32 @@ def mblbp_code(tab, o, buf, p):  # pragma: no cover - numba
         Bits set clockwise from the top-left block (128) for each outer block whose sum is at
         least the centre block's.
     """
-    q = o + _OFS
-    a0 = buf[_U(p + tab[_U(q)])]
-    a1 = buf[_U(p + tab[_U(q + 1)])]
-    a2 = buf[_U(p + tab[_U(q + 2)])]
-    a3 = buf[_U(p + tab[_U(q + 3)])]
-    a4 = buf[_U(p + tab[_U(q + 4)])]
-    a5 = buf[_U(p + tab[_U(q + 5)])]
-    a6 = buf[_U(p + tab[_U(q + 6)])]
-    a7 = buf[_U(p + tab[_U(q + 7)])]
-    a8 = buf[_U(p + tab[_U(q + 8)])]
-    a9 = buf[_U(p + tab[_U(q + 9)])]
-    a10 = buf[_U(p + tab[_U(q + 10)])]
-    a11 = buf[_U(p + tab[_U(q + 11)])]
-    a12 = buf[_U(p + tab[_U(q + 12)])]
-    a13 = buf[_U(p + tab[_U(q + 13)])]
-    a14 = buf[_U(p + tab[_U(q + 14)])]
-    a15 = buf[_U(p + tab[_U(q + 15)])]
-    # corner grid c[j*4+i]; block (i, j) = c0 - c1 - c4 + c5; clockwise from the top-left
-    # block, most significant bit first (OpenCV's LBPEvaluator)
-    cv = np.int32(a5 - a6 - a9 + a10)
-    c = 0
-    if np.int32(a0 - a1 - a4 + a5) >= cv:
-        c |= 128
-    if np.int32(a1 - a2 - a5 + a6) >= cv:
-        c |= 64
-    if np.int32(a2 - a3 - a6 + a7) >= cv:
-        c |= 32
-    if np.int32(a6 - a7 - a10 + a11) >= cv:
-        c |= 16
-    if np.int32(a10 - a11 - a14 + a15) >= cv:
-        c |= 8
-    if np.int32(a9 - a10 - a13 + a14) >= cv:
-        c |= 4
-    if np.int32(a8 - a9 - a12 + a13) >= cv:
-        c |= 2
-    if np.int32(a4 - a5 - a8 + a9) >= cv:
-        c |= 1
-    return c
+    d7, d6, d5, d4, d3, d2, d1, d0 = _grid_diffs(tab, o, buf, p)
+    return _pack(d7 >= 0, d6 >= 0, d5 >= 0, d4 >= 0, d3 >= 0, d2 >= 0, d1 >= 0, d0 >= 0)
+
+
+@numba.njit(inline="always", **_JIT)
+def _ltp_bit(d, sign, iv, s):  # pragma: no cover - numba
+    """One ternary comparison: ``sign·d`` (an int32 block − centre) over the tolerance."""
+    return np.float32(sign * d) * iv > s
+
+
+@numba.njit(inline="always", **_JIT)
+def mbltp_code(tab, tabf, o, buf, p, inv_var):  # pragma: no cover - numba
+    """One half of the multi-block local ternary pattern (int, 0..255) of the OP_MBLTP record
+    at word ``o`` of ``tab`` (``tabf``: the same memory as float32), for the window at offset
+    ``p`` of ``buf``, whose variance normaliser is ``inv_var`` (:func:`window_norms`; 0 for a
+    flat window, whose code is then 0): OP_MBLBP's bit order, a bit set where
+    ``float32(s·(block − centre))·inv_var > scale`` in float32, ``s`` the record's half (+1
+    upper, −1 lower).
+    """
+    d7, d6, d5, d4, d3, d2, d1, d0 = _grid_diffs(tab, o, buf, p)
+    sign = np.int32(tab[_U(o + _LTP)])
+    s = tabf[_U(o + _SCALE)]
+    return _pack(_ltp_bit(d7, sign, inv_var, s), _ltp_bit(d6, sign, inv_var, s),
+                 _ltp_bit(d5, sign, inv_var, s), _ltp_bit(d4, sign, inv_var, s),
+                 _ltp_bit(d3, sign, inv_var, s), _ltp_bit(d2, sign, inv_var, s),
+                 _ltp_bit(d1, sign, inv_var, s), _ltp_bit(d0, sign, inv_var, s))
 
 
 @numba.njit(inline="always", **_JIT)
@@ -248,7 +284,7 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
     ``OPS_RECTS`` only OP_RECTS, ``OPS_MBLBP`` only OP_MBLBP, ``OPS_HAAR`` only OP_RECTS with
     the variance normalisation and unit scale (OpenCV's Haar features: the record's first
     cache line is all it reads); ``OPS_MIXED`` reads ``op`` from the record, and so does
-    ``OPS_RECTS_MBLBP`` (OP_RECTS or OP_MBLBP records only). Returns float32
+    ``OPS_RECTS_MBLBP`` (OP_RECTS, OP_MBLBP or OP_MBLTP records only). Returns float32
     (MB-LBP codes as float32 integers). Kernels specialised for one operation may call
     :func:`rects_value` or :func:`mblbp_code` directly (smaller code, integer codes).
 
@@ -281,6 +317,8 @@ def node_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops):  # pragma: no cove
         op = tab[_U(o + _OP)]
     if op == 0:
         return rects_value(tab, tabf, o, buf, p, inv_var, inv_grad, ops == 3)
+    if op == 3:
+        return np.float32(mbltp_code(tab, tabf, o, buf, p, inv_var))
     if op == 1 or ops == 4:
         return np.float32(mblbp_code(tab, o, buf, p))
     # OP_HOG: the block's normalisers, then the entry
@@ -587,8 +625,8 @@ class BoundProgram:
 class Program:
     """``Q`` features as reads of integral channel planes (see the module docstring).
 
-    Build programs with :meth:`rects`, :meth:`mblbp`, :meth:`hog` and combine them with
-    :meth:`concat`; :meth:`take` selects features. Arrays are indexed by feature.
+    Build programs with :meth:`rects`, :meth:`mblbp`, :meth:`mbltp`, :meth:`hog` and combine
+    them with :meth:`concat`; :meth:`take` selects features. Arrays are indexed by feature.
 
     Attributes
     ----------
@@ -600,8 +638,10 @@ class Program:
         OP_MBLBP / OP_HOG: entry 0, for HOG the first orientation plane).
     corners : ndarray of int32, shape (Q, 16, 2)
         ``(dx, dy)`` corners in window coordinates: 4 per rectangle (OP_RECTS, OP_HOG cells) or
-        the 4×4 grid (OP_MBLBP).
+        the 4×4 grid (OP_MBLBP, OP_MBLTP).
     weights : ndarray of float32, shape (Q, 3)
+        OP_RECTS: the rectangles' weights; OP_MBLTP: ``weights[:, 0]`` is the half (+1 upper,
+        −1 lower).
     scale : ndarray of float32, shape (Q,)
     hogi : ndarray of int32, shape (Q, 4)
         ``(n_bins, n_cells, target, norm code)`` of OP_HOG features.
@@ -734,6 +774,51 @@ class Program:
         d["corners"][:, :, 1] = b[:, 1:2] + j[None] * b[:, 3:4]
         chans = channels if channels is not None else ChannelSet(["gray"])
         return cls(tuple(int(v) for v in window_shape), chans, **d)
+
+    @classmethod
+    def mbltp(cls, window_shape: Sequence[int], *, blocks: Any, tolerance: Any, upper: Any,
+              channels: ChannelSet | None = None, plane: int = 0) -> Program:
+        """Halves of multi-block local ternary patterns (OP_MBLTP, categorical) of 3×3 grids of
+        ``w×h`` blocks, with tolerances in units of the window's grey-level σ.
+
+        Parameters
+        ----------
+        window_shape : (height, width)
+        blocks : array-like of int, shape (Q, 4)
+            ``(x, y, w, h)``: the top-left block of each grid.
+        tolerance : float or array-like of float, shape (Q,)
+            τ ≥ 0: a bit is set where a block's mean differs from the centre's by more than
+            τ·σ, σ the window's standard deviation over its inner area (as Haar features are
+            normalised).
+        upper : bool or array-like of bool, shape (Q,)
+            The upper half (block brighter than the centre by more than τσ) or the lower one
+            (darker).
+        channels : ChannelSet, optional
+            Default ``ChannelSet(["gray"])`` (``gray2`` is added for σ); ``plane`` is the plane
+            the grid reads.
+        """
+        b = np.asarray(blocks, dtype=np.int64).reshape(-1, 4)
+        q = b.shape[0]
+        tau = np.broadcast_to(np.asarray(tolerance, np.float64), (q,))
+        if q and not (np.isfinite(tau).all() and tau.min() >= 0):
+            raise InputError(f"tolerance: expected finite values >= 0, got {tau.min()}")
+        h, w = (int(v) for v in window_shape)
+        d = cls._empty(q)
+        d["op"][:] = OP_MBLTP
+        d["norm"][:] = NORM_VARIANCE
+        d["categorical"][:] = True
+        d["plane"][:, 0] = plane
+        d["weights"][:, 0] = np.where(np.broadcast_to(np.asarray(upper, bool), (q,)), 1, -1)
+        # the σ of window_norms is sqrt(nf) / inner area, and inv_var = 1 / sqrt(nf): a block
+        # of area a differs by more than τ·σ·a iff |difference|·inv_var > τ·a / inner area
+        inner = max(h - 2, 1) * max(w - 2, 1)
+        d["scale"][:] = _f32(tau * (b[:, 2] * b[:, 3]) / inner)
+        j, i = np.divmod(np.arange(16), 4)
+        d["corners"][:, :, 0] = b[:, 0:1] + i[None] * b[:, 2:3]
+        d["corners"][:, :, 1] = b[:, 1:2] + j[None] * b[:, 3:4]
+        chans = cls._with_norm_planes(channels if channels is not None else ChannelSet(["gray"]),
+                                      d["norm"])
+        return cls((h, w), chans, **d)
 
     @classmethod
     def hog(cls, window_shape: Sequence[int], channels: ChannelSet, *, first_plane: Any,
@@ -893,7 +978,7 @@ class Program:
             used = rect & (self.weights[:, k] != 0)
             mask[used, 4 * k:4 * k + 4] = True
             planes[used, 4 * k:4 * k + 4] = self.plane[used, k:k + 1]
-        lbp = self.op == OP_MBLBP
+        lbp = (self.op == OP_MBLBP) | (self.op == OP_MBLTP)
         mask[lbp] = True
         planes[lbp] = self.plane[lbp, 0:1]
         for k in range(4):
@@ -918,7 +1003,7 @@ class Program:
         cx = self.corners[..., 0].reshape(q, 4, 4).astype(np.float64)
         cy = self.corners[..., 1].reshape(q, 4, 4).astype(np.float64)
         area = (cx.max(2) - cx.min(2)) * (cy.max(2) - cy.min(2))
-        lbp = self.op == OP_MBLBP
+        lbp = (self.op == OP_MBLBP) | (self.op == OP_MBLTP)
         area[lbp, 0] = ((cx[lbp].max((1, 2)) - cx[lbp].min((1, 2)))
                         * (cy[lbp].max((1, 2)) - cy[lbp].min((1, 2))))
         group = mask.reshape(q, 4, 4).any(2)
@@ -1009,6 +1094,8 @@ class Program:
         tabf[:, _SCALE] = self.scale
         tab[:, _CAT] = self.categorical
         tab[:, _HNB:_HNB + 4] = self.hogi
+        ltp = self.op == OP_MBLTP
+        tab[ltp, _LTP] = self.weights[ltp, 0].astype(np.int32)
         tab[:, _HCELL] = self.hogi[:, 2] // np.maximum(self.hogi[:, 0], 1)
         tab[:, _HPS] = plane_stride
         tabf[:, _HEPS:_HEPS + 2] = self.hogf

@@ -1,0 +1,189 @@
+"""Multi-block local ternary patterns (MB-LTP): MB-LBP's 3×3 grids compared with a tolerance.
+
+MB-LBP (:mod:`vjboost.features.mblbp`) sets a bit when an outer block's sum is at least the
+centre's. On smooth regions (skin) the nine block means are nearly equal, so small noise (film
+grain, halftone, JPEG blocks) flips those bits. A local ternary pattern (Tan & Triggs 2010)
+instead calls a block *brighter* or *darker* than the centre only when it differs by more than a
+tolerance, and *similar* otherwise; the ternary code is split into two binary codes:
+
+* the **upper** half sets bit ``k`` when ``b_k − b_4 > τ·σ·a``,
+* the **lower** half sets bit ``k`` when ``b_4 − b_k > τ·σ·a``,
+
+with ``b_k`` the block sums (OpenCV's MB-LBP grid, bit order and weights), ``a`` the block area
+and ``σ`` the window's grey-level standard deviation over its inner area — the normalisation of
+OpenCV's Haar features, so the codes do not change with the window's contrast, and the
+comparison costs one multiplication by the normaliser the detector computes for every window
+anyway (a σ of each 3×3 neighbourhood would cost two more integral reads per node). A flat
+window (σ = 0) has code 0 in both halves; the detector's σ gate applies to these cascades as it
+does to Haar ones.
+
+Tolerances: :data:`DEFAULT_TOLERANCES` = 0.1, 0.2, 0.4 and 0.8 of σ. Measured on training face
+windows degraded as scans (``tools/ltp_stability.py``, docs/features.md), the share of bits a
+scan flips, relative to how much the bit varies between faces, falls steadily with τ (0.99 of
+MB-LBP's at τ = 0.05, 0.95 at 0.2, 0.89 at 0.4, 0.82 at 0.8) while the bits carry less (fewer
+are set); no single τ is best, so a factor-2 ladder lets boosting choose per grid. Each
+(grid, τ, half) is one feature: 8 × MB-LBP's pool (31,752 features in 20×20).
+
+Values are categorical codes 0..255 returned as float32; boosting uses 256-way subset splits as
+for MB-LBP. Program: OP_MBLTP on ``gray`` (and ``gray2`` for σ). OpenCV has no such feature, so
+these cascades are saved in vjboost's own format only.
+
+Examples
+--------
+>>> import numpy as np
+>>> fam = MBLTPFamily((9, 9), tolerances=(0.1,))
+>>> win = np.full((1, 9, 9), 100, np.uint8)
+>>> win[0, 0:3, :] = 180                       # a bright top row of blocks
+>>> win[0, 3:6, 3:6] = 90                      # the centre slightly darker than the middle row
+>>> fam.describe(1)["text"]
+'mbltp lower τ=0.1 3x3 grid of 3x3 blocks at (x=0, y=0)'
+>>> fam.compute(win, [0, 1]).ravel().tolist()  # upper: the top row; lower: nothing
+[224.0, 0.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from vjboost._errors import InputError
+from vjboost.features.base import FeatureFamily, check_window_shape, register_family
+from vjboost.features.mblbp import _grid_description, _grid_table
+from vjboost.features.program import Program
+
+__all__ = ["DEFAULT_TOLERANCES", "MBLTPFamily", "mbltp_reference"]
+
+#: τ in units of the window's σ (see the module docstring for the choice)
+DEFAULT_TOLERANCES = (0.1, 0.2, 0.4, 0.8)
+
+# Bit weight of each block b0..b8 (b4, the centre, has none): OpenCV's MB-LBP order.
+_BIT = (128, 64, 32, 1, 0, 16, 2, 4, 8)
+
+
+def mbltp_reference(window: np.ndarray, x: int, y: int, w: int, h: int, *, tolerance: float,
+                    upper: bool) -> int:
+    """One half of the MB-LTP code computed directly from pixels (NumPy; for tests and docs).
+
+    The arithmetic is the kernel's: block differences as integers, the window's normaliser
+    ``inv_var`` and the tolerance ``τ·a / inner area`` in float32, then
+    ``float32(±difference) · inv_var > tolerance``.
+
+    Parameters
+    ----------
+    window : array-like of shape (H, W)
+        Gray pixel values (the whole detection window: σ is its inner area's).
+    x, y : int
+        Top-left corner of the 3×3 grid, in pixels.
+    w, h : int
+        Width and height of one block, in pixels.
+    tolerance : float
+        τ, in units of the window's σ.
+    upper : bool
+        The upper half (blocks brighter than the centre) or the lower one.
+
+    Returns
+    -------
+    int
+        The half's code.
+
+    Examples
+    --------
+    >>> win = np.full((5, 5), 50, np.uint8)
+    >>> win[1, 1:4] = 90                   # top row of a 1x1-block grid at (1, 1)
+    >>> win[3, 1:4] = 10                   # bottom row
+    >>> mbltp_reference(win, 1, 1, 1, 1, tolerance=0.1, upper=True)
+    224
+    >>> mbltp_reference(win, 1, 1, 1, 1, tolerance=0.1, upper=False)
+    14
+    """
+    win = np.asarray(window, dtype=np.int64)
+    H, W = win.shape  # noqa: N806
+    inner = win[1:H - 1, 1:W - 1]
+    nf = inner.size * int((inner * inner).sum()) - int(inner.sum()) ** 2  # exact integers
+    inv_var = np.float32(1.0 / np.sqrt(float(nf))) if nf > 0 else np.float32(0.0)
+    s = np.float32(float(tolerance) * (w * h) / ((H - 2) * (W - 2)))
+    b = [int(win[y + j * h: y + (j + 1) * h, x + i * w: x + (i + 1) * w].sum())
+         for j in range(3) for i in range(3)]
+    sign = 1 if upper else -1
+    return int(sum(_BIT[k] for k in range(9)
+                   if k != 4 and np.float32(sign * (b[k] - b[4])) * inv_var > s))
+
+
+@register_family
+class MBLTPFamily(FeatureFamily):
+    """Multi-block local ternary patterns: the two halves of each grid's ternary code at each
+    tolerance; categorical values 0..255.
+
+    Parameters
+    ----------
+    window_shape : (int, int)
+        ``(height, width)``; at least 3×3.
+    tolerances : sequence of float, default=DEFAULT_TOLERANCES
+        τ values in units of the window's grey-level σ (each ≥ 0, at most 8 distinct values).
+    max_block : (int, int), optional
+        Largest block ``(height, width)`` to include (as :class:`MBLBPFamily`).
+
+    Notes
+    -----
+    Feature ``i`` is grid ``i // (2·T)`` of :func:`mblbp_feature_table` (OpenCV's order),
+    tolerance ``(i // 2) % T`` and the upper half when ``i`` is even, the lower when odd.
+    """
+
+    name = "mbltp"
+    n_categories = 256
+
+    def __init__(self, window_shape: tuple[int, int] = (24, 24), *,
+                 tolerances: Any = DEFAULT_TOLERANCES, max_block: Any = None) -> None:
+        self.window_shape = check_window_shape(window_shape)
+        h, w = self.window_shape
+        if h < 3 or w < 3:
+            raise InputError(f"window_shape: MB-LTP needs windows of at least 3x3, got {h}x{w}")
+        tau = np.asarray(tolerances, dtype=np.float64).reshape(-1)
+        if (tau.size == 0 or tau.size > 8 or not np.isfinite(tau).all() or tau.min() < 0
+                or np.unique(tau).size != tau.size):
+            raise InputError(f"tolerances: expected 1 to 8 distinct finite values >= 0 (in "
+                             f"units of the window's sigma), got {list(tau)}")
+        self.tolerances = [float(t) for t in tau]
+        table, self.max_block = _grid_table(self.window_shape, max_block)
+        self._grids = np.ascontiguousarray(table, dtype=np.int32)
+        self.n_features = int(table.shape[0]) * 2 * len(self.tolerances)
+
+    def _split(self, feature_ids: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(grid rows (F, 4), τ (F,), upper (F,))`` of feature ids."""
+        ids = np.asarray(feature_ids, dtype=np.int64)
+        n_t = len(self.tolerances)
+        return (self._grids[ids // (2 * n_t)], np.asarray(self.tolerances)[(ids // 2) % n_t],
+                ids % 2 == 0)
+
+    def _build_program_of(self, feature_ids: np.ndarray) -> Program:
+        blocks, tau, upper = self._split(feature_ids)
+        return Program.mbltp(self.window_shape, blocks=blocks, tolerance=tau, upper=upper)
+
+    def _build_program(self) -> Program:
+        return self._build_program_of(np.arange(self.n_features))
+
+    def kinds(self) -> np.ndarray:
+        """Bool array (n_features,): all True (codes are categories)."""
+        return np.ones(self.n_features, dtype=bool)
+
+    def describe(self, i: int) -> dict[str, Any]:
+        """``rect``: ``(x, y, block_w, block_h)`` of the top-left block (MB-LBP's); ``cells``:
+        the 9 blocks; ``tolerance``: τ in units of σ; ``half``: ``"upper"`` or ``"lower"``."""
+        i = self._check_index(i)
+        blocks, tau, upper = self._split([i])
+        half, t = ("upper" if upper[0] else "lower"), float(tau[0])
+        return _grid_description(self, i, blocks[0], f"mbltp {half} τ={t:g}") | {
+            "tolerance": t, "half": half}
+
+    def get_config(self) -> dict[str, Any]:
+        return {"window_shape": list(self.window_shape), "tolerances": list(self.tolerances),
+                "max_block": self.max_block}
+
+    @classmethod
+    def from_config(cls, cfg: Any) -> MBLTPFamily:
+        cfg = dict(cfg)
+        shape = tuple(cfg.pop("window_shape", (24, 24)))
+        if cfg.get("max_block") is not None:
+            cfg["max_block"] = tuple(cfg["max_block"])
+        return cls(shape, **cfg)
