@@ -387,3 +387,21 @@ def test_sampled_booster_learns():
                                  random_state=0).fit(X, y, families=[100, 100])
     assert m.score(X, y) > 0.9
     assert m.train_loss_[-1] < 0.5
+
+
+@pytest.mark.parametrize("n", [1, 7, 40, 41, 500])
+def test_weighted_draws_are_the_sample_and_its_distinct_draws(n):
+    from vjboost.boost.sampling.examples import distinct_draws, weighted_draws
+
+    w = np.random.default_rng(1).random(40) ** 3
+    w[::7] = 0.0
+    ids, distinct, counts = weighted_draws(w, n, np.random.default_rng(2))
+    # the same random numbers as weighted_sample, and distinct_draws of its result
+    np.testing.assert_array_equal(ids, weighted_sample(w, n, np.random.default_rng(2)))
+    ref_ids, ref_counts = distinct_draws(ids)
+    np.testing.assert_array_equal(distinct, ref_ids)
+    if ref_counts is None:
+        assert counts is None
+    else:
+        np.testing.assert_array_equal(counts, ref_counts)
+        assert counts.dtype == np.float64 and counts.sum() == n

@@ -41,6 +41,8 @@ def test_pool_source_matches_pool_evaluate(pool):
     fids = np.array([0, 200, pool.offsets[2] + 3])
     sids = np.array([4, 4, 7, 0, 49, 7])  # repeated draws, unsorted
     np.testing.assert_array_equal(src.values(fids, sids), pool.evaluate(ch, fids)[:, sids])
+    sids = np.array([0, 4, 7, 49])  # distinct and ascending (no np.unique on that path)
+    np.testing.assert_array_equal(src.values(fids, sids), pool.evaluate(ch, fids)[:, sids])
 
 
 @pytest.mark.parametrize("sampler", ["laminating", "tasting_q1", "mas_q1", "ucb"])

@@ -98,7 +98,8 @@ def evaluate_cmu(model, n_images: int | None) -> dict:
 
 
 def mining_table(stages: list[dict], mining: list[dict]) -> list[dict]:
-    """Per stage: mining seconds, windows scanned / carried, growth over the previous stage."""
+    """Per stage: mining seconds, windows scanned / carried, windows scanned per second of
+    mining, growth over the previous stage."""
     rows, prev = [], None
     for m in mining:
         k = int(m["stage"])
@@ -107,6 +108,7 @@ def mining_table(stages: list[dict], mining: list[dict]) -> list[dict]:
         rows.append({"stage": k, "mining_s": round(sec, 2), "scanned": int(m["n_scanned"]),
                      "carried": int(m.get("n_from_pool", 0)),
                      "acceptance": float(m["acceptance_ratio"]),
+                     "windows_per_s": round(int(m["n_scanned"]) / sec) if sec > 0 else None,
                      "growth": None if not prev else round(sec / prev, 2),
                      "stage_s": round(float(st.get("total", 0.0)), 1)})
         prev = sec if sec > 0 else None
@@ -115,11 +117,13 @@ def mining_table(stages: list[dict], mining: list[dict]) -> list[dict]:
 
 def print_mining(title: str, rows: list[dict]) -> None:
     print(f"\nmining per stage ({title})")
-    print("| stage | mining s | x previous | windows scanned | carried from pool | acceptance |")
-    print("|---|---|---|---|---|---|")
+    print("| stage | mining s | x previous | windows scanned | windows/s | carried from pool "
+          "| acceptance |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         g = "" if r["growth"] is None else f"{r['growth']:.2f}"
-        print(f"| {r['stage']} | {r['mining_s']:.2f} | {g} | {r['scanned']:.3g} | "
+        rate = "" if r.get("windows_per_s") is None else f"{r['windows_per_s']:.3g}"
+        print(f"| {r['stage']} | {r['mining_s']:.2f} | {g} | {r['scanned']:.3g} | {rate} | "
               f"{r['carried']} | {r['acceptance']:.3g} |")
 
 
@@ -286,6 +290,7 @@ def main() -> None:
     args.sampler_run = tuple(int(v) for v in args.sampler_run.split(","))
     if args.shipped_from:
         sh = from_checkpoint(Path(args.shipped_from))
+        print_mining(f"shipped configuration, {sh['stages_run']} stages", sh["mining"])
         print("RESULT " + json.dumps({
             "shipped_config_s": sh["extrapolated_s"], "shipped_config_extrapolated": True,
             "shipped_config_peak_gib": max(sh["stage_peak_gib"]), "shipped": sh}))

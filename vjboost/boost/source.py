@@ -379,6 +379,11 @@ class PoolSource(_Source):
         if sample_ids is None:
             return np.asarray(self.pool.evaluate(self.channels, feature_ids,
                                                  threads=self.threads), dtype=np.float32)
+        ids = np.asarray(sample_ids)
+        if ids.size < 2 or bool((ids[1:] > ids[:-1]).all()):
+            # already distinct and ascending (the evaluator's distinct draws): no sort
+            return np.asarray(self.pool.evaluate(self.channels, feature_ids, ids,
+                                                 threads=self.threads), dtype=np.float32)
         # families evaluate each distinct window once; repeated draws are expanded afterwards
         uniq, inverse = np.unique(sample_ids, return_inverse=True)
         vals = np.asarray(self.pool.evaluate(self.channels, feature_ids, uniq,

@@ -148,15 +148,18 @@ def _row_keys(values, q, cols, x, keys):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _insertion_order(keys, order):
-    """Stable order of a few ``keys`` (insertion sort)."""
+def _insertion_order(keys, sorted_keys, order):
+    """Stable order of a few ``keys`` (insertion sort; ``sorted_keys`` is scratch). The keys
+    move with their positions, so the inner loop compares without an indirect read."""
     n = keys.shape[0]
     for i in range(n):
         k = keys[i]
         j = i - 1
-        while j >= 0 and keys[order[j]] > k:
+        while j >= 0 and sorted_keys[j] > k:
+            sorted_keys[j + 1] = sorted_keys[j]
             order[j + 1] = order[j]
             j -= 1
+        sorted_keys[j + 1] = k
         order[j + 1] = i
 
 
@@ -201,13 +204,23 @@ _SMALL_ROW = 48
 def _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
     n_s = cols.shape[0]
     n_q = rows.shape[0]
+    # the block's sums once, in column order; each row then gathers them (and its values) in
+    # sorted order in one pass, so that the suffix sums and the scan read memory in sequence
+    uc = np.empty(n_s)
+    vc = np.empty(n_s)
+    for i in range(n_s):
+        uc[i] = u[cols[i]]
+        vc[i] = v[cols[i]]
     # rows in contiguous chunks, each with its own buffers (allocated once per chunk): sorting
     # by value is a stable radix sort of the float32 keys, the order of a stable merge sort
     n_chunks = min(n_q, 256)
     for ch in prange(n_chunks):
         su = np.empty(n_s)
         sv = np.empty(n_s)
+        us = np.empty(n_s)
+        vs = np.empty(n_s)
         x = np.empty(n_s, dtype=np.float32)
+        xs = np.empty(n_s, dtype=np.float32)
         keys = np.empty(n_s, dtype=np.uint32)
         keys2 = np.empty(n_s, dtype=np.uint32)
         buf = np.empty(n_s, dtype=np.int64)
@@ -216,19 +229,23 @@ def _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
         for qi in range(ch * n_q // n_chunks, (ch + 1) * n_q // n_chunks):
             _row_keys(values, rows[qi], cols, x, keys)
             if n_s <= _SMALL_ROW:
-                _insertion_order(keys, buf)
+                _insertion_order(keys, keys2, buf)
                 order = buf
             else:
                 order = _radix_order(keys, keys2, buf, buf2, count)
+            for k in range(n_s):
+                i = order[k]
+                xs[k] = x[i]
+                us[k] = uc[i]
+                vs[k] = vc[i]
             # suffix sums: su[k] = sum over sorted positions > k
             acc_u = 0.0
             acc_v = 0.0
             for k in range(n_s - 1, -1, -1):
                 su[k] = acc_u
                 sv[k] = acc_v
-                c = cols[order[k]]
-                acc_u += u[c]
-                acc_v += v[c]
+                acc_u += us[k]
+                acc_v += vs[k]
             ul = 0.0
             vl = 0.0
             best = _NEG_INF
@@ -238,12 +255,10 @@ def _exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves):
             b_ur = 0.0
             b_vr = 0.0
             for k in range(n_s - 1):
-                i = order[k]
-                c = cols[i]
-                ul += u[c]
-                vl += v[c]
-                xi = x[i]
-                xn = x[order[k + 1]]
+                ul += us[k]
+                vl += vs[k]
+                xi = xs[k]
+                xn = xs[k + 1]
                 if xn > xi:
                     s = _score(crit, ul, vl, su[k], sv[k])
                     if s > best:

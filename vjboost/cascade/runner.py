@@ -37,10 +37,10 @@ from typing import Any
 import numpy as np
 
 from .._memory import check_memory
-from .._threads import n_threads
+from .._threads import n_threads, resolve_threads, run_tasks
 from ..boost.tree import Tree
 from ..features.base import check_windows
-from . import kernels
+from . import kernels, prefilter
 from .model import CascadeModel, Stage
 from .scan import Pyramid
 
@@ -116,6 +116,7 @@ class CascadeRunner:
         self.threads = threads
         self._reads: dict[int, _StageReads] = {}
         program = model.program()
+        self._tail_cc: kernels.CompiledCascade | None = None
         self.compiled = None if program is None else kernels.compile_cascade(
             [(s.trees, s.threshold) for s in model.stages[first_stage:last]], program)
 
@@ -260,13 +261,66 @@ class CascadeRunner:
             buf = np.empty(shape, dtype=np.int32)
             for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
                 chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0))
-            passed, score = kernels.scan(cc, buf.reshape(-1), batch.items(), row_stride=batch.cols,
-                                         plane_stride=batch.rows * batch.cols,
-                                         n_out=batch.n_out, gate=gate, skip0=skip0,
-                                         threads=self.threads)
-            hits = np.flatnonzero(passed == cc.n_stages)
+            items = batch.items()
+            if (prefilter.applies(cc, items, skip0)
+                    and prefilter.BYTES_PER_WINDOW * batch.n_out <= prefilter.MAX_BYTES):
+                hits, score = self._scan_rows(buf.reshape(-1), items, batch, gate)
+            else:
+                passed, score = kernels.scan(cc, buf.reshape(-1), items, row_stride=batch.cols,
+                                             plane_stride=batch.rows * batch.cols,
+                                             n_out=batch.n_out, gate=gate, skip0=skip0,
+                                             threads=self.threads)
+                hits = np.flatnonzero(passed == cc.n_stages)
+                score = score[hits]
             parts_p.append(batch.positions(hits))
-            parts_s.append(score[hits])
+            parts_s.append(score)
+
+    def _scan_rows(self, buf: np.ndarray, items: np.ndarray, batch: Any, gate: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The accepted slots of a batch and their scores: the first stage over whole rows
+        (:func:`vjboost.cascade.prefilter.stage0_rows`), the other stages on its survivors."""
+        cc = self.compiled
+        row_stride, plane_stride = batch.cols, batch.rows * batch.cols
+        bound = cc.bind(row_stride, plane_stride)
+        gate = float(gate) if cc.variance else np.inf
+        args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, int(cc.stage_first[1]),
+                cc.tree_node0, cc.leaves, cc.stage_thr[0])
+        n_t = resolve_threads(self.threads)
+        cuts = np.linspace(0, len(items), min(len(items), 16 * n_t) + 1).astype(int)
+        tasks = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [None] * len(tasks)
+
+        def task(k: int) -> None:
+            part = items[tasks[k][0]:tasks[k][1]]
+            m = int(part[:, 1].sum())
+            slot, pos, score = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m)
+            n = prefilter.stage0_rows(buf, part, *args, slot, pos, score)
+            found[k] = (slot[:n].copy(), pos[:n].copy(), score[:n].copy())
+
+        run_tasks(range(len(tasks)), task, threads=n_t)
+        alive, pos, score0 = (np.concatenate(a) for a in zip(*found, strict=True))
+        if cc.n_stages == 1 or alive.size == 0:
+            return alive, score0
+        # each survivor is a one-window item of the other stages
+        one = np.empty((alive.size, 4), dtype=np.int64)
+        one[:, 0] = pos
+        one[:, 1] = 1
+        one[:, 2] = 1
+        one[:, 3] = np.arange(alive.size)
+        passed, score = kernels.scan(self._tail(), buf, one, row_stride=row_stride,
+                                     plane_stride=plane_stride, n_out=alive.size, gate=gate,
+                                     threads=self.threads)
+        hit = passed == cc.n_stages - 1
+        return alive[hit], score[hit]
+
+    def _tail(self) -> kernels.CompiledCascade:
+        """The stages after the first one, compiled once."""
+        if self._tail_cc is None:
+            self._tail_cc = kernels.compile_cascade(
+                [(s.trees, s.threshold)
+                 for s in self.model.stages[self.first_stage + 1:self.last_stage]],
+                self.model.program())
+        return self._tail_cc
 
     def _scan_generic(self, image, pyramid, skip0, parts_p, parts_s) -> None:
         fam = self.model.family

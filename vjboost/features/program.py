@@ -453,6 +453,19 @@ def _same_block(tab, o, q):  # pragma: no cover - numba
 
 
 @numba.njit(inline="always", **_JIT)
+def variance_norm(buf, p, pro, area):  # pragma: no cover - numba
+    """OpenCV's variance normaliser of the window at ``p``: ``(inv_var, nf)`` with
+    ``nf = A·Σv² − (Σv)²`` and ``inv_var = 1 / sqrt(nf)`` (0 where ``nf <= 0``); ``area`` is the
+    inner area ``A`` (``prof[0]`` of :func:`window_norms`)."""
+    vs = np.int32(buf[_U(p + pro[0])] - buf[_U(p + pro[1])] - buf[_U(p + pro[2])]
+                  + buf[_U(p + pro[3])])
+    vq = (np.int64(buf[_U(p + pro[4])]) - np.int64(buf[_U(p + pro[5])])
+          - np.int64(buf[_U(p + pro[6])]) + np.int64(buf[_U(p + pro[7])])) & 0xFFFFFFFF
+    nf = area * np.float64(vq) - np.float64(vs) * np.float64(vs)
+    return (np.float32(1.0 / math.sqrt(nf)) if nf > 0.0 else np.float32(0.0)), nf
+
+
+@numba.njit(inline="always", **_JIT)
 def window_norms(buf, p, pro, prof):  # pragma: no cover - numba
     """The window's normalisers and its variance term: ``(inv_var, inv_grad, nf)``.
 
@@ -485,12 +498,7 @@ def window_norms(buf, p, pro, prof):  # pragma: no cover - numba
     nf = 0.0
     area = prof[0]
     if area > 0.0:
-        vs = np.int32(buf[_U(p + pro[0])] - buf[_U(p + pro[1])] - buf[_U(p + pro[2])]
-                      + buf[_U(p + pro[3])])
-        vq = (np.int64(buf[_U(p + pro[4])]) - np.int64(buf[_U(p + pro[5])])
-              - np.int64(buf[_U(p + pro[6])]) + np.int64(buf[_U(p + pro[7])])) & 0xFFFFFFFF
-        nf = area * np.float64(vq) - np.float64(vs) * np.float64(vs)
-        inv_var = np.float32(1.0 / math.sqrt(nf)) if nf > 0.0 else np.float32(0.0)
+        inv_var, nf = variance_norm(buf, p, pro, area)
     area_g = prof[1]
     if area_g > 0.0:
         tot = np.int32(buf[_U(p + pro[8])] - buf[_U(p + pro[9])] - buf[_U(p + pro[10])]
@@ -944,6 +952,12 @@ class Program:
 
     def _ops_of(self, rows: Any) -> int:
         """The ``OPS_*`` constant of the features ``rows``."""
+        whole = getattr(self, "_whole_ops", None)
+        if whole is None and not isinstance(rows, slice):
+            whole = self._ops_of(slice(None))
+            object.__setattr__(self, "_whole_ops", whole)  # frozen: a cache, not a field
+        if whole in (OPS_HAAR, OPS_MBLBP):
+            return whole  # every subset of a one-operation program is of that operation
         kinds = set(self.op[rows].tolist())
         if kinds == {OP_RECTS} and not self.categorical[rows].any():
             haar = (self.norm[rows] == NORM_VARIANCE).all() and (self.scale[rows] == 1).all()

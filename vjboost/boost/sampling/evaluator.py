@@ -208,6 +208,7 @@ class EdgeEvaluator:
         self.n_blocks = 0
         self.problem: Problem | None = None
         self.node_ids = np.arange(source.n_samples, dtype=np.int64)
+        self._draws: tuple | None = None  # the last sample_examples(): (ids, distinct, counts)
 
     # -- problem ---------------------------------------------------------------------------
 
@@ -322,15 +323,20 @@ class EdgeEvaluator:
             See the module docstring.
         """
         fids = self.check_features(feature_ids)
-        sids = self.check_samples(sample_ids)
+        # the draws of sample_examples() were checked, and their distinct ids counted, when
+        # they were drawn (a pass over up to S >> N ids less per block)
+        drawn = self._draws is not None and sample_ids is self._draws[0]
+        sids = self._draws[0] if drawn else self.check_samples(sample_ids)
         self.cost += int(fids.size) * int(sids.size)
         self.n_blocks += 1
         # Repeated draws (weighting-by-sampling draws S >> N examples in its late steps) are
         # searched once each with their multiplicity as weight: the same sums, and the sort and
         # the feature evaluation cost min(S, distinct) instead of S. (Not for the real
         # criterion, whose smoothing depends on S.)
-        uniq, counts = (distinct_draws(sids) if self._need_problem().criterion != "real"
-                        else (sids, None))
+        if self._need_problem().criterion == "real":
+            uniq, counts = sids, None
+        else:
+            uniq, counts = self._draws[1:] if drawn else distinct_draws(sids)
         src = self.source
         if isinstance(src, MatrixSource):
             return self._search(src.matrix, fids, sids, fids, src.edges, weighted,
@@ -428,10 +434,11 @@ class EdgeEvaluator:
         ndarray of shape (n,), int64
             Example ids.
         """
-        from vjboost.boost.sampling.examples import weighted_sample
+        from vjboost.boost.sampling.examples import weighted_draws
 
         self._need_problem()
-        return weighted_sample(self._ex_w, n, rng)
+        self._draws = weighted_draws(self._ex_w, n, rng)
+        return self._draws[0]
 
     def column(self, feature: int) -> np.ndarray:
         """Values of one feature on all examples (for refitting; adds nothing to :attr:`cost`)."""

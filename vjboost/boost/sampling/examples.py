@@ -14,7 +14,7 @@ from numba import njit
 
 from vjboost._validation import check_array, check_sample_weight
 
-__all__ = ["distinct_draws", "uniform_subset", "weighted_sample"]
+__all__ = ["distinct_draws", "uniform_subset", "weighted_draws", "weighted_sample"]
 
 
 @njit(cache=True, nogil=True)
@@ -52,6 +52,35 @@ def weighted_sample(weights: Any, n: int, rng: np.random.Generator) -> np.ndarra
     ids : ndarray of shape (n,), int64
         Sorted ids (sorting makes the later gathers cache-friendly).
     """
+    return weighted_draws(weights, n, rng)[0]
+
+
+def weighted_draws(weights: Any, n: int, rng: np.random.Generator
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`weighted_sample` with its :func:`distinct_draws` (the same random numbers).
+
+    Parameters
+    ----------
+    weights : array-like of shape (N,)
+        Non-negative weights with a positive sum.
+    n : int
+        Number of draws ``S``.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    ids : ndarray of shape (n,), int64
+        The sorted draws, as :func:`weighted_sample` returns them.
+    distinct, counts
+        ``distinct_draws(ids)``; with ``n > N`` they come from the multinomial counts in
+        O(N), without a pass over the ``n`` draws.
+
+    Examples
+    --------
+    >>> ids, distinct, counts = weighted_draws([0.0, 1.0, 3.0], 6, np.random.default_rng(0))
+    >>> int(counts.sum()), distinct.tolist() == sorted(set(ids.tolist()))
+    (6, True)
+    """
     n = _check_count(n)
     w = check_array(weights, "weights", ndim=1, dtype=np.float64)
     w = check_sample_weight(w, w.size, "weights", normalize=False)
@@ -59,12 +88,17 @@ def weighted_sample(weights: Any, n: int, rng: np.random.Generator) -> np.ndarra
         # many draws per example: the multinomial counts are the same law as sorted i.i.d.
         # draws, in O(N) random numbers instead of sorting S of them
         p = w / w.sum()
-        return np.repeat(np.arange(w.size, dtype=np.int64), rng.multinomial(n, p))
+        counts = rng.multinomial(n, p)
+        ids = np.repeat(np.arange(w.size, dtype=np.int64), counts)
+        distinct = np.flatnonzero(counts)
+        if distinct.size == n:
+            return ids, ids, None
+        return ids, distinct, counts[distinct].astype(np.float64)
     cdf = np.cumsum(w)
     u = np.sort(rng.random(n)) * cdf[-1]
     out = np.empty(n, dtype=np.int64)
     _draw_sorted(cdf, u, out)
-    return out
+    return (out, *distinct_draws(out))
 
 
 def uniform_subset(
