@@ -835,22 +835,45 @@ def scan_like(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return g
 
 
+def _view_copy(det: Path, out: Path, change, *, seed: int, tag: int, moves_boxes: bool) -> str:
+    """Write ``out``: every image of the detection set ``det`` through ``change(gray, boxes,
+    rng) -> (gray, boxes)`` (seeded per image by ``[seed, tag, index]``) and ``det``'s image
+    lists; its boxes as moved by ``change`` when ``moves_boxes``, else ``det``'s file as it is.
+    Returns a hash of the written images (and moved boxes)."""
+    names = (det / "images.txt").read_text().split()
+    by_image: dict[str, list[list[int]]] = {}
+    for r in (det / "boxes.csv").read_text().split()[1:]:
+        name, *box = r.split(",")
+        by_image.setdefault(name, []).append([int(v) for v in box[:4]])
+    digest = hashlib.sha256()
+    lines = ["image,x,y,w,h"]
+    for i, name in enumerate(names):
+        g = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE)
+        boxes = np.array(by_image.get(name, []), np.int64).reshape(-1, 4)
+        d, moved = change(g, boxes, np.random.default_rng([seed, tag, i]))
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(out / name), d)
+        digest.update(d.tobytes())
+        if moves_boxes:
+            lines += [f"{name},{x},{y},{bw},{bh}" for x, y, bw, bh in moved.tolist()]
+            digest.update(moved.tobytes())
+    lists = ["images.txt", "nrc.txt", "scenes.txt", "empty.txt"]
+    if moves_boxes:
+        _write_text(out / "boxes.csv", "\n".join(lines) + "\n")
+    else:
+        lists.append("boxes.csv")
+    for lst in lists:
+        if (det / lst).is_file():
+            _write_text(out / lst, (det / lst).read_text())
+    return digest.hexdigest()[:16]
+
+
 def scan_copy(det: Path, out: Path, *, seed: int) -> str:
     """Write ``out`` (``val/det_scan``): every image of the detection set ``det`` through
     :func:`scan_like` (seeded per image by its index), with ``det``'s lists and boxes. Returns
     a hash of the written images."""
-    names = (det / "images.txt").read_text().split()
-    digest = hashlib.sha256()
-    for i, name in enumerate(names):
-        g = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE)
-        d = scan_like(g, np.random.default_rng([seed, 8, i]))
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
-        cv2.imwrite(str(out / name), d)
-        digest.update(d.tobytes())
-    for lst in ("boxes.csv", "images.txt", "nrc.txt", "scenes.txt", "empty.txt"):
-        if (det / lst).is_file():
-            _write_text(out / lst, (det / lst).read_text())
-    return digest.hexdigest()[:16]
+    return _view_copy(det, out, lambda g, b, rng: (scan_like(g, rng), b), seed=seed, tag=8,
+                      moves_boxes=False)
 
 
 def relight(gray: np.ndarray, box, rng: np.random.Generator) -> np.ndarray:
@@ -876,6 +899,18 @@ def relight(gray: np.ndarray, box, rng: np.random.Generator) -> np.ndarray:
     bump = np.exp(-(dx * dx + dy * dy) / (2 * 1.2 ** 2))
     field = np.exp(a * np.tanh(2 * u) * bump)
     return np.clip(np.rint(gray.astype(np.float32) * field), 0, 255).astype(np.uint8)
+
+
+def turn(gray: np.ndarray, centre: tuple[float, float], angle: float) -> np.ndarray:
+    """``gray`` (H, W) uint8 turned in plane by ``angle`` degrees (counter-clockwise) about
+    ``centre`` (x, y), same size, edges replicated (no mirrored copy of a face at the border).
+
+    >>> turn(np.full((8, 10), 7, np.uint8), (5.0, 4.0), 15.0).shape
+    (8, 10)
+    """
+    rot = cv2.getRotationMatrix2D(centre, angle, 1.0)
+    return cv2.warpAffine(gray, rot, gray.shape[::-1], flags=cv2.INTER_LINEAR,
+                          borderMode=cv2.BORDER_REPLICATE)
 
 
 def vary_like(gray: np.ndarray, boxes: np.ndarray, rng: np.random.Generator
@@ -907,8 +942,7 @@ def vary_like(gray: np.ndarray, boxes: np.ndarray, rng: np.random.Generator
             inside = ((new[:, 0] >= 0) & (new[:, 1] >= 0) & (new[:, 0] + new[:, 2] <= w)
                       & (new[:, 1] + new[:, 3] <= h))
             if inside.all():
-                g = cv2.warpAffine(g, rot, (w, h), flags=cv2.INTER_LINEAR,
-                                   borderMode=cv2.BORDER_REPLICATE)
+                g = turn(g, (w / 2, h / 2), angle)
                 boxes = new
                 break
             angle /= 2
@@ -919,27 +953,7 @@ def vary_copy(det: Path, out: Path, *, seed: int) -> str:
     """Write ``out`` (``val/det_vary``): every image of the detection set ``det`` through
     :func:`vary_like` (seeded per image by its index) with its moved boxes, and ``det``'s image
     lists. Returns a hash of the written images and boxes."""
-    names = (det / "images.txt").read_text().split()
-    rows = [r.split(",") for r in (det / "boxes.csv").read_text().split()[1:]]
-    by_image: dict[str, list[list[int]]] = {}
-    for r in rows:
-        by_image.setdefault(r[0], []).append([int(v) for v in r[1:5]])
-    digest = hashlib.sha256()
-    lines = ["image,x,y,w,h"]
-    for i, name in enumerate(names):
-        g = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE)
-        boxes = np.array(by_image.get(name, []), np.int64).reshape(-1, 4)
-        d, moved = vary_like(g, boxes, np.random.default_rng([seed, 9, i]))
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
-        cv2.imwrite(str(out / name), d)
-        lines += [f"{name},{x},{y},{bw},{bh}" for x, y, bw, bh in moved.tolist()]
-        digest.update(d.tobytes())
-        digest.update(moved.tobytes())
-    _write_text(out / "boxes.csv", "\n".join(lines) + "\n")
-    for lst in ("images.txt", "nrc.txt", "scenes.txt", "empty.txt"):
-        if (det / lst).is_file():
-            _write_text(out / lst, (det / lst).read_text())
-    return digest.hexdigest()[:16]
+    return _view_copy(det, out, vary_like, seed=seed, tag=9, moves_boxes=True)
 
 
 def main(argv: list[str] | None = None) -> int:

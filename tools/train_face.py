@@ -398,9 +398,7 @@ def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = Fal
             w = z["images"][::10] if quick else z["images"]
             box = z["box"]  # (x, y, w, h) of the target box in the windows
         centre = (float(box[0] + box[2] / 2), float(box[1] + box[3] / 2))
-        turned = [cv2.warpAffine(x, cv2.getRotationMatrix2D(centre, 15.0 * (1 - 2 * (i % 2)), 1.0),
-                                 x.shape[::-1], flags=cv2.INTER_LINEAR,
-                                 borderMode=cv2.BORDER_REPLICATE) for i, x in enumerate(w)]
+        turned = [fd.turn(x, centre, 15.0 * (1 - 2 * (i % 2))) for i, x in enumerate(w)]
         sets[src] = ({"clean": w,
                       "scan": np.stack([fd.scan_like(x, np.random.default_rng([seed, 9, i]))
                                         for i, x in enumerate(w)]),
