@@ -26,8 +26,9 @@ Modes:
 default
     Train the chosen configurations on all training data, evaluate both on the 170 test scenes,
     print the table, write the curve (``--plot``) and the model (``--save-model``).
-``--time-detection MODEL[@n],...``
-    Detection time of the given cascades (cut to ``n`` stages) and of dlib trained on the
+``--time-detection MODEL[@n][/step],...``
+    Detection time of the given cascades (cut to ``n`` stages; scanned on a grid of ``step``
+    pixels at every scale instead of OpenCV's, as ``--steps``) and of dlib trained on the
     validation split's training part, interleaved over the validation scenes (wall and CPU
     milliseconds per image, ratios).
 ``--quick``
@@ -530,17 +531,20 @@ def time_detection(args) -> None:
     v = validation_data(args)
     scenes = {**v.images["val1"], **{k: im for k, im in v.images["valms"].items()
                                      if not k.startswith("neg")}}
-    models = {}
+    models, detects = {}, {}
     for spec in args.time_detection.split(","):
+        spec, _, step = spec.partition("/")
         path, _, n = spec.partition("@")
         m = load_model(path)
-        models[f"vjboost {path}" + (f"@{n}" if n else "")] = m.truncated(int(n)) if n else m
+        name = f"vjboost {path}" + (f"@{n}" if n else "") + (f" step {step}" if step else "")
+        models[name] = m.truncated(int(n)) if n else m
+        detects[name] = dict(VJ_DETECT, step=int(step) if step else None)
     cars = [gray(v.pos[i]) for i in v.p_tr]
     negs = [cv2.resize(gray(v.neg[i]), (200, 80)) for i in v.n_tr]
     dlib_det, _ = train_dlib(cars, _pick([v.bgs[i] for i in v.b_tr],
                                          int(DLIB_CONFIG["n_backgrounds"]), args.seed),
                              negs, DLIB_CONFIG, args.threads, args.seed)
-    runs = {name: (lambda ims, m=m: vj_detect(m, ims, VJ_DETECT, args.threads, False))
+    runs = {name: (lambda ims, m=m, d=detects[name]: vj_detect(m, ims, d, args.threads, False))
             for name, m in models.items()}
     runs["dlib"] = lambda ims: dlib_detect(dlib_det, ims, False)
     first = {k: scenes[k] for k in list(scenes)[:5]}
@@ -745,8 +749,8 @@ def main() -> None:
                     "of its most confident windows in WORK/screen/, to look for cars")
     ap.add_argument("--top", type=int, default=120, help="(--screen) windows drawn")
     ap.add_argument("--save-scenes", help="(--validate) write the validation scenes here")
-    ap.add_argument("--time-detection", help="car cascades (model.json[@n_stages],...) to time "
-                    "against each other and dlib on the validation scenes, interleaved")
+    ap.add_argument("--time-detection", help="car cascades (model.json[@n_stages][/step],...) "
+                    "to time against each other and dlib on the validation scenes, interleaved")
     ap.add_argument("--repeats", type=int, default=3, help="(--time-detection) rounds")
     args = ap.parse_args()
     if not (args.data / "trueLocations.txt").is_file():
