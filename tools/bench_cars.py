@@ -26,7 +26,7 @@ Modes:
 default
     Train the chosen configurations on all training data, evaluate both on the 170 test scenes,
     print the table, write the curve (``--plot``) and the model (``--save-model``).
-``--time-detection MODEL[@n][/step],...``
+``--time-detection MODEL[@n][#step],...``
     Detection time of the given cascades (cut to ``n`` stages; scanned on a grid of ``step``
     pixels at every scale instead of OpenCV's, as ``--steps``) and of dlib trained on the
     validation split's training part, interleaved over the validation scenes (wall and CPU
@@ -533,7 +533,7 @@ def time_detection(args) -> None:
                                      if not k.startswith("neg")}}
     models, detects = {}, {}
     for spec in args.time_detection.split(","):
-        spec, _, step = spec.partition("/")
+        spec, _, step = spec.partition("#")
         path, _, n = spec.partition("@")
         m = load_model(path)
         name = f"vjboost {path}" + (f"@{n}" if n else "") + (f" step {step}" if step else "")
@@ -749,7 +749,7 @@ def main() -> None:
                     "of its most confident windows in WORK/screen/, to look for cars")
     ap.add_argument("--top", type=int, default=120, help="(--screen) windows drawn")
     ap.add_argument("--save-scenes", help="(--validate) write the validation scenes here")
-    ap.add_argument("--time-detection", help="car cascades (model.json[@n_stages][/step],...) "
+    ap.add_argument("--time-detection", help="car cascades (model.json[@n_stages][#step],...) "
                     "to time against each other and dlib on the validation scenes, interleaved")
     ap.add_argument("--repeats", type=int, default=3, help="(--time-detection) rounds")
     args = ap.parse_args()
