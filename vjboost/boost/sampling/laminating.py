@@ -139,7 +139,7 @@ def better_half(edges: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> better_half(np.array([0.1, 0.5, 0.5, np.nan, 0.5])).tolist()
-    [False, True, True, False, False]
+    [False, True, True, False, True]
     """
     neg = -np.where(np.isfinite(edges), edges, -np.inf)
     keep = -(-neg.size // 2)
