@@ -20,24 +20,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..features.program import _THR_R, _W, OPS_HAAR, REC, variance_norm
+from ..features.program import _THR_R, _W, OPS_HAAR, REC, rects_value, variance_norm
 from .kernels import CompiledCascade
 
-__all__ = ["BYTES_PER_WINDOW", "MAX_BYTES", "applies", "stage0_rows"]
+__all__ = ["BYTES_PER_WINDOW", "MAX_BYTES", "applies", "scan_rows", "suits"]
 
 _U = np.uint64
 
-#: scratch bytes per scanned window at most (survivors' slots, offsets, scores and items)
-BYTES_PER_WINDOW = 56
+#: scratch bytes per scanned window at most (accepted windows' slots and scores)
+BYTES_PER_WINDOW = 16
 #: batches whose scratch would exceed this run window by window instead (huge images)
 MAX_BYTES = 256 << 20
 
 
-def applies(cascade: CompiledCascade, items: np.ndarray, skip0: bool) -> bool:
+def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
     """Whether :func:`stage0_rows` can run the first stage of ``cascade`` on ``items``.
 
     Haar features only (OpenCV's variance normalisation), every tree of the first stage with
-    three nodes (depth 2), rows of consecutive windows (step 1), and no skipping after a
+    three nodes (depth 2), and rows of consecutive windows (step 1: a grid of step 2 is made
+    one by storing the even and the odd columns of the integral planes apart, see
+    :meth:`vjboost.features.program.Program.bind`), with or without OpenCV's skip after a
     first-stage rejection.
 
     Parameters
@@ -45,24 +47,41 @@ def applies(cascade: CompiledCascade, items: np.ndarray, skip0: bool) -> bool:
     cascade : CompiledCascade
     items : ndarray of int64, shape (I, 4)
         ``(row_offset, n_x, step, out_offset)`` as for :func:`vjboost.cascade.kernels.scan`.
-    skip0 : bool
-        OpenCV's skip of the position after a first-stage rejection.
 
     Returns
     -------
     bool
     """
-    if skip0 or cascade.ops != OPS_HAAR or cascade.shape not in (2, 3) or len(items) == 0:
-        return False
-    n0 = int(cascade.stage_first[1])
-    nodes = np.diff(cascade.tree_node0[:n0 + 1])
-    return bool((nodes == 3).all() and (items[:, 2] == 1).all())
+    return len(items) > 0 and suits(cascade) and bool((items[:, 2] == 1).all())
 
 
-@njit(cache=True, nogil=True)
-def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, leaves, thr,
-                out_slot, out_pos, out_score):  # pragma: no cover - numba
-    """First-stage decisions of the windows of ``items`` (rows of consecutive windows).
+def suits(cascade: CompiledCascade) -> bool:
+    """Whether :func:`scan_rows` can run ``cascade`` (on rows of consecutive windows): Haar
+    features only (OpenCV's variance normalisation), every tree with three nodes (depth 2).
+
+    Parameters
+    ----------
+    cascade : CompiledCascade
+
+    Returns
+    -------
+    bool
+    """
+    return cascade.ops == OPS_HAAR and cascade.shape == 2
+
+
+# ``parallel=True`` without a prange loop, as the window-by-window kernel (see
+# vjboost.cascade.kernels._make_scan): numba's parallel pipeline compiles the window-by-window
+# stages about five times faster than its plain pipeline; the runner silences its warning
+@njit(cache=True, nogil=True, parallel=True)
+def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
+              tree_node0, leaves, out_slot, out_score):  # pragma: no cover - numba
+    """The windows of ``items`` (rows of consecutive windows) that every stage accepts.
+
+    Row by row: the σ gate, the variance normaliser and the first stage's score of every
+    window of the row, vectorised; then OpenCV's skip rule replayed along the row; then the
+    other stages, window by window, on the windows the first stage accepts, while the row's
+    integral data is still in the cache.
 
     Parameters
     ----------
@@ -74,24 +93,23 @@ def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, lea
         The bound records of the cascade (:meth:`CompiledCascade.bind`).
     gate : float
         OpenCV's σ gate on ``area · inv_var`` (``inf``: none).
-    n_trees : int
-        Trees of the first stage (three nodes each, laid out root, left, right).
-    tree_node0 : ndarray of int64
-        First node of each tree.
-    leaves : ndarray of float64
-        Four leaves per tree (left-left, left-right, right-left, right-right).
-    thr : float32
-        The first stage's reject threshold.
-    out_slot, out_pos : ndarray of int64, shape (>= windows of items,)
-        The output slot (``out_offset + x``) and buffer offset (``row_offset + x``) of every
-        window that passes the σ gate and the first stage, in item order.
+    skip0 : bool
+        Skip the window after a first-stage rejection (OpenCV's detector; not after a σ gate
+        refusal, as OpenCV): the first stage is computed for every window of the row, then
+        the rule is replayed along the row, which visits exactly the windows the
+        window-by-window kernel visits.
+    stage_first, stage_thr, tree_node0, leaves
+        The :class:`CompiledCascade`'s arrays: every tree of three nodes laid out root, left,
+        right, with four leaves (left-left, left-right, right-left, right-right).
+    out_slot : ndarray of int64, shape (>= windows of items,)
+        The output slot (``out_offset + x``) of every accepted window, in item order.
     out_score : ndarray of float64, shape (>= windows of items,)
-        Their first stage's scores.
+        Their last stage's scores.
 
     Returns
     -------
     int
-        How many windows passed (the filled length of the outputs).
+        How many windows every stage accepts (the filled length of the outputs).
     """
     width = 0
     for it in range(items.shape[0]):
@@ -100,6 +118,8 @@ def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, lea
     score = np.empty(width)
     gated = np.empty(width, np.bool_)
     area = prof[0]
+    n_stages = stage_thr.shape[0]
+    thr0 = stage_thr[0]
     n = 0
     for it in range(items.shape[0]):
         row = items[it, 0]
@@ -112,17 +132,50 @@ def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, lea
             iv[x] = inv
             score[x] = 0.0
             gated[x] = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
-        for t in range(n_trees):
+        for t in range(stage_first[0], stage_first[1]):
             o0 = tree_node0[t] * REC
             _tree_row(buf, row, nx, iv, score, tab, tabf, o0, o0 + REC, o0 + 2 * REC,
                       leaves[4 * t], leaves[4 * t + 1], leaves[4 * t + 2], leaves[4 * t + 3])
-        for x in range(nx):
-            if not gated[x] and not (score[x] < thr):
+        x = 0
+        while x < nx:
+            if gated[x]:
+                x += 1
+                continue
+            if score[x] < thr0:
+                x += 2 if skip0 else 1
+                continue
+            p = row + x
+            s = iv[x]
+            sc = score[x]
+            k = 1
+            while k < n_stages:
+                sc = 0.0
+                for t in range(stage_first[k], stage_first[k + 1]):
+                    sc += _tree_at(buf, p, s, tab, tabf, tree_node0[t], leaves, t)
+                if sc < stage_thr[k]:
+                    break
+                k += 1
+            if k == n_stages:
                 out_slot[n] = obase + x
-                out_pos[n] = row + x
-                out_score[n] = score[x]
+                out_score[n] = sc
                 n += 1
+            x += 1
     return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tree_at(buf, p, s, tab, tabf, nd, leaves, t):  # pragma: no cover - numba
+    """The leaf of depth-2 tree ``t`` (nodes ``nd`` root, ``nd + 1`` left, ``nd + 2`` right)
+    for the window at ``p``: the three node tests are independent (none waits for the root's
+    decision) and the leaf is picked by arithmetic on them, as the kernel picks it."""
+    o = nd * REC
+    ga = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    o += REC
+    gb = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    o += REC
+    gd = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    g = ga * gb + (1 - ga) * gd
+    return leaves[_U(4 * t + 3 - 2 * ga - g)]
 
 
 @njit(cache=True, nogil=True, inline="always")
