@@ -57,8 +57,10 @@ GRIDS = {
 @pytest.mark.parametrize("min_std", [None, 10.0])
 @pytest.mark.parametrize("grid", list(GRIDS))
 def test_rows_match_window_by_window(seed, min_std, grid, monkeypatch):
-    model = random_cascade("HAAR", n_stages=4, balanced=True, pass_rate=0.6,
-                           tilted_fraction=0.3, seed=seed)
+    # seed 2: trees of one and two nodes (the kernel's shape 3); else three nodes
+    shape = {"max_nodes": 2} if seed == 2 else {"balanced": True}
+    model = random_cascade("HAAR", n_stages=4, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
+                           **shape)
     assert prefilter.suits(CascadeRunner(model).compiled)
     img = _image(seed)
     pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=1.2,
@@ -119,9 +121,9 @@ def _brute_force(model, img, pyr, min_std):
 @given(st.integers(0, 2**31 - 1), st.sampled_from([1.1, 1.25]), st.sampled_from([None, 10.0]))
 def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std):
     rng = np.random.default_rng(seed)
-    model = random_cascade("HAAR", window=(12, 10), n_stages=3, balanced=True,
+    model = random_cascade("HAAR", window=(12, 10), n_stages=3,
                            pass_rate=float(rng.uniform(0.4, 0.8)), tilted_fraction=0.3,
-                           seed=seed)
+                           seed=seed, **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
     img = _image(seed, shape=(int(rng.integers(20, 45)), int(rng.integers(20, 60))))
     pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=scale_factor)
     pos, score = CascadeRunner(model, threads=1).scan(img, pyr, min_std=min_std, skip0=True)
@@ -135,8 +137,8 @@ def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std):
 def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0):
     # items of every length (1 window .. a whole row) anywhere in the planes of one image
     rng = np.random.default_rng(seed)
-    model = random_cascade("HAAR", n_stages=3, balanced=True, pass_rate=0.6,
-                           tilted_fraction=0.3, seed=seed)
+    model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
+                           **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
     cc = CascadeRunner(model).compiled
     img = _image(seed, shape=(60, 80))
     planes = cc.program.channels.image(img)
@@ -171,6 +173,8 @@ def test_applies_only_to_depth2_haar_rows():
     stumps = CascadeRunner(random_cascade("HAAR", n_stages=2, seed=3), threads=1).compiled
     assert not prefilter.suits(stumps)
     shallow = CascadeRunner(random_cascade("HAAR", max_nodes=2, n_stages=2, seed=3)).compiled
-    assert shallow.shape == 3 and not prefilter.suits(shallow)
+    assert shallow.shape == 3 and prefilter.suits(shallow)  # trees of one and two nodes
+    deep = CascadeRunner(random_cascade("HAAR", max_nodes=4, n_stages=3, seed=1)).compiled
+    assert deep.shape == 0 and not prefilter.suits(deep)
     lbp = CascadeRunner(random_cascade("LBP", n_stages=2, balanced=True, seed=3)).compiled
     assert not prefilter.suits(lbp)

@@ -57,7 +57,8 @@ def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
 
 def suits(cascade: CompiledCascade) -> bool:
     """Whether :func:`scan_rows` can run ``cascade`` (on rows of consecutive windows): Haar
-    features only (OpenCV's variance normalisation), every tree with three nodes (depth 2).
+    features only (OpenCV's variance normalisation), trees of depth <= 2 (at most three
+    nodes: the layouts of :func:`~vjboost.cascade.kernels.compile_cascade`'s shapes 2 and 3).
 
     Parameters
     ----------
@@ -67,7 +68,7 @@ def suits(cascade: CompiledCascade) -> bool:
     -------
     bool
     """
-    return cascade.ops == OPS_HAAR and cascade.shape == 2
+    return cascade.ops == OPS_HAAR and cascade.shape in (2, 3)
 
 
 # ``parallel=True`` without a prange loop, as the window-by-window kernel (see
@@ -99,8 +100,9 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
         the rule is replayed along the row, which visits exactly the windows the
         window-by-window kernel visits.
     stage_first, stage_thr, tree_node0, leaves
-        The :class:`CompiledCascade`'s arrays: every tree of three nodes laid out root, left,
-        right, with four leaves (left-left, left-right, right-left, right-right).
+        The :class:`CompiledCascade`'s arrays: trees of depth <= 2 laid out root, then its
+        children that are nodes (:func:`_children`), with four leaves (left-left, left-right,
+        right-left, right-right).
     out_slot : ndarray of int64, shape (>= windows of items,)
         The output slot (``out_offset + x``) of every accepted window, in item order.
     out_score : ndarray of float64, shape (>= windows of items,)
@@ -133,8 +135,9 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
             score[x] = 0.0
             gated[x] = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
         for t in range(stage_first[0], stage_first[1]):
-            o0 = tree_node0[t] * REC
-            _tree_row(buf, row, nx, iv, score, tab, tabf, o0, o0 + REC, o0 + 2 * REC,
+            nd = tree_node0[t]
+            nb, ndd = _children(tree_node0, t)
+            _tree_row(buf, row, nx, iv, score, tab, tabf, nd * REC, nb * REC, ndd * REC,
                       leaves[4 * t], leaves[4 * t + 1], leaves[4 * t + 2], leaves[4 * t + 3])
         x = 0
         while x < nx:
@@ -151,7 +154,7 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
             while k < n_stages:
                 sc = 0.0
                 for t in range(stage_first[k], stage_first[k + 1]):
-                    sc += _tree_at(buf, p, s, tab, tabf, tree_node0[t], leaves, t)
+                    sc += _tree_at(buf, p, s, tab, tabf, tree_node0, leaves, t)
                 if sc < stage_thr[k]:
                     break
                 k += 1
@@ -164,15 +167,27 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tree_at(buf, p, s, tab, tabf, nd, leaves, t):  # pragma: no cover - numba
-    """The leaf of depth-2 tree ``t`` (nodes ``nd`` root, ``nd + 1`` left, ``nd + 2`` right)
-    for the window at ``p``: the three node tests are independent (none waits for the root's
-    decision) and the leaf is picked by arithmetic on them, as the kernel picks it."""
-    o = nd * REC
+def _children(tree_node0, t):  # pragma: no cover - numba
+    """The nodes that decide tree ``t``'s leaf after its root, left side then right side, as
+    :func:`~vjboost.cascade.kernels.compile_cascade` lays out trees of depth <= 2: three
+    nodes, the children; two, the one child on both sides (the leaf table repeats the leaf on
+    the other side); one, the root again (its leaves repeated)."""
+    nd = tree_node0[t]
+    n = tree_node0[t + 1] - nd
+    return nd + min(1, n - 1), nd + min(2, n - 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tree_at(buf, p, s, tab, tabf, tree_node0, leaves, t):  # pragma: no cover - numba
+    """The leaf of tree ``t`` (depth <= 2, see :func:`_children`) for the window at ``p``:
+    the node tests are independent (none waits for the root's decision) and the leaf is
+    picked by arithmetic on them, as the kernel picks it."""
+    nb, nd = _children(tree_node0, t)
+    o = tree_node0[t] * REC
     ga = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
-    o += REC
+    o = nb * REC
     gb = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
-    o += REC
+    o = nd * REC
     gd = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
     g = ga * gb + (1 - ga) * gd
     return leaves[_U(4 * t + 3 - 2 * ga - g)]
