@@ -1,18 +1,26 @@
-"""The first stage of a Haar cascade over whole rows of windows at once.
+"""The row pass: Haar cascades of trees of depth <= 2 over whole rows of windows.
 
-Most windows of a scan (more than 99 % of background windows late in training) are rejected by
-the first stages, and the first stage alone costs more than half of a late-stage mining scan
-when it runs window by window (:func:`vjboost.cascade.kernels.scan`). Along one row of a level
-the windows' integral corners are consecutive entries of the buffer, so a loop over the row with
-the node's corner offsets fixed reads memory in sequence and the compiler can vectorise it. For
-depth-2 trees (three nodes each) both children are computed for every window and the leaf is
-chosen by the decisions, so the loop has no branch on the data.
+Most windows of a scan are rejected by the first stage, and the first stage alone costs about a
+third of a detection when it runs window by window (:func:`vjboost.cascade.kernels.scan`).
+Along one row of a level the windows' integral corners are consecutive entries of the buffer,
+so a loop over the row with the node's corner offsets fixed reads memory in sequence and the
+compiler vectorises it. For trees of depth <= 2 both children are computed for every window and
+the leaf is chosen by the decisions, so the loop has no branch on the data.
 
-:func:`stage0_rows` computes, for every window of ``items`` (rows of consecutive windows), the
-σ gate, the window's variance normaliser and the first stage's score with the very float32 and
-float64 operations of the window-by-window kernel (same order, no fused multiply-add), so its
-decisions are those of :func:`vjboost.cascade.kernels.scan`, bit for bit.
-:class:`~vjboost.cascade.runner.CascadeRunner` then runs the other stages on the survivors only.
+:func:`scan_rows` computes, row by row, the σ gate, the window's variance normaliser and the
+first stage's score of every window of the row; replays OpenCV's skip of the position after a
+first-stage rejection along the row (so it visits exactly the windows the window-by-window
+kernel visits); and runs the other stages window by window on the first stage's survivors
+right away, while the row's integral data is still in the cache (running them after the whole
+batch's first stage cost about 30 % more: the data had left the cache). Every value is computed
+with the very float32 and float64 operations of the window-by-window kernel (same order, no
+fused multiply-add), so its decisions and scores are that kernel's, bit for bit.
+
+OpenCV's grid has a step of 2 below scale 2: :class:`~vjboost.cascade.runner.CascadeRunner`
+stores such batches with each row's even and odd columns apart
+(:meth:`vjboost.features.channels.ChannelSet.fill` and
+:meth:`vjboost.features.program.Program.bind` with ``split``), which makes the grid's windows
+consecutive entries again.
 """
 
 from __future__ import annotations
@@ -34,13 +42,9 @@ MAX_BYTES = 256 << 20
 
 
 def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
-    """Whether :func:`stage0_rows` can run the first stage of ``cascade`` on ``items``.
-
-    Haar features only (OpenCV's variance normalisation), every tree of the first stage with
-    three nodes (depth 2), and rows of consecutive windows (step 1: a grid of step 2 is made
-    one by storing the even and the odd columns of the integral planes apart, see
-    :meth:`vjboost.features.program.Program.bind`), with or without OpenCV's skip after a
-    first-stage rejection.
+    """Whether :func:`scan_rows` can run ``cascade`` on ``items``: :func:`suits` and rows of
+    consecutive windows (step 1: a grid of step 2 is made one by storing the even and the odd
+    columns of the integral planes apart, see :meth:`vjboost.features.program.Program.bind`).
 
     Parameters
     ----------

@@ -9,6 +9,8 @@ and adaptation re-weights the trees of one stage from their outputs
   integral-channel family and pools of them): the numba kernels of
   :mod:`vjboost.cascade.kernels`, on integral planes of window stacks or of image levels packed
   by :class:`~vjboost.cascade.scan.Pyramid` batches, one pass for all the families of a pool;
+  Haar cascades of trees of depth <= 2 scan images with the row pass of
+  :mod:`vjboost.cascade.prefilter` (same decisions, the first stage vectorised along rows);
 * **generic** — other families (Fourier, user-written ones): per window stack
   ``family.prepare`` / ``family.evaluate``, per level ``family.prepare_image`` /
   ``family.evaluate_at``, stage by stage on the windows still alive.
