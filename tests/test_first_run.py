@@ -1,4 +1,5 @@
-"""What the fast first detection relies on: OpenCV's integrals equal the numba kernel's, the
+"""What the fast first detection relies on: the one-pass grey integrals equal the parallel
+kernel's and OpenCV's (also with the even and odd columns stored apart), the
 cascade kernel split between threads gives the same result for any thread count, the small
 groupings done in NumPy equal the compiled ones, a Haar model builds only the features it reads,
 and a warm process loads its kernel without numba's compiler registries."""
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vjboost.features.channels import _integrate_gray, _integrate_gray_cv2
+from vjboost.features.channels import ChannelSet, _integrate_gray, _integrate_gray_images
 
 
 def _layout(shapes, n_codes, pad=3):
@@ -31,7 +32,7 @@ def _layout(shapes, n_codes, pad=3):
 
 @given(st.integers(1, 3), st.integers(1, 40), st.integers(1, 40),
        st.sampled_from([(0,), (0, 1), (0, 1, 2), (2,), (1, 2)]), st.integers(0, 2**32 - 1))
-def test_cv2_integrals_equal_the_numba_kernel(n, h, w, codes, seed):
+def test_one_pass_integrals_equal_the_parallel_kernel(n, h, w, codes, seed):
     rng = np.random.default_rng(seed)
     gray = rng.integers(0, 256, (n, h, w), dtype=np.uint8)
     if seed % 3 == 0:
@@ -39,30 +40,52 @@ def test_cv2_integrals_equal_the_numba_kernel(n, h, w, codes, seed):
     stride, size, bases = _layout([(h, w)] * n, len(codes))
     a = np.full(size, -7, dtype=np.int32)
     b = a.copy()
-    assert _integrate_gray_cv2(gray, codes, a, bases, stride)
+    _integrate_gray_images(gray, codes, a, bases, stride)
     _integrate_gray(gray, b, bases, stride, np.asarray(codes, np.int64))
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("codes", [(0, 1), (0, 1, 2)])
-def test_cv2_integrals_wrap_large_squared_sums_as_the_numba_kernel(codes):
-    # 255² · 220 · 230 > 2**31: the float64 squared sums are wrapped to int32 as the kernel wraps
+def _opencv_planes(gray: np.ndarray) -> np.ndarray:
+    """cv2.integral3's sum, squared sum and tilted sum, wrapped to int32 as the kernels wrap."""
+    import cv2
+
+    planes = cv2.integral3(gray, sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
+    return np.stack([p.astype(np.int64).astype(np.uint32).view(np.int32) for p in planes])
+
+
+def test_one_pass_integrals_wrap_large_squared_sums_as_opencv():
+    # 255² · 220 · 230 > 2**31: squared sums wrap modulo 2**32 as the int32 kernels wrap
     gray = np.full((1, 220, 230), 255, dtype=np.uint8)
     gray[0, ::7] = np.arange(230, dtype=np.uint8)
-    stride, size, bases = _layout([(220, 230)], len(codes))
+    stride, size, bases = _layout([(220, 230)], 3)
     a = np.full(size, -7, dtype=np.int32)
-    b = a.copy()
-    assert _integrate_gray_cv2(gray, codes, a, bases, stride)
-    _integrate_gray(gray, b, bases, stride, np.asarray(codes, np.int64))
-    np.testing.assert_array_equal(a, b)
+    _integrate_gray_images(gray, (0, 1, 2), a, bases, stride)
+    ref = _opencv_planes(gray[0])
+    for j in range(3):
+        got = a[bases[0, j]:bases[0, j] + 221 * stride].reshape(221, stride)[:, :231]
+        np.testing.assert_array_equal(got, ref[j])
 
 
-def test_cv2_integrals_refuse_layouts_they_cannot_fill():
-    gray = np.zeros((1, 5, 8), dtype=np.uint8)
-    flat = np.zeros(100, dtype=np.int32)
-    # a stride narrower than a plane row: left to the numba kernel, nothing written
-    assert not _integrate_gray_cv2(gray, (0,), flat, np.array([[0]]), 4)
-    assert not flat.any()
+@given(st.integers(1, 30), st.integers(1, 30), st.integers(0, 5), st.integers(0, 4),
+       st.integers(0, 2**32 - 1))
+def test_split_columns_hold_the_opencv_planes(h, w, x0, y0, seed):
+    # even columns first, odd ones from entry `split` on: column c at (c % 2) * split + c // 2
+    gray = np.random.default_rng(seed).integers(0, 256, (h, w), dtype=np.uint8)
+    cols = x0 + w + 1 + seed % 2
+    split = (cols + 1) // 2
+    out = np.full((3, y0 + h + 2, 2 * split), -7, dtype=np.int32)
+    ChannelSet(["gray", "gray2", "tilted"]).fill(gray, out, y0, x0, split=split)
+    c = x0 + np.arange(w + 1)
+    got = out[:, y0:y0 + h + 1, (c % 2) * split + c // 2]
+    np.testing.assert_array_equal(got, _opencv_planes(gray))
+
+
+def test_split_columns_only_for_grey_planes():
+    out = np.zeros((2, 6, 8), dtype=np.int32)
+    with pytest.raises(ValueError, match="split"):
+        ChannelSet(["gray", "gradmag"]).fill(np.zeros((4, 4), np.uint8), out, split=4)
+    with pytest.raises(ValueError, match="split"):
+        ChannelSet(["gray"]).fill(np.zeros((4, 4), np.uint8), out[:1], split=3)
 
 
 @pytest.mark.parametrize("model", ["vjboost:frontalface", "vjboost:car_side"])

@@ -1,12 +1,15 @@
-"""The first stage over whole rows (cascade/prefilter.py) against the window-by-window kernel."""
+"""The row pass (cascade/prefilter.py) against the window-by-window kernel and against a
+brute-force replay of OpenCV's scan (every grid window evaluated alone, then the skip rule)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from vjboost.cascade import prefilter
-from vjboost.cascade.runner import CascadeRunner
+from vjboost.cascade import kernels, prefilter
+from vjboost.cascade.runner import CascadeRunner, _opencv_skip, sigma_gate
 from vjboost.cascade.scan import Pyramid
 from vjboost.cascade.synthetic import random_cascade
 
@@ -14,58 +17,164 @@ from vjboost.cascade.synthetic import random_cascade
 def _image(seed: int, shape=(70, 90)) -> np.ndarray:
     rng = np.random.default_rng(seed)
     img = rng.integers(0, 256, size=shape).astype(np.uint8)
-    img[:20, :30] = 128  # a flat patch: the σ gate refuses its windows
+    h, w = shape
+    img[:h // 3, :w // 3] = 128  # a flat patch: the σ gate refuses its windows
+    img[h - h // 3:, w - w // 3:] = rng.integers(122, 134, size=(h // 3, w // 3))  # low σ
     return img
 
 
-def _scan(model, img, *, rows: bool, min_std, first_stage=0, monkeypatch=None):
+def _scan(model, img, pyr, *, rows: bool, min_std, skip0, monkeypatch, first_stage=0):
+    """``CascadeRunner.scan`` with the row pass, or with the window-by-window kernel only;
+    also how many times the row pass ran."""
     runner = CascadeRunner(model, first_stage=first_stage, threads=1)
-    pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=1.2,
-                  mode="clean", step=1)
-    if not rows:
-        monkeypatch.setattr(prefilter, "applies", lambda *a: False)
+    calls = []
+    if rows:
+        real = prefilter.scan_rows
+
+        def counted(*a):
+            calls.append(1)
+            return real(*a)
+
+        monkeypatch.setattr(prefilter, "scan_rows", counted)
+    else:
+        monkeypatch.setattr(prefilter, "suits", lambda *a: False)
     try:
-        return runner.scan(img, pyr, min_std=min_std)
+        pos, score = runner.scan(img, pyr, min_std=min_std, skip0=skip0)
     finally:
         monkeypatch.undo()
+    return pos, score, len(calls)
+
+
+GRIDS = {
+    "opencv": {"mode": "opencv"},                       # step 2 below scale 2, skip rule
+    "step1": {"mode": "clean", "step": 1},
+    "step2-odd": {"mode": "clean", "step": 2, "offset": (1, 1)},
+    "step3": {"mode": "clean", "step": 3},              # no row pass: the kernel alone
+}
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("min_std", [None, 10.0])
-def test_rows_match_window_by_window(seed, min_std, monkeypatch):
-    model = random_cascade("HAAR", n_stages=4, balanced=True, pass_rate=0.6, seed=seed)
-    runner = CascadeRunner(model, threads=1)
-    items = np.array([[0, 5, 1, 0]], dtype=np.int64)
-    assert prefilter.applies(runner.compiled, items, False)  # the row path is the one tested
+@pytest.mark.parametrize("grid", list(GRIDS))
+def test_rows_match_window_by_window(seed, min_std, grid, monkeypatch):
+    # seed 2: trees of one and two nodes (the kernel's shape 3); else three nodes
+    shape = {"max_nodes": 2} if seed == 2 else {"balanced": True}
+    model = random_cascade("HAAR", n_stages=4, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
+                           **shape)
+    assert prefilter.suits(CascadeRunner(model).compiled)
     img = _image(seed)
-    pos_r, sc_r = _scan(model, img, rows=True, min_std=min_std, monkeypatch=monkeypatch)
-    pos_w, sc_w = _scan(model, img, rows=False, min_std=min_std, monkeypatch=monkeypatch)
-    assert len(pos_w) > 0  # some windows pass every stage
-    np.testing.assert_array_equal(pos_r, pos_w)
-    np.testing.assert_array_equal(sc_r, sc_w)
+    pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=1.2,
+                  **GRIDS[grid])
+    for skip0 in (False, True):
+        pos_r, sc_r, calls = _scan(model, img, pyr, rows=True, min_std=min_std, skip0=skip0,
+                                   monkeypatch=monkeypatch)
+        pos_w, sc_w, _ = _scan(model, img, pyr, rows=False, min_std=min_std, skip0=skip0,
+                               monkeypatch=monkeypatch)
+        assert (calls > 0) == (grid != "step3")  # the row pass is the path tested
+        assert len(pos_w) > 0  # some windows pass every stage
+        np.testing.assert_array_equal(pos_r, pos_w)
+        np.testing.assert_array_equal(sc_r, sc_w)
 
 
 def test_one_stage_and_later_first_stage(monkeypatch):
     model = random_cascade("HAAR", n_stages=3, balanced=True, pass_rate=0.7, seed=5)
     img = _image(5)
-    for first in (0, 2):  # first=2: a runner of one stage (no stage after the row pass)
-        pos_r, sc_r = _scan(model, img, rows=True, min_std=None, first_stage=first,
-                            monkeypatch=monkeypatch)
-        pos_w, sc_w = _scan(model, img, rows=False, min_std=None, first_stage=first,
-                            monkeypatch=monkeypatch)
-        assert len(pos_w) > 0
+    pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=1.2)
+    for first in (0, 2):  # first=2: a runner of one stage
+        pos_r, sc_r, calls = _scan(model, img, pyr, rows=True, min_std=10.0, skip0=True,
+                                   first_stage=first, monkeypatch=monkeypatch)
+        pos_w, sc_w, _ = _scan(model, img, pyr, rows=False, min_std=10.0, skip0=True,
+                               first_stage=first, monkeypatch=monkeypatch)
+        assert calls > 0 and len(pos_w) > 0
         np.testing.assert_array_equal(pos_r, pos_w)
         np.testing.assert_array_equal(sc_r, sc_w)
+
+
+def _brute_force(model, img, pyr, min_std):
+    """Accepted ``(level, x, y)`` and scores: every grid window cut out and run alone
+    (:meth:`CascadeRunner.run`), its σ gate computed in NumPy, then OpenCV's rule replayed
+    along each grid row (the position after a first-stage rejection is not evaluated)."""
+    pos = pyr.positions(np.arange(pyr.n_windows))
+    wins = pyr.windows(img, pos)
+    n_passed, score = CascadeRunner(model, threads=1).run(wins)
+    h, w = model.window_shape
+    inner = wins[:, 1:h - 1, 1:w - 1].astype(np.float64)
+    area = float((h - 2) * (w - 2))
+    nf = area * (inner**2).sum(axis=(1, 2)) - inner.sum(axis=(1, 2)) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = np.where(nf > 0, (1.0 / np.sqrt(nf)).astype(np.float32), np.float32(0))
+    gate = sigma_gate(min_std)
+    gated = ~((nf > 0) & (area * inv.astype(np.float64) < gate)) if gate < np.inf else \
+        np.zeros(len(pos), bool)
+    keep = np.zeros(len(pos), bool)
+    start = 0
+    for lv in pyr.levels:
+        sl = slice(start, start + lv.n_windows)
+        rejected0 = (~gated[sl] & (n_passed[sl] == 0)).reshape(lv.n_rows, lv.n_cols)
+        visited = _opencv_skip(rejected0).ravel()
+        keep[sl] = visited & ~gated[sl] & (n_passed[sl] == model.n_stages)
+        start += lv.n_windows
+    return pos[keep], score[keep]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from([1.1, 1.25]), st.sampled_from([None, 10.0]))
+def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std):
+    rng = np.random.default_rng(seed)
+    model = random_cascade("HAAR", window=(12, 10), n_stages=3,
+                           pass_rate=float(rng.uniform(0.4, 0.8)), tilted_fraction=0.3,
+                           seed=seed, **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
+    img = _image(seed, shape=(int(rng.integers(20, 45)), int(rng.integers(20, 60))))
+    pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=scale_factor)
+    pos, score = CascadeRunner(model, threads=1).scan(img, pyr, min_std=min_std, skip0=True)
+    ref_pos, ref_score = _brute_force(model, img, pyr, min_std)
+    np.testing.assert_array_equal(pos, ref_pos)
+    np.testing.assert_array_equal(score, ref_score)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.booleans())
+def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0):
+    # items of every length (1 window .. a whole row) anywhere in the planes of one image
+    rng = np.random.default_rng(seed)
+    model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
+                           **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
+    cc = CascadeRunner(model).compiled
+    img = _image(seed, shape=(60, 80))
+    planes = cc.program.channels.image(img)
+    _, rows, cols = planes.shape
+    h, w = model.window_shape
+    n = int(rng.integers(1, 12))
+    y = rng.integers(0, rows - h, n)
+    x0 = rng.integers(0, cols - w, n)
+    nx = np.minimum(rng.integers(1, 40, n), cols - w - x0)
+    items = np.stack([y * cols + x0, nx, np.ones(n, np.int64),
+                      np.concatenate([[0], np.cumsum(nx)[:-1]])], axis=1).astype(np.int64)
+    buf = planes.reshape(-1)
+    gate = sigma_gate(10.0)
+    passed, ref = kernels.scan(cc, buf, items, row_stride=cols, plane_stride=rows * cols,
+                               n_out=int(nx.sum()), gate=gate, skip0=skip0)
+    bound = cc.bind(cols, rows * cols)
+    slot, score = np.empty(int(nx.sum()), np.int64), np.empty(int(nx.sum()))
+    k = prefilter.scan_rows(buf, items, bound.tab, bound.tabf, bound.pro, bound.prof, gate,
+                            skip0, cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves,
+                            slot, score)
+    hits = np.flatnonzero(passed == cc.n_stages)
+    np.testing.assert_array_equal(slot[:k], hits)
+    np.testing.assert_array_equal(score[:k], ref[hits])
 
 
 def test_applies_only_to_depth2_haar_rows():
     model = random_cascade("HAAR", n_stages=2, balanced=True, seed=3)
     cc = CascadeRunner(model, threads=1).compiled
     rows = np.array([[0, 5, 1, 0]], dtype=np.int64)
-    assert prefilter.applies(cc, rows, False)
-    assert not prefilter.applies(cc, rows, True)  # OpenCV's skip after a stage-0 rejection
-    assert not prefilter.applies(cc, np.array([[0, 5, 2, 0]], dtype=np.int64), False)
+    assert prefilter.suits(cc) and prefilter.applies(cc, rows)
+    assert not prefilter.applies(cc, np.array([[0, 5, 2, 0]], dtype=np.int64))
     stumps = CascadeRunner(random_cascade("HAAR", n_stages=2, seed=3), threads=1).compiled
-    assert not prefilter.applies(stumps, rows, False)
-    lbp = CascadeRunner(random_cascade("LBP", n_stages=2, seed=3), threads=1).compiled
-    assert not prefilter.applies(lbp, rows, False)
+    assert not prefilter.suits(stumps)
+    shallow = CascadeRunner(random_cascade("HAAR", max_nodes=2, n_stages=2, seed=3)).compiled
+    assert shallow.shape == 3 and prefilter.suits(shallow)  # trees of one and two nodes
+    deep = CascadeRunner(random_cascade("HAAR", max_nodes=4, n_stages=3, seed=1)).compiled
+    assert deep.shape == 0 and not prefilter.suits(deep)
+    lbp = CascadeRunner(random_cascade("LBP", n_stages=2, balanced=True, seed=3)).compiled
+    assert not prefilter.suits(lbp)

@@ -21,7 +21,8 @@ the last-stage score); for dlib the score. Detection rates are read at the false
 2, 5, 10, 20, 30, 50. dlib's rates are also read on a 0.05 grid of thresholds, the sweep
 ``docs/anchors.md`` used, and compared with that table.
 
-Times: the whole image set, image decode excluded, median of ``--repeats``, with 1 and 2 threads
+Times: the whole image set, image decode excluded, median of ``--repeats`` (wall-clock, or the
+process's CPU seconds with ``--clock cpu``, steadier on a shared machine), with 1 and 2 threads
 (OpenCV: ``cv2.setNumThreads``; vjboost: its ``threads``; dlib is single-threaded: timed once,
 both columns). Printed as ms per megapixel, with ratios vjboost/dlib (upsample 2) and
 vjboost/OpenCV default. A vjboost model's training time is read from its report
@@ -332,12 +333,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--score-min-neighbors", type=int, default=1,
                     help="grouping threshold of the windows the score curve ranks")
     ap.add_argument("--no-dlib", action="store_true", help="skip dlib")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="time detectors by wall-clock or by the process's CPU seconds (user + "
+                         "sys: steadier on a shared machine; with 2 threads it sums both)")
     ap.add_argument("-o", "--output", default=None, help="folder for peers.json and peers.png")
     args = ap.parse_args(argv)
     t_start = time.perf_counter()
     import numba
 
     repeats = args.repeats or (1 if args.quick else 3)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     threads = [t for t in (int(v) for v in args.threads.split(","))
                if 1 <= t <= numba.config.NUMBA_NUM_THREADS]
     paths, images, gt = load_cmu(args.quick)
@@ -345,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     n_faces = int(sum(len(v) for v in gt.values()))
     print(f"CMU-MIT: {len(images)} images ({sum(1 for v in gt.values() if not len(v))} face-free),"
           f" {n_faces} faces, {mp:.2f} MP; IoU >= {IOU}; repeats {repeats}; threads {threads}; "
-          f"cv2 {cv2.__version__}, numba {numba.__version__}")
+          f"clock {args.clock}; cv2 {cv2.__version__}, numba {numba.__version__}")
 
     cascades = [Cascade(label, spec, kind="opencv") for label, spec in OPENCV.items()]
     for spec in args.model or ["vjboost:frontalface"]:
@@ -394,9 +399,9 @@ def main(argv: list[str] | None = None) -> int:
             fn(images[0])  # load / compile before timing
         for rep in range(repeats):
             for label, fn in runners.items():
-                t0 = time.perf_counter()
+                t0 = clock()
                 out = [fn(g) for g in images]
-                times.setdefault(label, {}).setdefault(th, []).append(time.perf_counter() - t0)
+                times.setdefault(label, {}).setdefault(th, []).append(clock() - t0)
                 if rep == 0 and th == threads[0]:
                     ref = [vj_group(vj_groups(b, s), OPERATING_NEIGHBORS,
                                     (g.shape[1], g.shape[0]))[0]
@@ -405,10 +410,9 @@ def main(argv: list[str] | None = None) -> int:
                     identical[label] = sum(_same(a, b) for a, b in zip(boxes, ref, strict=True))
             if th == threads[0]:  # dlib is single-threaded: timed once
                 for label, (fn, _) in dlib_runs.items():
-                    t0 = time.perf_counter()
+                    t0 = clock()
                     out = [fn(g) for g in images]
-                    times.setdefault(label, {}).setdefault(th, []).append(
-                        time.perf_counter() - t0)
+                    times.setdefault(label, {}).setdefault(th, []).append(clock() - t0)
                     dlib_out.setdefault(label, out)
     cv2.setNumThreads(-1)
 
@@ -490,7 +494,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         "quick": args.quick, "images": len(images), "faces": n_faces,
         "megapixels": round(mp, 2), "iou": IOU, "budgets": list(BUDGETS), "repeats": repeats,
-        "threads": threads, "primary_cascade_curve": args.primary,
+        "threads": threads, "clock": args.clock, "primary_cascade_curve": args.primary,
         "dlib_anchor_reproduced": reproduced,
         "detectors": {label: {k: v for k, v in results[label].items() if k != "curves"}
                       for label in order},

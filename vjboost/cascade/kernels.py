@@ -102,7 +102,7 @@ class CompiledCascade:
     def n_stages(self) -> int:
         return int(self.stage_thr.shape[0])
 
-    def bind(self, row_stride: int, plane_stride: int):
+    def bind(self, row_stride: int, plane_stride: int, *, split: int = 0, phase: int = 0):
         """Node records for a buffer layout, with thresholds and subset rows written in.
 
         Parameters
@@ -111,6 +111,8 @@ class CompiledCascade:
             int32 entries between two rows of an integral plane.
         plane_stride : int
             int32 entries between two planes.
+        split, phase : int, default=0
+            Even and odd columns stored apart (:meth:`Program.bind`).
 
         Returns
         -------
@@ -118,7 +120,7 @@ class CompiledCascade:
             One record per node: its feature, split threshold, categorical flag and (in the
             free word) its row of ``subsets``.
         """
-        bound = self.program.bind(row_stride, plane_stride)
+        bound = self.program.bind(row_stride, plane_stride, split=split, phase=phase)
         tab = bound.tab.reshape(-1, REC)
         rect = self.program.op == OP_RECTS
         tab.view(np.float32)[rect, _THR_R] = self.node_thr[rect]
@@ -426,7 +428,8 @@ def _kernel(ops: int, shape: int):
 
 def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_stride: int,
          plane_stride: int, n_out: int, gate: float = np.inf, skip0: bool = False,
-         threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+         threads: int | None = None, split: int = 0, phase: int = 0
+         ) -> tuple[np.ndarray, np.ndarray]:
     """Run the cascade on the windows of ``items``.
 
     Parameters
@@ -447,6 +450,8 @@ def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_st
         Skip the position after a stage-0 rejection (OpenCV's detector); skipped windows get
         ``passed = -2``.
     threads : int, optional
+    split, phase : int, default=0
+        Even and odd columns of the planes stored apart (:meth:`CompiledCascade.bind`).
 
     Returns
     -------
@@ -456,7 +461,7 @@ def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_st
         Score of the last stage evaluated (the accepting stage's score for accepted windows;
         0 for windows refused by the σ gate, undefined for skipped ones).
     """
-    bound = cascade.bind(row_stride, plane_stride)
+    bound = cascade.bind(row_stride, plane_stride, split=split, phase=phase)
     gate = float(gate) if cascade.variance else np.inf
     out_passed = np.full(n_out, -2, dtype=np.int16)
     out_score = np.empty(n_out, dtype=np.float64)

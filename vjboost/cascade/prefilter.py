@@ -1,18 +1,26 @@
-"""The first stage of a Haar cascade over whole rows of windows at once.
+"""The row pass: Haar cascades of trees of depth <= 2 over whole rows of windows.
 
-Most windows of a scan (more than 99 % of background windows late in training) are rejected by
-the first stages, and the first stage alone costs more than half of a late-stage mining scan
-when it runs window by window (:func:`vjboost.cascade.kernels.scan`). Along one row of a level
-the windows' integral corners are consecutive entries of the buffer, so a loop over the row with
-the node's corner offsets fixed reads memory in sequence and the compiler can vectorise it. For
-depth-2 trees (three nodes each) both children are computed for every window and the leaf is
-chosen by the decisions, so the loop has no branch on the data.
+Most windows of a scan are rejected by the first stage, and the first stage alone costs about a
+third of a detection when it runs window by window (:func:`vjboost.cascade.kernels.scan`).
+Along one row of a level the windows' integral corners are consecutive entries of the buffer,
+so a loop over the row with the node's corner offsets fixed reads memory in sequence and the
+compiler vectorises it. For trees of depth <= 2 both children are computed for every window and
+the leaf is chosen by the decisions, so the loop has no branch on the data.
 
-:func:`stage0_rows` computes, for every window of ``items`` (rows of consecutive windows), the
-σ gate, the window's variance normaliser and the first stage's score with the very float32 and
-float64 operations of the window-by-window kernel (same order, no fused multiply-add), so its
-decisions are those of :func:`vjboost.cascade.kernels.scan`, bit for bit.
-:class:`~vjboost.cascade.runner.CascadeRunner` then runs the other stages on the survivors only.
+:func:`scan_rows` computes, row by row, the σ gate, the window's variance normaliser and the
+first stage's score of every window of the row; replays OpenCV's skip of the position after a
+first-stage rejection along the row (so it visits exactly the windows the window-by-window
+kernel visits); and runs the other stages window by window on the first stage's survivors
+right away, while the row's integral data is still in the cache (running them after the whole
+batch's first stage cost about 30 % more: the data had left the cache). Every value is computed
+with the very float32 and float64 operations of the window-by-window kernel (same order, no
+fused multiply-add), so its decisions and scores are that kernel's, bit for bit.
+
+OpenCV's grid has a step of 2 below scale 2: :class:`~vjboost.cascade.runner.CascadeRunner`
+stores such batches with each row's even and odd columns apart
+(:meth:`vjboost.features.channels.ChannelSet.fill` and
+:meth:`vjboost.features.program.Program.bind` with ``split``), which makes the grid's windows
+consecutive entries again.
 """
 
 from __future__ import annotations
@@ -20,49 +28,65 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..features.program import _THR_R, _W, OPS_HAAR, REC, variance_norm
+from ..features.program import _THR_R, _W, OPS_HAAR, REC, rects_value, variance_norm
 from .kernels import CompiledCascade
 
-__all__ = ["BYTES_PER_WINDOW", "MAX_BYTES", "applies", "stage0_rows"]
+__all__ = ["BYTES_PER_WINDOW", "MAX_BYTES", "applies", "scan_rows", "suits"]
 
 _U = np.uint64
 
-#: scratch bytes per scanned window at most (survivors' slots, offsets, scores and items)
-BYTES_PER_WINDOW = 56
+#: scratch bytes per scanned window at most (accepted windows' slots and scores)
+BYTES_PER_WINDOW = 16
 #: batches whose scratch would exceed this run window by window instead (huge images)
 MAX_BYTES = 256 << 20
 
 
-def applies(cascade: CompiledCascade, items: np.ndarray, skip0: bool) -> bool:
-    """Whether :func:`stage0_rows` can run the first stage of ``cascade`` on ``items``.
-
-    Haar features only (OpenCV's variance normalisation), every tree of the first stage with
-    three nodes (depth 2), rows of consecutive windows (step 1), and no skipping after a
-    first-stage rejection.
+def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
+    """Whether :func:`scan_rows` can run ``cascade`` on ``items``: :func:`suits` and rows of
+    consecutive windows (step 1: a grid of step 2 is made one by storing the even and the odd
+    columns of the integral planes apart, see :meth:`vjboost.features.program.Program.bind`).
 
     Parameters
     ----------
     cascade : CompiledCascade
     items : ndarray of int64, shape (I, 4)
         ``(row_offset, n_x, step, out_offset)`` as for :func:`vjboost.cascade.kernels.scan`.
-    skip0 : bool
-        OpenCV's skip of the position after a first-stage rejection.
 
     Returns
     -------
     bool
     """
-    if skip0 or cascade.ops != OPS_HAAR or cascade.shape not in (2, 3) or len(items) == 0:
-        return False
-    n0 = int(cascade.stage_first[1])
-    nodes = np.diff(cascade.tree_node0[:n0 + 1])
-    return bool((nodes == 3).all() and (items[:, 2] == 1).all())
+    return len(items) > 0 and suits(cascade) and bool((items[:, 2] == 1).all())
 
 
-@njit(cache=True, nogil=True)
-def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, leaves, thr,
-                out_slot, out_pos, out_score):  # pragma: no cover - numba
-    """First-stage decisions of the windows of ``items`` (rows of consecutive windows).
+def suits(cascade: CompiledCascade) -> bool:
+    """Whether :func:`scan_rows` can run ``cascade`` (on rows of consecutive windows): Haar
+    features only (OpenCV's variance normalisation), trees of depth <= 2 (at most three
+    nodes: the layouts of :func:`~vjboost.cascade.kernels.compile_cascade`'s shapes 2 and 3).
+
+    Parameters
+    ----------
+    cascade : CompiledCascade
+
+    Returns
+    -------
+    bool
+    """
+    return cascade.ops == OPS_HAAR and cascade.shape in (2, 3)
+
+
+# ``parallel=True`` without a prange loop, as the window-by-window kernel (see
+# vjboost.cascade.kernels._make_scan): numba's parallel pipeline compiles the window-by-window
+# stages about five times faster than its plain pipeline; the runner silences its warning
+@njit(cache=True, nogil=True, parallel=True)
+def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
+              tree_node0, leaves, out_slot, out_score):  # pragma: no cover - numba
+    """The windows of ``items`` (rows of consecutive windows) that every stage accepts.
+
+    Row by row: the σ gate, the variance normaliser and the first stage's score of every
+    window of the row, vectorised; then OpenCV's skip rule replayed along the row; then the
+    other stages, window by window, on the windows the first stage accepts, while the row's
+    integral data is still in the cache.
 
     Parameters
     ----------
@@ -74,24 +98,24 @@ def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, lea
         The bound records of the cascade (:meth:`CompiledCascade.bind`).
     gate : float
         OpenCV's σ gate on ``area · inv_var`` (``inf``: none).
-    n_trees : int
-        Trees of the first stage (three nodes each, laid out root, left, right).
-    tree_node0 : ndarray of int64
-        First node of each tree.
-    leaves : ndarray of float64
-        Four leaves per tree (left-left, left-right, right-left, right-right).
-    thr : float32
-        The first stage's reject threshold.
-    out_slot, out_pos : ndarray of int64, shape (>= windows of items,)
-        The output slot (``out_offset + x``) and buffer offset (``row_offset + x``) of every
-        window that passes the σ gate and the first stage, in item order.
+    skip0 : bool
+        Skip the window after a first-stage rejection (OpenCV's detector; not after a σ gate
+        refusal, as OpenCV): the first stage is computed for every window of the row, then
+        the rule is replayed along the row, which visits exactly the windows the
+        window-by-window kernel visits.
+    stage_first, stage_thr, tree_node0, leaves
+        The :class:`CompiledCascade`'s arrays: trees of depth <= 2 laid out root, then its
+        children that are nodes (:func:`_children`), with four leaves (left-left, left-right,
+        right-left, right-right).
+    out_slot : ndarray of int64, shape (>= windows of items,)
+        The output slot (``out_offset + x``) of every accepted window, in item order.
     out_score : ndarray of float64, shape (>= windows of items,)
-        Their first stage's scores.
+        Their last stage's scores.
 
     Returns
     -------
     int
-        How many windows passed (the filled length of the outputs).
+        How many windows every stage accepts (the filled length of the outputs).
     """
     width = 0
     for it in range(items.shape[0]):
@@ -100,6 +124,8 @@ def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, lea
     score = np.empty(width)
     gated = np.empty(width, np.bool_)
     area = prof[0]
+    n_stages = stage_thr.shape[0]
+    thr0 = stage_thr[0]
     n = 0
     for it in range(items.shape[0]):
         row = items[it, 0]
@@ -112,17 +138,63 @@ def stage0_rows(buf, items, tab, tabf, pro, prof, gate, n_trees, tree_node0, lea
             iv[x] = inv
             score[x] = 0.0
             gated[x] = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
-        for t in range(n_trees):
-            o0 = tree_node0[t] * REC
-            _tree_row(buf, row, nx, iv, score, tab, tabf, o0, o0 + REC, o0 + 2 * REC,
+        for t in range(stage_first[0], stage_first[1]):
+            nd = tree_node0[t]
+            nb, ndd = _children(tree_node0, t)
+            _tree_row(buf, row, nx, iv, score, tab, tabf, nd * REC, nb * REC, ndd * REC,
                       leaves[4 * t], leaves[4 * t + 1], leaves[4 * t + 2], leaves[4 * t + 3])
-        for x in range(nx):
-            if not gated[x] and not (score[x] < thr):
+        x = 0
+        while x < nx:
+            if gated[x]:
+                x += 1
+                continue
+            if score[x] < thr0:
+                x += 2 if skip0 else 1
+                continue
+            p = row + x
+            s = iv[x]
+            sc = score[x]
+            k = 1
+            while k < n_stages:
+                sc = 0.0
+                for t in range(stage_first[k], stage_first[k + 1]):
+                    sc += _tree_at(buf, p, s, tab, tabf, tree_node0, leaves, t)
+                if sc < stage_thr[k]:
+                    break
+                k += 1
+            if k == n_stages:
                 out_slot[n] = obase + x
-                out_pos[n] = row + x
-                out_score[n] = score[x]
+                out_score[n] = sc
                 n += 1
+            x += 1
     return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _children(tree_node0, t):  # pragma: no cover - numba
+    """The nodes that decide tree ``t``'s leaf after its root, left side then right side, as
+    :func:`~vjboost.cascade.kernels.compile_cascade` lays out trees of depth <= 2: three
+    nodes, the children; two, the one child on both sides (the leaf table repeats the leaf on
+    the other side); one, the root again (its leaves repeated)."""
+    nd = tree_node0[t]
+    n = tree_node0[t + 1] - nd
+    return nd + min(1, n - 1), nd + min(2, n - 1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _tree_at(buf, p, s, tab, tabf, tree_node0, leaves, t):  # pragma: no cover - numba
+    """The leaf of tree ``t`` (depth <= 2, see :func:`_children`) for the window at ``p``:
+    the node tests are independent (none waits for the root's decision) and the leaf is
+    picked by arithmetic on them, as the kernel picks it."""
+    nb, nd = _children(tree_node0, t)
+    o = tree_node0[t] * REC
+    ga = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    o = nb * REC
+    gb = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    o = nd * REC
+    gd = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    g = ga * gb + (1 - ga) * gd
+    return leaves[_U(4 * t + 3 - 2 * ga - g)]
 
 
 @njit(cache=True, nogil=True, inline="always")

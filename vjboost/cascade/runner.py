@@ -9,6 +9,8 @@ and adaptation re-weights the trees of one stage from their outputs
   integral-channel family and pools of them): the numba kernels of
   :mod:`vjboost.cascade.kernels`, on integral planes of window stacks or of image levels packed
   by :class:`~vjboost.cascade.scan.Pyramid` batches, one pass for all the families of a pool;
+  Haar cascades of trees of depth <= 2 scan images with the row pass of
+  :mod:`vjboost.cascade.prefilter` (same decisions, the first stage vectorised along rows);
 * **generic** — other families (Fourier, user-written ones): per window stack
   ``family.prepare`` / ``family.evaluate``, per level ``family.prepare_image`` /
   ``family.evaluate_at``, stage by stage on the windows still alive.
@@ -32,9 +34,11 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
+from numba.core.errors import NumbaPerformanceWarning
 
 from .._memory import check_memory
 from .._threads import n_threads, resolve_threads, run_tasks
@@ -116,7 +120,6 @@ class CascadeRunner:
         self.threads = threads
         self._reads: dict[int, _StageReads] = {}
         program = model.program()
-        self._tail_cc: kernels.CompiledCascade | None = None
         self.compiled = None if program is None else kernels.compile_cascade(
             [(s.trees, s.threshold) for s in model.stages[first_stage:last]], program)
 
@@ -254,73 +257,67 @@ class CascadeRunner:
     def _scan_kernels(self, image, pyramid, gate, skip0, parts_p, parts_s) -> None:
         cc = self.compiled
         chans = cc.program.channels
+        rows_fit = prefilter.suits(cc)
         for batch in pyramid.batches(chans.n_planes):
-            shape = (chans.n_planes, batch.rows, batch.cols)
+            items = batch.items()
+            layout = {"row_stride": batch.cols, "plane_stride": batch.rows * batch.cols}
+            rows = rows_fit and prefilter.BYTES_PER_WINDOW * batch.n_out <= prefilter.MAX_BYTES
+            if rows:
+                # a grid of step 2 is rows of consecutive windows once the planes hold the
+                # even and the odd columns apart
+                split = _split_layout(items, batch.rows, batch.cols)
+                if split is not None:
+                    items, layout = split
+                rows = prefilter.applies(cc, items)
+            cols = layout["row_stride"]
+            shape = (chans.n_planes, batch.rows, cols)
             check_memory(4 * int(np.prod(shape)), "integral planes for detection",
                          advice="Use a larger minimum object size or a smaller image.")
             buf = np.empty(shape, dtype=np.int32)
             for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
-                chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0))
-            items = batch.items()
-            if (prefilter.applies(cc, items, skip0)
-                    and prefilter.BYTES_PER_WINDOW * batch.n_out <= prefilter.MAX_BYTES):
-                hits, score = self._scan_rows(buf.reshape(-1), items, batch, gate)
+                chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0),
+                           split=layout.get("split", 0))
+            if rows:
+                hits, score = self._scan_rows(buf.reshape(-1), items, layout, gate, skip0)
             else:
-                passed, score = kernels.scan(cc, buf.reshape(-1), items, row_stride=batch.cols,
-                                             plane_stride=batch.rows * batch.cols,
-                                             n_out=batch.n_out, gate=gate, skip0=skip0,
-                                             threads=self.threads)
+                passed, score = kernels.scan(cc, buf.reshape(-1), items, n_out=batch.n_out,
+                                             gate=gate, skip0=skip0, threads=self.threads,
+                                             **layout)
                 hits = np.flatnonzero(passed == cc.n_stages)
                 score = score[hits]
             parts_p.append(batch.positions(hits))
             parts_s.append(score)
 
-    def _scan_rows(self, buf: np.ndarray, items: np.ndarray, batch: Any, gate: float
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        """The accepted slots of a batch and their scores: the first stage over whole rows
-        (:func:`vjboost.cascade.prefilter.stage0_rows`), the other stages on its survivors."""
+    def _scan_rows(self, buf: np.ndarray, items: np.ndarray, layout: dict[str, int],
+                   gate: float, skip0: bool) -> tuple[np.ndarray, np.ndarray]:
+        """The accepted slots of a batch and their scores, row by row
+        (:func:`vjboost.cascade.prefilter.scan_rows`: the first stage over whole rows, the
+        other stages on its survivors)."""
         cc = self.compiled
-        row_stride, plane_stride = batch.cols, batch.rows * batch.cols
-        bound = cc.bind(row_stride, plane_stride)
+        bound = cc.bind(**layout)
         gate = float(gate) if cc.variance else np.inf
-        args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, int(cc.stage_first[1]),
-                cc.tree_node0, cc.leaves, cc.stage_thr[0])
+        args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, bool(skip0),
+                cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves)
         n_t = resolve_threads(self.threads)
-        cuts = np.linspace(0, len(items), min(len(items), 16 * n_t) + 1).astype(int)
+        # one task per thread would leave a thread idle on the last, costliest rows
+        n_tasks = 1 if n_t == 1 else 16 * n_t
+        cuts = np.linspace(0, len(items), min(len(items), n_tasks) + 1).astype(int)
         tasks = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
-        found: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [None] * len(tasks)
+        found: list[tuple[np.ndarray, np.ndarray]] = [None] * len(tasks)
 
         def task(k: int) -> None:
             part = items[tasks[k][0]:tasks[k][1]]
             m = int(part[:, 1].sum())
-            slot, pos, score = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m)
-            n = prefilter.stage0_rows(buf, part, *args, slot, pos, score)
-            found[k] = (slot[:n].copy(), pos[:n].copy(), score[:n].copy())
+            slot, score = np.empty(m, np.int64), np.empty(m)
+            n = prefilter.scan_rows(buf, part, *args, slot, score)
+            found[k] = (slot[:n].copy(), score[:n].copy())
 
-        run_tasks(range(len(tasks)), task, threads=n_t)
-        alive, pos, score0 = (np.concatenate(a) for a in zip(*found, strict=True))
-        if cc.n_stages == 1 or alive.size == 0:
-            return alive, score0
-        # each survivor is a one-window item of the other stages
-        one = np.empty((alive.size, 4), dtype=np.int64)
-        one[:, 0] = pos
-        one[:, 1] = 1
-        one[:, 2] = 1
-        one[:, 3] = np.arange(alive.size)
-        passed, score = kernels.scan(self._tail(), buf, one, row_stride=row_stride,
-                                     plane_stride=plane_stride, n_out=alive.size, gate=gate,
-                                     threads=self.threads)
-        hit = passed == cc.n_stages - 1
-        return alive[hit], score[hit]
-
-    def _tail(self) -> kernels.CompiledCascade:
-        """The stages after the first one, compiled once."""
-        if self._tail_cc is None:
-            self._tail_cc = kernels.compile_cascade(
-                [(s.trees, s.threshold)
-                 for s in self.model.stages[self.first_stage + 1:self.last_stage]],
-                self.model.program())
-        return self._tail_cc
+        with warnings.catch_warnings():
+            # compiled with parallel=True and no parallel loop, on purpose (see prefilter)
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            run_tasks(range(len(tasks)), task, threads=n_t)
+        slots, scores = (np.concatenate(a) for a in zip(*found, strict=True))
+        return slots, scores
 
     def _scan_generic(self, image, pyramid, skip0, parts_p, parts_s) -> None:
         fam = self.model.family
@@ -344,6 +341,46 @@ class CascadeRunner:
                 lvl = np.full(alive.size, lv.index, dtype=np.int64)
                 parts_p.append(np.stack([lvl, pos[alive, 1], pos[alive, 0]], axis=1))
                 parts_s.append(score)
+
+
+def _split_layout(items: np.ndarray, rows: int, cols: int
+                  ) -> tuple[np.ndarray, dict[str, int]] | None:
+    """The items of a batch as rows of consecutive windows, and the batch's layout for
+    :meth:`CompiledCascade.bind`, when its planes hold each row's even columns first and its
+    odd columns after them; None unless every item is a grid of step 2 starting on columns of
+    one parity.
+
+    A window at column ``x`` then lies at ``x // 2`` (or ``split + x // 2``): the windows of a
+    step-2 row are consecutive entries, and so are the corners each node reads, so the row
+    pass reads memory in sequence. Outputs keep their slots: results do not depend on the
+    layout.
+
+    Parameters
+    ----------
+    items : ndarray of int64, shape (I, 4)
+        :meth:`Batch.items`.
+    rows, cols : int
+        The batch's plane shape in the usual layout.
+
+    Returns
+    -------
+    (items, layout) or None
+        ``layout``: ``row_stride``, ``plane_stride``, ``split``, ``phase`` (the windows' column
+        parity).
+    """
+    if len(items) == 0 or not (items[:, 2] == 2).all():
+        return None
+    r, c = np.divmod(items[:, 0], cols)
+    phase = int(c[0] % 2)
+    if not (c % 2 == phase).all():
+        return None
+    half = (cols + 1) // 2
+    moved = items.copy()
+    moved[:, 0] = r * 2 * half + phase * half + c // 2
+    moved[:, 1] = (items[:, 1] + 1) // 2
+    moved[:, 2] = 1
+    return moved, {"row_stride": 2 * half, "plane_stride": rows * 2 * half, "split": half,
+                   "phase": phase}
 
 
 def _opencv_skip(rejected: np.ndarray) -> np.ndarray:

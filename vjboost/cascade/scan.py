@@ -461,7 +461,8 @@ class Pyramid:
         """The levels packed into buffers of ``n_planes`` int32 planes of at most ``budget``
         bytes each (default :data:`BATCH_BYTES`; a level larger than that gets its own).
 
-        Consecutive levels share a batch while their ``(width + 1) (height + 1)`` planes fit.
+        Consecutive levels of the same step share a batch while their
+        ``(width + 1) (height + 1)`` planes fit.
 
         Parameters
         ----------
@@ -481,7 +482,9 @@ class Pyramid:
         size = 0
         for lv in self.levels:
             n = (lv.width + 1) * (lv.height + 1)
-            if groups and size + n <= limit:
+            # levels of one step per batch: the runner stores the planes of a step-2 batch
+            # with the even and the odd columns apart (consecutive windows for its row pass)
+            if groups and size + n <= limit and lv.step == groups[-1][-1].step:
                 groups[-1].append(lv)
                 size += n
             else:
@@ -499,7 +502,9 @@ class Pyramid:
             if ox + lv.width + 1 > cols:
                 ox, oy, band = 0, oy + band, 0
             origins[k] = (oy, ox)
-            ox += lv.width + 1
+            # levels start on even columns: their grids of step 2 then share one column
+            # parity (the runner may store even and odd columns apart)
+            ox += lv.width + 1 + (lv.width + 1) % 2
             band = max(band, lv.height + 1)
         counts = _per_level(levels, lambda lv: lv.n_windows)
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)

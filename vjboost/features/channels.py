@@ -141,6 +141,63 @@ def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numb
         _add_row_prefix(vals, flat, base + (y + 1) * stride, stride, w)
 
 
+@numba.njit(**_JIT)
+def _gray_image(img, flat, row0, x0, stride, split, bases):  # pragma: no cover - numba
+    """The grey planes of one image (H, W) uint8 in one pass over its rows: integral entry
+    ``(y, c)`` of plane ``k`` at ``bases[k] + (row0 + y) · stride + col(x0 + c)`` of ``flat``
+    (int32, wrapping mod 2**32), ``col(C) = C``, or ``(C % 2) · split + C // 2`` with
+    ``split > 0`` (even and odd columns stored apart). ``bases``: the sum, the squared sum and
+    OpenCV's 45° tilted sum (:func:`_integrate_into`'s modes 0, 1, 2), -1 for a plane not
+    wanted. Rows are summed in int64 registers and written once: no plane is read back."""
+    h, w = img.shape
+    b_s, b_q, b_t = bases[0], bases[1], bases[2]
+    col = np.empty(w + 1, dtype=np.int64)
+    for c in range(w + 1):
+        cc = x0 + c
+        col[c] = cc if split == 0 else (cc & 1) * split + (cc >> 1)
+    s = np.zeros(w + 1, dtype=np.int64)
+    q = np.zeros(w + 1, dtype=np.int64)
+    t = np.zeros(w + 1, dtype=np.int64)
+    diag = np.zeros((2, max(w, 1)), dtype=np.int64)
+    for y in range(h + 1):
+        row = (row0 + y) * stride
+        if y > 0:
+            r = y - 1
+            acc = np.int64(0)
+            accq = np.int64(0)
+            for x in range(w):
+                v = np.int64(img[r, x])
+                acc += v
+                accq += v * v
+                s[x + 1] += acc
+                q[x + 1] += accq
+            if b_t >= 0:
+                cur = r & 1
+                prev = cur ^ 1
+                for x in range(w):
+                    v = np.int64(img[r, x])
+                    diag[cur, x] = v + diag[prev, x + 1] if r > 0 and x + 1 < w else v
+                if y >= 2:
+                    # T[y, x] = T[y-1, x-1] + diag[cur, x-1] + diag[prev, x-1]: right to
+                    # left, so that t[x - 1] is still the previous row's
+                    for x in range(w, 0, -1):
+                        t[x] = t[x - 1] + diag[cur, x - 1] + diag[prev, x - 1]
+                    t[0] = t[0] + diag[prev, 0]
+                else:
+                    t[0] = 0
+                    for x in range(1, w + 1):
+                        t[x] = diag[cur, x - 1]
+        if b_s >= 0:
+            for c in range(w + 1):
+                flat[_u(b_s + row + col[c])] = s[c]
+        if b_q >= 0:
+            for c in range(w + 1):
+                flat[_u(b_q + row + col[c])] = q[c]
+        if b_t >= 0:
+            for c in range(w + 1):
+                flat[_u(b_t + row + col[c])] = t[c]
+
+
 @numba.njit(parallel=True, **_JIT)
 def _integrate_planes(planes, flat, bases, stride, mode):  # pragma: no cover - numba
     """Integrals of ``planes`` (N, C, H, W); plane ``(n, c)`` goes to ``bases[n, c]`` of ``flat``
@@ -550,60 +607,33 @@ def _small(images: np.ndarray, n_planes: int) -> bool:
 
 
 def _integrate_gray_planes(images, params, codes, flat, bases, stride):
-    """Grey planes: ``codes`` 0 sum, 1 squared sum, 2 tilted sum (one pass per plane)."""
+    """Grey planes: ``codes`` 0 sum, 1 squared sum, 2 tilted sum."""
     gray = gray_of(images)
-    if gray.shape[0] <= _FEW_IMAGES and _integrate_gray_cv2(gray, codes, flat, bases, stride):
+    if gray.shape[0] <= _FEW_IMAGES:
+        _integrate_gray_images(gray, codes, flat, bases, stride)
         return
     with n_threads(1 if _small(images, len(codes)) else None):
         _integrate_gray(gray, flat, bases, stride, np.asarray(codes, np.int64))
 
 
-#: Up to this many inputs per call, grey integrals come from ``cv2.integral3`` (whole images:
-#: detection levels, mining); window stacks keep the numba kernel (one call for all windows).
-#: Both give the same int32 planes; OpenCV's needs no compilation on a first run.
+#: Up to this many inputs per call, grey integrals come from :func:`_gray_image`, image by
+#: image, every plane in one pass (whole images: detection levels, mining); window stacks keep
+#: the parallel kernel (one call for all windows). Both give the same int32 planes.
 _FEW_IMAGES = 4
 
 
-def _integrate_gray_cv2(gray: np.ndarray, codes, flat: np.ndarray, bases: np.ndarray,
-                        stride: int) -> bool:
-    """:func:`_integrate_gray` through ``cv2.integral3``; False (nothing written) when the
-    planes do not sit as whole rows of ``stride`` entries in ``flat``."""
-    n, h, w = gray.shape
-    if stride <= 0 or flat.size % stride or not flat.flags.c_contiguous:
-        return False
-    rows = flat.reshape(-1, stride)
-    origins = [divmod(int(b), stride) for b in np.asarray(bases).reshape(-1)]
-    if any(c0 + w + 1 > stride or r0 + h + 1 > rows.shape[0] for r0, c0 in origins):
-        return False
-    # int32 sums are exact while 255·h·w < 2**31; beyond that (and for squared sums) float64,
-    # exact below 2**53, then wrapped to int32 as the numba kernel wraps
-    exact32 = 255 * h * w < 2**31
-    sdepth = cv2.CV_32S if exact32 else cv2.CV_64F
-    wanted = {int(c) for c in codes}
-    for i in range(n):
-        if 2 in wanted:
-            planes = cv2.integral3(gray[i], sdepth=sdepth, sqdepth=cv2.CV_64F)
-        elif 1 in wanted:
-            planes = cv2.integral2(gray[i], sdepth=sdepth, sqdepth=cv2.CV_64F)
-        else:
-            planes = (cv2.integral(gray[i], sdepth=sdepth),)
-        for j, code in enumerate(codes):
-            r0, c0 = origins[i * len(codes) + j]
-            plane = planes[int(code)]
-            if plane.dtype == np.int32:
-                rows[r0:r0 + h + 1, c0:c0 + w + 1] = plane
-            else:
-                _wrap_int32(plane, rows[r0:r0 + h + 1, c0:c0 + w + 1])
-    return True
-
-
-@numba.njit(**_JIT)
-def _wrap_int32(src, dst):  # pragma: no cover - numba
-    """``dst = int32(int64(src))`` (float64 integrals, exact below 2**53, wrapped as the int32
-    kernels wrap) in one pass: numpy's two casts and copy cost ten times OpenCV's integral."""
-    for r in range(src.shape[0]):
-        for c in range(src.shape[1]):
-            dst[r, c] = np.int32(np.int64(src[r, c]))
+def _integrate_gray_images(gray: np.ndarray, codes, flat: np.ndarray, bases: np.ndarray,
+                           stride: int, split: int = 0, origin: tuple[int, int] = (0, 0)
+                           ) -> None:
+    """:func:`_integrate_gray` through :func:`_gray_image`, image by image: ``bases[i, j]`` is
+    where plane ``codes[j]`` of image ``i`` starts (its row ``origin[0]`` and column
+    ``origin[1]`` are then counted from there; with ``split``, columns stored apart)."""
+    for i in range(gray.shape[0]):
+        by_code = np.full(3, -1, dtype=np.int64)
+        by_code[np.asarray(codes, np.int64)] = np.asarray(bases, np.int64).reshape(
+            gray.shape[0], -1)[i]
+        _gray_image(gray[i], flat, int(origin[0]), int(origin[1]), int(stride), int(split),
+                    by_code)
 
 
 def _orient_params(params: tuple) -> tuple[int, bool]:
@@ -932,7 +962,8 @@ class ChannelSet:
         self._fill(arr[None], out, 0, 0)
         return out[0]
 
-    def fill(self, image: Any, out: np.ndarray, y0: int = 0, x0: int = 0) -> None:
+    def fill(self, image: Any, out: np.ndarray, y0: int = 0, x0: int = 0, *,
+             split: int = 0) -> None:
         """Write the integral planes of ``image`` into ``out[:, y0:y0+H+1, x0:x0+W+1]``.
 
         ``out`` is a ``(P, rows, cols)`` int32 array holding several images side by side (the
@@ -946,6 +977,21 @@ class ChannelSet:
             Written in place; the image's integrals must fit at ``(y0, x0)``.
         y0, x0 : int, default 0
             Row and column of ``out`` where the image's integral planes start.
+        split : int, default 0
+            Grey planes only: ``out``'s rows hold their even columns first and their odd
+            columns from entry ``split`` on (``cols = 2 · split`` or one less; column ``c`` at
+            ``(c % 2) · split + c // 2``), the layout of
+            :meth:`vjboost.features.program.Program.bind` with ``split``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> planes = ChannelSet(["gray"])
+        >>> img = np.arange(12, dtype=np.uint8).reshape(3, 4)
+        >>> out = np.zeros((1, 4, 6), np.int32)
+        >>> planes.fill(img, out, 0, 1, split=3)   # at columns 1..5 of out
+        >>> out[0, -1].tolist()   # integral row 3 is 0 12 27 45 66: columns 2, 4 | 1, 3, 5
+        [0, 12, 45, 0, 27, 66]
         """
         arr = self._check_input(image, False, "image")
         h, w = arr.shape[:2]
@@ -956,4 +1002,16 @@ class ChannelSet:
             raise ValueError(f"out: a {w}x{h} image at ({x0}, {y0}) does not fit {out.shape}")
         if not out.flags.c_contiguous:
             raise ValueError("out: expected a C-contiguous array")
-        self._fill(arr[None], out[None], int(y0), int(x0))
+        if not split:
+            self._fill(arr[None], out[None], int(y0), int(x0))
+            return
+        if len(self._groups) != 1 or self._groups[0][0].fuse != "gray":
+            raise ValueError(f"split: only for grey planes (gray, gray2, tilted), not "
+                             f"{list(self.keys)}")
+        if not 0 <= 2 * split - out.shape[2] <= 1:
+            raise ValueError(f"split: expected half the row ({(out.shape[2] + 1) // 2}), got "
+                             f"{split}")
+        _, _, codes, dst = self._groups[0]
+        rows, cols = out.shape[1:]
+        _integrate_gray_images(arr[None], codes, out.reshape(-1), dst[None] * (rows * cols),
+                               cols, split, (y0, x0))

@@ -1057,7 +1057,8 @@ class Program:
 
     # -- binding and evaluation -----------------------------------------------------------------
 
-    def bind(self, row_stride: int, plane_stride: int) -> BoundProgram:
+    def bind(self, row_stride: int, plane_stride: int, *, split: int = 0,
+             phase: int = 0) -> BoundProgram:
         """Records for a buffer whose rows are ``row_stride`` and planes ``plane_stride``
         entries apart (offsets relative to a window's top-left integral entry).
 
@@ -1067,6 +1068,12 @@ class Program:
             int32 entries between two rows of an integral plane.
         plane_stride : int
             int32 entries between two planes.
+        split : int, default=0
+            0: columns in order. Else every row holds its even columns first and its odd
+            columns from entry ``split`` on (column ``c`` at ``(c % 2) · split + c // 2``): the
+            windows of a grid of step 2 are then consecutive entries.
+        phase : int, default=0
+            With ``split``: the parity of the windows' columns.
 
         Returns
         -------
@@ -1080,8 +1087,15 @@ class Program:
         tab = raw[start:start + q * REC].reshape(q, REC)
         tabf = tab.view(np.float32)
         mask, planes = self._reads()
+        def cols(x):  # column offsets from a window's left edge
+            x = np.asarray(x, dtype=np.int64)
+            if not split:
+                return x
+            c = phase + x
+            return (c % 2) * split + c // 2 - (phase % 2) * split - phase // 2
+
         ofs = (planes * plane_stride + self.corners[..., 1].astype(np.int64) * row_stride
-               + self.corners[..., 0])
+               + cols(self.corners[..., 0]))
         ofs[~mask] = 0
         if q and (np.abs(ofs).max() >= 2**31 or plane_stride * self.channels.n_planes >= 2**31):
             raise InputError("program: the buffer is too large for 32-bit record offsets; "
@@ -1102,8 +1116,8 @@ class Program:
         h, w = self.window_shape
         pro = np.zeros(12, dtype=np.int64)
         prof = np.zeros(2, dtype=np.float64)
-        inner = np.array([1 * row_stride + 1, 1 * row_stride + w - 1,
-                          (h - 1) * row_stride + 1, (h - 1) * row_stride + w - 1], np.int64)
+        inner = (np.array([1, 1, h - 1, h - 1], np.int64) * row_stride
+                 + cols([1, w - 1, 1, w - 1]))
         if (self.norm == NORM_VARIANCE).any():
             pro[0:4] = self.channels.index("gray") * plane_stride + inner
             pro[4:8] = self.channels.index("gray2") * plane_stride + inner
