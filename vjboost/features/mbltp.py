@@ -50,7 +50,7 @@ import numpy as np
 from vjboost._errors import InputError
 from vjboost.features.base import FeatureFamily, check_window_shape, register_family
 from vjboost.features.mblbp import _grid_description, _grid_table
-from vjboost.features.program import Program
+from vjboost.features.program import LTP_REFERENCES, Program
 
 __all__ = ["DEFAULT_TOLERANCES", "MBLTPFamily", "mbltp_reference"]
 
@@ -62,7 +62,7 @@ _BIT = (128, 64, 32, 1, 0, 16, 2, 4, 8)
 
 
 def mbltp_reference(window: np.ndarray, x: int, y: int, w: int, h: int, *, tolerance: float,
-                    upper: bool) -> int:
+                    upper: bool, reference: str = "window", detrend: bool = False) -> int:
     """One half of the MB-LTP code computed directly from pixels (NumPy; for tests and docs).
 
     The arithmetic is the kernel's: block differences as integers, the window's normaliser
@@ -78,9 +78,18 @@ def mbltp_reference(window: np.ndarray, x: int, y: int, w: int, h: int, *, toler
     w, h : int
         Width and height of one block, in pixels.
     tolerance : float
-        τ, in units of the window's σ.
+        τ, in units of the reference.
     upper : bool
         The upper half (blocks brighter than the centre) or the lower one.
+    reference : {"window", "mean", "local"}, default="window"
+        The window's σ (per pixel), the mean of the nine blocks, or the grid's own σ (per
+        pixel): for the last two a bit is set where ``float32(±difference) > float32(τ/9)·
+        float32(X)``, ``X`` the nine blocks' sum or ``sqrt(A·Σv² − (Σv)²)`` over the grid.
+    detrend : bool, default=False
+        Compare ``6·(b_k − b_4) − Gx·dx_k − Gy·dy_k`` (the differences left by the least-squares
+        plane through the nine block sums, times six; ``Gx``, ``Gy`` the right-minus-left and
+        bottom-minus-top column/row sums, ``(dx, dy)`` the block's offset from the centre)
+        against six times the tolerance.
 
     Returns
     -------
@@ -96,18 +105,39 @@ def mbltp_reference(window: np.ndarray, x: int, y: int, w: int, h: int, *, toler
     224
     >>> mbltp_reference(win, 1, 1, 1, 1, tolerance=0.1, upper=False)
     14
+    >>> mbltp_reference(win, 1, 1, 1, 1, tolerance=0.5, upper=True, reference="mean")
+    224
     """
     win = np.asarray(window, dtype=np.int64)
     H, W = win.shape  # noqa: N806
-    inner = win[1:H - 1, 1:W - 1]
-    nf = inner.size * int((inner * inner).sum()) - int(inner.sum()) ** 2  # exact integers
-    inv_var = np.float32(1.0 / np.sqrt(float(nf))) if nf > 0 else np.float32(0.0)
-    s = np.float32(float(tolerance) * (w * h) / ((H - 2) * (W - 2)))
     b = [int(win[y + j * h: y + (j + 1) * h, x + i * w: x + (i + 1) * w].sum())
          for j in range(3) for i in range(3)]
+    d = [bk - b[4] for bk in b]
+    f = 1.0
+    if detrend:
+        gx = (b[2] + b[5] + b[8]) - (b[0] + b[3] + b[6])
+        gy = (b[6] + b[7] + b[8]) - (b[0] + b[1] + b[2])
+        d = [6 * d[k] - gx * (k % 3 - 1) - gy * (k // 3 - 1) for k in range(9)]
+        f = 6.0
+    if reference == "window":
+        inner = win[1:H - 1, 1:W - 1]
+        nf = inner.size * int((inner * inner).sum()) - int(inner.sum()) ** 2  # exact integers
+        m = np.float32(1.0 / np.sqrt(float(nf))) if nf > 0 else np.float32(0.0)
+        s = np.float32(float(tolerance) * (w * h) / ((H - 2) * (W - 2)) * f)
+    elif reference in ("mean", "local"):
+        grid = win[y:y + 3 * h, x:x + 3 * w]
+        if reference == "mean":
+            xv = np.float32(sum(b))
+        else:
+            nf = grid.size * int((grid * grid).sum()) - int(grid.sum()) ** 2
+            xv = np.float32(np.sqrt(float(nf)))
+        m = np.float32(1.0)
+        s = np.float32(np.float32(float(tolerance) / 9.0 * f) * xv)
+    else:
+        raise InputError(f"reference: expected 'window', 'mean' or 'local', got {reference!r}")
     sign = 1 if upper else -1
     return int(sum(_BIT[k] for k in range(9)
-                   if k != 4 and np.float32(sign * (b[k] - b[4])) * inv_var > s))
+                   if k != 4 and np.float32(sign * d[k]) * m > s))
 
 
 @register_family
@@ -123,6 +153,12 @@ class MBLTPFamily(FeatureFamily):
         τ values in units of the window's grey-level σ (each ≥ 0, at most 8 distinct values).
     max_block : (int, int), optional
         Largest block ``(height, width)`` to include (as :class:`MBLBPFamily`).
+    reference : {"window", "mean", "local"}, default="window"
+        What τ is a share of: the window's σ, the mean of the grid's nine blocks, or the σ of
+        the grid's own pixels (see the module docstring).
+    detrend : bool, default=False
+        Compare the blocks after removing the grid's own brightness ramp (the least-squares
+        plane through the nine block sums; see the module docstring).
 
     Notes
     -----
@@ -134,7 +170,8 @@ class MBLTPFamily(FeatureFamily):
     n_categories = 256
 
     def __init__(self, window_shape: tuple[int, int] = (24, 24), *,
-                 tolerances: Any = DEFAULT_TOLERANCES, max_block: Any = None) -> None:
+                 tolerances: Any = DEFAULT_TOLERANCES, max_block: Any = None,
+                 reference: str = "window", detrend: bool = False) -> None:
         self.window_shape = check_window_shape(window_shape)
         h, w = self.window_shape
         if h < 3 or w < 3:
@@ -145,6 +182,10 @@ class MBLTPFamily(FeatureFamily):
             raise InputError(f"tolerances: expected 1 to 8 distinct finite values >= 0 (in "
                              f"units of the window's sigma), got {list(tau)}")
         self.tolerances = [float(t) for t in tau]
+        if reference not in LTP_REFERENCES:
+            raise InputError(f"reference: expected one of {LTP_REFERENCES}, got {reference!r}")
+        self.reference = str(reference)
+        self.detrend = bool(detrend)
         table, self.max_block = _grid_table(self.window_shape, max_block)
         self._grids = np.ascontiguousarray(table, dtype=np.int32)
         self.n_features = int(table.shape[0]) * 2 * len(self.tolerances)
@@ -158,7 +199,8 @@ class MBLTPFamily(FeatureFamily):
 
     def _build_program_of(self, feature_ids: np.ndarray) -> Program:
         blocks, tau, upper = self._split(feature_ids)
-        return Program.mbltp(self.window_shape, blocks=blocks, tolerance=tau, upper=upper)
+        return Program.mbltp(self.window_shape, blocks=blocks, tolerance=tau, upper=upper,
+                             reference=self.reference, detrend=self.detrend)
 
     def _build_program(self) -> Program:
         return self._build_program_of(np.arange(self.n_features))
@@ -177,8 +219,11 @@ class MBLTPFamily(FeatureFamily):
             "tolerance": t, "half": half}
 
     def get_config(self) -> dict[str, Any]:
-        return {"window_shape": list(self.window_shape), "tolerances": list(self.tolerances),
-                "max_block": self.max_block}
+        cfg = {"window_shape": list(self.window_shape), "tolerances": list(self.tolerances),
+               "max_block": self.max_block}
+        if self.reference != "window" or self.detrend:  # older models load unchanged
+            cfg["reference"], cfg["detrend"] = self.reference, self.detrend
+        return cfg
 
     @classmethod
     def from_config(cls, cfg: Any) -> MBLTPFamily:
