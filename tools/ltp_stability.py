@@ -3,8 +3,8 @@ turned.
 
 For training face windows (``/work/data/faces/train``: WebFaces and NRC-IIT, never validation
 or test data) cropped to their target box at the face recipes' 20×20 window, every MB-LBP code
-and every MB-LTP half (each tolerance reference of :class:`MBLTPFamily`: the window's σ, the
-grid's mean block, the grid's own σ; each tolerance τ) is computed on the clean window and on
+and every MB-LTP half (each tolerance reference of :class:`MBLTPFamily` — the window's σ, the
+grid's mean block, the grid's own σ — with and without detrending, at several τ) is computed on the clean window and on
 copies transformed as the validation views transform faces, each seeded per window:
 
 * ``scan``: ``face_data.scan_like`` (resolution, halftone, contrast, grain, JPEG);
@@ -46,10 +46,11 @@ import face_data as fd  # noqa: E402
 from vjboost.features import MBLBPFamily, MBLTPFamily  # noqa: E402
 
 TAUS = (0.05, 0.1, 0.2, 0.4, 0.8)
-#: τ of the grid-relative references: shares of the mean block ("mean") or of the grid's σ
-#: ("local"), on scales of their own
-REF_TAUS = {"window": TAUS, "mean": (0.02, 0.05, 0.1, 0.2, 0.4), "local": (0.05, 0.1, 0.2, 0.4,
-                                                                             0.8)}
+#: (reference, detrend) → τ ladder: shares of the window's σ, of the mean block ("mean") or of
+#: the grid's σ ("local"), each on its own scale
+CONFIGS = {("window", False): TAUS, ("mean", False): (0.02, 0.05, 0.1, 0.2),
+           ("local", False): (0.1, 0.2, 0.4), ("window", True): (0.05, 0.1, 0.2, 0.4),
+           ("mean", True): (0.02, 0.05, 0.1, 0.2), ("local", True): (0.1, 0.2, 0.4)}
 TRANSFORMS = ("scan", "lit", "turn")
 
 
@@ -113,16 +114,16 @@ def main(argv: list[str] | None = None) -> int:
     small = lbp.table[:, 2] * lbp.table[:, 3] <= 4  # blocks of at most 4 pixels
     res["mblbp"] = stability(lbp.compute(clean), {t: lbp.compute(v) for t, v in moved.items()},
                              small)
-    for ref, taus in REF_TAUS.items():
+    for (ref, trend), taus in CONFIGS.items():
         for tau in taus:
-            fam = MBLTPFamily(win, tolerances=(tau,), reference=ref)
+            fam = MBLTPFamily(win, tolerances=(tau,), reference=ref, detrend=trend)
             # both halves of each grid (features 2g, 2g + 1)
-            res[f"mbltp_{ref}_{tau:g}"] = stability(
+            res[f"mbltp_{ref}{'_detrend' if trend else ''}_{tau:g}"] = stability(
                 fam.compute(clean), {t: fam.compute(v) for t, v in moved.items()},
                 np.repeat(small, 2))
     base = res["mblbp"]
     head = " ".join(f"{t + ' ratio':>11s} {'vs lbp':>7s}" for t in TRANSFORMS)
-    print(f"{'family':<22s} {'set':>6s} {'var':>6s} {head} {'mean vs lbp':>11s}")
+    print(f"{'family':<26s} {'set':>6s} {'var':>6s} {head} {'mean vs lbp':>11s}")
     for k, v in res.items():
         if not isinstance(v, dict):
             continue
@@ -133,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             cells.append(f"{v[t]['ratio']:>11.4f} {v[t]['ratio_vs_mblbp']:>7.3f}")
         v["mean_vs_mblbp"] = round(float(np.mean([v[t]["ratio_vs_mblbp"]
                                                   for t in TRANSFORMS])), 3)
-        print(f"{k:<22s} {v['set']:>6.3f} {v['var']:>6.3f} {' '.join(cells)} "
+        print(f"{k:<26s} {v['set']:>6.3f} {v['var']:>6.3f} {' '.join(cells)} "
               f"{v['mean_vs_mblbp']:>11.3f}")
     print("RESULT " + json.dumps(res))
     return 0

@@ -52,10 +52,14 @@ from vjboost.features.base import FeatureFamily, check_window_shape, register_fa
 from vjboost.features.mblbp import _grid_description, _grid_table
 from vjboost.features.program import LTP_REFERENCES, Program
 
-__all__ = ["DEFAULT_TOLERANCES", "MBLTPFamily", "mbltp_reference"]
+__all__ = ["DEFAULT_TOLERANCES", "DETRENDED_TOLERANCES", "MBLTPDFamily", "MBLTPFamily",
+           "mbltp_reference"]
 
 #: τ in units of the window's σ (see the module docstring for the choice)
 DEFAULT_TOLERANCES = (0.1, 0.2, 0.4, 0.8)
+
+#: τ of :class:`MBLTPDFamily`, in units of the grid's mean block (see the module docstring)
+DETRENDED_TOLERANCES = (0.02, 0.05, 0.1, 0.2)
 
 # Bit weight of each block b0..b8 (b4, the centre, has none): OpenCV's MB-LBP order.
 _BIT = (128, 64, 32, 1, 0, 16, 2, 4, 8)
@@ -215,7 +219,7 @@ class MBLTPFamily(FeatureFamily):
         i = self._check_index(i)
         blocks, tau, upper = self._split([i])
         half, t = ("upper" if upper[0] else "lower"), float(tau[0])
-        return _grid_description(self, i, blocks[0], f"mbltp {half} τ={t:g}") | {
+        return _grid_description(self, i, blocks[0], f"{self.name} {half} τ={t:g}") | {
             "tolerance": t, "half": half}
 
     def get_config(self) -> dict[str, Any]:
@@ -232,3 +236,27 @@ class MBLTPFamily(FeatureFamily):
         if cfg.get("max_block") is not None:
             cfg["max_block"] = tuple(cfg["max_block"])
         return cls(shape, **cfg)
+
+
+@register_family
+class MBLTPDFamily(MBLTPFamily):
+    """MB-LTP that survives side lighting: :class:`MBLTPFamily` with ``reference="mean"``,
+    ``detrend=True`` and :data:`DETRENDED_TOLERANCES` by default (pool name ``mbltpd``, e.g.
+    ``--features haar,mbltpd``). The same op and kernel; only the defaults differ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> fam = MBLTPDFamily((9, 9), tolerances=(0.05,))
+    >>> ramp = (60 + 12 * np.arange(9))[None, None, :].repeat(9, axis=1).astype(np.uint8)
+    >>> int(fam.compute(ramp).max())                # a brightness ramp sets no bit
+    0
+    """
+
+    name = "mbltpd"
+
+    def __init__(self, window_shape: tuple[int, int] = (24, 24), *,
+                 tolerances: Any = DETRENDED_TOLERANCES, max_block: Any = None,
+                 reference: str = "mean", detrend: bool = True) -> None:
+        super().__init__(window_shape, tolerances=tolerances, max_block=max_block,
+                         reference=reference, detrend=detrend)
