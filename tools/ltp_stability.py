@@ -4,8 +4,9 @@ turned.
 For training face windows (``/work/data/faces/train``: WebFaces and NRC-IIT, never validation
 or test data) cropped to their target box at the face recipes' 20×20 window, every MB-LBP code
 and every MB-LTP half (each tolerance reference of :class:`MBLTPFamily` — the window's σ, the
-grid's mean block, the grid's own σ — with and without detrending, at several τ) is computed on the clean window and on
-copies transformed as the validation views transform faces, each seeded per window:
+grid's mean block, the grid's own σ — with and without detrending, at several τ) is computed on
+the clean window and on copies transformed as the validation views transform faces, each
+seeded per window:
 
 * ``scan``: ``face_data.scan_like`` (resolution, halftone, contrast, grain, JPEG);
 * ``lit``: ``face_data.relight`` (one side of the face up to 2.2× brighter, the other 0.45×);
@@ -87,7 +88,7 @@ def windows(data: Path, n: int, seed: int, win: tuple[int, int]
         x, y, w, h = (int(round(v)) for v in box)
         centre = (float(box[0] + box[2] / 2), float(box[1] + box[3] / 2))
 
-        def crop(g: np.ndarray) -> np.ndarray:
+        def crop(g: np.ndarray, x=x, y=y, w=w, h=h) -> np.ndarray:
             return cv2.resize(g[y:y + h, x:x + w], win[::-1], interpolation=cv2.INTER_AREA)
 
         for k, i in enumerate(pick):
