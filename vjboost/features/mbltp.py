@@ -3,29 +3,54 @@
 MB-LBP (:mod:`vjboost.features.mblbp`) sets a bit when an outer block's sum is at least the
 centre's. On smooth regions (skin) the nine block means are nearly equal, so small noise (film
 grain, halftone, JPEG blocks) flips those bits. A local ternary pattern (Tan & Triggs 2010)
-instead calls a block *brighter* or *darker* than the centre only when it differs by more than a
-tolerance, and *similar* otherwise; the ternary code is split into two binary codes:
+instead calls a block *brighter* or *darker* than the centre only when it differs by more than
+a tolerance, and *similar* otherwise; the ternary code is split into two binary codes:
 
-* the **upper** half sets bit ``k`` when ``b_k − b_4 > τ·σ·a``,
-* the **lower** half sets bit ``k`` when ``b_4 − b_k > τ·σ·a``,
+* the **upper** half sets bit ``k`` when ``b_k − b_4 > τ·R``,
+* the **lower** half sets bit ``k`` when ``b_4 − b_k > τ·R``,
 
-with ``b_k`` the block sums (OpenCV's MB-LBP grid, bit order and weights), ``a`` the block area
-and ``σ`` the window's grey-level standard deviation over its inner area — the normalisation of
-OpenCV's Haar features, so the codes do not change with the window's contrast, and the
-comparison costs one multiplication by the normaliser the detector computes for every window
-anyway (a σ of each 3×3 neighbourhood would cost two more integral reads per node). A flat
-window (σ = 0) has code 0 in both halves; the detector's σ gate applies to these cascades as it
-does to Haar ones.
+with ``b_k`` the block sums (OpenCV's MB-LBP grid, bit order and weights) and ``R`` the
+tolerance's *reference* (``reference=``):
 
-Tolerances: :data:`DEFAULT_TOLERANCES` = 0.1, 0.2, 0.4 and 0.8 of σ. Measured on training face
-windows degraded as scans (``tools/ltp_stability.py``, docs/features.md), the share of bits a
-scan flips, relative to how much the bit varies between faces, falls steadily with τ (0.99 of
-MB-LBP's at τ = 0.05, 0.95 at 0.2, 0.89 at 0.4, 0.82 at 0.8) while the bits carry less (fewer
-are set); no single τ is best, so a factor-2 ladder lets boosting choose per grid. Each
-(grid, τ, half) is one feature: 8 × MB-LBP's pool (31,752 features in 20×20).
+* ``"window"`` (family ``mbltp``): ``σ·a``, ``a`` the block area and ``σ`` the window's
+  grey-level standard deviation over its inner area — the normalisation of OpenCV's Haar
+  features, one multiplication by the normaliser the detector computes for every window anyway;
+* ``"mean"``: the mean of the nine block sums (a Weber fraction: free, the grid's 16 corners are
+  read anyway; a local gain leaves the code unchanged);
+* ``"local"``: ``σ_g·a``, ``σ_g`` the standard deviation of the grid's own pixels (four more
+  reads, of the squared integral).
+
+``detrend=True`` compares the blocks after removing the grid's own brightness ramp: the
+least-squares plane through the nine block sums (``6·(b_k − b_4) − Gx·dx_k − Gy·dy_k``, ``Gx``
+and ``Gy`` the right-minus-left column and bottom-minus-top row sums, ``(dx, dy)`` the block's
+offset from the centre; integers, from the same 16 corners) against six times the tolerance.
+
+Why the detrended, mean-referenced family (``mbltpd``, :class:`MBLTPDFamily`). Cascades of
+window-referenced MB-LTP collapse on faces lit from one side. ``tools/ltp_stability.py --n 1000``
+(2,000 *training* face windows, 20×20) measures the share of bits a transform flips relative to
+how much the bit varies between faces (``2p(1−p)``; MB-LBP's ratios in brackets): a side light
+(``face_data.relight``) flips 0.56 (0.57) of that variability for the window reference, 0.55–0.56
+for the grid-mean and grid-σ references alone — a tolerance that follows the local light does
+not help, because a light *gradient* adds a ramp to the block differences, and a ramp is not a
+gain. Removing the grid's ramp does: 0.21–0.35 (window reference), 0.20–0.26 (grid σ),
+**0.14–0.18 (grid mean)**. Detrending costs some scan stability (scan flips 0.24–0.30 against
+MB-LBP's 0.18: the residual differences are second differences, noisier) and turns stay about as
+bad as for MB-LBP (0.58–0.68 against 0.61; no grid code survives a rotation). ``mbltpd`` takes
+the grid mean, the best under side light and free, with τ = 0.02, 0.05, 0.1, 0.2 of the mean
+block (bits set on 41, 31, 19 and 8 % of faces: the same spread as ``mbltp``'s ladder).
+
+Tolerances of ``mbltp``: :data:`DEFAULT_TOLERANCES` = 0.1, 0.2, 0.4 and 0.8 of σ. Measured on
+training face windows degraded as scans (``tools/ltp_stability.py``, docs/features.md), the
+share of bits a scan flips, relative to how much the bit varies between faces, falls steadily
+with τ (0.99 of MB-LBP's at τ = 0.05, 0.95 at 0.2, 0.89 at 0.4, 0.82 at 0.8) while the bits
+carry less (fewer are set); no single τ is best, so a factor-2 ladder lets boosting choose per
+grid. Each (grid, τ, half) is one feature: 8 × MB-LBP's pool (31,752 features in 20×20).
+A flat window has code 0 in both halves under every reference; the detector's σ gate applies
+to all these cascades as it does to Haar ones.
 
 Values are categorical codes 0..255 returned as float32; boosting uses 256-way subset splits as
-for MB-LBP. Program: OP_MBLTP on ``gray`` (and ``gray2`` for σ). OpenCV has no such feature, so
+for MB-LBP. Program: OP_MBLTP on ``gray`` (and ``gray2`` for σ); the reference and the
+detrending are fields of each record, so every variant runs in the one node test. OpenCV has no such feature, so
 these cascades are saved in vjboost's own format only.
 
 Examples
