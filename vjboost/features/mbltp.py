@@ -59,10 +59,10 @@ Examples
 >>> fam = MBLTPFamily((9, 9), tolerances=(0.1,))
 >>> win = np.full((1, 9, 9), 100, np.uint8)
 >>> win[0, 0:3, :] = 180                       # a bright top row of blocks
->>> win[0, 3:6, 3:6] = 90                      # the centre slightly darker than the middle row
->>> fam.describe(1)["text"]
+>>> win[0, 3:6, 3:6] = 98                      # the centre slightly darker than the middle row
+>>> fam.describe(17)["text"]                   # grid 8: 3x3 blocks; odd ids: lower halves
 'mbltp lower τ=0.1 3x3 grid of 3x3 blocks at (x=0, y=0)'
->>> fam.compute(win, [0, 1]).ravel().tolist()  # upper: the top row; lower: nothing
+>>> fam.compute(win, [16, 17]).ravel().tolist()  # upper: the top row; lower: nothing
 [224.0, 0.0]
 """
 
