@@ -269,6 +269,19 @@ class MBLTPDFamily(MBLTPFamily):
     ``detrend=True`` and :data:`DETRENDED_TOLERANCES` by default (pool name ``mbltpd``, e.g.
     ``--features haar,mbltpd``). The same op and kernel; only the defaults differ.
 
+    Parameters
+    ----------
+    window_shape : (int, int)
+        ``(height, width)``; at least 3×3.
+    tolerances : sequence of float, default=DETRENDED_TOLERANCES
+        τ values in units of the grid's mean block (each ≥ 0, at most 8 distinct values).
+    max_block : (int, int), optional
+        Largest block ``(height, width)`` to include.
+    reference : {"window", "mean", "local"}, default="mean"
+        What τ is a share of (as :class:`MBLTPFamily`).
+    detrend : bool, default=True
+        Remove the grid's brightness ramp before comparing.
+
     Examples
     --------
     >>> import numpy as np
