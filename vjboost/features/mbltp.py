@@ -50,8 +50,8 @@ to all these cascades as it does to Haar ones.
 
 Values are categorical codes 0..255 returned as float32; boosting uses 256-way subset splits as
 for MB-LBP. Program: OP_MBLTP on ``gray`` (and ``gray2`` for σ); the reference and the
-detrending are fields of each record, so every variant runs in the one node test. OpenCV has no such feature, so
-these cascades are saved in vjboost's own format only.
+detrending are fields of each record, so every variant runs in the one node test. OpenCV has
+no such feature, so these cascades are saved in vjboost's own format only.
 
 Examples
 --------
