@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from vjboost.boost.losses import MulticlassLoss, make_loss
 from vjboost.boost.sampling import (
@@ -34,6 +36,7 @@ from vjboost.boost.sampling import (
     uniform_subset,
     weighted_sample,
 )
+from vjboost.boost.sampling.laminating import better_half
 
 # --------------------------------------------------------------------------------------------
 # fixtures
@@ -405,3 +408,14 @@ def test_weighted_draws_are_the_sample_and_its_distinct_draws(n):
     else:
         np.testing.assert_array_equal(counts, ref_counts)
         assert counts.dtype == np.float64 and counts.sum() == n
+
+
+@given(edges=st.lists(st.sampled_from([0.0, -0.0, 0.1, 0.25, 0.5, 1.0, np.nan, -np.inf, np.inf]),
+                      min_size=1, max_size=40))
+def test_better_half_is_the_stable_sort_prefix(edges):
+    # Laminating keeps the first ceil(Q/2) positions of a stable descending sort of the edges
+    # (non-finite ones last); the selection must pick exactly that set
+    e = np.asarray(edges, dtype=np.float64)
+    ref = np.zeros(e.size, dtype=bool)
+    ref[np.argsort(-np.where(np.isfinite(e), e, -np.inf), kind="stable")[:-(-e.size // 2)]] = True
+    assert better_half(e).tolist() == ref.tolist()

@@ -1263,11 +1263,14 @@ def _run(program: Program, flat: np.ndarray, bases: np.ndarray, row_stride: int,
                    dtype=np.float32)
     if out.size:
         bound = program.bound(row_stride, plane_stride)
-        hogi = program.hogi[sel]
-        hog = program.op[sel] == OP_HOG
-        hog_len = int((hogi[hog, 0] * hogi[hog, 1]).max()) if hog.any() else 0
+        ops = program._ops_of(sel)
+        hog_len = 0
+        if ops == OPS_MIXED:  # only mixed programs hold HOG blocks (lazy training: skip this)
+            hogi = program.hogi[sel]
+            hog = program.op[sel] == OP_HOG
+            hog_len = int((hogi[hog, 0] * hogi[hog, 1]).max()) if hog.any() else 0
         ids = np.arange(out.shape[0], dtype=np.int64) if rows is None else rows
-        _evaluate_kernel(program._ops_of(sel))(
+        _evaluate_kernel(ops)(
             flat, np.ascontiguousarray(bases, dtype=np.int64), bound.tab, bound.tabf,
             bound.pro, bound.prof, hog_len, ids, out)
     return out

@@ -22,7 +22,7 @@ from vjboost.boost.sampling.base import Sampler, check_count, draw_features
 from vjboost.boost.sampling.evaluator import EdgeEvaluator
 from vjboost.boost.sampling.tasting import TastingQ1, allocate_tasting
 
-__all__ = ["Laminating", "TastingLaminating", "laminating_schedule"]
+__all__ = ["Laminating", "TastingLaminating", "better_half", "laminating_schedule"]
 
 
 def laminating_schedule(
@@ -120,6 +120,36 @@ def laminating_schedule(
     return best
 
 
+def better_half(edges: np.ndarray) -> np.ndarray:
+    """The positions kept by a Laminating step: the ``ceil(Q / 2)`` largest edges, ties going
+    to the earlier position (non-finite edges count as ``-inf``), as a boolean mask.
+
+    The same set as the first ``ceil(Q / 2)`` entries of a stable descending sort, found by a
+    selection in O(Q) instead of a sort.
+
+    Parameters
+    ----------
+    edges : ndarray of shape (Q,), float64
+        The block's edges.
+
+    Returns
+    -------
+    ndarray of bool, shape (Q,)
+
+    Examples
+    --------
+    >>> better_half(np.array([0.1, 0.5, 0.5, np.nan, 0.5])).tolist()
+    [False, True, True, False, True]
+    """
+    neg = -np.where(np.isfinite(edges), edges, -np.inf)
+    keep = -(-neg.size // 2)
+    kth = np.partition(neg, keep - 1)[keep - 1]
+    mask = neg < kth
+    ties = np.flatnonzero(neg == kth)
+    mask[ties[: keep - int(np.count_nonzero(mask))]] = True
+    return mask
+
+
 class Laminating(Sampler):
     """Laminating (Dubout & Fleuret): halve features, double examples, until one remains.
 
@@ -158,10 +188,7 @@ class Laminating(Sampler):
             b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
             if fids.size == 1:
                 break
-            keep = -(-fids.size // 2)
-            e = np.where(np.isfinite(b.edges), b.edges, -np.inf)
-            order = np.argsort(-e, kind="stable")[:keep]
-            fids = fids[np.sort(order)]
+            fids = fids[better_half(b.edges)]
         assert b is not None
         learner, _, _ = self._best_of([b])
         return learner, {"Q0": sched[0][0], "S0": sched[0][1], "steps": len(sched)}
