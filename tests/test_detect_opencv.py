@@ -401,9 +401,11 @@ def _random_mixed_cascade(pool, ids, windows, rng, n_stages=3, n_trees=4, pass_r
 
 @pytest.mark.parametrize("names", [("haar", "mblbp", "hog"), ("haar", "mblbp", "channels"),
                                    ("haar", "mbltp"), ("haar", "mblbp", "mbltp", "hog"),
+                                   ("haar", "mbltp", "mbltpd"), ("haar", "mbltp:local"),
                                    ("haar", "fourier")],
                          ids=["haar+mblbp+hog", "haar+mblbp+channels", "haar+mbltp",
-                              "haar+mblbp+mbltp+hog", "haar+fourier(generic)"])
+                              "haar+mblbp+mbltp+hog", "haar+mbltp+mbltpd", "haar+mbltp(local)",
+                              "haar+fourier(generic)"])
 def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
     """Haar + MB-LBP / MB-LTP (+ HOG) features in one cascade of depth-2 trees mixing ordered and
     categorical nodes: the detector (one kernel pass when every family compiles its features)
@@ -414,8 +416,8 @@ def test_mixed_cascade_equals_brute_force_at_every_scale(astronaut_gray, names):
 
     win = (16, 16)
     kw = {"hog": {"pixels_per_cell": (7, 7)},  # the 16x16 window's interior cells
-          "fourier": {"size": 4}}
-    pool = FeaturePool([get_family_class(n)(win, **kw.get(n, {})) for n in names])
+          "fourier": {"size": 4}, "mbltp:local": {"reference": "local", "detrend": True}}
+    pool = FeaturePool([get_family_class(n.split(":")[0])(win, **kw.get(n, {})) for n in names])
     rng = np.random.default_rng(7)
     ids = np.sort(np.concatenate([rng.choice(np.arange(a, b), 6, replace=False)
                                   for a, b in zip(pool.offsets[:-1], pool.offsets[1:],

@@ -41,7 +41,7 @@ from vjboost.features.histogram import ColorHistogramFamily, IntensityHistogramF
 from vjboost.features.hog import HOGFamily
 from vjboost.features.lbp import LBPCodeFamily, LBPHistogramFamily
 from vjboost.features.mblbp import MBLBPFamily, mblbp_reference
-from vjboost.features.mbltp import MBLTPFamily, mbltp_reference
+from vjboost.features.mbltp import MBLTPDFamily, MBLTPFamily, mbltp_reference
 from vjboost.features.pixel import (
     GradientMagnitudeFamily,
     PatchSumFamily,
@@ -222,7 +222,8 @@ def ref_mblbp(fam, win, i):
 
 def ref_mbltp(fam, win, i):
     d = fam.describe(i)
-    return mbltp_reference(win, *d["rect"], tolerance=d["tolerance"], upper=d["half"] == "upper")
+    return mbltp_reference(win, *d["rect"], tolerance=d["tolerance"], upper=d["half"] == "upper",
+                           reference=fam.reference, detrend=fam.detrend)
 
 
 def ref_function(fam, win, i):
@@ -253,6 +254,9 @@ CASES = [
     ("mblbp_table", lambda: MBLBPFamily.from_blocks((10, 12), blocks=[[0, 0, 1, 2], [3, 1, 3, 3]]),
      ref_mblbp, False),
     ("mbltp", lambda: MBLTPFamily((10, 12), tolerances=(0.0, 0.1, 0.3)), ref_mbltp, False),
+    ("mbltpd", lambda: MBLTPDFamily((10, 12), tolerances=(0.0, 0.05, 0.3)), ref_mbltp, False),
+    ("mbltp_local", lambda: MBLTPFamily((10, 12), tolerances=(0.1, 0.4), reference="local"),
+     ref_mbltp, False),
     ("hog", lambda: HOGFamily((18, 22), orientations=6, pixels_per_cell=(4, 5)), ref_hog, False),
     ("hog_l1_signed", lambda: HOGFamily((14, 14), orientations=5, pixels_per_cell=(3, 3),
                                         cells_per_block=(1, 3), block_norm="L1", signed=True),

@@ -13,25 +13,38 @@ from hypothesis import strategies as st
 
 from vjboost._errors import InputError
 from vjboost.features.mblbp import MBLBPFamily, mblbp_feature_table
-from vjboost.features.mbltp import DEFAULT_TOLERANCES, MBLTPFamily, mbltp_reference
+from vjboost.features.mbltp import (
+    DEFAULT_TOLERANCES,
+    DETRENDED_TOLERANCES,
+    MBLTPDFamily,
+    MBLTPFamily,
+    mbltp_reference,
+)
 
 
-def float64_code(win: np.ndarray, x: int, y: int, w: int, h: int, tau: float, upper: bool
-                 ) -> tuple[int, float]:
-    """Independent formulation in float64 from the definition (block means, np.std of the
-    inner window): the code, and the smallest distance of a block difference to the
-    tolerance (relative), below which float32 rounding may decide differently."""
+def float64_code(win: np.ndarray, x: int, y: int, w: int, h: int, tau: float, upper: bool,
+                 reference: str = "window", detrend: bool = False) -> tuple[int, float]:
+    """Independent formulation in float64 from the definition: block means (their
+    least-squares plane, np.linalg.lstsq, removed when detrending) compared with τ times the
+    reference — np.std of the inner window, the grid's mean or the grid's np.std; the code, and
+    the smallest distance of a block difference to the tolerance (relative), below which
+    float32 rounding may decide differently."""
     win = win.astype(np.float64)
-    sigma = win[1:-1, 1:-1].std()
-    means = np.array([[win[y + j * h:y + (j + 1) * h, x + i * w:x + (i + 1) * w].mean()
-                       for i in range(3)] for j in range(3)])
+    grid = win[y:y + 3 * h, x:x + 3 * w]
+    means = grid.reshape(3, h, 3, w).mean(axis=(1, 3))
+    if detrend:
+        jj, ii = np.mgrid[0:3, 0:3]
+        a = np.stack([np.ones(9), ii.ravel(), jj.ravel()], 1)
+        coef = np.linalg.lstsq(a, means.ravel(), rcond=None)[0]
+        means = means - (a @ coef).reshape(3, 3)
+    ref = {"window": win[1:-1, 1:-1].std(), "mean": grid.mean(), "local": grid.std()}[reference]
     ring = [means[0, 0], means[0, 1], means[0, 2], means[1, 2], means[2, 2], means[2, 1],
             means[2, 0], means[1, 0]]
     code, margin = 0, np.inf
     for m in ring:
         d = (m - means[1, 1]) if upper else (means[1, 1] - m)
-        code = (code << 1) | int(d > tau * sigma)
-        margin = min(margin, abs(d - tau * sigma) / max(sigma, 1e-9))
+        code = (code << 1) | int(d > tau * ref)
+        margin = min(margin, abs(d - tau * ref) / max(ref, 1e-9))
     return code, margin
 
 
@@ -67,6 +80,61 @@ def test_codes_equal_the_numpy_references(case):
         ref, margin = float64_code(win, x, y, bw, bh, tau, upper)
         if win[1:-1, 1:-1].std() > 0 and margin > 1e-4:
             assert got[k] == ref
+
+
+@settings(max_examples=150, deadline=None)
+@given(window_and_feature(), st.sampled_from(["window", "mean", "local"]), st.booleans())
+def test_grid_references_and_detrending_equal_the_numpy_references(case, reference, detrend):
+    """Every tolerance reference, with and without detrending: the kernel's code equals the
+    float32 reference exactly, and the float64 definition (np.linalg.lstsq plane, np.std)
+    wherever no comparison is within rounding of its tolerance (a flat window has code 0 under
+    the window reference)."""
+    win, (x, y, bw, bh), tau = case
+    h, w = win.shape
+    fam = MBLTPFamily((h, w), tolerances=(tau,), reference=reference, detrend=detrend)
+    grid = np.flatnonzero((mblbp_feature_table((h, w)) == (x, y, bw, bh)).all(1))[0]
+    got = fam.compute(win[None], [2 * grid, 2 * grid + 1]).ravel()
+    for k, upper in enumerate((True, False)):
+        assert got[k] == mbltp_reference(win, x, y, bw, bh, tolerance=tau, upper=upper,
+                                         reference=reference, detrend=detrend)
+        ref, margin = float64_code(win, x, y, bw, bh, tau, upper, reference, detrend)
+        if margin > 1e-4 and (reference != "window" or win[1:-1, 1:-1].std() > 0):
+            assert got[k] == ref
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(-4, 4), st.integers(-4, 4))
+def test_detrended_codes_ignore_a_brightness_ramp(seed, ax, ay):
+    """Adding a linear ramp ``ax·x + ay·y`` to a window changes no detrended code at τ = 0
+    (the ramp's block sums lie on a plane, removed exactly)."""
+    rng = np.random.default_rng(seed)
+    win = rng.integers(100, 150, (1, 12, 12))  # the ramp keeps it in 12..237
+    yy, xx = np.mgrid[0:12, 0:12]
+    ramp = win + ax * xx + ay * yy
+    fam = MBLTPFamily((12, 12), tolerances=(0.0,), reference="mean", detrend=True)
+    a = fam.compute(win.astype(np.uint8))
+    b = fam.compute(ramp.astype(np.uint8))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_detrended_family_defaults_and_old_configs():
+    fam = MBLTPDFamily((20, 20))
+    assert fam.name == "mbltpd" and fam.reference == "mean" and fam.detrend
+    assert fam.tolerances == list(DETRENDED_TOLERANCES)
+    assert fam.n_features == MBLTPFamily((20, 20), tolerances=DETRENDED_TOLERANCES).n_features
+    assert fam.describe(0)["family"] == "mbltpd"
+    assert MBLTPDFamily.from_config(fam.get_config()) == fam
+    # a model saved before the option: no reference keys, the window reference
+    old = {"window_shape": [20, 20], "tolerances": [0.1], "max_block": None}
+    assert MBLTPFamily.from_config(old).get_config() == old
+    with pytest.raises(InputError, match="reference"):
+        MBLTPFamily((9, 9), reference="block")
+    from vjboost.features.channels import ChannelSet
+    from vjboost.features.program import Program
+
+    with pytest.raises(InputError, match="'local' needs grids on the 'gray' plane"):
+        Program.mbltp((9, 9), blocks=[[0, 0, 3, 3]], tolerance=0.1, upper=True,
+                      channels=ChannelSet(["gray", "gradmag"]), plane=1, reference="local")
 
 
 def test_zero_tolerance_lower_half_is_mblbp_complement(rng):
@@ -152,7 +220,7 @@ def test_vjtrain_mbltp_end_to_end(small_face_set, tmp_path):
     bg = np.concatenate([
         np.lib.stride_tricks.sliding_window_view(cv2.imread(str(p), 0), (16, 16))[::9, ::9]
         .reshape(-1, 16, 16) for p in sorted((root / "bg").glob("*.png"))])
-    for features in ("mbltp", "haar,mbltp"):
+    for features in ("mbltp", "haar,mbltp", "haar,mbltpd"):
         out = tmp_path / features.replace(",", "_")
         res = CliRunner().invoke(vjtrain, [
             str(root / "pos.npz"), str(root / "bg"), "-o", str(out), "--window", "16x16",
@@ -162,7 +230,7 @@ def test_vjtrain_mbltp_end_to_end(small_face_set, tmp_path):
         assert "no OpenCV XML" in res.output
         model = load_model(out / "model.json")
         names = {model.family.describe(int(i))["family"] for i in model.feature_ids}
-        assert "mbltp" in names
+        assert features.split(",")[-1] in names
         # it separates: faces accepted far more often than background windows
         face_rate = cascade_accepts(model, faces)[0].mean()
         assert face_rate > 0.6 and cascade_accepts(model, bg)[0].mean() < face_rate / 3
@@ -180,5 +248,5 @@ def test_vjtrain_mbltp_end_to_end(small_face_set, tmp_path):
         with pytest.raises(ExportError) as err:
             to_opencv_xml(model)
         msg = str(err.value)
-        assert "'mbltp'" in msg and "OpenCV has no such feature type" in msg
+        assert f"'{features.split(',')[-1]}'" in msg and "OpenCV has no such feature type" in msg
         assert "\n" not in msg

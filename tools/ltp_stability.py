@@ -1,17 +1,27 @@
-"""How stable MB-LBP and MB-LTP bits are when face windows are degraded as scans.
+"""How stable MB-LBP and MB-LTP bits are when face windows are scanned, lit from one side or
+turned.
 
 For training face windows (``/work/data/faces/train``: WebFaces and NRC-IIT, never validation
 or test data) cropped to their target box at the face recipes' 20×20 window, every MB-LBP code
-and every MB-LTP half at each tolerance τ is computed on the clean window and on a copy degraded
-by ``face_data.scan_like`` (seeded per window). Per family / τ it prints:
+and every MB-LTP half (each tolerance reference of :class:`MBLTPFamily` — the window's σ, the
+grid's mean block, the grid's own σ — with and without detrending, at several τ) is computed on
+the clean window and on copies transformed as the validation views transform faces, each
+seeded per window:
 
-* ``flip``: the share of bits that differ between clean and scanned windows (noise);
+* ``scan``: ``face_data.scan_like`` (resolution, halftone, contrast, grain, JPEG);
+* ``lit``: ``face_data.relight`` (one side of the face up to 2.2× brighter, the other 0.45×);
+* ``turn``: ``face_data.turn`` by 15° either way about the target box's centre
+  (as ``train_face.py robust``).
+
+Per family / reference / τ and transform it prints:
+
+* ``flip``: the share of bits that differ between clean and transformed windows (noise);
 * ``var``: ``2·p·(1 − p)`` averaged over bits, ``p`` the share of clean faces with the bit set —
   the flip rate two unrelated faces would show (how much a bit varies between faces at all);
 * ``ratio = flip / var``: noise relative to signal (lower: a bit that boosting can rely on).
 
 Peer in the same run: MB-LBP (the ratios are printed relative to it). The last line is
-``RESULT {json}``; ``--quick`` uses 300 windows.
+``RESULT {json}``; ``--quick`` uses 300 windows per source.
 
 Example::
 
@@ -37,6 +47,12 @@ import face_data as fd  # noqa: E402
 from vjboost.features import MBLBPFamily, MBLTPFamily  # noqa: E402
 
 TAUS = (0.05, 0.1, 0.2, 0.4, 0.8)
+#: (reference, detrend) → τ ladder: shares of the window's σ, of the mean block ("mean") or of
+#: the grid's σ ("local"), each on its own scale
+CONFIGS = {("window", False): TAUS, ("mean", False): (0.02, 0.05, 0.1, 0.2),
+           ("local", False): (0.1, 0.2, 0.4), ("window", True): (0.05, 0.1, 0.2, 0.4),
+           ("mean", True): (0.02, 0.05, 0.1, 0.2), ("local", True): (0.1, 0.2, 0.4)}
+TRANSFORMS = ("scan", "lit", "turn")
 
 
 def bits(codes: np.ndarray) -> np.ndarray:
@@ -44,16 +60,44 @@ def bits(codes: np.ndarray) -> np.ndarray:
     return np.unpackbits(codes.astype(np.uint8)[..., None], axis=-1).astype(bool)
 
 
-def stability(clean: np.ndarray, scan: np.ndarray, small: np.ndarray) -> dict:
-    """Figures over all grids, and ``small_ratio`` over the grids of ``small`` (bool (F,))."""
-    bc, bs = bits(clean), bits(scan)
+def stability(clean: np.ndarray, moved: dict[str, np.ndarray], small: np.ndarray) -> dict:
+    """Per transform, the figures over all grids and ``small_ratio`` over the grids of
+    ``small`` (bool (F,)); ``set``: the share of bits set on clean windows."""
+    bc = bits(clean)
     p = bc.mean(axis=1)
-    fl = (bc != bs).mean(axis=1)
     var = 2 * p * (1 - p)
-    return {"flip": round(float(fl.mean()), 4), "var": round(float(var.mean()), 4),
-            "ratio": round(float(fl.mean() / var.mean()), 4),
-            "small_ratio": round(float(fl[small].mean() / var[small].mean()), 4),
-            "set": round(float(bc.mean()), 4)}
+    out: dict = {"set": round(float(bc.mean()), 4), "var": round(float(var.mean()), 4)}
+    for name, codes in moved.items():
+        fl = (bc != bits(codes)).mean(axis=1)
+        out[name] = {"flip": round(float(fl.mean()), 4),
+                     "ratio": round(float(fl.mean() / var.mean()), 4),
+                     "small_ratio": round(float(fl[small].mean() / var[small].mean()), 4)}
+    return out
+
+
+def windows(data: Path, n: int, seed: int, win: tuple[int, int]
+            ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Clean windows (N, h, w) and their transformed copies, by transform name."""
+    clean: list = []
+    moved: dict[str, list] = {t: [] for t in TRANSFORMS}
+    for src in ("webfaces", "nrc"):
+        with np.load(data / "train" / f"{src}.npz") as z:
+            imgs, box = z["images"], z["box"]
+        rng = np.random.default_rng([seed, 1])
+        pick = np.sort(rng.choice(len(imgs), min(n, len(imgs)), replace=False))
+        x, y, w, h = (int(round(v)) for v in box)
+        centre = (float(box[0] + box[2] / 2), float(box[1] + box[3] / 2))
+
+        def crop(g: np.ndarray, x=x, y=y, w=w, h=h) -> np.ndarray:
+            return cv2.resize(g[y:y + h, x:x + w], win[::-1], interpolation=cv2.INTER_AREA)
+
+        for k, i in enumerate(pick):
+            g = imgs[i]
+            clean.append(crop(g))
+            moved["scan"].append(crop(fd.scan_like(g, np.random.default_rng([seed, 2, int(i)]))))
+            moved["lit"].append(crop(fd.relight(g, box, np.random.default_rng([seed, 3, int(i)]))))
+            moved["turn"].append(crop(fd.turn(g, centre, 15.0 * (1 - 2 * (k % 2)))))
+    return np.stack(clean), {t: np.stack(v) for t, v in moved.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,37 +109,34 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     n = 300 if args.quick else args.n
     win = (20, 20)
-    clean, scan = [], []
-    for src in ("webfaces", "nrc"):
-        with np.load(args.data / "train" / f"{src}.npz") as z:
-            imgs, box = z["images"], z["box"]
-        rng = np.random.default_rng([args.seed, 1])
-        pick = np.sort(rng.choice(len(imgs), min(n, len(imgs)), replace=False))
-        x, y, w, h = (int(round(v)) for v in box)
-        for i in pick:
-            sc = fd.scan_like(imgs[i], np.random.default_rng([args.seed, 2, int(i)]))
-            for out, g in ((clean, imgs[i]), (scan, sc)):
-                out.append(cv2.resize(g[y:y + h, x:x + w], win, interpolation=cv2.INTER_AREA))
-    clean, scan = np.stack(clean), np.stack(scan)
-    res = {"n_windows": len(clean)}
+    clean, moved = windows(args.data, n, args.seed, win)
+    res: dict = {"n_windows": len(clean)}
     lbp = MBLBPFamily(win)
     small = lbp.table[:, 2] * lbp.table[:, 3] <= 4  # blocks of at most 4 pixels
-    res["mblbp"] = stability(lbp.compute(clean), lbp.compute(scan), small)
-    for tau in TAUS:
-        fam = MBLTPFamily(win, tolerances=(tau,))
-        # both halves of each grid (features 2g, 2g + 1)
-        res[f"mbltp_{tau:g}"] = stability(fam.compute(clean), fam.compute(scan),
-                                          np.repeat(small, 2))
-    base, base_s = res["mblbp"]["ratio"], res["mblbp"]["small_ratio"]
-    print(f"{'family':<14s} {'flip':>7s} {'var':>7s} {'ratio':>7s} {'vs mblbp':>9s} "
-          f"{'small blocks vs mblbp':>22s} {'set':>6s}")
+    res["mblbp"] = stability(lbp.compute(clean), {t: lbp.compute(v) for t, v in moved.items()},
+                             small)
+    for (ref, trend), taus in CONFIGS.items():
+        for tau in taus:
+            fam = MBLTPFamily(win, tolerances=(tau,), reference=ref, detrend=trend)
+            # both halves of each grid (features 2g, 2g + 1)
+            res[f"mbltp_{ref}{'_detrend' if trend else ''}_{tau:g}"] = stability(
+                fam.compute(clean), {t: fam.compute(v) for t, v in moved.items()},
+                np.repeat(small, 2))
+    base = res["mblbp"]
+    head = " ".join(f"{t + ' ratio':>11s} {'vs lbp':>7s}" for t in TRANSFORMS)
+    print(f"{'family':<26s} {'set':>6s} {'var':>6s} {head} {'mean vs lbp':>11s}")
     for k, v in res.items():
-        if isinstance(v, dict):
-            v["ratio_vs_mblbp"] = round(v["ratio"] / base, 3)
-            v["small_ratio_vs_mblbp"] = round(v["small_ratio"] / base_s, 3)
-            print(f"{k:<14s} {v['flip']:>7.4f} {v['var']:>7.4f} {v['ratio']:>7.4f} "
-                  f"{v['ratio_vs_mblbp']:>9.3f} {v['small_ratio_vs_mblbp']:>22.3f} "
-                  f"{v['set']:>6.3f}")
+        if not isinstance(v, dict):
+            continue
+        cells = []
+        for t in TRANSFORMS:
+            v[t]["ratio_vs_mblbp"] = round(v[t]["ratio"] / base[t]["ratio"], 3)
+            v[t]["small_ratio_vs_mblbp"] = round(v[t]["small_ratio"] / base[t]["small_ratio"], 3)
+            cells.append(f"{v[t]['ratio']:>11.4f} {v[t]['ratio_vs_mblbp']:>7.3f}")
+        v["mean_vs_mblbp"] = round(float(np.mean([v[t]["ratio_vs_mblbp"]
+                                                  for t in TRANSFORMS])), 3)
+        print(f"{k:<26s} {v['set']:>6.3f} {v['var']:>6.3f} {' '.join(cells)} "
+              f"{v['mean_vs_mblbp']:>11.3f}")
     print("RESULT " + json.dumps(res))
     return 0
 

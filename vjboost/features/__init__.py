@@ -55,7 +55,13 @@ if TYPE_CHECKING:
         local_binary_pattern,
     )
     from vjboost.features.mblbp import MBLBPFamily, mblbp_feature_table, mblbp_reference
-    from vjboost.features.mbltp import DEFAULT_TOLERANCES, MBLTPFamily, mbltp_reference
+    from vjboost.features.mbltp import (
+        DEFAULT_TOLERANCES,
+        DETRENDED_TOLERANCES,
+        MBLTPDFamily,
+        MBLTPFamily,
+        mbltp_reference,
+    )
     from vjboost.features.pixel import (
         GradientMagnitudeFamily,
         PatchSumFamily,

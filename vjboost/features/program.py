@@ -24,7 +24,13 @@ Operations (``op``):
     One half of a multi-block local ternary pattern (categorical, 0..255): the bits of
     OP_MBLBP's grid and order, set where ``s·(block − centre)·inv_var > scale`` (``s`` = +1 for
     the upper half, −1 for the lower; ``scale`` = τ·(block area)/(inner window area), so the
-    test is "differs by more than τ window σ per pixel"); variance-normalised.
+    test is "differs by more than τ window σ per pixel"); variance-normalised. Two more
+    tolerance references (``LTP_MEAN``, ``LTP_LOCAL``) measure the tolerance on the grid itself:
+    a bit is set where ``float32(s·(block − centre)) > scale·X``, ``scale`` = τ/9 and ``X`` the
+    sum of the nine blocks (τ times the mean block) or ``sqrt(A·Σv² − (Σv)²)`` over the grid's
+    ``A`` pixels (τ times the grid's grey-level σ, times the block area). *Detrended* records
+    compare six times the differences left after removing the plane fitted to the nine block
+    sums (a brightness ramp across the grid cancels), with six times the scale.
 ``OP_HOG``
     One entry of a block-normalised histogram of oriented gradients: the sum of orientation
     plane ``b`` over cell ``c`` of a block of up to 4 cells, normalised over all the block's
@@ -80,6 +86,10 @@ __all__ = [
     "OP_MBLBP",
     "OP_MBLTP",
     "OP_RECTS",
+    "LTP_LOCAL",
+    "LTP_MEAN",
+    "LTP_REFERENCES",
+    "LTP_WINDOW",
     "REC",
     "BoundProgram",
     "Program",
@@ -121,6 +131,15 @@ _HNB, _HNC, _HTGT, _HNORM, _HPS = 22, 23, 24, 25, 26
 _HEPS, _HCLIP = 27, 28              # float32
 _HCELL = 29                         # OP_HOG: cell of the target entry (target // n_bins)
 _LTP = 22                           # OP_MBLTP: +1 upper half, -1 lower (a HOG word: unused)
+_LTPR = 23                          # OP_MBLTP: tolerance reference LTP_* (a HOG word: unused)
+_LTPQ = 24                          # OP_MBLTP, LTP_LOCAL: offset of gray2 from the grid's plane
+_LTPA = 25                          # OP_MBLTP, LTP_LOCAL: the grid's area in pixels
+_LTPD = 30                          # OP_MBLTP: 1 to compare after removing the grid's trend
+
+#: OP_MBLTP tolerance references, by code: the window's σ, the mean of the grid's nine blocks,
+#: the grid's own σ
+LTP_WINDOW, LTP_MEAN, LTP_LOCAL = 0, 1, 2
+LTP_REFERENCES = ("window", "mean", "local")
 
 #: per-feature arrays of a Program
 _FIELDS = ("op", "norm", "plane", "corners", "weights", "scale", "hogi", "hogf", "categorical")
@@ -215,17 +234,64 @@ def _ltp_bit(d, sign, iv, s):  # pragma: no cover - numba
 
 
 @numba.njit(inline="always", **_JIT)
+def _detrend(e0, e1, e2, e3, e4, e5, e6, e7):  # pragma: no cover - numba
+    """Six times the ``block − centre`` differences (in :func:`_grid_diffs`' order, clockwise
+    from the top-left block) of the grid's nine block sums after removing their least-squares
+    plane: ``6·e − Gx·dx − Gy·dy``, ``Gx``/``Gy`` the right-minus-left column and
+    bottom-minus-top row sums (in differences: the centre cancels), ``(dx, dy)`` the block's
+    position from the centre. int64; a brightness ramp across the grid cancels exactly."""
+    e0, e1, e2, e3 = np.int64(e0), np.int64(e1), np.int64(e2), np.int64(e3)
+    e4, e5, e6, e7 = np.int64(e4), np.int64(e5), np.int64(e6), np.int64(e7)
+    gx = e2 + e3 + e4 - e0 - e7 - e6
+    gy = e6 + e5 + e4 - e0 - e1 - e2
+    return (6 * e0 + gx + gy, 6 * e1 + gy, 6 * e2 - gx + gy, 6 * e3 - gx,
+            6 * e4 - gx - gy, 6 * e5 - gy, 6 * e6 + gx - gy, 6 * e7 + gx)
+
+
+@numba.njit(inline="always", **_JIT)
+def _ltp_tolerance(tab, tabf, o, buf, p, inv_var):  # pragma: no cover - numba
+    """``(m, t)`` of the OP_MBLTP record at ``o``: a bit is set where ``float32(s·d)·m > t``.
+
+    ``LTP_WINDOW``: ``(inv_var, scale)``. ``LTP_MEAN``: ``(1, scale·float32(S))``, ``S`` the sum
+    of the grid's nine blocks (the corners 0, 3, 12, 15 of its 4×4 grid, read anyway).
+    ``LTP_LOCAL``: ``(1, scale·float32(sqrt(nf)))``, ``nf = A·Σv² − (Σv)²`` over the grid's
+    ``A`` pixels (four more reads, of ``gray2``; ``Σv²`` modulo 2³² as OpenCV reads it).
+    """
+    ref = tab[_U(o + _LTPR)]
+    s = tabf[_U(o + _SCALE)]
+    if ref == 0:
+        return inv_var, s
+    q = o + _OFS
+    c0 = tab[_U(q)]
+    c3 = tab[_U(q + 3)]
+    c12 = tab[_U(q + 12)]
+    c15 = tab[_U(q + 15)]
+    tot = np.int32(buf[_U(p + c0)] - buf[_U(p + c3)] - buf[_U(p + c12)] + buf[_U(p + c15)])
+    if ref == 1:
+        return np.float32(1.0), s * np.float32(tot)
+    g = p + tab[_U(o + _LTPQ)]
+    sq = (np.int64(buf[_U(g + c0)]) - np.int64(buf[_U(g + c3)]) - np.int64(buf[_U(g + c12)])
+          + np.int64(buf[_U(g + c15)])) & 0xFFFFFFFF
+    area = np.float64(tab[_U(o + _LTPA)])
+    nf = area * np.float64(sq) - np.float64(tot) * np.float64(tot)
+    return np.float32(1.0), s * np.float32(math.sqrt(nf) if nf > 0.0 else 0.0)
+
+
+@numba.njit(inline="always", **_JIT)
 def mbltp_code(tab, tabf, o, buf, p, inv_var):  # pragma: no cover - numba
     """One half of the multi-block local ternary pattern (int, 0..255) of the OP_MBLTP record
     at word ``o`` of ``tab`` (``tabf``: the same memory as float32), for the window at offset
     ``p`` of ``buf``, whose variance normaliser is ``inv_var`` (:func:`window_norms`; 0 for a
     flat window, whose code is then 0): OP_MBLBP's bit order, a bit set where
     ``float32(s·(block − centre))·inv_var > scale`` in float32, ``s`` the record's half (+1
-    upper, −1 lower).
+    upper, −1 lower), for the window-σ reference; for the grid's own references (``LTP_MEAN``,
+    ``LTP_LOCAL``) where ``float32(s·(block − centre)) > scale·X`` (:func:`_ltp_tolerance`).
     """
     d7, d6, d5, d4, d3, d2, d1, d0 = _grid_diffs(tab, o, buf, p)
+    if tab[_U(o + _LTPD)] != 0:
+        d7, d6, d5, d4, d3, d2, d1, d0 = _detrend(d7, d6, d5, d4, d3, d2, d1, d0)
     sign = np.int32(tab[_U(o + _LTP)])
-    s = tabf[_U(o + _SCALE)]
+    inv_var, s = _ltp_tolerance(tab, tabf, o, buf, p, inv_var)
     return _pack(_ltp_bit(d7, sign, inv_var, s), _ltp_bit(d6, sign, inv_var, s),
                  _ltp_bit(d5, sign, inv_var, s), _ltp_bit(d4, sign, inv_var, s),
                  _ltp_bit(d3, sign, inv_var, s), _ltp_bit(d2, sign, inv_var, s),
@@ -644,7 +710,8 @@ class Program:
         −1 lower).
     scale : ndarray of float32, shape (Q,)
     hogi : ndarray of int32, shape (Q, 4)
-        ``(n_bins, n_cells, target, norm code)`` of OP_HOG features.
+        ``(n_bins, n_cells, target, norm code)`` of OP_HOG features; OP_MBLTP: ``hogi[:, 1]``
+        is the tolerance reference (``LTP_*``).
     hogf : ndarray of float32, shape (Q, 2)
         ``(eps, clip)`` of OP_HOG features.
     categorical : ndarray of bool, shape (Q,)
@@ -777,7 +844,8 @@ class Program:
 
     @classmethod
     def mbltp(cls, window_shape: Sequence[int], *, blocks: Any, tolerance: Any, upper: Any,
-              channels: ChannelSet | None = None, plane: int = 0) -> Program:
+              channels: ChannelSet | None = None, plane: int = 0,
+              reference: Any = "window", detrend: Any = False) -> Program:
         """Halves of multi-block local ternary patterns (OP_MBLTP, categorical) of 3×3 grids of
         ``w×h`` blocks, with tolerances in units of the window's grey-level σ.
 
@@ -796,28 +864,52 @@ class Program:
         channels : ChannelSet, optional
             Default ``ChannelSet(["gray"])`` (``gray2`` is added for σ); ``plane`` is the plane
             the grid reads.
+        reference : {"window", "mean", "local"} or array-like of them, shape (Q,)
+            What τ is a share of (:data:`LTP_REFERENCES`): the window's σ, the mean of the
+            grid's nine blocks, or the σ of the grid's pixels (``"local"`` reads ``gray2``, so
+            the grid must read the ``gray`` plane). All three keep the variance normalisation,
+            so the detector's σ gate applies alike.
+        detrend : bool or array-like of bool, shape (Q,)
+            Compare the blocks after removing the plane that fits the nine block sums best
+            (least squares): a brightness ramp across the grid then changes no bit. The test
+            is then on six times the residual differences (``scale`` six times as large).
         """
         b = np.asarray(blocks, dtype=np.int64).reshape(-1, 4)
         q = b.shape[0]
         tau = np.broadcast_to(np.asarray(tolerance, np.float64), (q,))
         if q and not (np.isfinite(tau).all() and tau.min() >= 0):
             raise InputError(f"tolerance: expected finite values >= 0, got {tau.min()}")
+        refs = np.broadcast_to(np.asarray(reference, dtype=object), (q,))
+        bad = [r for r in set(refs.tolist()) if r not in LTP_REFERENCES]
+        if bad:
+            raise InputError(f"reference: expected one of {LTP_REFERENCES}, got {bad[0]!r}")
+        code = np.array([LTP_REFERENCES.index(r) for r in refs.tolist()], np.int32)
         h, w = (int(v) for v in window_shape)
+        chans = cls._with_norm_planes(channels if channels is not None else ChannelSet(["gray"]),
+                                      np.array([NORM_VARIANCE]))
+        if (code == LTP_LOCAL).any() and chans.keys[plane] != "gray":
+            raise InputError(f"reference: 'local' needs grids on the 'gray' plane, not "
+                             f"{chans.keys[plane]!r}")
         d = cls._empty(q)
         d["op"][:] = OP_MBLTP
         d["norm"][:] = NORM_VARIANCE
         d["categorical"][:] = True
         d["plane"][:, 0] = plane
         d["weights"][:, 0] = np.where(np.broadcast_to(np.asarray(upper, bool), (q,)), 1, -1)
+        d["hogi"][:, 1] = code
+        trend = np.broadcast_to(np.asarray(detrend, bool), (q,))
+        d["hogi"][:, 2] = trend
         # the σ of window_norms is sqrt(nf) / inner area, and inv_var = 1 / sqrt(nf): a block
-        # of area a differs by more than τ·σ·a iff |difference|·inv_var > τ·a / inner area
+        # of area a differs by more than τ·σ·a iff |difference|·inv_var > τ·a / inner area.
+        # On the grid itself (area A = 9a): τ·(mean block) = τ/9·(nine blocks' sum), and
+        # τ·σ·a = τ/9·sqrt(A·Σv² − (Σv)²), so both compare with τ/9 times one number
         inner = max(h - 2, 1) * max(w - 2, 1)
-        d["scale"][:] = _f32(tau * (b[:, 2] * b[:, 3]) / inner)
+        f = np.where(trend, 6.0, 1.0)
+        d["scale"][:] = np.where(code == LTP_WINDOW, _f32(tau * (b[:, 2] * b[:, 3]) / inner * f),
+                                 _f32(tau / 9.0 * f))
         j, i = np.divmod(np.arange(16), 4)
         d["corners"][:, :, 0] = b[:, 0:1] + i[None] * b[:, 2:3]
         d["corners"][:, :, 1] = b[:, 1:2] + j[None] * b[:, 3:4]
-        chans = cls._with_norm_planes(channels if channels is not None else ChannelSet(["gray"]),
-                                      d["norm"])
         return cls((h, w), chans, **d)
 
     @classmethod
@@ -1015,6 +1107,10 @@ class Program:
             if (self.norm == norm).any():
                 idx = np.array([self.channels.index(k) for k in keys])
                 reads.append((idx, np.full(len(idx), inner)))
+        local = (self.op == OP_MBLTP) & (self.hogi[:, 1] == LTP_LOCAL)
+        if local.any():
+            reads.append((np.full(int(local.sum()), self.channels.index("gray2")),
+                          area[local, 0]))
         for pl, ar in reads:
             peak = maxv[pl] * ar
             bad = peak > limit[pl]
@@ -1110,6 +1206,15 @@ class Program:
         tab[:, _HNB:_HNB + 4] = self.hogi
         ltp = self.op == OP_MBLTP
         tab[ltp, _LTP] = self.weights[ltp, 0].astype(np.int32)
+        tab[ltp, _LTPR:_LTPA + 1] = 0
+        tab[ltp, _LTPR] = self.hogi[ltp, 1]
+        tab[ltp, _LTPD] = self.hogi[ltp, 2] != 0
+        local = ltp & (self.hogi[:, 1] == LTP_LOCAL)
+        if local.any():
+            g2 = self.channels.index("gray2")
+            tab[local, _LTPQ] = (g2 - self.plane[local, 0]) * plane_stride
+            c = self.corners[local].astype(np.int64)
+            tab[local, _LTPA] = ((c[:, 15, 0] - c[:, 0, 0]) * (c[:, 15, 1] - c[:, 0, 1]))
         tab[:, _HCELL] = self.hogi[:, 2] // np.maximum(self.hogi[:, 0], 1)
         tab[:, _HPS] = plane_stride
         tabf[:, _HEPS:_HEPS + 2] = self.hogf
