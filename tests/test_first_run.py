@@ -16,7 +16,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vjboost.features.channels import ChannelSet, _integrate_gray, _integrate_gray_images
+from vjboost.features.channels import (
+    ChannelSet,
+    _by_code,
+    _integrate_gray,
+    _integrate_gray_images,
+)
 
 
 def _layout(shapes, n_codes, pad=3):
@@ -41,7 +46,7 @@ def test_one_pass_integrals_equal_the_parallel_kernel(n, h, w, codes, seed):
     a = np.full(size, -7, dtype=np.int32)
     b = a.copy()
     _integrate_gray_images(gray, codes, a, bases, stride)
-    _integrate_gray(gray, b, bases, stride, np.asarray(codes, np.int64))
+    _integrate_gray(gray, b, _by_code(codes, bases, n), stride)
     np.testing.assert_array_equal(a, b)
 
 

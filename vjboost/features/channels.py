@@ -96,47 +96,17 @@ def _add_row_prefix(v, flat, row, stride, w):  # pragma: no cover - numba
 
 
 @numba.njit(**_JIT)
-def _integrate_into(plane, flat, base, stride, mode):  # pragma: no cover - numba
+def _integrate_into(plane, flat, base, stride):  # pragma: no cover - numba
     """Integral of ``plane`` (H, W) into the 1-D array ``flat``: entry ``(y, x)`` of the
-    integral at ``base + y * stride + x`` (int32: wrapping mod 2**32; int64: exact). ``mode``:
-    0 upright, 1 squared values, 2 OpenCV's 45° tilted integral.
-
-    Tilted (``cv2.integral3``'s third output): with ``diag[r % 2, x]`` the anti-diagonal running
-    sum ``I[r, x] + I[r-1, x+1] + ...``, ``T[y, 0] = T[y-1, 0] + diag[y-2, 0]`` and
-    ``T[y, x] = T[y-1, x-1] + diag[y-1, x-1] + diag[y-2, x-1]`` for ``x >= 1``.
-    """
+    integral at ``base + y * stride + x`` (int32: wrapping mod 2**32; int64: exact). Grey
+    pixels' sums, squared sums and tilted sums come from :func:`_gray_image`."""
     h, w = plane.shape
     for x in range(w + 1):
         flat[_u(base + x)] = 0
-    if mode == 2:
-        diag = np.zeros((2, max(w, 1)), dtype=np.int64)
-        for y in range(1, h + 1):
-            r = y - 1
-            cur = r & 1
-            prev = cur ^ 1
-            for x in range(w):
-                v = np.int64(plane[r, x])
-                if r > 0 and x + 1 < w:
-                    diag[cur, x] = v + diag[prev, x + 1]
-                else:
-                    diag[cur, x] = v
-            row = base + y * stride
-            up = row - stride
-            if y >= 2:
-                flat[_u(row)] = np.int64(flat[_u(up)]) + diag[prev, 0]
-                for x in range(1, w + 1):
-                    flat[_u(row + x)] = (np.int64(flat[_u(up + x - 1)]) + diag[cur, x - 1]
-                                         + diag[prev, x - 1])
-            else:
-                flat[_u(row)] = 0
-                for x in range(1, w + 1):
-                    flat[_u(row + x)] = diag[cur, x - 1]
-        return
     vals = np.empty(w, dtype=np.int64)
     for y in range(h):
         for x in range(w):
-            v = np.int64(plane[y, x])
-            vals[x] = v * v if mode == 1 else v
+            vals[x] = np.int64(plane[y, x])
         flat[_u(base + (y + 1) * stride)] = 0
         _add_row_prefix(vals, flat, base + (y + 1) * stride, stride, w)
 
@@ -147,8 +117,12 @@ def _gray_image(img, flat, row0, x0, stride, split, bases):  # pragma: no cover 
     ``(y, c)`` of plane ``k`` at ``bases[k] + (row0 + y) · stride + col(x0 + c)`` of ``flat``
     (int32, wrapping mod 2**32), ``col(C) = C``, or ``(C % 2) · split + C // 2`` with
     ``split > 0`` (even and odd columns stored apart). ``bases``: the sum, the squared sum and
-    OpenCV's 45° tilted sum (:func:`_integrate_into`'s modes 0, 1, 2), -1 for a plane not
-    wanted. Rows are summed in int64 registers and written once: no plane is read back."""
+    OpenCV's 45° tilted sum (codes 0, 1, 2), -1 for a plane not wanted. Rows are summed in
+    int64 registers and written once: no plane is read back.
+
+    Tilted (``cv2.integral3``'s third output): with ``diag[r % 2, x]`` the anti-diagonal running
+    sum ``I[r, x] + I[r-1, x+1] + ...``, ``T[y, 0] = T[y-1, 0] + diag[y-2, 0]`` and
+    ``T[y, x] = T[y-1, x-1] + diag[y-1, x-1] + diag[y-2, x-1]`` for ``x >= 1``."""
     h, w = img.shape
     b_s, b_q, b_t = bases[0], bases[1], bases[2]
     col = np.empty(w + 1, dtype=np.int64)
@@ -199,26 +173,30 @@ def _gray_image(img, flat, row0, x0, stride, split, bases):  # pragma: no cover 
 
 
 @numba.njit(parallel=True, **_JIT)
-def _integrate_planes(planes, flat, bases, stride, mode):  # pragma: no cover - numba
+def _integrate_planes(planes, flat, bases, stride):  # pragma: no cover - numba
     """Integrals of ``planes`` (N, C, H, W); plane ``(n, c)`` goes to ``bases[n, c]`` of ``flat``
-    (row stride ``stride``); ``mode[c]`` as in :func:`_integrate_into`."""
+    (row stride ``stride``)."""
     n, c = planes.shape[0], planes.shape[1]
     for k in prange(n * c):
         i = k // c
         j = k - i * c
-        _integrate_into(planes[i, j], flat, bases[i, j], stride, mode[j])
+        _integrate_into(planes[i, j], flat, bases[i, j], stride)
 
 
 @numba.njit(parallel=True, **_JIT)
-def _integrate_gray(imgs, flat, bases, stride, mode):  # pragma: no cover - numba
-    """Integrals straight from grey pixels ``imgs`` (N, H, W) uint8; as
-    :func:`_integrate_planes` with every plane read from the pixels."""
-    n = imgs.shape[0]
-    c = bases.shape[1]
-    for k in prange(n * c):
-        i = k // c
-        j = k - i * c
-        _integrate_into(imgs[i], flat, bases[i, j], stride, mode[j])
+def _integrate_gray(imgs, flat, by_code, stride):  # pragma: no cover - numba
+    """Integrals straight from grey pixels ``imgs`` (N, H, W) uint8, one image per task, all
+    its planes in one pass (:func:`_gray_image`; ``by_code`` (N, 3) as its ``bases``)."""
+    for i in prange(imgs.shape[0]):
+        _gray_image(imgs[i], flat, 0, 0, stride, 0, by_code[i])
+
+
+def _by_code(codes, bases, n: int) -> np.ndarray:
+    """``bases`` (N, len(codes)) rearranged as :func:`_gray_image`'s (N, 3) ``bases`` (plane
+    codes 0 sum, 1 squared sum, 2 tilted sum; -1 for a code not in ``codes``)."""
+    by_code = np.full((n, 3), -1, dtype=np.int64)
+    by_code[:, np.asarray(codes, np.int64)] = np.asarray(bases, np.int64).reshape(n, -1)
+    return by_code
 
 
 @numba.njit(**_JIT)
@@ -484,7 +462,7 @@ class ChannelKind:
             vals = np.ascontiguousarray(np.asarray(compute(images, params))[:, planes],
                                         dtype=np.int32)
             with n_threads(1 if _small(images, len(planes)) else None):
-                _integrate_planes(vals, flat, bases, stride, np.zeros(len(planes), np.int64))
+                _integrate_planes(vals, flat, bases, stride)
 
         return cls(name, n_planes, integrate, margin, max_value, color)
 
@@ -613,7 +591,7 @@ def _integrate_gray_planes(images, params, codes, flat, bases, stride):
         _integrate_gray_images(gray, codes, flat, bases, stride)
         return
     with n_threads(1 if _small(images, len(codes)) else None):
-        _integrate_gray(gray, flat, bases, stride, np.asarray(codes, np.int64))
+        _integrate_gray(gray, flat, _by_code(codes, bases, gray.shape[0]), stride)
 
 
 #: Up to this many inputs per call, grey integrals come from :func:`_gray_image`, image by
@@ -628,12 +606,10 @@ def _integrate_gray_images(gray: np.ndarray, codes, flat: np.ndarray, bases: np.
     """:func:`_integrate_gray` through :func:`_gray_image`, image by image: ``bases[i, j]`` is
     where plane ``codes[j]`` of image ``i`` starts (its row ``origin[0]`` and column
     ``origin[1]`` are then counted from there; with ``split``, columns stored apart)."""
+    by_code = _by_code(codes, bases, gray.shape[0])
     for i in range(gray.shape[0]):
-        by_code = np.full(3, -1, dtype=np.int64)
-        by_code[np.asarray(codes, np.int64)] = np.asarray(bases, np.int64).reshape(
-            gray.shape[0], -1)[i]
         _gray_image(gray[i], flat, int(origin[0]), int(origin[1]), int(stride), int(split),
-                    by_code)
+                    by_code[i])
 
 
 def _orient_params(params: tuple) -> tuple[int, bool]:
