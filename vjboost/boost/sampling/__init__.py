@@ -24,6 +24,7 @@ Strategies (``SAMPLERS`` names):
 ``mas_1q``, ``mas_q1``    per-family mixtures (10% of the budget), best family / counts
 ``laminating``            halve features, double examples
 ``tasting_laminating``    Laminating started from Tasting's per-family counts
+``stratified_laminating`` Laminating within each family; the families' champions compete last
 ========================= ================================================================
 """
 
@@ -49,7 +50,13 @@ if TYPE_CHECKING:
         WeakLearner,
     )
     from vjboost.boost.sampling.examples import uniform_subset, weighted_sample
-    from vjboost.boost.sampling.laminating import Laminating, TastingLaminating, laminating_schedule
+    from vjboost.boost.sampling.laminating import (
+        Laminating,
+        StratifiedLaminating,
+        TastingLaminating,
+        laminating_schedule,
+        stratified_schedule,
+    )
     from vjboost.boost.sampling.mas import (
         MAS1Q,
         MASQ1,

@@ -10,6 +10,11 @@ By default ``Q0`` is the largest power of two (at most the pool size) for which
 
 :class:`TastingLaminating` draws the ``Q0`` initial features family by family, with the counts of
 Tasting Q.1 (:func:`vjboost.boost.sampling.tasting.allocate_tasting`) instead of uniformly.
+
+:class:`StratifiedLaminating` halves within each family of the partition, so that every family
+keeps a champion until the last, largest sample, where the champions compete (a 256-way
+categorical split fits a sample of a few dozen draws almost perfectly, so in plain Laminating
+code families survive the small early samples on inflated edges, see ``docs/sampling.md``).
 """
 
 from __future__ import annotations
@@ -22,7 +27,15 @@ from vjboost.boost.sampling.base import Sampler, check_count, draw_features
 from vjboost.boost.sampling.evaluator import EdgeEvaluator
 from vjboost.boost.sampling.tasting import TastingQ1, allocate_tasting
 
-__all__ = ["Laminating", "TastingLaminating", "better_half", "laminating_schedule"]
+__all__ = [
+    "Laminating",
+    "StratifiedLaminating",
+    "TastingLaminating",
+    "better_half",
+    "laminating_schedule",
+    "proportional_counts",
+    "stratified_schedule",
+]
 
 
 def laminating_schedule(
@@ -229,3 +242,200 @@ class TastingLaminating(Laminating):
         return np.concatenate(
             [draw_features(part.members[k], c, self.rng_) for k, c in enumerate(counts) if c > 0]
         )
+
+
+# --------------------------------------------------------------------------------------------
+# family-stratified Laminating
+
+
+def proportional_counts(q0: int, sizes: Any) -> np.ndarray:
+    """``q0`` initial features shared out over families in proportion to their sizes.
+
+    Largest remainders; every family gets at least one feature and at most its size (so the
+    total is ``max(q0, K)`` capped by the pool size).
+
+    Parameters
+    ----------
+    q0 : int
+        Features wanted in all.
+    sizes : array-like of shape (K,), int
+        Features of each family (each >= 1).
+
+    Returns
+    -------
+    ndarray of shape (K,), int64
+
+    Examples
+    --------
+    >>> proportional_counts(8, [90, 10]).tolist()
+    [7, 1]
+    >>> proportional_counts(1, [5, 5, 5]).tolist()
+    [1, 1, 1]
+    """
+    q0 = check_count(q0, "q0")
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if sizes.ndim != 1 or sizes.size == 0 or sizes.min() < 1:
+        raise ValueError("sizes: expected a non-empty 1-D array of family sizes >= 1")
+    q0 = min(q0, int(sizes.sum()))
+    share = q0 * sizes / sizes.sum()
+    counts = np.floor(share).astype(np.int64)
+    # largest remainders first, ties to the earlier family (a stable sort)
+    order = np.argsort(-(share - counts), kind="stable")
+    counts[order[: q0 - int(counts.sum())]] += 1
+    return np.clip(counts, 1, sizes)
+
+
+def stratified_schedule(
+    budget: int, sizes: Any, *, q0: int | None = None, s0: int | None = None, s_min: int = 8,
+) -> list[tuple[np.ndarray, int]]:
+    """The steps of :class:`StratifiedLaminating`: per-family features and the sample size.
+
+    Family ``k`` starts with ``proportional_counts(Q0, sizes)[k]`` features and halves them
+    (rounded up) at every step while it has more than one; a family down to its champion waits
+    (is not evaluated) until the last step, where the ``K`` champions are evaluated together.
+    Step ``t`` draws ``S_t = S0 * 2^t`` examples; the cost is ``sum_t (sum_k Q_{k,t}) S_t``.
+    With one family this is :func:`laminating_schedule`'s schedule.
+
+    ``Q0``/``S0`` are chosen as in :func:`laminating_schedule`: without ``q0``, the largest
+    power of two (at most the pool size) whose schedule pays ``S0 >= s_min`` (or the given
+    ``s0``) within ``budget``; without ``s0``, the largest ``S0`` the budget pays.
+
+    Parameters
+    ----------
+    budget : int
+        Feature evaluations of all the steps together.
+    sizes : array-like of shape (K,), int
+        Features of each family.
+    q0 : int, optional
+        Features of the first step (all families together).
+    s0 : int, optional
+        Examples of the first step.
+    s_min : int, default 8
+        Smallest ``S0`` when ``s0`` is not given.
+
+    Returns
+    -------
+    list of (ndarray of shape (K,), int)
+        ``(Q_t, S_t)`` per step, ``Q_t[k]`` the features of family ``k`` evaluated at step
+        ``t`` (0 while it waits); the last step has ``Q_t = 1`` for every family.
+
+    Examples
+    --------
+    >>> [(q.tolist(), s) for q, s in stratified_schedule(1000, [48, 16], q0=8, s0=4)]
+    [([6, 2], 4), ([3, 0], 8), ([2, 0], 16), ([1, 1], 32)]
+    """
+    budget = check_count(budget, "budget")
+    s_min = check_count(s_min, "s_min")
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n_features = int(sizes.sum())
+
+    def steps(q: int) -> list[np.ndarray]:
+        cur = proportional_counts(q, sizes)
+        out = []
+        while (cur > 1).any():
+            out.append(np.where(cur > 1, cur, 0))
+            cur = np.where(cur > 1, -(-cur // 2), cur)
+        out.append(np.ones_like(cur))
+        return out
+
+    def unit(qs: list[np.ndarray]) -> int:
+        return sum(int(q.sum()) << t for t, q in enumerate(qs))
+
+    def with_s(qs: list[np.ndarray], s: int) -> list[tuple[np.ndarray, int]]:
+        return [(q, s << t) for t, q in enumerate(qs)]
+
+    if q0 is not None:
+        qs = steps(check_count(q0, "q0"))
+        if s0 is not None:
+            s0 = check_count(s0, "s0")
+            if unit(qs) * s0 > budget:
+                raise ValueError(f"budget: Q0={q0}, S0={s0} costs {unit(qs) * s0} evaluations "
+                                 f"> {budget}")
+            return with_s(qs, s0)
+        if budget // unit(qs) < 1:
+            raise ValueError(f"budget: {budget} cannot pay stratified Laminating with Q0={q0} "
+                             f"({unit(qs)} per S0)")
+        return with_s(qs, budget // unit(qs))
+    if s0 is not None:
+        s0 = check_count(s0, "s0")
+    best = None
+    q = 1
+    while q <= n_features:
+        qs = steps(q)
+        s = s0 if s0 is not None else budget // unit(qs)
+        if s >= (1 if s0 is not None else s_min) and unit(qs) * s <= budget:
+            best = with_s(qs, s)
+        elif best is not None:
+            break
+        q *= 2
+    if best is None:
+        qs = steps(1)
+        if s0 is None and budget >= unit(qs):
+            return with_s(qs, budget // unit(qs))  # one feature per family, every draw paid
+        raise ValueError(f"budget: {budget} evaluations cannot pay stratified Laminating over "
+                         f"{sizes.size} families")
+    return best
+
+
+class StratifiedLaminating(Laminating):
+    """Laminating within each family: every family's champion reaches the last, largest sample.
+
+    The ``Q0`` initial features are shared out over the families of the evaluator's partition
+    in proportion to their sizes (:func:`proportional_counts`, at least one each). Every step
+    draws one fresh sample for all the families (twice the previous one) and keeps the better
+    half of each family that still has more than one feature; at the last step the champions
+    of all the families are evaluated on the largest sample, a sample none of them was chosen
+    on, and the best one's split is the learner. Budget, determinism and use per tree node as
+    :class:`Laminating` (:func:`stratified_schedule`).
+
+    Parameters
+    ----------
+    n_features : int, optional
+        ``Q0`` (all families together).
+    n_examples : int, optional
+        ``S0``.
+    s_min : int, default=8
+        Smallest ``S0`` of the automatic schedule.
+    random_state : None, int or Generator
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sel = StratifiedLaminating(random_state=0).select(ev, 2000)
+    >>> sel.learner.feature, sel.info["family"], sel.cost <= 2000
+    (4, 1, True)
+    """
+
+    name = "stratified_laminating"
+
+    def _select(self, evaluator, budget):
+        part = evaluator.partition
+        sched = stratified_schedule(
+            budget, part.sizes, q0=self.n_features, s0=self.n_examples, s_min=self.s_min,
+        )
+        # a family starting with one feature waits from the first step on (its count shows 0)
+        alive = [draw_features(part.members[k], int(q), self.rng_)
+                 for k, q in enumerate(np.maximum(sched[0][0], 1))]
+        b = None
+        for t, (q, s) in enumerate(sched):
+            active = np.flatnonzero(q)
+            fids = np.concatenate([alive[k] for k in active])
+            b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
+            if t == len(sched) - 1:
+                break  # the champions' step: every family's, on the largest sample
+            start = 0
+            for k in active:
+                n = alive[k].size
+                alive[k] = alive[k][better_half(b.edges[start:start + n])]
+                start += n
+        assert b is not None
+        learner, _, pos = self._best_of([b])
+        champions = {part.names[k]: float(e) for k, e in enumerate(b.edges)}
+        q0 = int(np.maximum(sched[0][0], 1).sum())
+        return learner, {"Q0": q0, "S0": sched[0][1], "steps": len(sched),
+                         "family": int(pos), "champions": champions}

@@ -6,7 +6,7 @@ from typing import Any
 
 from vjboost.boost.sampling.bandits import UCB, EpsilonGreedy, Exp3P
 from vjboost.boost.sampling.base import Sampler
-from vjboost.boost.sampling.laminating import Laminating, TastingLaminating
+from vjboost.boost.sampling.laminating import Laminating, StratifiedLaminating, TastingLaminating
 from vjboost.boost.sampling.mas import MAS1Q, MASQ1, MASNaive
 from vjboost.boost.sampling.tasting import Tasting1Q, TastingQ1
 from vjboost.boost.sampling.uniform import BestFamily, Full, Uniform1Q, UniformNaive, UniformQ1
@@ -31,6 +31,7 @@ SAMPLERS: dict[str, tuple[type[Sampler], dict[str, Any]]] = {
     "mas_q1": (MASQ1, {}),
     "laminating": (Laminating, {}),
     "tasting_laminating": (TastingLaminating, {}),
+    "stratified_laminating": (StratifiedLaminating, {}),
 }
 
 
