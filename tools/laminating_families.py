@@ -37,7 +37,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".numba_cache"))
 
-from vjboost.boost.sampling import make_sampler  # noqa: E402
 from vjboost.boost.sampling.examples import weighted_draws  # noqa: E402
 from vjboost.boost.weak import Split, go_left  # noqa: E402
 
@@ -70,7 +69,8 @@ def background_windows(listing: Path, n: int, rng: np.random.Generator) -> np.nd
             continue
         for _ in range(per):
             s = int(rng.integers(20, min(120, *img.shape) + 1))
-            y, x = int(rng.integers(0, img.shape[0] - s + 1)), int(rng.integers(0, img.shape[1] - s + 1))
+            y = int(rng.integers(0, img.shape[0] - s + 1))
+            x = int(rng.integers(0, img.shape[1] - s + 1))
             out.append(cv2.resize(img[y:y + s, x:x + s], WINDOW[::-1],
                                   interpolation=cv2.INTER_AREA))
     return np.stack(out[:n]).astype(np.uint8)
@@ -99,7 +99,24 @@ class Recorder:
         return b
 
 
-def analyse(sampler_name: str, *, pool, windows, y, rounds: int, fresh: int, seed: int) -> dict:
+def exhaustive_best(evaluator, chunk: int = 4096) -> list[float]:
+    """Each family's best edge over all its features on all the examples (weighted)."""
+    part = evaluator.partition
+    ids = np.arange(evaluator.n_samples, dtype=np.int64)
+    out = []
+    for members in part.members:
+        best = -np.inf
+        for i in range(0, members.size, chunk):
+            b = evaluator.block(members[i:i + chunk], ids, weighted=True)
+            e = b.edges[np.isfinite(b.edges)]
+            if e.size:
+                best = max(best, float(e.max()))
+        out.append(round(best, 4))
+    return out
+
+
+def analyse(sampler_name: str, *, pool, windows, y, rounds: int, fresh: int, seed: int,
+            exhaustive: bool = False) -> dict:
     """Run ``rounds`` rounds with a recording sampler; per-step family mix and edges."""
     from vjboost.boost.sampling import SampledBoostedClassifier
     from vjboost.boost.sampling.registry import SAMPLERS
@@ -109,6 +126,7 @@ def analyse(sampler_name: str, *, pool, windows, y, rounds: int, fresh: int, see
     names = [f.name for f in pool.families]
     steps_log: list[list[dict]] = []
     chosen: list[str] = []
+    full_best: list[list[float]] = []
 
     class Recording(base):  # type: ignore[misc, valid-type]
         def _select(self, evaluator, budget):
@@ -140,6 +158,8 @@ def analyse(sampler_name: str, *, pool, windows, y, rounds: int, fresh: int, see
                                                       4)}
                 per_step.append(row)
             steps_log.append(per_step)
+            if exhaustive:
+                full_best.append(exhaustive_best(evaluator))
             chosen.append(fam_names[int(fam[learner.feature])])
             return learner, info
 
@@ -151,14 +171,22 @@ def analyse(sampler_name: str, *, pool, windows, y, rounds: int, fresh: int, see
     t0 = time.perf_counter()
     model.fit_pool(pool, windows, y)
     return {"sampler": sampler_name, "budget": budget, "chosen": chosen, "steps": steps_log,
-            "seconds": round(time.perf_counter() - t0, 1)}
+            "exhaustive": full_best, "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def summarise(res: dict, names: list[str]) -> dict:
     """Survivor shares per step and mean in-sample / fresh edges of each family's best."""
     steps = res["steps"]
     n_steps = max(len(s) for s in steps)
-    out = {"chosen": {nm: res["chosen"].count(nm) for nm in names}, "per_step": []}
+    out = {"chosen": {nm: res["chosen"].count(nm) for nm in names}, "per_step": [],
+           "rounds": []}
+    for r, s in enumerate(steps):
+        last = s[-1]["best"]  # the last step: the chosen feature (per family, stratified)
+        row = {"chosen": res["chosen"][r],
+               "last_step": {nm: last[nm]["fresh"] for nm in names if nm in last}}
+        if res["exhaustive"]:
+            row["exhaustive"] = dict(zip(names, res["exhaustive"][r], strict=True))
+        out["rounds"].append(row)
     for t in range(n_steps):
         rows = [s[t] for s in steps if len(s) > t]
         q = {nm: int(np.sum([r["Q"][nm] for r in rows])) for nm in names}
@@ -188,6 +216,12 @@ def print_summary(name: str, summ: dict, names: list[str]) -> None:
             b = row["best"].get(nm)
             cells.append(f"{'-':>18}" if b is None else f"{b['in_sample']:>8.3f} / {b['fresh']:.3f}")
         print(line + "  " + "  ".join(cells))
+    print("round  chosen   last step (fresh edge)        "
+          "exhaustive best per family (all examples)")
+    for r, row in enumerate(summ["rounds"]):
+        last = "  ".join(f"{nm} {e:.3f}" for nm, e in row["last_step"].items())
+        ex = "  ".join(f"{nm} {e:.3f}" for nm, e in row.get("exhaustive", {}).items())
+        print(f"{r:>5}  {row['chosen']:<8} {last:<28}  {ex}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -202,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--negatives", type=Path, default=None,
                     help="a .npy of (N, 20, 20) uint8 negative windows (default: random windows "
                          "of the training backgrounds)")
+    ap.add_argument("--exhaustive", action="store_true",
+                    help="also each family's best edge over all its features and examples")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
@@ -227,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
               "samplers": {}}
     for s in args.samplers.split(","):
         res = analyse(s, pool=pool, windows=windows, y=y, rounds=args.rounds, fresh=args.fresh,
-                      seed=args.seed)
+                      seed=args.seed, exhaustive=args.exhaustive)
         summ = summarise(res, names)
         summ["seconds"], summ["budget"] = res["seconds"], res["budget"]
         print_summary(s, summ, names)
