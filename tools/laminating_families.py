@@ -214,7 +214,8 @@ def print_summary(name: str, summ: dict, names: list[str]) -> None:
         cells = []
         for nm in names:
             b = row["best"].get(nm)
-            cells.append(f"{'-':>18}" if b is None else f"{b['in_sample']:>8.3f} / {b['fresh']:.3f}")
+            cell = "-" if b is None else f"{b['in_sample']:.3f} / {b['fresh']:.3f}"
+            cells.append(f"{cell:>18}")
         print(line + "  " + "  ".join(cells))
     print("round  chosen   last step (fresh edge)        "
           "exhaustive best per family (all examples)")
