@@ -73,64 +73,9 @@ def laminating_schedule(
     >>> laminating_schedule(1000, 64, q0=4, s0=16)
     [(4, 16), (2, 32), (1, 64)]
     """
-    budget = check_count(budget, "budget")
     n_features = check_count(n_features, "n_features")
-    s_min = check_count(s_min, "s_min")
-
-    def steps(q: int, s: int) -> list[tuple[int, int]]:
-        """The schedule from ``(Q0, S0) = (q, s)``: halve ``Q`` (rounded up), double ``S``.
-
-        Parameters
-        ----------
-        q, s : int
-            Features and examples of the first step.
-
-        Returns
-        -------
-        list of (int, int)
-            Down to ``Q = 1``.
-        """
-        out = [(q, s)]
-        while q > 1:
-            q = -(-q // 2)
-            s *= 2
-            out.append((q, s))
-        return out
-
-    def cost(sched):
-        return sum(q * s for q, s in sched)
-
-    if q0 is not None:
-        q0 = min(check_count(q0, "q0"), n_features)
-        if s0 is not None:
-            sched = steps(q0, check_count(s0, "s0"))
-            if cost(sched) > budget:
-                raise ValueError(
-                    f"budget: Q0={q0}, S0={s0} costs {cost(sched)} evaluations > {budget}"
-                )
-            return sched
-        unit = cost(steps(q0, 1))
-        s0 = budget // unit
-        if s0 < 1:
-            raise ValueError(f"budget: {budget} cannot pay Laminating with Q0={q0} ({unit} per S0)")
-        return steps(q0, s0)
-    if s0 is not None:
-        s0 = check_count(s0, "s0")
-    best = None
-    q = 1
-    while q <= n_features:
-        unit = cost(steps(q, 1))
-        s = s0 if s0 is not None else budget // unit
-        if s >= (1 if s0 is not None else s_min) and unit * s <= budget:
-            best = steps(q, s)
-        elif best is not None:
-            break
-        q *= 2
-    if best is None:
-        if s0 is None and budget >= 1:
-            return steps(1, budget)  # a single feature on every affordable draw
-        raise ValueError(f"budget: {budget} evaluations cannot pay Laminating with S0={s0}")
-    return best
+    return [(int(q[0]), s) for q, s in stratified_schedule(budget, [n_features], q0=q0, s0=s0,
+                                                           s_min=s_min)]
 
 
 def better_half(edges: np.ndarray) -> np.ndarray:
@@ -302,16 +247,10 @@ def stratified_schedule(
 
     Parameters
     ----------
-    budget : int
-        Feature evaluations of all the steps together.
     sizes : array-like of shape (K,), int
         Features of each family.
-    q0 : int, optional
-        Features of the first step (all families together).
-    s0 : int, optional
-        Examples of the first step.
-    s_min : int, default 8
-        Smallest ``S0`` when ``s0`` is not given.
+    budget, q0, s0, s_min
+        As for :func:`laminating_schedule` (``q0`` counts all the families together).
 
     Returns
     -------
@@ -353,7 +292,7 @@ def stratified_schedule(
                                  f"> {budget}")
             return with_s(qs, s0)
         if budget // unit(qs) < 1:
-            raise ValueError(f"budget: {budget} cannot pay stratified Laminating with Q0={q0} "
+            raise ValueError(f"budget: {budget} cannot pay Laminating with Q0={q0} "
                              f"({unit(qs)} per S0)")
         return with_s(qs, budget // unit(qs))
     if s0 is not None:
@@ -372,8 +311,8 @@ def stratified_schedule(
         qs = steps(1)
         if s0 is None and budget >= unit(qs):
             return with_s(qs, budget // unit(qs))  # one feature per family, every draw paid
-        raise ValueError(f"budget: {budget} evaluations cannot pay stratified Laminating over "
-                         f"{sizes.size} families")
+        raise ValueError(f"budget: {budget} evaluations cannot pay Laminating with S0={s0} over "
+                         f"{sizes.size} famil{'y' if sizes.size == 1 else 'ies'}")
     return best
 
 
