@@ -133,9 +133,10 @@ def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std):
 
 
 @settings(max_examples=20, deadline=None)
-@given(st.integers(0, 2**31 - 1), st.booleans())
-def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0):
-    # items of every length (1 window .. a whole row) anywhere in the planes of one image
+@given(st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from([1, 2, 5, 10**9]))
+def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list):
+    # items of every length (1 window .. a whole row) anywhere in the planes of one image; the
+    # later stages over a row's survivors from min_list of them on (10**9: window by window)
     rng = np.random.default_rng(seed)
     model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
                            **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
@@ -158,7 +159,7 @@ def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0):
     slot, score = np.empty(int(nx.sum()), np.int64), np.empty(int(nx.sum()))
     k = prefilter.scan_rows(buf, items, bound.tab, bound.tabf, bound.pro, bound.prof, gate,
                             skip0, cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves,
-                            slot, score)
+                            min_list, slot, score)
     hits = np.flatnonzero(passed == cc.n_stages)
     np.testing.assert_array_equal(slot[:k], hits)
     np.testing.assert_array_equal(score[:k], ref[hits])

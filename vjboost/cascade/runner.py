@@ -297,7 +297,7 @@ class CascadeRunner:
         bound = cc.bind(**layout)
         gate = float(gate) if cc.variance else np.inf
         args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, bool(skip0),
-                cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves)
+                cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves, prefilter.MIN_LIST)
         n_t = resolve_threads(self.threads)
         # one task per thread would leave a thread idle on the last, costliest rows
         n_tasks = 1 if n_t == 1 else 16 * n_t
