@@ -49,7 +49,8 @@ GRIDS = {
     "opencv": {"mode": "opencv"},                       # step 2 below scale 2, skip rule
     "step1": {"mode": "clean", "step": 1},
     "step2-odd": {"mode": "clean", "step": 2, "offset": (1, 1)},
-    "step3": {"mode": "clean", "step": 3},              # no row pass: the kernel alone
+    "step3": {"mode": "clean", "step": 3},              # a strided row pass
+    "unit": {"mode": "clean", "step": 5, "offset": (2, 1), "row_step": 5},  # one mining pass
 }
 
 
@@ -70,7 +71,7 @@ def test_rows_match_window_by_window(seed, min_std, grid, monkeypatch):
                                    monkeypatch=monkeypatch)
         pos_w, sc_w, _ = _scan(model, img, pyr, rows=False, min_std=min_std, skip0=skip0,
                                monkeypatch=monkeypatch)
-        assert (calls > 0) == (grid != "step3")  # the row pass is the path tested
+        assert calls > 0  # the row pass is the path tested
         assert len(pos_w) > 0  # some windows pass every stage
         np.testing.assert_array_equal(pos_r, pos_w)
         np.testing.assert_array_equal(sc_r, sc_w)
@@ -132,11 +133,13 @@ def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std):
     np.testing.assert_array_equal(score, ref_score)
 
 
-@settings(max_examples=20, deadline=None)
-@given(st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from([1, 2, 5, 10**9]))
-def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list):
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from([1, 2, 5, 10**9]),
+       st.sampled_from([0.0, 0.5, 2.0]))
+def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list, sparse0):
     # items of every length (1 window .. a whole row) anywhere in the planes of one image; the
-    # later stages over a row's survivors from min_list of them on (10**9: window by window)
+    # later stages over a row's survivors from min_list of them on (10**9: window by window);
+    # the first stage over the list of open windows below a share sparse0 of them (2: always)
     rng = np.random.default_rng(seed)
     model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
                            **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
@@ -149,17 +152,19 @@ def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list):
     y = rng.integers(0, rows - h, n)
     x0 = rng.integers(0, cols - w, n)
     nx = np.minimum(rng.integers(1, 40, n), cols - w - x0)
-    items = np.stack([y * cols + x0, nx, np.ones(n, np.int64),
-                      np.concatenate([[0], np.cumsum(nx)[:-1]])], axis=1).astype(np.int64)
+    step = rng.choice([1, 1, 2, 5], n)  # strided rows too (a mining pass: step 5)
+    nw = (nx + step - 1) // step
+    items = np.stack([y * cols + x0, nx, step, np.concatenate([[0], np.cumsum(nw)[:-1]])],
+                     axis=1).astype(np.int64)
     buf = planes.reshape(-1)
     gate = sigma_gate(10.0)
     passed, ref = kernels.scan(cc, buf, items, row_stride=cols, plane_stride=rows * cols,
-                               n_out=int(nx.sum()), gate=gate, skip0=skip0)
+                               n_out=int(nw.sum()), gate=gate, skip0=skip0)
     bound = cc.bind(cols, rows * cols)
-    slot, score = np.empty(int(nx.sum()), np.int64), np.empty(int(nx.sum()))
+    slot, score = np.empty(int(nw.sum()), np.int64), np.empty(int(nw.sum()))
     k = prefilter.scan_rows(buf, items, bound.tab, bound.tabf, bound.pro, bound.prof, gate,
                             skip0, cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves,
-                            min_list, slot, score)
+                            min_list, sparse0, slot, score)
     hits = np.flatnonzero(passed == cc.n_stages)
     np.testing.assert_array_equal(slot[:k], hits)
     np.testing.assert_array_equal(score[:k], ref[hits])
@@ -170,7 +175,7 @@ def test_applies_only_to_depth2_haar_rows():
     cc = CascadeRunner(model, threads=1).compiled
     rows = np.array([[0, 5, 1, 0]], dtype=np.int64)
     assert prefilter.suits(cc) and prefilter.applies(cc, rows)
-    assert not prefilter.applies(cc, np.array([[0, 5, 2, 0]], dtype=np.int64))
+    assert prefilter.applies(cc, np.array([[0, 5, 2, 0]], dtype=np.int64))  # strided rows
     stumps = CascadeRunner(random_cascade("HAAR", n_stages=2, seed=3), threads=1).compiled
     assert not prefilter.suits(stumps)
     shallow = CascadeRunner(random_cascade("HAAR", max_nodes=2, n_stages=2, seed=3)).compiled

@@ -46,6 +46,7 @@ MAX_BYTES = 256 << 20
 #: a stage runs over a row's survivors (one pass per tree) while they are at least this many;
 #: fewer run the remaining stages window by window
 MIN_LIST = 8
+SPARSE0 = 0.0
 
 
 def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
@@ -63,7 +64,7 @@ def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
     -------
     bool
     """
-    return len(items) > 0 and suits(cascade) and bool((items[:, 2] == 1).all())
+    return len(items) > 0 and suits(cascade) and bool((items[:, 2] >= 1).all())
 
 
 def suits(cascade: CompiledCascade) -> bool:
@@ -87,7 +88,8 @@ def suits(cascade: CompiledCascade) -> bool:
 # stages about five times faster than its plain pipeline; the runner silences its warning
 @njit(cache=True, nogil=True, parallel=True)
 def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-              tree_node0, leaves, min_list, out_slot, out_score):  # pragma: no cover - numba
+              tree_node0, leaves, min_list, sparse0, out_slot, out_score
+              ):  # pragma: no cover - numba
     """The windows of ``items`` (rows of consecutive windows) that every stage accepts.
 
     Row by row: the σ gate, the variance normaliser and the first stage's score of every
@@ -130,7 +132,7 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
     """
     width = 0
     for it in range(items.shape[0]):
-        width = max(width, items[it, 1])
+        width = max(width, (items[it, 1] + items[it, 2] - 1) // items[it, 2])
     iv = np.empty(width, np.float32)
     score = np.empty(width)
     gated = np.empty(width, np.bool_)
@@ -144,32 +146,60 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
     n = 0
     for it in range(items.shape[0]):
         row = items[it, 0]
-        nx = items[it, 1]
+        step = items[it, 2]
+        nw = (items[it, 1] + step - 1) // step  # windows of the item, step columns apart
         obase = items[it, 3]
-        # the variance normaliser of window_norms() for the whole row (Haar features use no
-        # other one: leaving the gradient normaliser out keeps this loop simple and fast)
-        for x in range(nx):
-            inv, nf = variance_norm(buf, row + x, pro, area)
-            iv[x] = inv
-            score[x] = 0.0
-            gated[x] = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
-        for t in range(stage_first[0], stage_first[1]):
-            _tree_dense(buf, row, xs, nx, iv, score, tab, tabf, tree_node0, leaves, t)
-        # OpenCV's skip rule replayed along the row; the survivors compacted
-        m = 0
-        x = 0
-        while x < nx:
-            if gated[x]:
+        # step 1 as a constant: the loop then reads memory in sequence (vector loads)
+        if step == 1:
+            n_open = _norms(buf, row, 1, nw, pro, area, gate, iv, score, gated)
+        else:
+            n_open = _norms(buf, row, step, nw, pro, area, gate, iv, score, gated)
+        if step == 1 and n_open >= sparse0 * nw:
+            for t in range(stage_first[0], stage_first[1]):
+                _tree_dense(buf, row, xs, nw, iv, score, tab, tabf, tree_node0, leaves, t)
+            # OpenCV's skip rule replayed along the row; the survivors compacted
+            m = 0
+            x = 0
+            while x < nw:
+                if gated[x]:
+                    x += 1
+                    continue
+                if score[x] < thr0:
+                    x += 2 if skip0 else 1
+                    continue
+                xs[m] = x
+                ivs[m] = iv[x]
+                sc[m] = score[x]
+                m += 1
                 x += 1
-                continue
-            if score[x] < thr0:
-                x += 2 if skip0 else 1
-                continue
-            xs[m] = x
-            ivs[m] = iv[x]
-            sc[m] = score[x]
-            m += 1
-            x += 1
+        else:
+            # a strided grid, or many windows refused by the σ gate: the first stage over the
+            # list of the others (their columns; gathered loads)
+            m = 0
+            for i in range(nw):
+                if not gated[i]:
+                    xs[m] = i * step
+                    ivs[m] = iv[i]
+                    sc[m] = 0.0
+                    m += 1
+            for t in range(stage_first[0], stage_first[1]):
+                _tree_sparse(buf, row, xs, m, ivs, sc, tab, tabf, tree_node0, leaves, t)
+            # OpenCV's skip rule replayed along the list (a refused window sets no skip)
+            j = 0
+            skipped = -1
+            for i in range(m):
+                x = xs[i]
+                if x == skipped:
+                    continue
+                if sc[i] < thr0:
+                    if skip0:
+                        skipped = x + step
+                    continue
+                xs[j] = x
+                ivs[j] = ivs[i]
+                sc[j] = sc[i]
+                j += 1
+            m = j
         # the next stages over the row's survivors while they are many enough to pay for
         # reading each tree's records once per row
         k = 1
@@ -202,10 +232,27 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
                     break
                 kk += 1
             if kk == n_stages:
-                out_slot[n] = obase + xs[i]
+                out_slot[n] = obase + xs[i] // step
                 out_score[n] = v
                 n += 1
     return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _norms(buf, row, step, nw, pro, area, gate, iv, score, gated):  # pragma: no cover - numba
+    """The variance normaliser of window_norms() (Haar features use no other one: leaving the
+    gradient normaliser out keeps this loop simple and fast) and the σ gate of the ``nw``
+    windows ``row + i · step``, into ``iv`` and ``gated``; zeroes ``score``. Returns how many
+    windows the gate lets through."""
+    n_open = 0
+    for i in range(nw):
+        inv, nf = variance_norm(buf, row + i * step, pro, area)
+        iv[i] = inv
+        score[i] = 0.0
+        g = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
+        gated[i] = g
+        n_open += 1 - np.int64(g)
+    return n_open
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -297,7 +297,8 @@ class CascadeRunner:
         bound = cc.bind(**layout)
         gate = float(gate) if cc.variance else np.inf
         args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, bool(skip0),
-                cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves, prefilter.MIN_LIST)
+                cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves, prefilter.MIN_LIST,
+                prefilter.SPARSE0)
         n_t = resolve_threads(self.threads)
         # one task per thread would leave a thread idle on the last, costliest rows
         n_tasks = 1 if n_t == 1 else 16 * n_t
@@ -307,7 +308,7 @@ class CascadeRunner:
 
         def task(k: int) -> None:
             part = items[tasks[k][0]:tasks[k][1]]
-            m = int(part[:, 1].sum())
+            m = int(((part[:, 1] + part[:, 2] - 1) // part[:, 2]).sum())
             slot, score = np.empty(m, np.int64), np.empty(m)
             n = prefilter.scan_rows(buf, part, *args, slot, score)
             found[k] = (slot[:n].copy(), score[:n].copy())
