@@ -184,3 +184,46 @@ def test_applies_only_to_depth2_haar_rows():
     assert deep.shape == 0 and not prefilter.suits(deep)
     lbp = CascadeRunner(random_cascade("LBP", n_stages=2, balanced=True, seed=3)).compiled
     assert not prefilter.suits(lbp)
+
+
+@pytest.mark.slow
+def test_training_mines_the_same_negatives_with_and_without_the_row_pass(
+        faces12, backgrounds, monkeypatch):
+    # one-pass mining units (every fifth column of every fifth row) go through the strided row
+    # pass; training must mine the same windows and end with the same cascade as window by
+    # window
+    from vjboost.cascade import negatives
+    from vjboost.cascade.trainer import CascadeTrainer, stages_digest
+
+    kw = dict(window_shape=(12, 12), features="haar", weak_learner="tree", max_depth=2,
+              num_stages=3, num_pos=100, num_neg=200, min_hit_rate=0.99, seed=4,
+              max_weak_count=5, mining={"scale_factor": 1.3, "batch": 4})
+    steps = []
+    real = prefilter.scan_rows
+
+    def counted(buf, items, *a):
+        steps.extend(np.unique(items[:, 2]).tolist())
+        return real(buf, items, *a)
+
+    mined: list[list] = []
+    scan_unit = negatives.scan_unit
+
+    def recorded(*a, **k):
+        u = scan_unit(*a, **k)
+        mined[-1].append((u.n_scanned, u.n_accepted, u.windows.tobytes()))
+        return u
+
+    monkeypatch.setattr(prefilter, "scan_rows", counted)
+    monkeypatch.setattr(negatives, "scan_unit", recorded)
+    mined.append([])
+    rows = CascadeTrainer(**kw).fit(faces12, backgrounds)
+    monkeypatch.setattr(prefilter, "applies", lambda *a: False)
+    mined.append([])
+    window = CascadeTrainer(**kw).fit(faces12, backgrounds)
+    # unit by unit the same windows (units may run on threads, in any order)
+    assert len(mined[-1]) > 0 and sorted(mined[-1]) == sorted(mined[-2])
+    assert 3 in steps  # the mining grid step (a quarter of the window side): strided rows
+    assert len(rows.stages_) >= 2
+    assert [(m["n_scanned"], m["n_accepted"]) for m in rows.mining_] == \
+        [(m["n_scanned"], m["n_accepted"]) for m in window.mining_]
+    assert stages_digest(rows.stages_) == stages_digest(window.stages_)
