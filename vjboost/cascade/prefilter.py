@@ -11,8 +11,9 @@ the leaf is chosen by the decisions, so the loop has no branch on the data.
 first stage's score of every window of the row; replays OpenCV's skip of the position after a
 first-stage rejection along the row (so it visits exactly the windows the window-by-window
 kernel visits) and keeps the survivors' columns in a compact list; runs the next stages over
-that list the same way, one pass per tree (the loads are gathers now, but the loop still has no
-branch on the data and each tree's records are read once per row), compacting the list after
+that list the same way, one pass per tree (the loads are gathered now, but the loop still has no
+branch on the data: the leaf is picked by selects, and each tree's records are read once per
+row), compacting the list after
 each stage while it holds at least :data:`MIN_LIST` windows; and runs the remaining stages
 window by window on the last survivors. All of it happens right away, row by row, while the
 row's integral data is still in the cache (running the later stages after the whole batch's
@@ -24,7 +25,9 @@ OpenCV's grid has a step of 2 below scale 2: :class:`~vjboost.cascade.runner.Cas
 stores such batches with each row's even and odd columns apart
 (:meth:`vjboost.features.channels.ChannelSet.fill` and
 :meth:`vjboost.features.program.Program.bind` with ``split``), which makes the grid's windows
-consecutive entries again.
+consecutive entries again. Other grids (hard-negative mining scans one grid offset at a time:
+every fifth column of every fifth row) run the first stage over the list of the row's windows
+too, so they never go window by window from the first stage on.
 """
 
 from __future__ import annotations
@@ -46,12 +49,14 @@ MAX_BYTES = 256 << 20
 #: a stage runs over a row's survivors (one pass per tree) while they are at least this many;
 #: fewer run the remaining stages window by window
 MIN_LIST = 8
-SPARSE0 = 0.0
+#: a row's first stage runs over the list of the windows the σ gate lets through (gathered
+#: loads) when they are fewer than this share of the row, else over the whole row
+SPARSE0 = 0.5
 
 
 def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
     """Whether :func:`scan_rows` can run ``cascade`` on ``items``: :func:`suits` and rows of
-    consecutive windows (step 1: a grid of step 2 is made one by storing the even and the odd
+    any step (step 1 runs fastest: a grid of step 2 is made one by storing the even and the odd
     columns of the integral planes apart, see :meth:`vjboost.features.program.Program.bind`).
 
     Parameters
@@ -90,7 +95,8 @@ def suits(cascade: CompiledCascade) -> bool:
 def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
               tree_node0, leaves, min_list, sparse0, out_slot, out_score
               ):  # pragma: no cover - numba
-    """The windows of ``items`` (rows of consecutive windows) that every stage accepts.
+    """The windows of ``items`` (rows of windows ``step`` columns apart) that every stage
+    accepts.
 
     Row by row: the σ gate, the variance normaliser and the first stage's score of every
     window of the row, vectorised; then OpenCV's skip rule replayed along the row; then the
@@ -103,7 +109,8 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
     buf : ndarray of int32, 1-D
         Integral planes (as for :func:`vjboost.cascade.kernels.scan`).
     items : ndarray of int64, shape (I, 4)
-        ``(row_offset, n_x, 1, out_offset)``: windows at ``row_offset + x``, ``x < n_x``.
+        ``(row_offset, n_x, step, out_offset)``: windows at ``row_offset + x`` for
+        ``x = 0, step, ... < n_x``, outputs at ``out_offset + x // step``.
     tab, tabf, pro, prof
         The bound records of the cascade (:meth:`CompiledCascade.bind`).
     gate : float
@@ -120,8 +127,12 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
     min_list : int
         A stage runs over the row's survivors tree by tree while they are at least this many
         (:data:`MIN_LIST`; a huge value: window by window after the first stage).
+    sparse0 : float
+        The first stage runs over the list of the windows the σ gate lets through when they
+        are fewer than this share of a row (:data:`SPARSE0`), else over the whole row; over the
+        list always for rows of step > 1.
     out_slot : ndarray of int64, shape (>= windows of items,)
-        The output slot (``out_offset + x``) of every accepted window, in item order.
+        The output slot (``out_offset + x // step``) of every accepted window, in item order.
     out_score : ndarray of float64, shape (>= windows of items,)
         Their last stage's scores.
 
@@ -334,10 +345,10 @@ def _make_tree_pass(dense: bool):
             w += wd1 * _rect(buf, p, d4, d5, d6, d7)
             if wd2 != 0.0:
                 w += wd2 * _rect(buf, p, d8, d9, d10, d11)
-            if v * s < t0:
-                score[i] += l0 if u * s < t1 else l1
-            else:
-                score[i] += l2 if w * s < t2 else l3
+            # the leaf by selects, not branches (either way about every other window)
+            lo = l0 if u * s < t1 else l1
+            hi = l2 if w * s < t2 else l3
+            score[i] += lo if v * s < t0 else hi
 
     return tree_pass
 
