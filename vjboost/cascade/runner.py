@@ -10,7 +10,7 @@ and adaptation re-weights the trees of one stage from their outputs
   :mod:`vjboost.cascade.kernels`, on integral planes of window stacks or of image levels packed
   by :class:`~vjboost.cascade.scan.Pyramid` batches, one pass for all the families of a pool;
   Haar cascades of trees of depth <= 2 scan images with the row pass of
-  :mod:`vjboost.cascade.prefilter` (same decisions, the first stage vectorised along rows);
+  :mod:`vjboost.cascade.prefilter` (same decisions, stages run along rows);
 * **generic** — other families (Fourier, user-written ones): per window stack
   ``family.prepare`` / ``family.evaluate``, per level ``family.prepare_image`` /
   ``family.evaluate_at``, stage by stage on the windows still alive.
@@ -292,7 +292,7 @@ class CascadeRunner:
                    gate: float, skip0: bool) -> tuple[np.ndarray, np.ndarray]:
         """The accepted slots of a batch and their scores, row by row
         (:func:`vjboost.cascade.prefilter.scan_rows`: the first stage over whole rows, the
-        other stages on its survivors)."""
+        next ones over each row's compacted survivors)."""
         cc = self.compiled
         bound = cc.bind(**layout)
         gate = float(gate) if cc.variance else np.inf
