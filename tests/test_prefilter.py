@@ -186,7 +186,6 @@ def test_applies_only_to_depth2_haar_rows():
     assert not prefilter.suits(lbp)
 
 
-@pytest.mark.slow
 def test_training_mines_the_same_negatives_with_and_without_the_row_pass(
         faces12, backgrounds, monkeypatch):
     # one-pass mining units (every fifth column of every fifth row) go through the strided row
