@@ -49,7 +49,8 @@ GRIDS = {
     "opencv": {"mode": "opencv"},                       # step 2 below scale 2, skip rule
     "step1": {"mode": "clean", "step": 1},
     "step2-odd": {"mode": "clean", "step": 2, "offset": (1, 1)},
-    "step3": {"mode": "clean", "step": 3},              # no row pass: the kernel alone
+    "step3": {"mode": "clean", "step": 3},              # a strided row pass
+    "unit": {"mode": "clean", "step": 5, "offset": (2, 1), "row_step": 5},  # one mining pass
 }
 
 
@@ -70,7 +71,7 @@ def test_rows_match_window_by_window(seed, min_std, grid, monkeypatch):
                                    monkeypatch=monkeypatch)
         pos_w, sc_w, _ = _scan(model, img, pyr, rows=False, min_std=min_std, skip0=skip0,
                                monkeypatch=monkeypatch)
-        assert (calls > 0) == (grid != "step3")  # the row pass is the path tested
+        assert calls > 0  # the row pass is the path tested
         assert len(pos_w) > 0  # some windows pass every stage
         np.testing.assert_array_equal(pos_r, pos_w)
         np.testing.assert_array_equal(sc_r, sc_w)
@@ -132,10 +133,13 @@ def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std):
     np.testing.assert_array_equal(score, ref_score)
 
 
-@settings(max_examples=20, deadline=None)
-@given(st.integers(0, 2**31 - 1), st.booleans())
-def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0):
-    # items of every length (1 window .. a whole row) anywhere in the planes of one image
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from([1, 2, 5, 10**9]),
+       st.sampled_from([0.0, 0.5, 2.0]))
+def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list, sparse0):
+    # items of every length (1 window .. a whole row) anywhere in the planes of one image; the
+    # later stages over a row's survivors from min_list of them on (10**9: window by window);
+    # the first stage over the list of open windows below a share sparse0 of them (2: always)
     rng = np.random.default_rng(seed)
     model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
                            **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
@@ -148,17 +152,19 @@ def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0):
     y = rng.integers(0, rows - h, n)
     x0 = rng.integers(0, cols - w, n)
     nx = np.minimum(rng.integers(1, 40, n), cols - w - x0)
-    items = np.stack([y * cols + x0, nx, np.ones(n, np.int64),
-                      np.concatenate([[0], np.cumsum(nx)[:-1]])], axis=1).astype(np.int64)
+    step = rng.choice([1, 1, 2, 5], n)  # strided rows too (a mining pass: step 5)
+    nw = (nx + step - 1) // step
+    items = np.stack([y * cols + x0, nx, step, np.concatenate([[0], np.cumsum(nw)[:-1]])],
+                     axis=1).astype(np.int64)
     buf = planes.reshape(-1)
     gate = sigma_gate(10.0)
     passed, ref = kernels.scan(cc, buf, items, row_stride=cols, plane_stride=rows * cols,
-                               n_out=int(nx.sum()), gate=gate, skip0=skip0)
+                               n_out=int(nw.sum()), gate=gate, skip0=skip0)
     bound = cc.bind(cols, rows * cols)
-    slot, score = np.empty(int(nx.sum()), np.int64), np.empty(int(nx.sum()))
+    slot, score = np.empty(int(nw.sum()), np.int64), np.empty(int(nw.sum()))
     k = prefilter.scan_rows(buf, items, bound.tab, bound.tabf, bound.pro, bound.prof, gate,
                             skip0, cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves,
-                            slot, score)
+                            min_list, sparse0, slot, score)
     hits = np.flatnonzero(passed == cc.n_stages)
     np.testing.assert_array_equal(slot[:k], hits)
     np.testing.assert_array_equal(score[:k], ref[hits])
@@ -169,7 +175,7 @@ def test_applies_only_to_depth2_haar_rows():
     cc = CascadeRunner(model, threads=1).compiled
     rows = np.array([[0, 5, 1, 0]], dtype=np.int64)
     assert prefilter.suits(cc) and prefilter.applies(cc, rows)
-    assert not prefilter.applies(cc, np.array([[0, 5, 2, 0]], dtype=np.int64))
+    assert prefilter.applies(cc, np.array([[0, 5, 2, 0]], dtype=np.int64))  # strided rows
     stumps = CascadeRunner(random_cascade("HAAR", n_stages=2, seed=3), threads=1).compiled
     assert not prefilter.suits(stumps)
     shallow = CascadeRunner(random_cascade("HAAR", max_nodes=2, n_stages=2, seed=3)).compiled
@@ -178,3 +184,45 @@ def test_applies_only_to_depth2_haar_rows():
     assert deep.shape == 0 and not prefilter.suits(deep)
     lbp = CascadeRunner(random_cascade("LBP", n_stages=2, balanced=True, seed=3)).compiled
     assert not prefilter.suits(lbp)
+
+
+def test_training_mines_the_same_negatives_with_and_without_the_row_pass(
+        faces12, backgrounds, monkeypatch):
+    # one-pass mining units (every fifth column of every fifth row) go through the strided row
+    # pass; training must mine the same windows and end with the same cascade as window by
+    # window
+    from vjboost.cascade import negatives
+    from vjboost.cascade.trainer import CascadeTrainer, stages_digest
+
+    kw = dict(window_shape=(12, 12), features="haar", weak_learner="tree", max_depth=2,
+              num_stages=3, num_pos=100, num_neg=200, min_hit_rate=0.99, seed=4,
+              max_weak_count=5, mining={"scale_factor": 1.3, "batch": 4})
+    steps = []
+    real = prefilter.scan_rows
+
+    def counted(buf, items, *a):
+        steps.extend(np.unique(items[:, 2]).tolist())
+        return real(buf, items, *a)
+
+    mined: list[list] = []
+    scan_unit = negatives.scan_unit
+
+    def recorded(*a, **k):
+        u = scan_unit(*a, **k)
+        mined[-1].append((u.n_scanned, u.n_accepted, u.windows.tobytes()))
+        return u
+
+    monkeypatch.setattr(prefilter, "scan_rows", counted)
+    monkeypatch.setattr(negatives, "scan_unit", recorded)
+    mined.append([])
+    rows = CascadeTrainer(**kw).fit(faces12, backgrounds)
+    monkeypatch.setattr(prefilter, "applies", lambda *a: False)
+    mined.append([])
+    window = CascadeTrainer(**kw).fit(faces12, backgrounds)
+    # unit by unit the same windows (units may run on threads, in any order)
+    assert len(mined[-1]) > 0 and sorted(mined[-1]) == sorted(mined[-2])
+    assert 3 in steps  # the mining grid step (a quarter of the window side): strided rows
+    assert len(rows.stages_) >= 2
+    assert [(m["n_scanned"], m["n_accepted"]) for m in rows.mining_] == \
+        [(m["n_scanned"], m["n_accepted"]) for m in window.mining_]
+    assert stages_digest(rows.stages_) == stages_digest(window.stages_)

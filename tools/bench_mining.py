@@ -1,20 +1,24 @@
-"""Late-stage mining cost: background windows rejected per CPU second, row pass on and off.
+"""Mining cost: background windows scanned per CPU second, row pass on and off.
 
 Late in training a mining unit scans every window of an augmented background image (all the
 ``step²`` grid offsets at once) with the cascade trained so far, and almost every window is
-rejected by its first stages. This tool scans such units of ``--images`` training backgrounds
+rejected by its first stages; early in training a unit scans one grid offset (``--passes 1``:
+every ``step``-th column of every ``step``-th row, a strided row pass) and the cascade accepts
+many more. This tool scans such units of ``--images`` training backgrounds
 with a cascade (default ``vjboost:frontalface``: the shipped configuration's 19 stages, i.e. the
 cascade that mines stage 19) twice in the same run: window by window
-(:func:`vjboost.cascade.kernels.scan`), and with the first stage over whole rows
+(:func:`vjboost.cascade.kernels.scan`), and with the stages over whole rows
 (:mod:`vjboost.cascade.prefilter`) — checking that both keep the same windows — and prints the
 windows scanned per CPU second of each and their ratio, on one thread.
 
-``--stages K`` keeps the first ``K`` stages (the cascade of an earlier mining stage).
+``--stages K`` keeps the first ``K`` stages (the cascade of an earlier mining stage);
+``--passes`` chooses the units (1, ``step`` or ``step²`` grid passes).
 The last line is ``RESULT {json}``; ``--quick`` scans 3 images (a few seconds).
 
 Example::
 
     python tools/bench_mining.py --images 12
+    python tools/bench_mining.py --stages 3 --passes 1
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backgrounds", default=str(BACKGROUNDS),
                     help="a list of background images, one path a line")
     ap.add_argument("--images", type=int, default=12)
+    ap.add_argument("--passes", type=int, default=0,
+                    help="grid passes per unit: 1 (one grid offset: every step-th column and "
+                         "row), step (every column of every step-th row) or 0 = step² (every "
+                         "window)")
     ap.add_argument("--repeats", type=int, default=2, help="best of this many timings")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
@@ -47,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     from vjboost.cascade import prefilter
     from vjboost.cascade.model import CascadeModel
     from vjboost.cascade.model_io import load_model
-    from vjboost.cascade.negatives import MiningParams, mining_detector, scan_unit
+    from vjboost.cascade.negatives import MiningParams, mining_detector, scan_unit, unit_groups
     from vjboost.io import read_image
 
     model = load_model(args.model)
@@ -65,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     paths = paths[::max(1, len(paths) // n_img)][:n_img]
     images = {p: read_image(p) for p in paths}
     params = MiningParams(tuple(model.window_shape), scale_factor=1.1)
-    g = params.grid_step ** 2
+    g = args.passes or params.grid_step ** 2
+    if g not in unit_groups(params.grid_step):
+        ap.error(f"--passes: expected one of {unit_groups(params.grid_step)}, got {g}")
     units = [(p, k * g) for p in paths for k in range(1 if args.quick else 2)]
     applies = prefilter.applies
     cpu: dict[str, float] = {}
@@ -91,15 +101,15 @@ def main(argv: list[str] | None = None) -> int:
         prefilter.applies = applies
     same = kept["window"] == kept["rows"]
     rate = {m: n_scanned / max(cpu[m], 1e-9) for m in cpu}
-    print(f"{model.n_stages}-stage cascade, {len(units)} full-grid unit(s) of {len(paths)} "
-          f"image(s): {n_scanned:,} windows, {n_accepted} accepted")
+    print(f"{model.n_stages}-stage cascade, {len(units)} unit(s) of {g} pass(es) of "
+          f"{len(paths)} image(s): {n_scanned:,} windows, {n_accepted} accepted")
     print("| scan | CPU s | windows / CPU s |")
     print("|---|---|---|")
     for m in ("window", "rows"):
         print(f"| {m} | {cpu[m]:.2f} | {rate[m]:.3g} |")
     print(f"rows / window: {rate['rows'] / rate['window']:.2f}x; same windows kept: {same}")
     print("RESULT " + json.dumps({
-        "quick": args.quick, "model": args.model, "stages": model.n_stages,
+        "quick": args.quick, "model": args.model, "stages": model.n_stages, "passes": g,
         "windows": n_scanned, "accepted": n_accepted, "same_windows": same,
         "window_cpu_s": round(cpu["window"], 3), "rows_cpu_s": round(cpu["rows"], 3),
         "window_per_cpu_s": round(rate["window"]), "rows_per_cpu_s": round(rate["rows"]),

@@ -10,9 +10,14 @@ the leaf is chosen by the decisions, so the loop has no branch on the data.
 :func:`scan_rows` computes, row by row, the σ gate, the window's variance normaliser and the
 first stage's score of every window of the row; replays OpenCV's skip of the position after a
 first-stage rejection along the row (so it visits exactly the windows the window-by-window
-kernel visits); and runs the other stages window by window on the first stage's survivors
-right away, while the row's integral data is still in the cache (running them after the whole
-batch's first stage cost about 30 % more: the data had left the cache). Every value is computed
+kernel visits) and keeps the survivors' columns in a compact list; runs the next stages over
+that list the same way, one pass per tree (the loads are gathered now, but the loop still has no
+branch on the data: the leaf is picked by selects, and each tree's records are read once per
+row), compacting the list after
+each stage while it holds at least :data:`MIN_LIST` windows; and runs the remaining stages
+window by window on the last survivors. All of it happens right away, row by row, while the
+row's integral data is still in the cache (running the later stages after the whole batch's
+first stage cost about 30 % more: the data had left the cache). Every value is computed
 with the very float32 and float64 operations of the window-by-window kernel (same order, no
 fused multiply-add), so its decisions and scores are that kernel's, bit for bit.
 
@@ -20,7 +25,9 @@ OpenCV's grid has a step of 2 below scale 2: :class:`~vjboost.cascade.runner.Cas
 stores such batches with each row's even and odd columns apart
 (:meth:`vjboost.features.channels.ChannelSet.fill` and
 :meth:`vjboost.features.program.Program.bind` with ``split``), which makes the grid's windows
-consecutive entries again.
+consecutive entries again. Other grids (hard-negative mining scans one grid offset at a time:
+every fifth column of every fifth row) run the first stage over the list of the row's windows
+too, so they never go window by window from the first stage on.
 """
 
 from __future__ import annotations
@@ -39,11 +46,17 @@ _U = np.uint64
 BYTES_PER_WINDOW = 16
 #: batches whose scratch would exceed this run window by window instead (huge images)
 MAX_BYTES = 256 << 20
+#: a stage runs over a row's survivors (one pass per tree) while they are at least this many;
+#: fewer run the remaining stages window by window
+MIN_LIST = 8
+#: a row's first stage runs over the list of the windows the σ gate lets through (gathered
+#: loads) when they are fewer than this share of the row, else over the whole row
+SPARSE0 = 0.5
 
 
 def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
     """Whether :func:`scan_rows` can run ``cascade`` on ``items``: :func:`suits` and rows of
-    consecutive windows (step 1: a grid of step 2 is made one by storing the even and the odd
+    any step (step 1 runs fastest: a grid of step 2 is made one by storing the even and the odd
     columns of the integral planes apart, see :meth:`vjboost.features.program.Program.bind`).
 
     Parameters
@@ -56,7 +69,7 @@ def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
     -------
     bool
     """
-    return len(items) > 0 and suits(cascade) and bool((items[:, 2] == 1).all())
+    return len(items) > 0 and suits(cascade) and bool((items[:, 2] >= 1).all())
 
 
 def suits(cascade: CompiledCascade) -> bool:
@@ -80,20 +93,24 @@ def suits(cascade: CompiledCascade) -> bool:
 # stages about five times faster than its plain pipeline; the runner silences its warning
 @njit(cache=True, nogil=True, parallel=True)
 def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-              tree_node0, leaves, out_slot, out_score):  # pragma: no cover - numba
-    """The windows of ``items`` (rows of consecutive windows) that every stage accepts.
+              tree_node0, leaves, min_list, sparse0, out_slot, out_score
+              ):  # pragma: no cover - numba
+    """The windows of ``items`` (rows of windows ``step`` columns apart) that every stage
+    accepts.
 
     Row by row: the σ gate, the variance normaliser and the first stage's score of every
     window of the row, vectorised; then OpenCV's skip rule replayed along the row; then the
-    other stages, window by window, on the windows the first stage accepts, while the row's
-    integral data is still in the cache.
+    next stages over the row's survivors, tree by tree, while they are ``min_list`` or more;
+    then the remaining stages window by window on the last survivors, while the row's integral
+    data is still in the cache.
 
     Parameters
     ----------
     buf : ndarray of int32, 1-D
         Integral planes (as for :func:`vjboost.cascade.kernels.scan`).
     items : ndarray of int64, shape (I, 4)
-        ``(row_offset, n_x, 1, out_offset)``: windows at ``row_offset + x``, ``x < n_x``.
+        ``(row_offset, n_x, step, out_offset)``: windows at ``row_offset + x`` for
+        ``x = 0, step, ... < n_x``, outputs at ``out_offset + x // step``.
     tab, tabf, pro, prof
         The bound records of the cascade (:meth:`CompiledCascade.bind`).
     gate : float
@@ -107,8 +124,15 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
         The :class:`CompiledCascade`'s arrays: trees of depth <= 2 laid out root, then its
         children that are nodes (:func:`_children`), with four leaves (left-left, left-right,
         right-left, right-right).
+    min_list : int
+        A stage runs over the row's survivors tree by tree while they are at least this many
+        (:data:`MIN_LIST`; a huge value: window by window after the first stage).
+    sparse0 : float
+        The first stage runs over the list of the windows the σ gate lets through when they
+        are fewer than this share of a row (:data:`SPARSE0`), else over the whole row; over the
+        list always for rows of step > 1.
     out_slot : ndarray of int64, shape (>= windows of items,)
-        The output slot (``out_offset + x``) of every accepted window, in item order.
+        The output slot (``out_offset + x // step``) of every accepted window, in item order.
     out_score : ndarray of float64, shape (>= windows of items,)
         Their last stage's scores.
 
@@ -119,55 +143,127 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
     """
     width = 0
     for it in range(items.shape[0]):
-        width = max(width, items[it, 1])
+        width = max(width, (items[it, 1] + items[it, 2] - 1) // items[it, 2])
     iv = np.empty(width, np.float32)
     score = np.empty(width)
     gated = np.empty(width, np.bool_)
+    # the survivors of the row so far: columns, normalisers, scores (compacted stage by stage)
+    xs = np.empty(width, np.int64)
+    ivs = np.empty(width, np.float32)
+    sc = np.empty(width)
     area = prof[0]
     n_stages = stage_thr.shape[0]
     thr0 = stage_thr[0]
     n = 0
     for it in range(items.shape[0]):
         row = items[it, 0]
-        nx = items[it, 1]
+        step = items[it, 2]
+        nw = (items[it, 1] + step - 1) // step  # windows of the item, step columns apart
         obase = items[it, 3]
-        # the variance normaliser of window_norms() for the whole row (Haar features use no
-        # other one: leaving the gradient normaliser out keeps this loop simple and fast)
-        for x in range(nx):
-            inv, nf = variance_norm(buf, row + x, pro, area)
-            iv[x] = inv
-            score[x] = 0.0
-            gated[x] = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
-        for t in range(stage_first[0], stage_first[1]):
-            nd = tree_node0[t]
-            nb, ndd = _children(tree_node0, t)
-            _tree_row(buf, row, nx, iv, score, tab, tabf, nd * REC, nb * REC, ndd * REC,
-                      leaves[4 * t], leaves[4 * t + 1], leaves[4 * t + 2], leaves[4 * t + 3])
-        x = 0
-        while x < nx:
-            if gated[x]:
+        # step 1 as a constant: the loop then reads memory in sequence (vector loads)
+        if step == 1:
+            n_open = _norms(buf, row, 1, nw, pro, area, gate, iv, score, gated)
+        else:
+            n_open = _norms(buf, row, step, nw, pro, area, gate, iv, score, gated)
+        if step == 1 and n_open >= sparse0 * nw:
+            for t in range(stage_first[0], stage_first[1]):
+                _tree_dense(buf, row, xs, nw, iv, score, tab, tabf, tree_node0, leaves, t)
+            # OpenCV's skip rule replayed along the row; the survivors compacted
+            m = 0
+            x = 0
+            while x < nw:
+                if gated[x]:
+                    x += 1
+                    continue
+                if score[x] < thr0:
+                    x += 2 if skip0 else 1
+                    continue
+                xs[m] = x
+                ivs[m] = iv[x]
+                sc[m] = score[x]
+                m += 1
                 x += 1
-                continue
-            if score[x] < thr0:
-                x += 2 if skip0 else 1
-                continue
-            p = row + x
-            s = iv[x]
-            sc = score[x]
-            k = 1
-            while k < n_stages:
-                sc = 0.0
-                for t in range(stage_first[k], stage_first[k + 1]):
-                    sc += _tree_at(buf, p, s, tab, tabf, tree_node0, leaves, t)
-                if sc < stage_thr[k]:
+        else:
+            # a strided grid, or many windows refused by the σ gate: the first stage over the
+            # list of the others (their columns; gathered loads)
+            m = 0
+            for i in range(nw):
+                if not gated[i]:
+                    xs[m] = i * step
+                    ivs[m] = iv[i]
+                    sc[m] = 0.0
+                    m += 1
+            for t in range(stage_first[0], stage_first[1]):
+                _tree_sparse(buf, row, xs, m, ivs, sc, tab, tabf, tree_node0, leaves, t)
+            # OpenCV's skip rule replayed along the list (a refused window sets no skip)
+            j = 0
+            skipped = -1
+            for i in range(m):
+                x = xs[i]
+                if x == skipped:
+                    continue
+                if sc[i] < thr0:
+                    if skip0:
+                        skipped = x + step
+                    continue
+                xs[j] = x
+                ivs[j] = ivs[i]
+                sc[j] = sc[i]
+                j += 1
+            m = j
+        # the next stages over the row's survivors while they are many enough to pay for
+        # reading each tree's records once per row
+        k = 1
+        while k < n_stages and m >= min_list:
+            for i in range(m):
+                sc[i] = 0.0
+            for t in range(stage_first[k], stage_first[k + 1]):
+                _tree_sparse(buf, row, xs, m, ivs, sc, tab, tabf, tree_node0, leaves, t)
+            thr = stage_thr[k]
+            j = 0
+            for i in range(m):
+                if not sc[i] < thr:
+                    xs[j] = xs[i]
+                    ivs[j] = ivs[i]
+                    sc[j] = sc[i]
+                    j += 1
+            m = j
+            k += 1
+        # the last stages window by window
+        for i in range(m):
+            p = row + xs[i]
+            s = ivs[i]
+            v = sc[i]
+            kk = k
+            while kk < n_stages:
+                v = 0.0
+                for t in range(stage_first[kk], stage_first[kk + 1]):
+                    v += _tree_at(buf, p, s, tab, tabf, tree_node0, leaves, t)
+                if v < stage_thr[kk]:
                     break
-                k += 1
-            if k == n_stages:
-                out_slot[n] = obase + x
-                out_score[n] = sc
+                kk += 1
+            if kk == n_stages:
+                out_slot[n] = obase + xs[i] // step
+                out_score[n] = v
                 n += 1
-            x += 1
     return n
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _norms(buf, row, step, nw, pro, area, gate, iv, score, gated):  # pragma: no cover - numba
+    """The variance normaliser of window_norms() (Haar features use no other one: leaving the
+    gradient normaliser out keeps this loop simple and fast) and the σ gate of the ``nw``
+    windows ``row + i · step``, into ``iv`` and ``gated``; zeroes ``score``. Returns how many
+    windows the gate lets through."""
+    n_open = 0
+    for i in range(nw):
+        inv, nf = variance_norm(buf, row + i * step, pro, area)
+        iv[i] = inv
+        score[i] = 0.0
+        g = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
+        gated[i] = g
+        n_open += 1 - np.int64(g)
+    return n_open
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -204,42 +300,58 @@ def _rect(buf, p, k0, k1, k2, k3):  # pragma: no cover - numba
                                + buf[_U(p + k3)]))
 
 
-@njit(cache=True, nogil=True)
-def _tree_row(buf, row, nx, iv, score, tab, tabf, o0, o1, o2, l0, l1, l2, l3
-              ):  # pragma: no cover - numba
-    """Add one depth-2 tree's leaf to ``score`` for the ``nx`` windows of a row: the root and
-    both children are computed for every window (no branch on the data in the loop). Each
-    value is rects_value()'s: the same float32 operations in the same order. The record
-    fields are read into scalars first: the loop then keeps them in registers."""
-    a0, a1, a2, a3 = tab[_U(o0)], tab[_U(o0 + 1)], tab[_U(o0 + 2)], tab[_U(o0 + 3)]
-    a4, a5, a6, a7 = tab[_U(o0 + 4)], tab[_U(o0 + 5)], tab[_U(o0 + 6)], tab[_U(o0 + 7)]
-    a8, a9, a10, a11 = tab[_U(o0 + 8)], tab[_U(o0 + 9)], tab[_U(o0 + 10)], tab[_U(o0 + 11)]
-    b0, b1, b2, b3 = tab[_U(o1)], tab[_U(o1 + 1)], tab[_U(o1 + 2)], tab[_U(o1 + 3)]
-    b4, b5, b6, b7 = tab[_U(o1 + 4)], tab[_U(o1 + 5)], tab[_U(o1 + 6)], tab[_U(o1 + 7)]
-    b8, b9, b10, b11 = tab[_U(o1 + 8)], tab[_U(o1 + 9)], tab[_U(o1 + 10)], tab[_U(o1 + 11)]
-    d0, d1, d2, d3 = tab[_U(o2)], tab[_U(o2 + 1)], tab[_U(o2 + 2)], tab[_U(o2 + 3)]
-    d4, d5, d6, d7 = tab[_U(o2 + 4)], tab[_U(o2 + 5)], tab[_U(o2 + 6)], tab[_U(o2 + 7)]
-    d8, d9, d10, d11 = tab[_U(o2 + 8)], tab[_U(o2 + 9)], tab[_U(o2 + 10)], tab[_U(o2 + 11)]
-    wa0, wa1, wa2 = tabf[_U(o0 + _W)], tabf[_U(o0 + _W + 1)], tabf[_U(o0 + _W + 2)]
-    wb0, wb1, wb2 = tabf[_U(o1 + _W)], tabf[_U(o1 + _W + 1)], tabf[_U(o1 + _W + 2)]
-    wd0, wd1, wd2 = tabf[_U(o2 + _W)], tabf[_U(o2 + _W + 1)], tabf[_U(o2 + _W + 2)]
-    t0, t1, t2 = tabf[_U(o0 + _THR_R)], tabf[_U(o1 + _THR_R)], tabf[_U(o2 + _THR_R)]
-    for x in range(nx):
-        p = row + x
-        s = iv[x]
-        v = wa0 * _rect(buf, p, a0, a1, a2, a3)
-        v += wa1 * _rect(buf, p, a4, a5, a6, a7)
-        if wa2 != 0.0:
-            v += wa2 * _rect(buf, p, a8, a9, a10, a11)
-        u = wb0 * _rect(buf, p, b0, b1, b2, b3)
-        u += wb1 * _rect(buf, p, b4, b5, b6, b7)
-        if wb2 != 0.0:
-            u += wb2 * _rect(buf, p, b8, b9, b10, b11)
-        w = wd0 * _rect(buf, p, d0, d1, d2, d3)
-        w += wd1 * _rect(buf, p, d4, d5, d6, d7)
-        if wd2 != 0.0:
-            w += wd2 * _rect(buf, p, d8, d9, d10, d11)
-        if v * s < t0:
-            score[x] += l0 if u * s < t1 else l1
-        else:
-            score[x] += l2 if w * s < t2 else l3
+def _make_tree_pass(dense: bool):
+    """The pass of one tree of depth <= 2 over windows of a row: ``dense``, the ``m`` windows
+    ``row + x`` (``x < m``, consecutive: the loads are vector loads); else the windows
+    ``row + xs[i]`` (``i < m``, the survivors of the earlier stages: gathered loads). Both
+    variants come from this one body (``dense`` is a compile-time constant of the closure)."""
+
+    @njit(cache=True, nogil=True)
+    def tree_pass(buf, row, xs, m, iv, score, tab, tabf, tree_node0, leaves, t
+                  ):  # pragma: no cover - numba
+        """Add tree ``t``'s leaf to ``score[i]`` for ``i < m``: the root and both children
+        are computed for every window (no branch on the data in the loop). Each value is
+        rects_value()'s: the same float32 operations in the same order. The record fields
+        are read into scalars first: the loop then keeps them in registers."""
+        nb, nd = _children(tree_node0, t)
+        o0, o1, o2 = tree_node0[t] * REC, nb * REC, nd * REC
+        l0, l1 = leaves[_U(4 * t)], leaves[_U(4 * t + 1)]
+        l2, l3 = leaves[_U(4 * t + 2)], leaves[_U(4 * t + 3)]
+        a0, a1, a2, a3 = tab[_U(o0)], tab[_U(o0 + 1)], tab[_U(o0 + 2)], tab[_U(o0 + 3)]
+        a4, a5, a6, a7 = tab[_U(o0 + 4)], tab[_U(o0 + 5)], tab[_U(o0 + 6)], tab[_U(o0 + 7)]
+        a8, a9, a10, a11 = tab[_U(o0 + 8)], tab[_U(o0 + 9)], tab[_U(o0 + 10)], tab[_U(o0 + 11)]
+        b0, b1, b2, b3 = tab[_U(o1)], tab[_U(o1 + 1)], tab[_U(o1 + 2)], tab[_U(o1 + 3)]
+        b4, b5, b6, b7 = tab[_U(o1 + 4)], tab[_U(o1 + 5)], tab[_U(o1 + 6)], tab[_U(o1 + 7)]
+        b8, b9, b10, b11 = tab[_U(o1 + 8)], tab[_U(o1 + 9)], tab[_U(o1 + 10)], tab[_U(o1 + 11)]
+        d0, d1, d2, d3 = tab[_U(o2)], tab[_U(o2 + 1)], tab[_U(o2 + 2)], tab[_U(o2 + 3)]
+        d4, d5, d6, d7 = tab[_U(o2 + 4)], tab[_U(o2 + 5)], tab[_U(o2 + 6)], tab[_U(o2 + 7)]
+        d8, d9, d10, d11 = tab[_U(o2 + 8)], tab[_U(o2 + 9)], tab[_U(o2 + 10)], tab[_U(o2 + 11)]
+        wa0, wa1, wa2 = tabf[_U(o0 + _W)], tabf[_U(o0 + _W + 1)], tabf[_U(o0 + _W + 2)]
+        wb0, wb1, wb2 = tabf[_U(o1 + _W)], tabf[_U(o1 + _W + 1)], tabf[_U(o1 + _W + 2)]
+        wd0, wd1, wd2 = tabf[_U(o2 + _W)], tabf[_U(o2 + _W + 1)], tabf[_U(o2 + _W + 2)]
+        t0, t1, t2 = tabf[_U(o0 + _THR_R)], tabf[_U(o1 + _THR_R)], tabf[_U(o2 + _THR_R)]
+        for i in range(m):
+            p = row + (i if dense else xs[i])
+            s = iv[i]
+            v = wa0 * _rect(buf, p, a0, a1, a2, a3)
+            v += wa1 * _rect(buf, p, a4, a5, a6, a7)
+            if wa2 != 0.0:
+                v += wa2 * _rect(buf, p, a8, a9, a10, a11)
+            u = wb0 * _rect(buf, p, b0, b1, b2, b3)
+            u += wb1 * _rect(buf, p, b4, b5, b6, b7)
+            if wb2 != 0.0:
+                u += wb2 * _rect(buf, p, b8, b9, b10, b11)
+            w = wd0 * _rect(buf, p, d0, d1, d2, d3)
+            w += wd1 * _rect(buf, p, d4, d5, d6, d7)
+            if wd2 != 0.0:
+                w += wd2 * _rect(buf, p, d8, d9, d10, d11)
+            # the leaf by selects, not branches (either way about every other window)
+            lo = l0 if u * s < t1 else l1
+            hi = l2 if w * s < t2 else l3
+            score[i] += lo if v * s < t0 else hi
+
+    return tree_pass
+
+
+_tree_dense = _make_tree_pass(True)
+_tree_sparse = _make_tree_pass(False)

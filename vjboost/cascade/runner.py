@@ -10,7 +10,7 @@ and adaptation re-weights the trees of one stage from their outputs
   :mod:`vjboost.cascade.kernels`, on integral planes of window stacks or of image levels packed
   by :class:`~vjboost.cascade.scan.Pyramid` batches, one pass for all the families of a pool;
   Haar cascades of trees of depth <= 2 scan images with the row pass of
-  :mod:`vjboost.cascade.prefilter` (same decisions, the first stage vectorised along rows);
+  :mod:`vjboost.cascade.prefilter` (same decisions, stages run along rows);
 * **generic** — other families (Fourier, user-written ones): per window stack
   ``family.prepare`` / ``family.evaluate``, per level ``family.prepare_image`` /
   ``family.evaluate_at``, stage by stage on the windows still alive.
@@ -292,12 +292,13 @@ class CascadeRunner:
                    gate: float, skip0: bool) -> tuple[np.ndarray, np.ndarray]:
         """The accepted slots of a batch and their scores, row by row
         (:func:`vjboost.cascade.prefilter.scan_rows`: the first stage over whole rows, the
-        other stages on its survivors)."""
+        next ones over each row's compacted survivors)."""
         cc = self.compiled
         bound = cc.bind(**layout)
         gate = float(gate) if cc.variance else np.inf
         args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, bool(skip0),
-                cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves)
+                cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves, prefilter.MIN_LIST,
+                prefilter.SPARSE0)
         n_t = resolve_threads(self.threads)
         # one task per thread would leave a thread idle on the last, costliest rows
         n_tasks = 1 if n_t == 1 else 16 * n_t
@@ -307,7 +308,7 @@ class CascadeRunner:
 
         def task(k: int) -> None:
             part = items[tasks[k][0]:tasks[k][1]]
-            m = int(part[:, 1].sum())
+            m = int(((part[:, 1] + part[:, 2] - 1) // part[:, 2]).sum())
             slot, score = np.empty(m, np.int64), np.empty(m)
             n = prefilter.scan_rows(buf, part, *args, slot, score)
             found[k] = (slot[:n].copy(), score[:n].copy())
