@@ -120,14 +120,36 @@ class CompiledCascade:
             One record per node: its feature, split threshold, categorical flag and (in the
             free word) its row of ``subsets``.
         """
-        bound = self.program.bind(row_stride, plane_stride, split=split, phase=phase)
-        tab = bound.tab.reshape(-1, REC)
-        rect = self.program.op == OP_RECTS
-        tab.view(np.float32)[rect, _THR_R] = self.node_thr[rect]
-        tab.view(np.float32)[~rect, _THR] = self.node_thr[~rect]
-        tab[:, _CAT] = self.node_cat
-        tab[:, _SUB] = np.arange(tab.shape[0], dtype=np.int32)
+        key = (int(row_stride), int(plane_stride), int(split), int(phase))
+        cache = self.__dict__.get("_bound")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_bound", cache)  # frozen: a cache, not a field
+        bound = cache.get(key)
+        if bound is None:
+            # images of one size (video frames) bind the same layouts again and again
+            bound = self.program.bind_records(self._records(), row_stride, plane_stride,
+                                              split=split, phase=phase)
+            if len(cache) >= 8:
+                cache.pop(next(iter(cache)))
+            cache[key] = bound
         return bound
+
+    def _records(self) -> np.ndarray:
+        """The program's layout-free records with the split thresholds, categorical flags and
+        subset rows written in, int32 (n_nodes, REC) (cached: only offsets depend on the
+        layout)."""
+        tab = self.__dict__.get("_records_tab")
+        if tab is None:
+            tab = self.program.layout_free().copy()
+            rect = self.program.op == OP_RECTS
+            tab.view(np.float32)[rect, _THR_R] = self.node_thr[rect]
+            tab.view(np.float32)[~rect, _THR] = self.node_thr[~rect]
+            tab[:, _CAT] = self.node_cat
+            tab[:, _SUB] = np.arange(tab.shape[0], dtype=np.int32)
+            tab.setflags(write=False)
+            object.__setattr__(self, "_records_tab", tab)  # frozen: a cache, not a field
+        return tab
 
 
 def _root_kids(t: Tree) -> list[int]:
@@ -475,8 +497,12 @@ def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_st
             out_score)
     # every item writes its own outputs, so runs of items are independent tasks
     nt = resolve_threads(threads)
-    edges = np.linspace(0, len(items), min(len(items), nt * _TASKS_PER_THREAD) + 1).astype(int)
-    tasks = [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    if nt == 1:
+        tasks = [(0, len(items))]  # one thread needs no load balance: one kernel call
+    else:
+        edges = np.linspace(0, len(items), min(len(items), nt * _TASKS_PER_THREAD) + 1)
+        tasks = [(int(a), int(b)) for a, b in zip(edges[:-1].astype(int),
+                                                   edges[1:].astype(int), strict=True)]
     with warnings.catch_warnings():
         if not kernel.signatures:  # compiled by the first task, in this thread
             warnings.simplefilter("ignore", NumbaPerformanceWarning)

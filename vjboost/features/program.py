@@ -1176,29 +1176,31 @@ class Program:
         BoundProgram
             Raises :class:`~vjboost.InputError` when an offset does not fit in 32 bits.
         """
-        q = self.n_features
-        # 64-byte aligned records: a Haar node's data is one cache line
-        raw = np.zeros(q * REC + 16, dtype=np.int32)
-        start = (-raw.ctypes.data % 64) // 4
-        tab = raw[start:start + q * REC].reshape(q, REC)
-        tabf = tab.view(np.float32)
-        mask, planes = self._reads()
-        def cols(x):  # column offsets from a window's left edge
-            x = np.asarray(x, dtype=np.int64)
-            if not split:
-                return x
-            c = phase + x
-            return (c % 2) * split + c // 2 - (phase % 2) * split - phase // 2
+        return self.bind_records(self.layout_free(), row_stride, plane_stride, split=split,
+                                 phase=phase)
 
-        ofs = (planes * plane_stride + self.corners[..., 1].astype(np.int64) * row_stride
-               + cols(self.corners[..., 0]))
-        ofs[~mask] = 0
-        if q and (np.abs(ofs).max() >= 2**31 or plane_stride * self.channels.n_planes >= 2**31):
-            raise InputError("program: the buffer is too large for 32-bit record offsets; "
-                             "process the image in smaller parts")
+    def layout_free(self) -> np.ndarray:
+        """The record words that do not depend on the buffer layout, int32 (Q, REC) (cached).
+
+        Offsets (and the words derived from the plane stride) are zero; :meth:`bind_records`
+        writes them. Cascade compilers copy this table, write their own words (split
+        thresholds, subset rows) and bind their copy to each layout.
+
+        Examples
+        --------
+        >>> prog = Program.rects((4, 4), ChannelSet(["gray"]), rects=[[[0, 0, 2, 2]]],
+        ...                      weights=[[1.0]])
+        >>> prog.layout_free().shape
+        (1, 32)
+        """
+        got = self.__dict__.get("_layout_free")
+        if got is not None:
+            return got
+        q = self.n_features
+        tab = np.zeros((q, REC), dtype=np.int32)
+        tabf = tab.view(np.float32)
         tab[:, _OP] = self.op
         tab[:, _NORM] = self.norm
-        tab[:, _OFS:_OFS + 16] = ofs
         rect = self.op == OP_RECTS
         tabf[rect, _W:_W + 3] = self.weights[rect]
         tabf[:, _SCALE] = self.scale
@@ -1211,23 +1213,87 @@ class Program:
         tab[ltp, _LTPD] = self.hogi[ltp, 2] != 0
         local = ltp & (self.hogi[:, 1] == LTP_LOCAL)
         if local.any():
-            g2 = self.channels.index("gray2")
-            tab[local, _LTPQ] = (g2 - self.plane[local, 0]) * plane_stride
             c = self.corners[local].astype(np.int64)
             tab[local, _LTPA] = ((c[:, 15, 0] - c[:, 0, 0]) * (c[:, 15, 1] - c[:, 0, 1]))
         tab[:, _HCELL] = self.hogi[:, 2] // np.maximum(self.hogi[:, 0], 1)
-        tab[:, _HPS] = plane_stride
         tabf[:, _HEPS:_HEPS + 2] = self.hogf
+        tab.setflags(write=False)
+        mask, planes = self._reads()
+        # the words a rectangle record keeps for its weights and threshold (not offsets)
+        keep = np.zeros((q, 16), bool)
+        keep[rect, 12:] = True
+        layout = {
+            "planes": np.where(mask, planes, 0), "keep": keep,
+            "cx": np.where(mask, self.corners[..., 0].astype(np.int64), 0),
+            "cy": np.where(mask, self.corners[..., 1].astype(np.int64), 0),
+            "local": np.flatnonzero(local),
+            "variance": bool((self.norm == NORM_VARIANCE).any()),
+            "gradient": bool((self.norm == NORM_GRADIENT).any()),
+        }
+        object.__setattr__(self, "_layout", layout)  # frozen: a cache, not a field
+        object.__setattr__(self, "_layout_free", tab)
+        return tab
+
+    def bind_records(self, template: np.ndarray, row_stride: int, plane_stride: int, *,
+                     split: int = 0, phase: int = 0) -> BoundProgram:
+        """:meth:`bind` starting from ``template`` (a copy of :meth:`layout_free`, possibly
+        with compiler words written in): a fresh aligned copy with the layout's words written.
+
+        Parameters
+        ----------
+        template : ndarray of int32, shape (Q, REC)
+        row_stride, plane_stride, split, phase : int
+            As in :meth:`bind`.
+
+        Returns
+        -------
+        BoundProgram
+
+        Examples
+        --------
+        >>> prog = Program.rects((4, 4), ChannelSet(["gray"]), rects=[[[0, 0, 2, 2]]],
+        ...                      weights=[[1.0]])
+        >>> bound = prog.bind_records(prog.layout_free(), 5, 25)
+        >>> bound.tab[:4].tolist()
+        [0, 2, 10, 12]
+        """
+        self.layout_free()
+        lay = self.__dict__["_layout"]
+        q = self.n_features
+        # 64-byte aligned records: a Haar node's data is one cache line
+        raw = np.empty(q * REC + 16, dtype=np.int32)
+        start = (-raw.ctypes.data % 64) // 4
+        tab = raw[start:start + q * REC].reshape(q, REC)
+        tab[...] = template
+
+        def cols(x):  # column offsets from a window's left edge
+            x = np.asarray(x, dtype=np.int64)
+            if not split:
+                return x
+            c = phase + x
+            return (c % 2) * split + c // 2 - (phase % 2) * split - phase // 2
+
+        # corners not read are (0, 0) of plane 0: offset 0 in every layout
+        ofs = lay["planes"] * plane_stride + lay["cy"] * row_stride + cols(lay["cx"])
+        if q and (np.abs(ofs).max() >= 2**31 or plane_stride * self.channels.n_planes >= 2**31):
+            raise InputError("program: the buffer is too large for 32-bit record offsets; "
+                             "process the image in smaller parts")
+        tab[:, _OFS:_OFS + 16] = np.where(lay["keep"], template[:, _OFS:_OFS + 16], ofs)
+        local = lay["local"]
+        if len(local):
+            g2 = self.channels.index("gray2")
+            tab[local, _LTPQ] = (g2 - self.plane[local, 0]) * plane_stride
+        tab[:, _HPS] = plane_stride
         h, w = self.window_shape
         pro = np.zeros(12, dtype=np.int64)
         prof = np.zeros(2, dtype=np.float64)
         inner = (np.array([1, 1, h - 1, h - 1], np.int64) * row_stride
                  + cols([1, w - 1, 1, w - 1]))
-        if (self.norm == NORM_VARIANCE).any():
+        if lay["variance"]:
             pro[0:4] = self.channels.index("gray") * plane_stride + inner
             pro[4:8] = self.channels.index("gray2") * plane_stride + inner
             prof[0] = float((w - 2) * (h - 2))
-        if (self.norm == NORM_GRADIENT).any():
+        if lay["gradient"]:
             pro[8:12] = self.channels.index("gradmag") * plane_stride + inner
             prof[1] = float((w - 2) * (h - 2))
         return BoundProgram(tab.reshape(-1), pro, prof)
