@@ -504,7 +504,7 @@ def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_st
         tasks = [(int(a), int(b)) for a, b in zip(edges[:-1].astype(int),
                                                    edges[1:].astype(int), strict=True)]
     with warnings.catch_warnings():
-        if not kernel.signatures:  # compiled by the first task, in this thread
+        if not kernel.overloads:  # compiled by the first task, in this thread
             warnings.simplefilter("ignore", NumbaPerformanceWarning)
         run_tasks(tasks, lambda ab: kernel(buf, items[ab[0]:ab[1]], *rest), threads=nt)
     return out_passed, out_score

@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any
 
@@ -86,6 +87,27 @@ class _StageReads:
             return np.zeros((len(self.trees), 0))
         return np.stack([t.predict(values[r]) for t, r in zip(self.trees, self.rows,
                                                              strict=True)])
+
+
+#: Integral-plane buffers up to this size are kept per thread and reused by the next scans
+#: (small images: the allocation and its memory check cost as much as a pyramid level's scan).
+_KEEP_BYTES = 8 << 20
+_SCRATCH = threading.local()
+
+
+def _planes_buffer(shape: tuple[int, int, int]) -> np.ndarray:
+    """An uninitialised int32 buffer of ``shape`` (this thread's kept one when it is large
+    enough; the kernels read only entries the channel fill wrote)."""
+    n = int(np.prod(shape))
+    held = getattr(_SCRATCH, "planes", None)
+    if held is not None and held.size >= n:
+        return held[:n].reshape(shape)
+    check_memory(4 * n, "integral planes for detection",
+                 advice="Use a larger minimum object size or a smaller image.")
+    buf = np.empty(n, dtype=np.int32)
+    if 4 * n <= _KEEP_BYTES:
+        _SCRATCH.planes = buf
+    return buf.reshape(shape)
 
 
 class CascadeRunner:
@@ -270,10 +292,7 @@ class CascadeRunner:
                     items, layout = split
                 rows = prefilter.applies(cc, items)
             cols = layout["row_stride"]
-            shape = (chans.n_planes, batch.rows, cols)
-            check_memory(4 * int(np.prod(shape)), "integral planes for detection",
-                         advice="Use a larger minimum object size or a smaller image.")
-            buf = np.empty(shape, dtype=np.int32)
+            buf = _planes_buffer((chans.n_planes, batch.rows, cols))
             for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
                 chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0),
                            split=layout.get("split", 0))

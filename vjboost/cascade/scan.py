@@ -41,6 +41,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -223,24 +224,24 @@ class Level:
         return self.n_cols * self.n_rows
 
 
-def _per_level(levels: Sequence[Level], attribute) -> np.ndarray:
-    """``attribute(level)`` of every level, int64 (L,)."""
-    return np.array([attribute(lv) for lv in levels], dtype=np.int64)
+def _table(levels: Sequence[Level]) -> np.ndarray:
+    """Per level ``(index, x0, y0, step, row_step, nx, n_cols, n_rows)``, int64 (L, 8)."""
+    return np.array([(lv.index, lv.x0, lv.y0, lv.step, lv.row_step, lv.nx, lv.n_cols, lv.n_rows)
+                     for lv in levels], dtype=np.int64).reshape(-1, 8)
 
 
-def _slots(levels: Sequence[Level], offsets: np.ndarray, slots: np.ndarray) -> np.ndarray:
-    """``(level index, x, y)`` of result slots numbered level by level, row by row."""
+def _slots(table: np.ndarray, offsets: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """``(level index, x, y)`` of result slots numbered level by level, row by row
+    (``table`` of the levels: :func:`_table`)."""
     slots = np.asarray(slots, dtype=np.int64)
     k = np.searchsorted(offsets, slots, side="right") - 1
-
-    def per_level(f) -> np.ndarray:
-        return _per_level(levels, f)[k]
-
-    row, col = np.divmod(slots - offsets[k], per_level(lambda lv: lv.n_cols))
-    x = per_level(lambda lv: lv.x0) + col * per_level(lambda lv: lv.step)
-    y = per_level(lambda lv: lv.y0) + row * per_level(lambda lv: lv.row_step)
-    index = per_level(lambda lv: lv.index)
-    return np.stack([index, x, y], axis=1).reshape(-1, 3)
+    t = table[k]
+    row, col = np.divmod(slots - offsets[k], t[:, 6])
+    out = np.empty((len(slots), 3), dtype=np.int64)
+    out[:, 0] = t[:, 0]
+    out[:, 1] = t[:, 1] + col * t[:, 3]
+    out[:, 2] = t[:, 2] + row * t[:, 4]
+    return out
 
 
 @dataclass(frozen=True)
@@ -267,27 +268,28 @@ class Batch:
         ndarray of int64, shape (I, 4)
             ``(row_offset, nx, step, out_offset)`` relative to a plane's first entry.
         """
-        nrow = _per_level(self.levels, lambda lv: lv.n_rows)
+        t = self._table
+        nrow = t[:, 7]
         k = np.repeat(np.arange(len(self.levels)), nrow)
         r = np.arange(k.size, dtype=np.int64) - np.repeat(np.cumsum(nrow) - nrow, nrow)
-
-        def per_level(f) -> np.ndarray:
-            return _per_level(self.levels, f)[k]
-
-        x0 = per_level(lambda lv: lv.x0)
-        y = per_level(lambda lv: lv.y0) + r * per_level(lambda lv: lv.row_step)
+        tk = t[k]
+        y = tk[:, 2] + r * tk[:, 4]
         items = np.empty((k.size, 4), dtype=np.int64)
         # a row's windows start at column x0 of the level: the item's positions count from
         # there (x = 0, step, ... < nx - x0)
-        items[:, 0] = (self.origins[k, 0] + y) * self.cols + self.origins[k, 1] + x0
-        items[:, 1] = per_level(lambda lv: lv.nx) - x0
-        items[:, 2] = per_level(lambda lv: lv.step)
-        items[:, 3] = self.out_offsets[k] + r * per_level(lambda lv: lv.n_cols)
+        items[:, 0] = (self.origins[k, 0] + y) * self.cols + self.origins[k, 1] + tk[:, 1]
+        items[:, 1] = tk[:, 5] - tk[:, 1]
+        items[:, 2] = tk[:, 3]
+        items[:, 3] = self.out_offsets[k] + r * tk[:, 6]
         return items
 
     def positions(self, slots: Any) -> np.ndarray:
         """``(level index, x, y)`` of result slots, shape (N, 3) int64."""
-        return _slots(self.levels, self.out_offsets, slots)
+        return _slots(self._table, self.out_offsets, slots)
+
+    @functools.cached_property
+    def _table(self) -> np.ndarray:
+        return _table(self.levels)
 
 
 class Pyramid:
@@ -373,7 +375,8 @@ class Pyramid:
             self.levels.append(Level(i, s, sw, sh, st, nx, ny, x0, y0,
                                      None if row_step is None else int(row_step), lx, ly))
         self._by_index = {lv.index: lv for lv in self.levels}
-        counts = _per_level(self.levels, lambda lv: lv.n_windows)
+        self._table = _table(self.levels)
+        counts = self._table[:, 6] * self._table[:, 7]
         self._offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         self.n_windows = int(counts.sum())
 
@@ -386,7 +389,7 @@ class Pyramid:
     def positions(self, slots: Any) -> np.ndarray:
         """``(level index, x, y)`` of windows numbered ``0 .. n_windows - 1`` over all levels
         (level by level, row by row), shape (N, 3) int64."""
-        return _slots(self.levels, self._offsets, slots)
+        return _slots(self._table, self._offsets, slots)
 
     def boxes(self, positions: Any) -> np.ndarray:
         """Image boxes ``(x, y, w, h)`` int32 (N, 4) of windows ``(level index, x, y)``."""
@@ -506,6 +509,7 @@ class Pyramid:
             # parity (the runner may store even and odd columns apart)
             ox += lv.width + 1 + (lv.width + 1) % 2
             band = max(band, lv.height + 1)
-        counts = _per_level(levels, lambda lv: lv.n_windows)
+        t = _table(levels)
+        counts = t[:, 6] * t[:, 7]
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         return Batch(tuple(levels), origins, oy + band, cols, offsets, int(counts.sum()))
