@@ -57,6 +57,7 @@ from vjboost.features.program import (
     OPS_MIXED,
     REC,
     Program,
+    _kept_binding,
     mblbp_code,
     mbltp_code,
     node_value,
@@ -121,19 +122,9 @@ class CompiledCascade:
             free word) its row of ``subsets``.
         """
         key = (int(row_stride), int(plane_stride), int(split), int(phase))
-        cache = self.__dict__.get("_bound")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_bound", cache)  # frozen: a cache, not a field
-        bound = cache.get(key)
-        if bound is None:
-            # images of one size (video frames) bind the same layouts again and again
-            bound = self.program.bind_records(self._records(), row_stride, plane_stride,
-                                              split=split, phase=phase)
-            if len(cache) >= 8:
-                cache.pop(next(iter(cache)))
-            cache[key] = bound
-        return bound
+        # images of one size (video frames) bind the same layouts again and again
+        return _kept_binding(self, key, lambda: self.program.bind_records(
+            self._records(), row_stride, plane_stride, split=split, phase=phase), keep=8)
 
     def _records(self) -> np.ndarray:
         """The program's layout-free records with the split thresholds, categorical flags and

@@ -1303,22 +1303,28 @@ class Program:
         once and serve every subset evaluated on that layout (lazy training evaluates small
         blocks of a large pool tens of times per tree)."""
         key = (int(row_stride), int(plane_stride))
-        cache = self.__dict__.get("_bound_cache")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_bound_cache", cache)  # frozen: a cache, not a field
-        got = cache.get(key)
-        if got is None:
-            got = self.bind(*key)
-            if len(cache) >= 2:
-                cache.pop(next(iter(cache)))
-            cache[key] = got
-        return got
+        return _kept_binding(self, key, lambda: self.bind(*key), keep=2)
 
     def features_nbytes(self, n_windows: int) -> int:
         """Bytes of the integral planes of ``n_windows`` windows."""
         h, w = self.window_shape
         return self.channels.nbytes(n_windows, h, w)
+
+
+def _kept_binding(owner: Any, key: tuple, bind: Any, *, keep: int) -> BoundProgram:
+    """``bind()`` for layout ``key``, kept on the (frozen) ``owner`` for its last ``keep``
+    layouts (a cache, not a field: repeated scans of one layout bind once)."""
+    cache = owner.__dict__.get("_kept_bindings")
+    if cache is None:
+        cache = {}
+        object.__setattr__(owner, "_kept_bindings", cache)
+    got = cache.get(key)
+    if got is None:
+        got = bind()
+        if len(cache) >= keep:
+            cache.pop(next(iter(cache)))
+        cache[key] = got
+    return got
 
 
 def _rows(program: Program, feature_ids: Any) -> np.ndarray | None:
