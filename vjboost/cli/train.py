@@ -254,7 +254,10 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "bytes, 3.3 GB for 125,199 Haar features x 26,000 windows; over --memory it "
                    "is recomputed every round instead, much slower), then keeps that matrix "
                    "and evaluates only the windows new to a stage (--bin-edges); exact best "
-                   "split on the bins. "
+                   "split on the bins. stratified_laminating: laminating within each "
+                   "family of --features, the families' champions compared on the largest "
+                   "sample (several families share the cascade instead of the one whose "
+                   "small-sample edges look best; docs/sampling.md). "
                    "tasting_1q, tasting_q1, mas_1q, mas_q1, mas_naive, ucb, exp3p, ...: the "
                    "same budget as laminating, spent on the families that look best (useful "
                    "with several --features).")
