@@ -61,3 +61,26 @@ def test_bound_records_match_brute_force(kind, seed, seq):
         np.testing.assert_array_equal(fresh.tab, bound.tab)
         np.testing.assert_array_equal(fresh.pro, bound.pro)
         np.testing.assert_array_equal(fresh.prof, bound.prof)
+
+
+def test_kept_bindings_survive_concurrent_layouts():
+    """Threads binding many layouts at once (mining units of images of every size) evict and
+    insert without errors, keep at most ``keep`` layouts, and each call returns its own
+    layout's binding."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from vjboost.features.program import _kept_binding
+
+    class Owner:
+        pass
+
+    owner = Owner()
+
+    def one(i: int) -> None:
+        key = (i % 23, 7)
+        got = _kept_binding(owner, key, lambda: ("bound", key), keep=3)
+        assert got == ("bound", key)
+
+    with ThreadPoolExecutor(8) as ex:
+        list(ex.map(one, range(5000)))
+    assert 1 <= len(owner._kept_bindings) <= 3

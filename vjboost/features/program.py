@@ -62,6 +62,7 @@ Examples
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -1311,19 +1312,27 @@ class Program:
         return self.channels.nbytes(n_windows, h, w)
 
 
+#: guards the kept bindings: mining scans units on several threads, and two threads evicting
+#: the same oldest layout, or iterating while the other inserts, would fail
+_KEPT_LOCK = threading.Lock()
+
+
 def _kept_binding(owner: Any, key: tuple, bind: Any, *, keep: int) -> BoundProgram:
     """``bind()`` for layout ``key``, kept on the (frozen) ``owner`` for its last ``keep``
-    layouts (a cache, not a field: repeated scans of one layout bind once)."""
-    cache = owner.__dict__.get("_kept_bindings")
-    if cache is None:
-        cache = {}
-        object.__setattr__(owner, "_kept_bindings", cache)
-    got = cache.get(key)
+    layouts (a cache, not a field: repeated scans of one layout bind once). Thread-safe; the
+    binding itself is computed outside the lock."""
+    with _KEPT_LOCK:
+        cache = owner.__dict__.get("_kept_bindings")
+        if cache is None:
+            cache = {}
+            object.__setattr__(owner, "_kept_bindings", cache)
+        got = cache.get(key)
     if got is None:
         got = bind()
-        if len(cache) >= keep:
-            cache.pop(next(iter(cache)))
-        cache[key] = got
+        with _KEPT_LOCK:
+            if key not in cache and len(cache) >= keep:
+                cache.pop(next(iter(cache)))
+            cache[key] = got
     return got
 
 
