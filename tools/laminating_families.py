@@ -31,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,27 +40,25 @@ os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".numba_cache"))
 
 from vjboost.boost.sampling.examples import weighted_draws  # noqa: E402
 from vjboost.boost.weak import Split, go_left  # noqa: E402
+from vjboost.cascade.positives import crop_fraction, resize_to_window  # noqa: E402
 
 DATA = Path(os.environ.get("VJBOOST_FACE_DATA", "/work/data/faces"))
 WINDOW = (20, 20)
+#: the face recipes' ``--pos-crop`` of the 32×32 training windows
+POS_CROP = (0.125, 0.125, 0.75, 0.75)
 
 
 def face_windows(path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` training face windows at 20×20 (the recipes' crop of the 32×32 windows)."""
-    import cv2
-
     with np.load(path) as z:
         images = z["images"]
     pick = rng.choice(len(images), size=min(n, len(images)), replace=False)
-    out = [cv2.resize(np.ascontiguousarray(images[i][4:28, 4:28]), WINDOW[::-1],
-                      interpolation=cv2.INTER_AREA) for i in np.sort(pick)]
-    return np.stack(out).astype(np.uint8)
+    return np.stack([resize_to_window(crop_fraction(images[i], POS_CROP), WINDOW)
+                     for i in np.sort(pick)]).astype(np.uint8)
 
 
 def background_windows(listing: Path, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` windows cut at random places and sizes (20 to 120 px) from the background images."""
-    import cv2
-
     paths = [p for p in listing.read_text().split() if p]
     per = -(-n // min(len(paths), 200))
     out: list[np.ndarray] = []
@@ -71,8 +70,7 @@ def background_windows(listing: Path, n: int, rng: np.random.Generator) -> np.nd
             s = int(rng.integers(20, min(120, *img.shape) + 1))
             y = int(rng.integers(0, img.shape[0] - s + 1))
             x = int(rng.integers(0, img.shape[1] - s + 1))
-            out.append(cv2.resize(img[y:y + s, x:x + s], WINDOW[::-1],
-                                  interpolation=cv2.INTER_AREA))
+            out.append(resize_to_window(img[y:y + s, x:x + s], WINDOW))
     return np.stack(out[:n]).astype(np.uint8)
 
 
