@@ -8,10 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vjboost.boost.tree import Tree
 from vjboost.cascade import kernels, prefilter
+from vjboost.cascade.model import CascadeModel, Stage
 from vjboost.cascade.runner import CascadeRunner, _opencv_skip, sigma_gate
 from vjboost.cascade.scan import Pyramid
-from vjboost.cascade.synthetic import random_cascade
+from vjboost.cascade.synthetic import random_cascade, random_tree_layout
+from vjboost.features import ChannelFamily, FeaturePool, HaarFamily
+from vjboost.features.program import NORM_GRADIENT, NORM_NONE, NORM_VARIANCE, OPS_RECTS
 
 
 def _image(seed: int, shape=(70, 90)) -> np.ndarray:
@@ -23,6 +27,71 @@ def _image(seed: int, shape=(70, 90)) -> np.ndarray:
     return img
 
 
+_POOLS: dict = {}
+
+
+def _pool(window):
+    """Haar features and rectangle sums of gradient channels (magnitude and 6 orientations):
+    records of the three norm kinds, with scales."""
+    if window not in _POOLS:
+        _POOLS[window] = FeaturePool([
+            HaarFamily(window, mode="ALL"),
+            ChannelFamily(window, orientations=6, stride=2, min_size=2)])
+    return _POOLS[window]
+
+
+def rects_cascade(seed: int, *, window=(14, 14), n_stages=3, balanced=True, max_nodes=2,
+                  pass_rate=0.6, trees_per_stage=(2, 5)) -> CascadeModel:
+    """A random cascade of trees of depth <= 2 over Haar features and gradient-channel
+    rectangles (its program's operations: ``OPS_RECTS``). Split thresholds are quantiles of
+    each feature's values on windows of a random image, so that both sides are taken."""
+    rng = np.random.default_rng(seed)
+    pool = _pool(window)
+    h, w = window
+    img = _image(seed + 1, shape=(60, 60))
+    ys, xs = rng.integers(0, 60 - h, 256), rng.integers(0, 60 - w, 256)
+    wins = np.stack([img[y:y + h, x:x + w] for y, x in zip(ys, xs, strict=True)])
+    n_haar = pool.family_sizes()[0]
+    ids: list[int] = []
+    stages = []
+    for _ in range(n_stages):
+        trees, total = [], 0.0
+        for _ in range(int(rng.integers(trees_per_stage[0], trees_per_stage[1] + 1))):
+            if balanced:
+                n = 3
+                left, right = random_tree_layout(3, rng)
+                while int(left[0]) <= 0 or int(right[0]) <= 0:  # a root with two node children
+                    left, right = random_tree_layout(3, rng)
+            else:
+                n = int(rng.integers(1, max_nodes + 1))
+                left, right = random_tree_layout(n, rng) if n > 1 else (np.array([0]),
+                                                                        np.array([-1]))
+            # a Haar feature or a channel rectangle for each node, by a fair coin
+            new = [int(rng.integers(0, n_haar)) if rng.random() < 0.5
+                   else int(rng.integers(n_haar, pool.n_features)) for _ in range(n)]
+            vals = pool.evaluate(pool.prepare(wins), new)
+            thr = [float(np.quantile(v, rng.uniform(0.2, 0.8))) for v in vals]
+            feat = list(range(len(ids), len(ids) + n))
+            ids.extend(new)
+            u = rng.uniform(0.2, 1.0, size=n + 1) * rng.choice([-1.0, 1.0], size=n + 1)
+            total += float(np.abs(u).max())
+            trees.append(Tree(feat, threshold=np.array(thr), left=left, right=right,
+                              leaves=u))
+        stages.append(Stage(trees, threshold=(1.0 - 2.0 * pass_rate) * total))
+    return CascadeModel(window, stages=stages, family=pool, feature_ids=np.array(ids),
+                        params={"stageParams": {"boostType": "GAB"}})
+
+
+def test_rects_cascades_read_every_norm_kind():
+    model = rects_cascade(0)
+    cc = CascadeRunner(model).compiled
+    assert cc.ops == OPS_RECTS and cc.shape == 2 and prefilter.suits(cc)
+    norms = set(cc.program.norm.tolist())
+    assert {NORM_VARIANCE, NORM_GRADIENT} <= norms <= {NORM_NONE, NORM_VARIANCE, NORM_GRADIENT}
+    shallow = CascadeRunner(rects_cascade(1, balanced=False)).compiled
+    assert shallow.ops == OPS_RECTS and shallow.shape == 3 and prefilter.suits(shallow)
+
+
 def _scan(model, img, pyr, *, rows: bool, min_std, skip0, monkeypatch, first_stage=0):
     """``CascadeRunner.scan`` with the row pass, or with the window-by-window kernel only;
     also how many times the row pass ran."""
@@ -31,9 +100,9 @@ def _scan(model, img, pyr, *, rows: bool, min_std, skip0, monkeypatch, first_sta
     if rows:
         real = prefilter.scan_rows
 
-        def counted(*a):
+        def counted(*a, **k):
             calls.append(1)
-            return real(*a)
+            return real(*a, **k)
 
         monkeypatch.setattr(prefilter, "scan_rows", counted)
     else:
@@ -54,14 +123,18 @@ GRIDS = {
 }
 
 
+@pytest.mark.parametrize("kind", ["HAAR", "RECTS"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("min_std", [None, 10.0])
 @pytest.mark.parametrize("grid", list(GRIDS))
-def test_rows_match_window_by_window(seed, min_std, grid, monkeypatch):
+def test_rows_match_window_by_window(kind, seed, min_std, grid, monkeypatch):
     # seed 2: trees of one and two nodes (the kernel's shape 3); else three nodes
     shape = {"max_nodes": 2} if seed == 2 else {"balanced": True}
-    model = random_cascade("HAAR", n_stages=4, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
-                           **shape)
+    if kind == "HAAR":
+        model = random_cascade("HAAR", n_stages=4, pass_rate=0.6, tilted_fraction=0.3,
+                               seed=seed, **shape)
+    else:
+        model = rects_cascade(seed, window=(20, 20), n_stages=4, **shape)
     assert prefilter.suits(CascadeRunner(model).compiled)
     img = _image(seed)
     pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=1.2,
@@ -119,12 +192,18 @@ def _brute_force(model, img, pyr, min_std):
 
 
 @settings(max_examples=12, deadline=None)
-@given(st.integers(0, 2**31 - 1), st.sampled_from([1.1, 1.25]), st.sampled_from([None, 10.0]))
-def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std):
+@given(st.integers(0, 2**31 - 1), st.sampled_from([1.1, 1.25]), st.sampled_from([None, 10.0]),
+       st.sampled_from(["HAAR", "RECTS"]))
+def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std, kind):
     rng = np.random.default_rng(seed)
-    model = random_cascade("HAAR", window=(12, 10), n_stages=3,
-                           pass_rate=float(rng.uniform(0.4, 0.8)), tilted_fraction=0.3,
-                           seed=seed, **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
+    shape = {"balanced": True} if seed % 2 else {"max_nodes": 2}
+    if kind == "HAAR":
+        model = random_cascade("HAAR", window=(12, 10), n_stages=3,
+                               pass_rate=float(rng.uniform(0.4, 0.8)), tilted_fraction=0.3,
+                               seed=seed, **shape)
+    else:
+        model = rects_cascade(seed % 1000, window=(10, 12), n_stages=3,
+                              pass_rate=float(rng.uniform(0.4, 0.8)), **shape)
     img = _image(seed, shape=(int(rng.integers(20, 45)), int(rng.integers(20, 60))))
     pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=scale_factor)
     pos, score = CascadeRunner(model, threads=1).scan(img, pyr, min_std=min_std, skip0=True)
@@ -135,14 +214,18 @@ def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std):
 
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from([1, 2, 5, 10**9]),
-       st.sampled_from([0.0, 0.5, 2.0]))
-def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list, sparse0):
+       st.sampled_from([0.0, 0.5, 2.0]), st.sampled_from(["HAAR", "RECTS"]))
+def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list, sparse0, kind):
     # items of every length (1 window .. a whole row) anywhere in the planes of one image; the
     # later stages over a row's survivors from min_list of them on (10**9: window by window);
     # the first stage over the list of open windows below a share sparse0 of them (2: always)
     rng = np.random.default_rng(seed)
-    model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3, seed=seed,
-                           **({"balanced": True} if seed % 2 else {"max_nodes": 2}))
+    shape = {"balanced": True} if seed % 2 else {"max_nodes": 2}
+    if kind == "HAAR":
+        model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3,
+                               seed=seed, **shape)
+    else:
+        model = rects_cascade(seed % 1000, window=(20, 20), **shape)
     cc = CascadeRunner(model).compiled
     img = _image(seed, shape=(60, 80))
     planes = cc.program.channels.image(img)
@@ -164,13 +247,13 @@ def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list, sparse
     slot, score = np.empty(int(nw.sum()), np.int64), np.empty(int(nw.sum()))
     k = prefilter.scan_rows(buf, items, bound.tab, bound.tabf, bound.pro, bound.prof, gate,
                             skip0, cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves,
-                            min_list, sparse0, slot, score)
+                            min_list, sparse0, slot, score, ops=cc.ops)
     hits = np.flatnonzero(passed == cc.n_stages)
     np.testing.assert_array_equal(slot[:k], hits)
     np.testing.assert_array_equal(score[:k], ref[hits])
 
 
-def test_applies_only_to_depth2_haar_rows():
+def test_applies_only_to_depth2_haar_and_rects_rows():
     model = random_cascade("HAAR", n_stages=2, balanced=True, seed=3)
     cc = CascadeRunner(model, threads=1).compiled
     rows = np.array([[0, 5, 1, 0]], dtype=np.int64)
@@ -200,9 +283,9 @@ def test_training_mines_the_same_negatives_with_and_without_the_row_pass(
     steps = []
     real = prefilter.scan_rows
 
-    def counted(buf, items, *a):
+    def counted(buf, items, *a, **k):
         steps.extend(np.unique(items[:, 2]).tolist())
-        return real(buf, items, *a)
+        return real(buf, items, *a, **k)
 
     mined: list[list] = []
     scan_unit = negatives.scan_unit

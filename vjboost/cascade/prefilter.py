@@ -35,7 +35,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..features.program import _THR_R, _W, OPS_HAAR, REC, rects_value, variance_norm
+from ..features.program import (
+    _NORM,
+    _SCALE,
+    _THR_R,
+    _W,
+    OPS_HAAR,
+    OPS_RECTS,
+    REC,
+    rects_value,
+    variance_norm,
+    window_norms,
+)
 from .kernels import CompiledCascade
 
 __all__ = ["BYTES_PER_WINDOW", "MAX_BYTES", "applies", "scan_rows", "suits"]
@@ -85,20 +96,15 @@ def suits(cascade: CompiledCascade) -> bool:
     -------
     bool
     """
-    return cascade.ops == OPS_HAAR and cascade.shape in (2, 3)
+    return cascade.ops in (OPS_HAAR, OPS_RECTS) and cascade.shape in (2, 3)
 
 
-# ``parallel=True`` without a prange loop, as the window-by-window kernel (see
-# vjboost.cascade.kernels._make_scan): numba's parallel pipeline compiles the window-by-window
-# stages about five times faster than its plain pipeline; the runner silences its warning
-@njit(cache=True, nogil=True, parallel=True)
 def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-              tree_node0, leaves, min_list, sparse0, out_slot, out_score
-              ):  # pragma: no cover - numba
+              tree_node0, leaves, min_list, sparse0, out_slot, out_score, *, ops=OPS_HAAR):
     """The windows of ``items`` (rows of windows ``step`` columns apart) that every stage
     accepts.
 
-    Row by row: the σ gate, the variance normaliser and the first stage's score of every
+    Row by row: the σ gate, the window's normalisers and the first stage's score of every
     window of the row, vectorised; then OpenCV's skip rule replayed along the row; then the
     next stages over the row's survivors, tree by tree, while they are ``min_list`` or more;
     then the remaining stages window by window on the last survivors, while the row's integral
@@ -135,118 +141,185 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
         The output slot (``out_offset + x // step``) of every accepted window, in item order.
     out_score : ndarray of float64, shape (>= windows of items,)
         Their last stage's scores.
+    ops : int, default=OPS_HAAR
+        The cascade's :attr:`CompiledCascade.ops`: ``OPS_HAAR`` (OpenCV's Haar features: the
+        variance normaliser only, no per-record norm or scale) or ``OPS_RECTS`` (rectangle sums
+        with each record's norm kind and scale: the gradient normaliser too, when the cascade
+        has such records). Each has its own compiled pass.
 
     Returns
     -------
     int
         How many windows every stage accepts (the filled length of the outputs).
     """
-    width = 0
-    for it in range(items.shape[0]):
-        width = max(width, (items[it, 1] + items[it, 2] - 1) // items[it, 2])
-    iv = np.empty(width, np.float32)
-    score = np.empty(width)
-    gated = np.empty(width, np.bool_)
-    # the survivors of the row so far: columns, normalisers, scores (compacted stage by stage)
-    xs = np.empty(width, np.int64)
-    ivs = np.empty(width, np.float32)
-    sc = np.empty(width)
-    area = prof[0]
-    n_stages = stage_thr.shape[0]
-    thr0 = stage_thr[0]
-    n = 0
-    for it in range(items.shape[0]):
-        row = items[it, 0]
-        step = items[it, 2]
-        nw = (items[it, 1] + step - 1) // step  # windows of the item, step columns apart
-        obase = items[it, 3]
-        # step 1 as a constant: the loop then reads memory in sequence (vector loads)
-        if step == 1:
-            n_open = _norms(buf, row, 1, nw, pro, area, gate, iv, score, gated)
-        else:
-            n_open = _norms(buf, row, step, nw, pro, area, gate, iv, score, gated)
-        if step == 1 and n_open >= sparse0 * nw:
-            for t in range(stage_first[0], stage_first[1]):
-                _tree_dense(buf, row, xs, nw, iv, score, tab, tabf, tree_node0, leaves, t)
-            # OpenCV's skip rule replayed along the row; the survivors compacted
-            m = 0
-            x = 0
-            while x < nw:
-                if gated[x]:
-                    x += 1
-                    continue
-                if score[x] < thr0:
-                    x += 2 if skip0 else 1
-                    continue
-                xs[m] = x
-                ivs[m] = iv[x]
-                sc[m] = score[x]
-                m += 1
-                x += 1
-        else:
-            # a strided grid, or many windows refused by the σ gate: the first stage over the
-            # list of the others (their columns; gathered loads)
-            m = 0
-            for i in range(nw):
-                if not gated[i]:
-                    xs[m] = i * step
-                    ivs[m] = iv[i]
-                    sc[m] = 0.0
+    if ops not in _ROW_PASSES:
+        raise ValueError(f"ops: the row pass runs OPS_HAAR ({OPS_HAAR}) or OPS_RECTS "
+                         f"({OPS_RECTS}) cascades, got {ops}")
+    return _ROW_PASSES[ops](buf, items, tab, tabf, pro, prof, gate, skip0, stage_first,
+                            stage_thr, tree_node0, leaves, min_list, sparse0, out_slot,
+                            out_score)
+
+
+def _make_scan_rows(haar: bool):
+    """The row pass for Haar cascades (``haar``: one normaliser, records without norm kinds
+    or scales: the loops stay as small as they were before rectangle records joined) or for
+    ``OPS_RECTS`` cascades (both normalisers, each record's norm kind and scale), ``haar`` a
+    compile-time constant of the closure (numba prunes the other side's code and caches each
+    variant under its own key). The tree passes are module globals picked by branches on
+    ``haar``, not dispatchers held in the closure (they would change the cache key in every
+    process)."""
+
+    # ``parallel=True`` without a prange loop, as the window-by-window kernel (see
+    # vjboost.cascade.kernels._make_scan): numba's parallel pipeline compiles the
+    # window-by-window stages about five times faster than its plain pipeline; the runner
+    # silences its warning
+    @njit(cache=True, nogil=True, parallel=True)
+    def rows_pass(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
+                  tree_node0, leaves, min_list, sparse0, out_slot, out_score
+                  ):  # pragma: no cover - numba
+        """:func:`scan_rows` for one kind of cascade."""
+        width = 0
+        for it in range(items.shape[0]):
+            width = max(width, (items[it, 1] + items[it, 2] - 1) // items[it, 2])
+        iv = np.empty(width, np.float32)
+        ig = np.empty(width if not haar else 0, np.float32)
+        score = np.empty(width)
+        gated = np.empty(width, np.bool_)
+        # the survivors of the row so far: columns, normalisers, scores (compacted stage by
+        # stage)
+        xs = np.empty(width, np.int64)
+        ivs = np.empty(width, np.float32)
+        igs = np.empty(width if not haar else 0, np.float32)
+        sc = np.empty(width)
+        area = prof[0]
+        n_stages = stage_thr.shape[0]
+        thr0 = stage_thr[0]
+        n = 0
+        for it in range(items.shape[0]):
+            row = items[it, 0]
+            step = items[it, 2]
+            nw = (items[it, 1] + step - 1) // step  # windows of the item, step columns apart
+            obase = items[it, 3]
+            # step 1 as a constant: the loop then reads memory in sequence (vector loads)
+            if haar:
+                if step == 1:
+                    n_open = _norms(buf, row, 1, nw, pro, area, gate, iv, score, gated)
+                else:
+                    n_open = _norms(buf, row, step, nw, pro, area, gate, iv, score, gated)
+            else:
+                if step == 1:
+                    n_open = _norms2(buf, row, 1, nw, pro, prof, gate, iv, ig, score, gated)
+                else:
+                    n_open = _norms2(buf, row, step, nw, pro, prof, gate, iv, ig, score,
+                                     gated)
+            if step == 1 and n_open >= sparse0 * nw:
+                for t in range(stage_first[0], stage_first[1]):
+                    if haar:
+                        _tree_dense(buf, row, xs, nw, iv, ig, score, tab, tabf, tree_node0,
+                                    leaves, t)
+                    else:
+                        _tree_dense_r(buf, row, xs, nw, iv, ig, score, tab, tabf,
+                                      tree_node0, leaves, t)
+                # OpenCV's skip rule replayed along the row; the survivors compacted
+                m = 0
+                x = 0
+                while x < nw:
+                    if gated[x]:
+                        x += 1
+                        continue
+                    if score[x] < thr0:
+                        x += 2 if skip0 else 1
+                        continue
+                    xs[m] = x
+                    ivs[m] = iv[x]
+                    if not haar:
+                        igs[m] = ig[x]
+                    sc[m] = score[x]
                     m += 1
-            for t in range(stage_first[0], stage_first[1]):
-                _tree_sparse(buf, row, xs, m, ivs, sc, tab, tabf, tree_node0, leaves, t)
-            # OpenCV's skip rule replayed along the list (a refused window sets no skip)
-            j = 0
-            skipped = -1
-            for i in range(m):
-                x = xs[i]
-                if x == skipped:
-                    continue
-                if sc[i] < thr0:
-                    if skip0:
-                        skipped = x + step
-                    continue
-                xs[j] = x
-                ivs[j] = ivs[i]
-                sc[j] = sc[i]
-                j += 1
-            m = j
-        # the next stages over the row's survivors while they are many enough to pay for
-        # reading each tree's records once per row
-        k = 1
-        while k < n_stages and m >= min_list:
-            for i in range(m):
-                sc[i] = 0.0
-            for t in range(stage_first[k], stage_first[k + 1]):
-                _tree_sparse(buf, row, xs, m, ivs, sc, tab, tabf, tree_node0, leaves, t)
-            thr = stage_thr[k]
-            j = 0
-            for i in range(m):
-                if not sc[i] < thr:
-                    xs[j] = xs[i]
+                    x += 1
+            else:
+                # a strided grid, or many windows refused by the σ gate: the first stage over
+                # the list of the others (their columns; gathered loads)
+                m = 0
+                for i in range(nw):
+                    if not gated[i]:
+                        xs[m] = i * step
+                        ivs[m] = iv[i]
+                        if not haar:
+                            igs[m] = ig[i]
+                        sc[m] = 0.0
+                        m += 1
+                for t in range(stage_first[0], stage_first[1]):
+                    if haar:
+                        _tree_sparse(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0,
+                                     leaves, t)
+                    else:
+                        _tree_sparse_r(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0,
+                                       leaves, t)
+                # OpenCV's skip rule replayed along the list (a refused window sets no skip)
+                j = 0
+                skipped = -1
+                for i in range(m):
+                    x = xs[i]
+                    if x == skipped:
+                        continue
+                    if sc[i] < thr0:
+                        if skip0:
+                            skipped = x + step
+                        continue
+                    xs[j] = x
                     ivs[j] = ivs[i]
+                    if not haar:
+                        igs[j] = igs[i]
                     sc[j] = sc[i]
                     j += 1
-            m = j
-            k += 1
-        # the last stages window by window
-        for i in range(m):
-            p = row + xs[i]
-            s = ivs[i]
-            v = sc[i]
-            kk = k
-            while kk < n_stages:
-                v = 0.0
-                for t in range(stage_first[kk], stage_first[kk + 1]):
-                    v += _tree_at(buf, p, s, tab, tabf, tree_node0, leaves, t)
-                if v < stage_thr[kk]:
-                    break
-                kk += 1
-            if kk == n_stages:
-                out_slot[n] = obase + xs[i] // step
-                out_score[n] = v
-                n += 1
-    return n
+                m = j
+            # the next stages over the row's survivors while they are many enough to pay for
+            # reading each tree's records once per row
+            k = 1
+            while k < n_stages and m >= min_list:
+                for i in range(m):
+                    sc[i] = 0.0
+                for t in range(stage_first[k], stage_first[k + 1]):
+                    if haar:
+                        _tree_sparse(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0,
+                                     leaves, t)
+                    else:
+                        _tree_sparse_r(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0,
+                                       leaves, t)
+                thr = stage_thr[k]
+                j = 0
+                for i in range(m):
+                    if not sc[i] < thr:
+                        xs[j] = xs[i]
+                        ivs[j] = ivs[i]
+                        if not haar:
+                            igs[j] = igs[i]
+                        sc[j] = sc[i]
+                        j += 1
+                m = j
+                k += 1
+            # the last stages window by window
+            for i in range(m):
+                p = row + xs[i]
+                s = ivs[i]
+                sg = igs[i] if not haar else np.float32(1.0)
+                v = sc[i]
+                kk = k
+                while kk < n_stages:
+                    v = 0.0
+                    for t in range(stage_first[kk], stage_first[kk + 1]):
+                        v += _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar)
+                    if v < stage_thr[kk]:
+                        break
+                    kk += 1
+                if kk == n_stages:
+                    out_slot[n] = obase + xs[i] // step
+                    out_score[n] = v
+                    n += 1
+        return n
+
+    return rows_pass
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -267,6 +340,26 @@ def _norms(buf, row, step, nw, pro, area, gate, iv, score, gated):  # pragma: no
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _norms2(buf, row, step, nw, pro, prof, gate, iv, ig, score, gated
+            ):  # pragma: no cover - numba
+    """:func:`_norms` for rectangle records of any norm kind: both normalisers of the ``nw``
+    windows ``row + i · step`` by window_norms() itself (the gradient one only where the
+    cascade has records that use it: ``prof[1] > 0``), into ``iv`` and ``ig``; the σ gate
+    as the kernel computes it."""
+    area = prof[0]
+    n_open = 0
+    for i in range(nw):
+        inv, ing, nf = window_norms(buf, row + i * step, pro, prof)
+        iv[i] = inv
+        ig[i] = ing
+        score[i] = 0.0
+        g = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
+        gated[i] = g
+        n_open += 1 - np.int64(g)
+    return n_open
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _children(tree_node0, t):  # pragma: no cover - numba
     """The nodes that decide tree ``t``'s leaf after its root, left side then right side, as
     :func:`~vjboost.cascade.kernels.compile_cascade` lays out trees of depth <= 2: three
@@ -278,17 +371,19 @@ def _children(tree_node0, t):  # pragma: no cover - numba
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tree_at(buf, p, s, tab, tabf, tree_node0, leaves, t):  # pragma: no cover - numba
-    """The leaf of tree ``t`` (depth <= 2, see :func:`_children`) for the window at ``p``:
-    the node tests are independent (none waits for the root's decision) and the leaf is
-    picked by arithmetic on them, as the kernel picks it."""
+def _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar
+             ):  # pragma: no cover - numba
+    """The leaf of tree ``t`` (depth <= 2, see :func:`_children`) for the window at ``p``
+    (normalisers ``s``, variance, and ``sg``, gradient; ``haar``: Haar records, a
+    compile-time constant): the node tests are independent (none waits for the root's
+    decision) and the leaf is picked by arithmetic on them, as the kernel picks it."""
     nb, nd = _children(tree_node0, t)
     o = tree_node0[t] * REC
-    ga = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    ga = np.int64(rects_value(tab, tabf, o, buf, p, s, sg, haar) < tabf[_U(o + _THR_R)])
     o = nb * REC
-    gb = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    gb = np.int64(rects_value(tab, tabf, o, buf, p, s, sg, haar) < tabf[_U(o + _THR_R)])
     o = nd * REC
-    gd = np.int64(rects_value(tab, tabf, o, buf, p, s, s, True) < tabf[_U(o + _THR_R)])
+    gd = np.int64(rects_value(tab, tabf, o, buf, p, s, sg, haar) < tabf[_U(o + _THR_R)])
     g = ga * gb + (1 - ga) * gd
     return leaves[_U(4 * t + 3 - 2 * ga - g)]
 
@@ -300,19 +395,22 @@ def _rect(buf, p, k0, k1, k2, k3):  # pragma: no cover - numba
                                + buf[_U(p + k3)]))
 
 
-def _make_tree_pass(dense: bool):
+def _make_tree_pass(dense: bool, haar: bool):
     """The pass of one tree of depth <= 2 over windows of a row: ``dense``, the ``m`` windows
     ``row + x`` (``x < m``, consecutive: the loads are vector loads); else the windows
-    ``row + xs[i]`` (``i < m``, the survivors of the earlier stages: gathered loads). Both
-    variants come from this one body (``dense`` is a compile-time constant of the closure)."""
+    ``row + xs[i]`` (``i < m``, the survivors of the earlier stages: gathered loads). ``haar``:
+    OpenCV's Haar records (the variance normaliser, no scale); else rectangle records with
+    their own norm kind (none, variance, gradient) and scale. Every variant comes from this
+    one body (``dense`` and ``haar`` are compile-time constants of the closure)."""
 
     @njit(cache=True, nogil=True)
-    def tree_pass(buf, row, xs, m, iv, score, tab, tabf, tree_node0, leaves, t
+    def tree_pass(buf, row, xs, m, iv, ig, score, tab, tabf, tree_node0, leaves, t
                   ):  # pragma: no cover - numba
-        """Add tree ``t``'s leaf to ``score[i]`` for ``i < m``: the root and both children
-        are computed for every window (no branch on the data in the loop). Each value is
-        rects_value()'s: the same float32 operations in the same order. The record fields
-        are read into scalars first: the loop then keeps them in registers."""
+        """Add tree ``t``'s leaf to ``score[i]`` for ``i < m`` (normalisers ``iv[i]``,
+        variance, and ``ig[i]``, gradient: read only without ``haar``): the root and both
+        children are computed for every window (no branch on the data in the loop). Each
+        value is rects_value()'s: the same float32 operations in the same order. The record
+        fields are read into scalars first: the loop then keeps them in registers."""
         nb, nd = _children(tree_node0, t)
         o0, o1, o2 = tree_node0[t] * REC, nb * REC, nd * REC
         l0, l1 = leaves[_U(4 * t)], leaves[_U(4 * t + 1)]
@@ -330,6 +428,11 @@ def _make_tree_pass(dense: bool):
         wb0, wb1, wb2 = tabf[_U(o1 + _W)], tabf[_U(o1 + _W + 1)], tabf[_U(o1 + _W + 2)]
         wd0, wd1, wd2 = tabf[_U(o2 + _W)], tabf[_U(o2 + _W + 1)], tabf[_U(o2 + _W + 2)]
         t0, t1, t2 = tabf[_U(o0 + _THR_R)], tabf[_U(o1 + _THR_R)], tabf[_U(o2 + _THR_R)]
+        # rectangle records: norm kind (0 none, 1 variance, 2 gradient) and scale per node;
+        # no norm is a product by 1, which leaves every float32 value as it is
+        ka, kb, kd = tab[_U(o0 + _NORM)], tab[_U(o1 + _NORM)], tab[_U(o2 + _NORM)]
+        sa, sb, sd = tabf[_U(o0 + _SCALE)], tabf[_U(o1 + _SCALE)], tabf[_U(o2 + _SCALE)]
+        one = np.float32(1.0)
         for i in range(m):
             p = row + (i if dense else xs[i])
             s = iv[i]
@@ -346,12 +449,25 @@ def _make_tree_pass(dense: bool):
             if wd2 != 0.0:
                 w += wd2 * _rect(buf, p, d8, d9, d10, d11)
             # the leaf by selects, not branches (either way about every other window)
-            lo = l0 if u * s < t1 else l1
-            hi = l2 if w * s < t2 else l3
-            score[i] += lo if v * s < t0 else hi
+            if haar:
+                lo = l0 if u * s < t1 else l1
+                hi = l2 if w * s < t2 else l3
+                score[i] += lo if v * s < t0 else hi
+            else:
+                g = ig[i]
+                na = s if ka == 1 else (g if ka == 2 else one)
+                nb_ = s if kb == 1 else (g if kb == 2 else one)
+                nd_ = s if kd == 1 else (g if kd == 2 else one)
+                lo = l0 if (u * nb_) * sb < t1 else l1
+                hi = l2 if (w * nd_) * sd < t2 else l3
+                score[i] += lo if (v * na) * sa < t0 else hi
 
     return tree_pass
 
 
-_tree_dense = _make_tree_pass(True)
-_tree_sparse = _make_tree_pass(False)
+_tree_dense = _make_tree_pass(True, True)
+_tree_sparse = _make_tree_pass(False, True)
+_tree_dense_r = _make_tree_pass(True, False)
+_tree_sparse_r = _make_tree_pass(False, False)
+
+_ROW_PASSES = {OPS_HAAR: _make_scan_rows(True), OPS_RECTS: _make_scan_rows(False)}

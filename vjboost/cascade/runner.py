@@ -329,7 +329,7 @@ class CascadeRunner:
             part = items[tasks[k][0]:tasks[k][1]]
             m = int(((part[:, 1] + part[:, 2] - 1) // part[:, 2]).sum())
             slot, score = np.empty(m, np.int64), np.empty(m)
-            n = prefilter.scan_rows(buf, part, *args, slot, score)
+            n = prefilter.scan_rows(buf, part, *args, slot, score, ops=cc.ops)
             found[k] = (slot[:n].copy(), score[:n].copy())
 
         with warnings.catch_warnings():
