@@ -309,3 +309,43 @@ def test_training_mines_the_same_negatives_with_and_without_the_row_pass(
     assert [(m["n_scanned"], m["n_accepted"]) for m in rows.mining_] == \
         [(m["n_scanned"], m["n_accepted"]) for m in window.mining_]
     assert stages_digest(rows.stages_) == stages_digest(window.stages_)
+
+
+def test_trained_haar_and_channels_cascade_detects_the_same_with_and_without_the_row_pass(
+        faces12, backgrounds, monkeypatch):
+    # a small cascade trained over Haar features and gradient-channel rectangles (OPS_RECTS,
+    # depth-2 trees, records of both normalisations): the detector's raw windows and grouped
+    # detections are the window-by-window kernel's, on OpenCV's grid (step 2 below scale 2)
+    import cv2
+
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.trainer import CascadeTrainer
+
+    trainer = CascadeTrainer(window_shape=(12, 12), features="haar,channels",
+                             weak_learner="tree", max_depth=2, num_stages=3, num_pos=100,
+                             num_neg=200, min_hit_rate=0.99, seed=3, max_weak_count=5,
+                             mining={"scale_factor": 1.3, "batch": 4}).fit(faces12, backgrounds)
+    model = trainer.model_
+    cc = CascadeRunner(model).compiled
+    assert cc.ops == OPS_RECTS and prefilter.suits(cc)
+    assert NORM_GRADIENT in set(cc.program.norm.tolist())
+    det = CascadeDetector(model, scale_factor=1.15, min_neighbors=1, threads=1)
+    img = cv2.imread(backgrounds[0], cv2.IMREAD_GRAYSCALE)
+    calls = []
+    real = prefilter.scan_rows
+
+    def counted(*a, **k):
+        calls.append(k.get("ops"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(prefilter, "scan_rows", counted)
+    boxes_r, scores_r = det.raw_windows(img)
+    found_r = det.detect(img)
+    assert calls and set(calls) == {OPS_RECTS}  # the row pass is the path tested
+    monkeypatch.setattr(prefilter, "suits", lambda *a: False)
+    boxes_w, scores_w = det.raw_windows(img)
+    found_w = det.detect(img)
+    assert len(boxes_w) > 0
+    np.testing.assert_array_equal(boxes_r, boxes_w)
+    np.testing.assert_array_equal(scores_r, scores_w)
+    np.testing.assert_array_equal(found_r.boxes, found_w.boxes)

@@ -813,6 +813,12 @@ class ChannelSet:
         self._groups = [(k, params, np.asarray(codes, np.int64), np.asarray(dst, np.int64))
                         for k, params, codes, dst in groups.values()]
 
+    @property
+    def fills_split(self) -> bool:
+        """Whether :meth:`fill` takes ``split`` (even and odd columns stored apart): grey
+        planes only (gray, gray2, tilted), integrated straight into that layout."""
+        return len(self._groups) == 1 and self._groups[0][0].fuse == "gray"
+
     # -- set operations -------------------------------------------------------------------------
 
     def index(self, key: str) -> int:
@@ -954,7 +960,7 @@ class ChannelSet:
         y0, x0 : int, default 0
             Row and column of ``out`` where the image's integral planes start.
         split : int, default 0
-            ``out``'s rows hold their even columns first and their odd
+            Grey planes only: ``out``'s rows hold their even columns first and their odd
             columns from entry ``split`` on (``cols = 2 · split`` or one less; column ``c`` at
             ``(c % 2) · split + c // 2``), the layout of
             :meth:`vjboost.features.program.Program.bind` with ``split``.
@@ -981,21 +987,12 @@ class ChannelSet:
         if not split:
             self._fill(arr[None], out[None], int(y0), int(x0))
             return
+        if not self.fills_split:
+            raise ValueError(f"split: only for grey planes (gray, gray2, tilted), not "
+                             f"{list(self.keys)}")
         if not 0 <= 2 * split - out.shape[2] <= 1:
             raise ValueError(f"split: expected half the row ({(out.shape[2] + 1) // 2}), got "
                              f"{split}")
-        if len(self._groups) != 1 or self._groups[0][0].fuse != "gray":
-            # other channels (gradients): the usual layout, then each row's even and odd
-            # columns copied apart (grey planes are integrated straight into the split layout)
-            tmp = np.empty((out.shape[0], h + 1, w + 1), np.int32)
-            self._fill(arr[None], tmp[None], 0, 0)
-            x0, y0 = int(x0), int(y0)
-            for first in (0, 1):  # tmp columns first, first + 2, ...: image columns x0 + j
-                c = x0 + first
-                n = len(range(first, w + 1, 2))
-                d = (c % 2) * split + c // 2
-                out[:, y0:y0 + h + 1, d:d + n] = tmp[:, :, first::2]
-            return
         _, _, codes, dst = self._groups[0]
         rows, cols = out.shape[1:]
         _integrate_gray_images(arr[None], codes, out.reshape(-1), dst[None] * (rows * cols),
