@@ -1,4 +1,6 @@
-"""The row pass: Haar cascades of trees of depth <= 2 over whole rows of windows.
+"""The row pass: cascades of trees of depth <= 2 over rectangle sums, run over whole rows of
+windows (OpenCV's Haar features, and Haar features mixed with rectangle sums of gradient
+channels: the program operations ``OPS_HAAR`` and ``OPS_RECTS``).
 
 Most windows of a scan are rejected by the first stage, and the first stage alone costs about a
 third of a detection when it runs window by window (:func:`vjboost.cascade.kernels.scan`).
@@ -7,25 +9,27 @@ so a loop over the row with the node's corner offsets fixed reads memory in sequ
 compiler vectorises it. For trees of depth <= 2 both children are computed for every window and
 the leaf is chosen by the decisions, so the loop has no branch on the data.
 
-:func:`scan_rows` computes, row by row, the σ gate, the window's variance normaliser and the
-first stage's score of every window of the row; replays OpenCV's skip of the position after a
-first-stage rejection along the row (so it visits exactly the windows the window-by-window
-kernel visits) and keeps the survivors' columns in a compact list; runs the next stages over
-that list the same way, one pass per tree (the loads are gathered now, but the loop still has no
-branch on the data: the leaf is picked by selects, and each tree's records are read once per
-row), compacting the list after
+:func:`scan_rows` computes, row by row, the σ gate, the window's normalisers (the variance one;
+for ``OPS_RECTS`` cascades with gradient-normalised records the gradient one too, by
+:func:`~vjboost.features.program.window_norms` itself) and the first stage's score of every
+window of the row; replays OpenCV's skip of the position after a first-stage rejection along the
+row (so it visits exactly the windows the window-by-window kernel visits) and keeps the
+survivors' columns in a compact list; runs the next stages over that list the same way, one pass
+per tree (the loads are gathered now, but the loop still has no branch on the data: the leaf is
+picked by selects, and each tree's records are read once per row), compacting the list after
 each stage while it holds at least :data:`MIN_LIST` windows; and runs the remaining stages
 window by window on the last survivors. All of it happens right away, row by row, while the
 row's integral data is still in the cache (running the later stages after the whole batch's
-first stage cost about 30 % more: the data had left the cache). Every value is computed
-with the very float32 and float64 operations of the window-by-window kernel (same order, no
-fused multiply-add), so its decisions and scores are that kernel's, bit for bit.
+first stage cost about 30 % more: the data had left the cache). Every value is computed with the
+very float32 and float64 operations of the window-by-window kernel (same order, no fused
+multiply-add), so its decisions and scores are that kernel's, bit for bit.
 
 OpenCV's grid has a step of 2 below scale 2: :class:`~vjboost.cascade.runner.CascadeRunner`
 stores such batches with each row's even and odd columns apart
 (:meth:`vjboost.features.channels.ChannelSet.fill` and
 :meth:`vjboost.features.program.Program.bind` with ``split``), which makes the grid's windows
-consecutive entries again. Other grids (hard-negative mining scans one grid offset at a time:
+consecutive entries again (grey planes only, which are integrated straight into that layout:
+cascades with gradient channels scan such grids as strided rows). Other grids (hard-negative mining scans one grid offset at a time:
 every fifth column of every fifth row) run the first stage over the list of the row's windows
 too, so they never go window by window from the first stage on.
 """
@@ -84,9 +88,10 @@ def applies(cascade: CompiledCascade, items: np.ndarray) -> bool:
 
 
 def suits(cascade: CompiledCascade) -> bool:
-    """Whether :func:`scan_rows` can run ``cascade`` (on rows of consecutive windows): Haar
-    features only (OpenCV's variance normalisation), trees of depth <= 2 (at most three
-    nodes: the layouts of :func:`~vjboost.cascade.kernels.compile_cascade`'s shapes 2 and 3).
+    """Whether :func:`scan_rows` can run ``cascade`` (on rows of consecutive windows):
+    rectangle-sum features only (``OPS_HAAR``: OpenCV's Haar features; ``OPS_RECTS``: any
+    norm kind and scale per record), trees of depth <= 2 (at most three nodes: the layouts of
+    :func:`~vjboost.cascade.kernels.compile_cascade`'s shapes 2 and 3).
 
     Parameters
     ----------
