@@ -29,9 +29,10 @@ stores such batches with each row's even and odd columns apart
 (:meth:`vjboost.features.channels.ChannelSet.fill` and
 :meth:`vjboost.features.program.Program.bind` with ``split``), which makes the grid's windows
 consecutive entries again (grey planes only, which are integrated straight into that layout:
-cascades with gradient channels scan such grids as strided rows). Other grids (hard-negative mining scans one grid offset at a time:
-every fifth column of every fifth row) run the first stage over the list of the row's windows
-too, so they never go window by window from the first stage on.
+cascades with gradient channels scan such grids as strided rows). Other grids (hard-negative
+mining scans one grid offset at a time: every fifth column of every fifth row) run the first
+stage over the list of the row's windows too, so they never go window by window from the first
+stage on.
 """
 
 from __future__ import annotations
@@ -196,7 +197,6 @@ def _make_scan_rows(haar: bool):
         ivs = np.empty(width, np.float32)
         igs = np.empty(width if not haar else 0, np.float32)
         sc = np.empty(width)
-        area = prof[0]
         n_stages = stage_thr.shape[0]
         thr0 = stage_thr[0]
         n = 0
@@ -206,17 +206,11 @@ def _make_scan_rows(haar: bool):
             nw = (items[it, 1] + step - 1) // step  # windows of the item, step columns apart
             obase = items[it, 3]
             # step 1 as a constant: the loop then reads memory in sequence (vector loads)
-            if haar:
-                if step == 1:
-                    n_open = _norms(buf, row, 1, nw, pro, area, gate, iv, score, gated)
-                else:
-                    n_open = _norms(buf, row, step, nw, pro, area, gate, iv, score, gated)
+            if step == 1:
+                n_open = _norms(buf, row, 1, nw, pro, prof, gate, iv, ig, score, gated, haar)
             else:
-                if step == 1:
-                    n_open = _norms2(buf, row, 1, nw, pro, prof, gate, iv, ig, score, gated)
-                else:
-                    n_open = _norms2(buf, row, step, nw, pro, prof, gate, iv, ig, score,
-                                     gated)
+                n_open = _norms(buf, row, step, nw, pro, prof, gate, iv, ig, score, gated,
+                                haar)
             if step == 1 and n_open >= sparse0 * nw:
                 for t in range(stage_first[0], stage_first[1]):
                     if haar:
@@ -235,11 +229,7 @@ def _make_scan_rows(haar: bool):
                     if score[x] < thr0:
                         x += 2 if skip0 else 1
                         continue
-                    xs[m] = x
-                    ivs[m] = iv[x]
-                    if not haar:
-                        igs[m] = ig[x]
-                    sc[m] = score[x]
+                    _keep(xs, ivs, igs, sc, m, x, iv, ig, score, x, haar)
                     m += 1
                     x += 1
             else:
@@ -247,20 +237,11 @@ def _make_scan_rows(haar: bool):
                 # the list of the others (their columns; gathered loads)
                 m = 0
                 for i in range(nw):
-                    if not gated[i]:
-                        xs[m] = i * step
-                        ivs[m] = iv[i]
-                        if not haar:
-                            igs[m] = ig[i]
-                        sc[m] = 0.0
+                    if not gated[i]:  # _norms zeroed the score
+                        _keep(xs, ivs, igs, sc, m, i * step, iv, ig, score, i, haar)
                         m += 1
-                for t in range(stage_first[0], stage_first[1]):
-                    if haar:
-                        _tree_sparse(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0,
-                                     leaves, t)
-                    else:
-                        _tree_sparse_r(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0,
-                                       leaves, t)
+                _stage_list(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves,
+                            stage_first[0], stage_first[1], haar)
                 # OpenCV's skip rule replayed along the list (a refused window sets no skip)
                 j = 0
                 skipped = -1
@@ -272,11 +253,7 @@ def _make_scan_rows(haar: bool):
                         if skip0:
                             skipped = x + step
                         continue
-                    xs[j] = x
-                    ivs[j] = ivs[i]
-                    if not haar:
-                        igs[j] = igs[i]
-                    sc[j] = sc[i]
+                    _keep(xs, ivs, igs, sc, j, x, ivs, igs, sc, i, haar)
                     j += 1
                 m = j
             # the next stages over the row's survivors while they are many enough to pay for
@@ -285,22 +262,13 @@ def _make_scan_rows(haar: bool):
             while k < n_stages and m >= min_list:
                 for i in range(m):
                     sc[i] = 0.0
-                for t in range(stage_first[k], stage_first[k + 1]):
-                    if haar:
-                        _tree_sparse(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0,
-                                     leaves, t)
-                    else:
-                        _tree_sparse_r(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0,
-                                       leaves, t)
+                _stage_list(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves,
+                            stage_first[k], stage_first[k + 1], haar)
                 thr = stage_thr[k]
                 j = 0
                 for i in range(m):
                     if not sc[i] < thr:
-                        xs[j] = xs[i]
-                        ivs[j] = ivs[i]
-                        if not haar:
-                            igs[j] = igs[i]
-                        sc[j] = sc[i]
+                        _keep(xs, ivs, igs, sc, j, xs[i], ivs, igs, sc, i, haar)
                         j += 1
                 m = j
                 k += 1
@@ -328,35 +296,45 @@ def _make_scan_rows(haar: bool):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _norms(buf, row, step, nw, pro, area, gate, iv, score, gated):  # pragma: no cover - numba
-    """The variance normaliser of window_norms() (Haar features use no other one: leaving the
-    gradient normaliser out keeps this loop simple and fast) and the σ gate of the ``nw``
-    windows ``row + i · step``, into ``iv`` and ``gated``; zeroes ``score``. Returns how many
-    windows the gate lets through."""
-    n_open = 0
-    for i in range(nw):
-        inv, nf = variance_norm(buf, row + i * step, pro, area)
-        iv[i] = inv
-        score[i] = 0.0
-        g = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
-        gated[i] = g
-        n_open += 1 - np.int64(g)
-    return n_open
+def _keep(xs, ivs, igs, sc, j, x, iv, ig, score, i, haar):  # pragma: no cover - numba
+    """Keep window ``x`` as survivor ``j``: its normalisers and score from entry ``i`` of
+    ``iv``, ``ig`` (read and written only without ``haar``) and ``score``."""
+    xs[j] = x
+    ivs[j] = iv[i]
+    if not haar:
+        igs[j] = ig[i]
+    sc[j] = score[i]
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _norms2(buf, row, step, nw, pro, prof, gate, iv, ig, score, gated
-            ):  # pragma: no cover - numba
-    """:func:`_norms` for rectangle records of any norm kind: both normalisers of the ``nw``
-    windows ``row + i · step`` by window_norms() itself (the gradient one only where the
-    cascade has records that use it: ``prof[1] > 0``), into ``iv`` and ``ig``; the σ gate
-    as the kernel computes it."""
+def _stage_list(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves, t0, t1, haar
+                ):  # pragma: no cover - numba
+    """Add trees ``t0 .. t1 - 1`` to the scores ``sc`` of the ``m`` listed windows."""
+    for t in range(t0, t1):
+        if haar:
+            _tree_sparse(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves, t)
+        else:
+            _tree_sparse_r(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves, t)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _norms(buf, row, step, nw, pro, prof, gate, iv, ig, score, gated, haar
+           ):  # pragma: no cover - numba
+    """The normalisers and the σ gate of the ``nw`` windows ``row + i · step`` into ``iv``,
+    ``ig`` and ``gated``, as the kernel computes them; zeroes ``score``. Returns how many
+    windows the gate lets through. ``haar`` (a compile-time constant): the variance
+    normaliser only (Haar features use no other one: leaving the gradient one out keeps this
+    loop simple and fast; ``ig`` is not written); else both, by window_norms() itself (the
+    gradient one only where the cascade has records that use it: ``prof[1] > 0``)."""
     area = prof[0]
     n_open = 0
     for i in range(nw):
-        inv, ing, nf = window_norms(buf, row + i * step, pro, prof)
+        if haar:
+            inv, nf = variance_norm(buf, row + i * step, pro, area)
+        else:
+            inv, ing, nf = window_norms(buf, row + i * step, pro, prof)
+            ig[i] = ing
         iv[i] = inv
-        ig[i] = ing
         score[i] = 0.0
         g = gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate)
         gated[i] = g
