@@ -430,9 +430,11 @@ def print_validation(results: list[dict]) -> None:
             v = [rt[b] for b in budgets]
             tm = f"{r['ms_per_mp_1t']:7.0f}" if i == 0 else ""
             name = r["model"]
-            if name.rsplit(":", 1)[0].endswith("model.json"):  # runs/NAME/model.json[:K]
-                p, k = Path(name.rsplit(":", 1)[0]), _prefix(name)
-                name = p.parent.name + (f":{k}" if k else "")
+            n_first = _prefix(name)
+            if (name.rsplit(":", 1)[0] if n_first else name).endswith("model.json"):
+                # runs/NAME/model.json[:K] is shown as NAME[:K]
+                folder = Path(name.rsplit(":", 1)[0] if n_first else name).parent.name
+                name = folder + (f":{n_first}" if n_first else "")
             print(f"{name[-34:] if i == 0 else '':<34s} {k:<14s} "
                   + " ".join(f"{x:6.3f}" for x in v) + f"  {np.mean(v):6.3f} {tm}")
         k, _ = best_score(r)
@@ -557,10 +559,11 @@ def main(argv: list[str] | None = None) -> int:
     results = [validate_one(s, paths, images, gt, kind=k, budgets=budgets) for s, k in specs]
     if args.dlib:
         results.append(validate_dlib(paths, images, gt, upsample=2, budgets=budgets))
-    print_validation(results)
-    for r in results:
+    for r in results:  # logged first: the figures outlive any printing problem
         log({"kind": "validate", "label": args.label, "quick": args.quick, "split": args.split,
+             "budget_mp": args.budget_mp,
              **{k: v for k, v in r.items() if k != "neighbors_points"}}, args.log)
+    print_validation(results)
     summary = {"quick": args.quick, "split": args.split, "images": len(images), "faces": n_faces,
                "budgets": list(budgets), "budget_mp": args.budget_mp,
                "models": {r["model"]: {"min_neighbors": r["min_neighbors"],
