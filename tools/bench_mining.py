@@ -5,8 +5,8 @@ Late in training a mining unit scans every window of an augmented background ima
 rejected by its first stages; early in training a unit scans one grid offset (``--passes 1``:
 every ``step``-th column of every ``step``-th row, a strided row pass) and the cascade accepts
 many more. This tool scans such units of ``--images`` training backgrounds
-with a cascade (default ``vjboost:frontalface_haar``: the shipped Haar configuration's 19 stages, i.e. the
-cascade that mines stage 19) twice in the same run: window by window
+with a cascade (default ``vjboost:frontalface_haar``: the shipped Haar configuration's 19
+stages, i.e. the cascade that mines stage 19) twice in the same run: window by window
 (:func:`vjboost.cascade.kernels.scan`), and with the stages over whole rows
 (:mod:`vjboost.cascade.prefilter`) — checking that both keep the same windows — and prints the
 windows scanned per CPU second of each and their ratio, on one thread.
