@@ -191,6 +191,31 @@ def test_trainer_pool_resume_gives_identical_cascade(faces12, backgrounds, tmp_p
     assert {"stage", "mining", "round", "stage_done", "log"} <= set(events)
 
 
+def test_fewer_stages_train_the_first_stages_of_a_longer_run(faces12, backgrounds, tmp_path):
+    """A stage depends only on the stages before it, so ``num_stages=k`` trains the first
+    ``k`` stages of any longer run with the same settings (what validating or shipping a
+    cascade's first stages relies on)."""
+    kw = dict(window_shape=WIN, features="haar", num_pos=100, num_neg=200, min_hit_rate=0.99,
+              max_false_alarm=0.5, seed=7, max_weak_count=6,
+              mining={"scale_factor": 1.5, "batch": 4})
+    full = CascadeTrainer(num_stages=3, **kw).fit(faces12, backgrounds,
+                                                  output_dir=tmp_path / "a")
+    short = CascadeTrainer(num_stages=2, **kw).fit(faces12, backgrounds,
+                                                   output_dir=tmp_path / "b")
+    assert len(full.stages_) == 3 and len(short.stages_) == 2
+    assert stages_digest(short.stages_) == stages_digest(full.stages_[:2])
+    # the saved models agree window for window: the faces and random patches
+    from vjboost.cascade.runner import cascade_accepts
+
+    rng = np.random.default_rng(0)
+    windows = np.concatenate([faces12, rng.integers(0, 256, (200, *WIN), dtype=np.uint8)])
+    a_ok, a_n = cascade_accepts(short.model_, windows)
+    b_ok, b_n = cascade_accepts(full.model_.truncated(2), windows)
+    np.testing.assert_array_equal(a_ok, b_ok)
+    np.testing.assert_array_equal(a_n, b_n)
+    assert 0 < a_ok.sum() < len(windows)
+
+
 def test_trainer_refuses_a_damaged_pool(faces12, backgrounds, tmp_path):
     kw = dict(window_shape=WIN, num_stages=3, num_pos=150, num_neg=300, seed=7,
               max_weak_count=5, mining={"scale_factor": 1.5})

@@ -82,3 +82,50 @@ def test_robustness_counts_accepted_windows_per_source(tmp_path, monkeypatch):
     crop = np.stack([cv2.resize(x[4:28, 4:28], (20, 20), interpolation=cv2.INTER_AREA)
                      for x in windows["cbcl"]])
     assert got["cbcl"]["clean"] == round(float(cascade_accepts(model, crop)[0].mean()), 3)
+
+
+def test_scaled_budgets_and_rates_at_match_the_evaluation(monkeypatch):
+    """Budgets scaled per megapixel, and rates read off a curve's envelope points, equal the
+    evaluation's own ``detection_rate_at`` at those budgets."""
+    import numpy as np
+    import pytest
+
+    from vjboost.eval.metrics import evaluate_detections
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    assert tf.scaled_budgets(80.1, None) == tuple(tf.bp.BUDGETS)
+    assert tf.scaled_budgets(25.64, 25.64) == tuple(tf.bp.BUDGETS)
+    got = tf.scaled_budgets(80.1, 25.64)
+    assert got == tuple(int(round(b * 80.1 / 25.64)) for b in tf.bp.BUDGETS)
+    with pytest.raises(ValueError, match="budget-mp"):
+        tf.scaled_budgets(80.1, 0.0)
+    with pytest.raises(ValueError, match="kept up to"):
+        tf.scaled_budgets(80.1, 5.0)
+
+    rng = np.random.default_rng(3)
+    gt, dets = {}, {}
+    for i in range(40):  # faces in a row; detections on about 70 % of them, plus clutter
+        n = int(rng.integers(0, 4))
+        faces = np.array([[40.0 * j, 10.0, 24.0, 24.0] for j in range(n)]).reshape(-1, 4)
+        gt[f"im{i}"] = faces
+        hits = faces[rng.random(n) < 0.7] + rng.normal(0.0, 2.0, (1, 4)) * [1, 1, 0, 0]
+        m = int(rng.integers(0, 6))
+        clutter = np.c_[rng.uniform(0, 300, (m, 1)), rng.uniform(60, 200, (m, 1)),
+                        np.full((m, 2), 24.0)]
+        boxes = np.vstack([hits, clutter])
+        dets[f"im{i}"] = (boxes, rng.random(len(boxes)))
+    ev = evaluate_detections(dets, gt, iou_threshold=0.3)
+    pts = tf.bp.curve_points(ev)
+    budgets = (0, 1, 3, 7, 20, 60)
+    assert tf.rates_at(pts["false_positives"], pts["detection_rate"], budgets) == {
+        str(b): round(ev.detection_rate_at(b), 4) for b in budgets}
+
+
+def test_prefix_spec(monkeypatch):
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    assert tf._prefix("runs/e1/model.json:17") == 17
+    assert tf._prefix("vjboost:frontalface:3") == 3
+    assert tf._prefix("vjboost:frontalface") is None
+    assert tf._prefix("runs/e1/model.json") is None

@@ -127,7 +127,7 @@ def main() -> None:
     bgs = sorted(str(p) for p in (SHARED / "negatives").glob("*.jpg"))[:n_img]
     if not bgs:
         sys.exit(f"no background images in {SHARED / 'negatives'}")
-    model = load_model("vjboost:frontalface").truncated(n_st)
+    model = load_model("vjboost:frontalface_haar").truncated(n_st)
     print(f"mining one pass over {len(bgs)} images with the {n_st}-stage frontal-face cascade")
     rows, ref, started, pre = {}, None, {}, {}
     for mode in ("inprocess", "threads2", "dask1", "dask2"):

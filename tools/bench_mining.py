@@ -5,8 +5,8 @@ Late in training a mining unit scans every window of an augmented background ima
 rejected by its first stages; early in training a unit scans one grid offset (``--passes 1``:
 every ``step``-th column of every ``step``-th row, a strided row pass) and the cascade accepts
 many more. This tool scans such units of ``--images`` training backgrounds
-with a cascade (default ``vjboost:frontalface``: the shipped configuration's 19 stages, i.e. the
-cascade that mines stage 19) twice in the same run: window by window
+with a cascade (default ``vjboost:frontalface_haar``: the shipped Haar configuration's 19
+stages, i.e. the cascade that mines stage 19) twice in the same run: window by window
 (:func:`vjboost.cascade.kernels.scan`), and with the stages over whole rows
 (:mod:`vjboost.cascade.prefilter`) — checking that both keep the same windows — and prints the
 windows scanned per CPU second of each and their ratio, on one thread.
@@ -39,7 +39,7 @@ BACKGROUNDS = Path(os.environ.get("VJBOOST_FACE_DATA", "/work/data/faces")) / \
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="vjboost:frontalface")
+    ap.add_argument("--model", default="vjboost:frontalface_haar")
     ap.add_argument("--stages", type=int, default=0, help="first K stages only (0: all)")
     ap.add_argument("--backgrounds", default=str(BACKGROUNDS),
                     help="a list of background images, one path a line")

@@ -4,8 +4,8 @@ The stage-boosting step of ``vjtrain``'s default path (``--sampler laminating``,
 default budget ``max(10 N, 0.01 F N)`` feature evaluations per node) on the windows of a late
 stage of the shipped face configuration: the 20×20 positives of ``vjboost/models/README.md``
 (the Caltech Web Faces crops cut with ``--pos-crop 0.175,0.19,0.667,0.667``, mirrored) and hard
-negatives (random background windows that the first 8 stages of ``vjboost:frontalface`` accept),
-half and half. Feature pools: Haar ALL (125,199 features) and ``haar,mblbp,channels``.
+negatives (random background windows that the first 8 stages of ``vjboost:frontalface_haar``
+accept), half and half. Feature pools: Haar ALL (125,199 features) and ``haar,mblbp,channels``.
 
 For each pool and each budget fraction (``--fractions``: multiples of the default budget) it
 boosts ``--trees`` Gentle AdaBoost depth-2 trees with weight trimming 0.95 on three quarters of
@@ -67,7 +67,7 @@ def windows(n_pos: int, n_neg: int, *, hard_stages: int, seed: int = 0
     if hard_stages:
         from vjboost.cascade.model_io import load_model
 
-        model = load_model("vjboost:frontalface").truncated(hard_stages)
+        model = load_model("vjboost:frontalface_haar").truncated(hard_stages)
     negs: list[np.ndarray] = []
     while len(negs) < n_neg:
         img = read_image(files[rng.integers(len(files))])

@@ -54,6 +54,9 @@ import bench_peers as bp  # noqa: E402
 import face_data as fd  # noqa: E402
 
 DATA = Path(os.environ.get("VJBOOST_FACE_DATA", "/work/data/faces"))
+#: the area of the benchmark's image set (bench_peers: CMU-MIT, 107 images), whose
+#: false-positive budgets ``validate --budget-mp`` reproduces per megapixel
+CMU_MIT_MP = 25.64
 LOG = REPO / "runs" / "face_log.jsonl"
 GROUPING = (1, 2, 3)
 
@@ -66,17 +69,20 @@ COMMON = {
 }
 #: the recipes of the shipped face models (``vjtrain`` options; True = a flag)
 RECIPES: dict[str, dict] = {
-    # a pool of several families, depth-2 trees chosen by a sampler; its 20 stages (36 CPU-min)
-    # stay below dlib and OpenCV's alt2 on validation (docs/ablation.md), so it is not shipped
+    # the default model: Haar and gradient channels in one pool, depth-2 trees whose features
+    # family-stratified Laminating chooses (about a quarter of the nodes are channels), on the
+    # WebFaces and NRC-IIT windows with one side-lit copy of each (docs/ablation.md, "The default
+    # face model")
     "frontalface": dict(COMMON, **{
-        "features": "haar,mblbp,channels", "haar-mode": "ALL", "sampler": "laminating",
+        "sources": "webfaces,nrc", "relight": 1,
+        "features": "haar,channels", "haar-mode": "ALL", "sampler": "stratified_laminating",
         "weak-learner": "tree", "max-depth": 2, "num-pos": 10000, "num-neg": 10000,
-        "stages": 20, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
+        "stages": 19, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
     }),
-    # the shipped one (OpenCV-exportable): Haar only, on the WebFaces and NRC-IIT windows; the
-    # CBCL windows, about a quarter of whose detection window is edge-replicated pixels, lowered
-    # the detection rate that degraded faces reach on both validation views; one side-lit copy
-    # of every window (side_light) keeps faces lit from one side (docs/ablation.md)
+    # the OpenCV-exportable one: Haar only, same windows; the CBCL windows, about a quarter of
+    # whose detection window is edge-replicated pixels, lowered the detection rate that degraded
+    # faces reach on both validation views; one side-lit copy of every window (side_light)
+    # keeps faces lit from one side (docs/ablation.md)
     "frontalface_haar": dict(COMMON, **{
         "sources": "webfaces,nrc", "relight": 1,
         "features": "haar", "haar-mode": "ALL", "sampler": "laminating",
@@ -85,7 +91,7 @@ RECIPES: dict[str, dict] = {
     }),
 }
 #: the operating score each recipe's model declares (chosen on validation)
-OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "best"},
+OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "margin"},
              "frontalface_haar": {"min_neighbors": 1, "rank": "margin"}}
 
 
@@ -221,8 +227,10 @@ def prepare_positives(pos: Path, config: dict, folder: Path) -> Path:
 
 
 def train(name: str, out: Path, *, overrides: dict, data: Path, quick: bool, nice: int,
-          ship: bool) -> dict:
-    """Run ``vjtrain`` with recipe ``name`` (and ``overrides``) into ``out``."""
+          ship: bool, resume: bool = False) -> dict:
+    """Run ``vjtrain`` with recipe ``name`` (and ``overrides``) into ``out``; ``resume``
+    continues the checkpoint in ``out`` (e.g. with a larger ``stages``: the cascade is the one a
+    run from scratch with that many stages trains)."""
     config = dict(RECIPES[name], **overrides)
     pos, bg = data / "train" / "positives.npz", data / "backgrounds_train.txt"
     pos = prepare_positives(pos, config, out.with_name(out.name + "_data"))
@@ -233,6 +241,8 @@ def train(name: str, out: Path, *, overrides: dict, data: Path, quick: bool, nic
         config_vj.update({"stages": 3, "num-pos": 1000, "num-neg": 1000, "jitter": 1})
     vjbin = Path(sys.executable).parent / "vjtrain"
     cmd = [str(vjbin), str(pos), str(bg), "-o", str(out), *vjtrain_args(config_vj), "-q"]
+    if resume:
+        cmd.append("--resume")
     if nice:
         cmd = ["nice", "-n", str(nice), *cmd]
     print(" ".join(cmd), flush=True)
@@ -241,10 +251,12 @@ def train(name: str, out: Path, *, overrides: dict, data: Path, quick: bool, nic
     t0 = time.perf_counter()
     rc = subprocess.call(cmd, env=env)
     wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak = kids.ru_maxrss * 1024
     rep = _report(out)
     entry = {"kind": "train", "recipe": name, "out": str(out), "overrides": overrides,
-             "config": config, "quick": quick, "rc": rc, "wall_s": round(wall, 1),
+             "config": config, "quick": quick, "resume": resume, "rc": rc, "wall_s": round(wall, 1),
+             "cpu_s": round(kids.ru_utime + kids.ru_stime, 1),
              "peak_rss_gib": round(peak / 2**30, 2),
              "training_seconds": rep.get("training_seconds"),
              "n_stages": len(rep.get("stages", [])) or None,
@@ -315,9 +327,48 @@ def load_validation(data: Path, quick: bool, split: str = "det"):
     return paths, images, gt
 
 
-def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost") -> dict:
-    """Validation curves and detection time (one thread) of one cascade."""
-    model, window, _ = bp.vj_load(spec)
+def scaled_budgets(val_mp: float, target_mp: float | None) -> tuple[int, ...]:
+    """The benchmark's false-positive budgets (``bench_peers.BUDGETS``, counted on its image
+    set of ``target_mp`` megapixels) at the same density per megapixel on a validation set of
+    ``val_mp``; ``target_mp`` None keeps them as counts.
+
+    >>> scaled_budgets(80.1, 25.64)
+    (6, 16, 31, 62, 94, 156)
+    """
+    if target_mp is None:
+        return tuple(bp.BUDGETS)
+    if not target_mp > 0:
+        raise ValueError(f"--budget-mp: expected a positive area in megapixels, got {target_mp}")
+    out = tuple(max(1, int(round(b * val_mp / target_mp))) for b in bp.BUDGETS)
+    if out[-1] > MAX_CURVE_FP:
+        raise ValueError(f"--budget-mp {target_mp}: the largest budget would be {out[-1]} false "
+                         f"positives; the curves are kept up to {MAX_CURVE_FP}")
+    return out
+
+
+#: the score curves' envelope is kept up to this many false positives (bench_peers.curve_points)
+MAX_CURVE_FP = 200
+
+
+def rates_at(false_positives, detection_rate, budgets) -> dict[str, float]:
+    """Best detection rate with at most ``b`` false positives, for each budget ``b``, from a
+    curve's points (as ``DetectionEvaluation.detection_rate_at``)."""
+    fp, dr = np.asarray(false_positives), np.asarray(detection_rate, np.float64)
+    return {str(b): round(float(dr[fp <= b].max()), 4) if (fp <= b).any() else 0.0
+            for b in budgets}
+
+
+def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
+                 budgets: tuple[int, ...] | None = None) -> dict:
+    """Validation curves and detection time (one thread) of one cascade; ``spec`` may end in
+    ``:K`` for the cascade's first ``K`` stages (what training with ``stages=K`` gives), and
+    ``budgets`` replaces the benchmark's false-positive counts (:func:`scaled_budgets`)."""
+    model, window, _ = bp.vj_load(spec.rsplit(":", 1)[0] if _prefix(spec) else spec)
+    if _prefix(spec):
+        k = _prefix(spec)
+        if not 0 < k <= model.n_stages:
+            raise ValueError(f"{spec}: the cascade has {model.n_stages} stages")
+        model = model.truncated(k)
     det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
     det.raw_windows(images[0])  # compile before timing
     t0 = time.perf_counter()
@@ -328,13 +379,27 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost") -> dict
     scores = bp.score_curves(raw, images, gt, paths, min_neighbors=GROUPING,
                              last_threshold=model.stages[-1].threshold)
     declared = (bp.operating_score(model) if "operating_score" in model.params else None)
+    rates = {k: v["rates"] for k, v in scores.items()}
+    if budgets is not None and tuple(budgets) != tuple(bp.BUDGETS):
+        pts = neigh["points"]
+        neigh = dict(neigh, rates=rates_at(pts["false_positives"], pts["detection_rate"],
+                                           budgets))
+        rates = {k: rates_at(v["points"]["false_positives"], v["points"]["detection_rate"],
+                             budgets) for k, v in scores.items()}
     return {"model": spec, "kind": kind, "window": list(window), "stages": model.n_stages,
             "ms_per_mp_1t": round(1000 * secs / mp, 1),
             "min_neighbors": neigh["rates"], "neighbors_points": neigh["points"],
-            "scores": {k: v["rates"] for k, v in scores.items()}, "declared": declared}
+            "scores": rates, "declared": declared}
 
 
-def validate_dlib(paths, images, gt, *, upsample: int = 2) -> dict:
+def _prefix(spec: str) -> int | None:
+    """``K`` of a ``MODEL:K`` spec (the first K stages), else None."""
+    head, sep, tail = spec.rpartition(":")
+    return int(tail) if sep and head and tail.isdigit() else None
+
+
+def validate_dlib(paths, images, gt, *, upsample: int = 2,
+                  budgets: tuple[int, ...] | None = None) -> dict:
     """dlib's HOG frontal-face detector on the validation set (score swept; one thread)."""
     import dlib
 
@@ -346,7 +411,9 @@ def validate_dlib(paths, images, gt, *, upsample: int = 2) -> dict:
     mp = sum(g.size for g in images) / 1e6
     ev = bp.dlib_evaluation(paths, runs, gt)
     return {"model": f"dlib HOG up{upsample}", "kind": "dlib", "window": None, "stages": None,
-            "ms_per_mp_1t": round(1000 * secs / mp, 1), "min_neighbors": bp.rates(ev),
+            "ms_per_mp_1t": round(1000 * secs / mp, 1),
+            "min_neighbors": {str(b): round(ev.detection_rate_at(b), 4)
+                              for b in (budgets or bp.BUDGETS)},
             "scores": {}, "declared": None}
 
 
@@ -358,15 +425,21 @@ def best_score(res: dict) -> tuple[str, dict]:
 
 
 def print_validation(results: list[dict]) -> None:
-    cols = " ".join(f"{'@' + str(b):>6s}" for b in bp.BUDGETS)
+    budgets = list(results[0]["min_neighbors"]) if results else [str(b) for b in bp.BUDGETS]
+    cols = " ".join(f"{'@' + b:>6s}" for b in budgets)
     print(f"\n{'model':<34s} {'curve':<14s} {cols}  {'mean':>6s} {'ms/MP':>7s}")
     for r in results:
         first = "score" if r["kind"] == "dlib" else "min_neighbors"
         rows = [(first, r["min_neighbors"])] + sorted(r["scores"].items())
         for i, (k, rt) in enumerate(rows):
-            v = [rt[str(b)] for b in bp.BUDGETS]
+            v = [rt[b] for b in budgets]
             tm = f"{r['ms_per_mp_1t']:7.0f}" if i == 0 else ""
-            name = Path(r["model"]).parent.name if r["model"].endswith("model.json") else r["model"]
+            name = r["model"]
+            n_first = _prefix(name)
+            if (name.rsplit(":", 1)[0] if n_first else name).endswith("model.json"):
+                # runs/NAME/model.json[:K] is shown as NAME[:K]
+                folder = Path(name.rsplit(":", 1)[0] if n_first else name).parent.name
+                name = folder + (f":{n_first}" if n_first else "")
             print(f"{name[-34:] if i == 0 else '':<34s} {k:<14s} "
                   + " ".join(f"{x:6.3f}" for x in v) + f"  {np.mean(v):6.3f} {tm}")
         k, _ = best_score(r)
@@ -431,6 +504,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="override a vjtrain option of the recipe (repeatable)")
     t.add_argument("--nice", type=int, default=5)
     t.add_argument("--ship", action="store_true", help="copy the model into vjboost/models/")
+    t.add_argument("--resume", action="store_true",
+                   help="continue the checkpoint in --out (to add stages: a larger stages=)")
     v = sub.add_parser("validate", help="curves on the validation detection set")
     v.add_argument("models", nargs="+")
     v.add_argument("--peers", action="store_true", help="also OpenCV's default and alt2")
@@ -440,6 +515,10 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--split", default="det", choices=("det", "det_scan", "det_vary"),
                    help="val/det, val/det_scan (the same images degraded as scans) or "
                         "val/det_vary (faces lit from one side, images turned in plane)")
+    v.add_argument("--budget-mp", type=float, default=None, metavar="MP",
+                   help="count the false-positive budgets at the density of an image set of "
+                        f"MP megapixels (CMU-MIT, bench_peers' set: {CMU_MIT_MP}) instead of "
+                        "as counts on the validation set")
     r = sub.add_parser("robust", help="share of held-out face windows accepted, clean and "
                                       "degraded as scans")
     r.add_argument("models", nargs="+")
@@ -463,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
             overrides[k.strip().lstrip("-")] = _value(val.strip())
         out = args.out or REPO / "runs" / (args.recipe + ("_quick" if args.quick else ""))
         entry = train(args.recipe, out, overrides=overrides, data=args.data, quick=args.quick,
-                      nice=args.nice, ship=args.ship)
+                      nice=args.nice, ship=args.ship, resume=args.resume)
         log(entry, args.log)
         print("RESULT " + json.dumps(entry))
         return 0 if entry["rc"] == 0 else 1
@@ -471,19 +550,27 @@ def main(argv: list[str] | None = None) -> int:
     paths, images, gt = load_validation(args.data, args.quick, args.split)
     n_faces = int(sum(len(v) for v in gt.values()))
     mp = sum(g.size for g in images) / 1e6
-    print(f"validation: {len(images)} images, {n_faces} faces, {mp:.1f} MP; IoU >= {bp.IOU}")
+    try:
+        budgets = scaled_budgets(mp, args.budget_mp)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"validation: {len(images)} images, {n_faces} faces, {mp:.1f} MP; IoU >= {bp.IOU}"
+          + (f"; budgets {list(budgets)} (the density of {args.budget_mp} MP)"
+             if args.budget_mp else ""))
     specs = [(m, "vjboost") for m in args.models]
     if args.peers:
         specs += [(s, "opencv") for s in bp.OPENCV.values()]
-    results = [validate_one(s, paths, images, gt, kind=k) for s, k in specs]
+    results = [validate_one(s, paths, images, gt, kind=k, budgets=budgets) for s, k in specs]
     if args.dlib:
-        results.append(validate_dlib(paths, images, gt, upsample=2))
-    print_validation(results)
-    for r in results:
+        results.append(validate_dlib(paths, images, gt, upsample=2, budgets=budgets))
+    for r in results:  # logged first: the figures outlive any printing problem
         log({"kind": "validate", "label": args.label, "quick": args.quick, "split": args.split,
+             "budget_mp": args.budget_mp,
              **{k: v for k, v in r.items() if k != "neighbors_points"}}, args.log)
+    print_validation(results)
     summary = {"quick": args.quick, "split": args.split, "images": len(images), "faces": n_faces,
-               "budgets": list(bp.BUDGETS),
+               "budgets": list(budgets), "budget_mp": args.budget_mp,
                "models": {r["model"]: {"min_neighbors": r["min_neighbors"],
                                        "best_curve": best_score(r)[0],
                                        "best_rates": best_score(r)[1],
