@@ -363,9 +363,9 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
     """Validation curves and detection time (one thread) of one cascade; ``spec`` may end in
     ``:K`` for the cascade's first ``K`` stages (what training with ``stages=K`` gives), and
     ``budgets`` replaces the benchmark's false-positive counts (:func:`scaled_budgets`)."""
-    model, window, _ = bp.vj_load(spec.rsplit(":", 1)[0] if _prefix(spec) else spec)
-    if _prefix(spec):
-        k = _prefix(spec)
+    path, k = _split_spec(spec)
+    model, window, _ = bp.vj_load(path)
+    if k is not None:
         if not 0 < k <= model.n_stages:
             raise ValueError(f"{spec}: the cascade has {model.n_stages} stages")
         model = model.truncated(k)
@@ -392,10 +392,15 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
             "scores": rates, "declared": declared}
 
 
-def _prefix(spec: str) -> int | None:
-    """``K`` of a ``MODEL:K`` spec (the first K stages), else None."""
+def _split_spec(spec: str) -> tuple[str, int | None]:
+    """``(MODEL, K)`` of a ``MODEL:K`` spec (the first K stages), else ``(spec, None)``."""
     head, sep, tail = spec.rpartition(":")
-    return int(tail) if sep and head and tail.isdigit() else None
+    return (head, int(tail)) if sep and head and tail.isdigit() else (spec, None)
+
+
+def _prefix(spec: str) -> int | None:
+    """``K`` of a ``MODEL:K`` spec, else None."""
+    return _split_spec(spec)[1]
 
 
 def validate_dlib(paths, images, gt, *, upsample: int = 2,
@@ -434,12 +439,11 @@ def print_validation(results: list[dict]) -> None:
         for i, (k, rt) in enumerate(rows):
             v = [rt[b] for b in budgets]
             tm = f"{r['ms_per_mp_1t']:7.0f}" if i == 0 else ""
-            name = r["model"]
-            n_first = _prefix(name)
-            if (name.rsplit(":", 1)[0] if n_first else name).endswith("model.json"):
-                # runs/NAME/model.json[:K] is shown as NAME[:K]
-                folder = Path(name.rsplit(":", 1)[0] if n_first else name).parent.name
-                name = folder + (f":{n_first}" if n_first else "")
+            name, n_first = _split_spec(r["model"])
+            if name.endswith("model.json"):  # runs/NAME/model.json[:K] is shown as NAME[:K]
+                name = Path(name).parent.name
+            if n_first is not None:
+                name += f":{n_first}"
             print(f"{name[-34:] if i == 0 else '':<34s} {k:<14s} "
                   + " ".join(f"{x:6.3f}" for x in v) + f"  {np.mean(v):6.3f} {tm}")
         k, _ = best_score(r)
