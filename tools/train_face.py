@@ -569,9 +569,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.dlib:
         results.append(validate_dlib(paths, images, gt, upsample=2, budgets=budgets))
     for r in results:  # logged first: the figures outlive any printing problem
-        log({"kind": "validate", "label": args.label, "quick": args.quick, "split": args.split,
-             "budget_mp": args.budget_mp,
-             **{k: v for k, v in r.items() if k != "neighbors_points"}}, args.log)
+        # the detector's own kind is logged as "detector" ("kind" names the log entry)
+        log({**{k: v for k, v in r.items() if k not in ("neighbors_points", "kind")},
+             "kind": "validate", "detector": r["kind"], "label": args.label,
+             "quick": args.quick, "split": args.split, "budget_mp": args.budget_mp}, args.log)
     print_validation(results)
     summary = {"quick": args.quick, "split": args.split, "images": len(images), "faces": n_faces,
                "budgets": list(budgets), "budget_mp": args.budget_mp,
