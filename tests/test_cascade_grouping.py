@@ -9,7 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vjboost.boxes import clip_boxes, group_rectangles, nms, similar_classes
+from vjboost.boxes import (
+    GROUP_SCORES,
+    WindowGroups,
+    clip_boxes,
+    group_detections,
+    group_rectangles,
+    nms,
+    similar_classes,
+)
 
 
 def _similar(a, b, eps):
@@ -101,6 +109,56 @@ def test_group_scores_are_group_maxima():
     assert counts.tolist() == [3] and best.tolist() == [2.0]
     raw, c0, s0 = group_rectangles(rects, 0, 0.2, scores=[1, 2, 3, 4])
     assert raw.tolist() == rects.tolist() and c0.tolist() == [1] * 4
+
+
+@settings(max_examples=50)
+@given(rects=rect_lists, thr=st.integers(0, 3), off=st.sampled_from([0.0, -1.5, 0.75]),
+       data=st.data())
+def test_group_scores_match_per_class_reference(rects, thr, off, data):
+    """Every detection score kind, against sums over the classes of ``similar_classes``."""
+    scores = np.array(data.draw(st.lists(st.floats(-5, 5), min_size=len(rects),
+                                         max_size=len(rects))), np.float64)
+    r = np.array(rects, dtype=np.int64).reshape(-1, 4)
+    kept, _, counts = WindowGroups(r, scores).select(thr)
+    expected = {k: Counter() for k in GROUP_SCORES}
+    if thr <= 0:
+        for b, sc in zip(r.tolist(), scores, strict=True):
+            for k, v in (("best", sc), ("sum", sc), ("margin", sc - off),
+                         ("neighbors", 1 + 1e-6 * np.tanh(sc))):
+                expected[k][(tuple(b), round(float(v), 6))] += 1
+    else:
+        lab = similar_classes(r, 0.2)
+        by_avg = {}
+        for c in np.unique(lab):
+            m = r[lab == c]
+            inv = np.float32(1.0) / np.float32(len(m))
+            avg = tuple(int(np.rint(np.float32(m[:, d].sum()) * inv)) for d in range(4))
+            by_avg.setdefault(avg, []).append(scores[lab == c])
+        for b in map(tuple, kept.tolist()):
+            s = by_avg[b].pop(0) if len(by_avg[b]) == 1 else by_avg[b][0]
+            for k, v in (("best", s.max()), ("sum", s.sum()), ("margin", (s - off).sum()),
+                         ("neighbors", len(s) + 1e-6 * np.tanh(s.max()))):
+                expected[k][(b, round(float(v), 6))] += 1
+    if thr > 0 and any(len(v) > 1 for v in by_avg.values()):
+        return  # two classes with one average box: the pairing above is ambiguous
+    for k in GROUP_SCORES:
+        b, sc, n = WindowGroups(r, scores).select(thr, score=k, offset=off)
+        assert n.tolist() == counts.tolist()
+        got = Counter((tuple(x), round(float(v), 6)) for x, v in zip(b.tolist(), sc, strict=True))
+        assert got == expected[k], k
+        # the detector's grouping function gives the same detections
+        gb, gs, _ = group_detections(r, scores, min_neighbors=thr, score=k, offset=off)
+        assert gb.tolist() == b.tolist() and np.allclose(gs, sc)
+
+
+def test_group_scores_reject_unknown_kind():
+    with pytest.raises(ValueError, match="score"):
+        WindowGroups([[0, 0, 10, 10]], [1.0]).select(1, score="mean")
+    with pytest.raises(ValueError, match="score"):
+        group_detections([[0, 0, 10, 10]], [1.0], method="nms", score="mean")
+    b, s, n = group_detections([[0, 0, 10, 10], [50, 50, 10, 10]], [1.0, 2.0], method="none",
+                               score="margin", offset=0.5)
+    assert s.tolist() == [0.5, 1.5] and n.tolist() == [1, 1]
 
 
 def test_similar_classes_transitive():

@@ -117,6 +117,57 @@ def test_own_model_format_and_params(face_png, tmp_path):
     assert len(_lines(r.stdout)) == len(ref) > 0
 
 
+def test_score_kinds_operating_point_and_stages(face_png):
+    """--score / --min-score / --stages: the detector's scores, computed here from its raw
+    windows by hand (margin: the group's windows' last-stage scores less the threshold)."""
+    from vjboost.boxes import WindowGroups
+    from vjboost.cascade import operating_score
+
+    model = load_model("vjboost:frontalface")
+    assert operating_score(model) == {"min_neighbors": 1, "rank": "margin"}
+    img = cv2.imread(str(face_png / "astronaut.png"))
+    gray = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
+    for stages in (None, 12):
+        det = CascadeDetector(model, min_neighbors=1, score="model", n_stages=stages)
+        assert det.score == "margin"
+        got = det.detect(img)
+        raw_b, raw_s = det.raw_windows(gray)
+        g = WindowGroups(raw_b, raw_s)
+        thr = model.stages[(stages or model.n_stages) - 1].threshold
+        kept = set(map(tuple, got.boxes.tolist()))
+        for c in range(len(g.counts_)):
+            if tuple(g.averages_[c]) in kept:
+                i = got.boxes.tolist().index(list(g.averages_[c]))
+                assert got.scores[i] == pytest.approx((raw_s[g.labels_ == c] - thr).sum())
+                assert got.neighbors[i] == g.counts_[c]
+        assert len(got) > 0
+    full = CascadeDetector(model, min_neighbors=1, score="margin").detect(img)
+    cut = float(np.median(full.scores))
+    args = [str(face_png / "astronaut.png"), "-m", "vjboost:frontalface", "-n", "1",
+            "--score", "model", "--no-progress"]
+    r = CliRunner().invoke(main, [*args, "--min-score", str(cut)])
+    assert r.exit_code == 0, r.output
+    recs = _lines(r.stdout)
+    want = full.scores[full.scores >= cut]
+    assert sorted(d["score"] for d in recs) == pytest.approx(sorted(want.tolist())) and recs
+    r = CliRunner().invoke(main, [*args, "--stages", "12"])
+    assert r.exit_code == 0, r.output
+    want12 = CascadeDetector(model, min_neighbors=1, score="margin", n_stages=12).detect(img)
+    assert len(_lines(r.stdout)) == len(want12) >= len(full)
+    for bad, hint in ((["--score", "mean"], "--score"), (["--stages", "0"], "--stages"),
+                      (["--stages", "99"], "n_stages")):
+        r = CliRunner().invoke(main, [*args, *bad])
+        assert r.exit_code == 2 and hint in r.output, r.output
+    with pytest.raises(ValueError, match="min_score"):
+        CascadeDetector(model, min_score=float("nan"))
+    with pytest.raises(ValueError, match="score"):
+        CascadeDetector(model, score="mean")
+    for bad in ({"rank": "mean"}, {"min_neighbors": -1}, {"min_neighbors": True}):
+        odd = model.with_stages(model.stages, params={**model.params, "operating_score": bad})
+        with pytest.raises(ValueError, match="operating_score"):
+            CascadeDetector(odd, score="model")
+
+
 def test_video_file(tmp_path, model_xml):
     skd = pytest.importorskip("skimage.data")
     frame = cv2.resize(cv2.cvtColor(skd.astronaut(), cv2.COLOR_RGB2BGR), (160, 160))

@@ -120,6 +120,17 @@ def test_scaled_budgets_and_rates_at_match_the_evaluation(monkeypatch):
     budgets = (0, 1, 3, 7, 20, 60)
     assert tf.rates_at(pts["false_positives"], pts["detection_rate"], budgets) == {
         str(b): round(ev.detection_rate_at(b), 4) for b in budgets}
+    # each budget's min_score, applied to the detections as the detector applies it, gives
+    # that budget's rate within the budget
+    ops = tf.operating_points(pts, budgets, 2.0)
+    assert [p["budget"] for p in ops] == [b for b in budgets if ev.curve_false_positives[0] <= b]
+    for p in ops:
+        kept = {k: (b[s >= p["min_score"]], s[s >= p["min_score"]]) for k, (b, s) in dets.items()}
+        ev_p = evaluate_detections(kept, gt, iou_threshold=0.3)
+        assert ev_p.false_positives == p["false_positives"] <= p["budget"]
+        assert round(ev_p.detection_rate, 4) == p["detection_rate"] == round(
+            ev.detection_rate_at(p["budget"]), 4)
+        assert p["fp_per_mp"] == round(p["false_positives"] / 2.0, 3)
 
 
 def test_prefix_spec(monkeypatch):

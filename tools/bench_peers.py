@@ -50,6 +50,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from vjboost.boxes import GROUP_SCORES  # noqa: E402
+from vjboost.cascade.detector import DEFAULT_OPERATING, operating_score  # noqa: E402,F401
 from vjboost.eval import DetectionEvaluation, evaluate_detections  # noqa: E402
 from vjboost.io import read_annotations, read_bg_list, read_image  # noqa: E402
 
@@ -107,48 +109,19 @@ def vj_group(groups, min_neighbors: int,
     return b, np.asarray(sc, np.float64), np.asarray(nb, np.int64)
 
 
-#: operating scores a grouped detection can be ranked by (what a ``score`` curve sweeps):
-#: ``best`` the best window's last-stage score; ``neighbors`` the group's window count (the
-#: best score breaks ties); ``sum`` the sum of the group's last-stage scores; ``margin`` the sum
-#: of the windows' margins over the last stage's threshold (a count weighted by confidence)
-OPERATING_SCORES = ("best", "neighbors", "sum", "margin")
-#: a model's declared operating score when its ``params`` name none (the shipped Haar model's)
-DEFAULT_OPERATING = {"min_neighbors": 1, "rank": "best"}
-
-
-def operating_score(model) -> dict:
-    """The model's declared operating score: ``params["operating_score"]`` =
-    ``{"min_neighbors": m, "rank": one of OPERATING_SCORES}`` (default :data:`DEFAULT_OPERATING`).
-    """
-    d = dict(DEFAULT_OPERATING)
-    d.update(dict(getattr(model, "params", {}) or {}).get("operating_score", {}))
-    if d["rank"] not in OPERATING_SCORES:
-        raise ValueError(f"operating_score: rank {d['rank']!r} not in {OPERATING_SCORES}")
-    return d
+#: operating scores a grouped detection can be ranked by (what a ``score`` curve sweeps;
+#: :data:`vjboost.boxes.GROUP_SCORES`), and a model's declared one
+#: (:func:`vjboost.cascade.detector.operating_score`)
+OPERATING_SCORES = GROUP_SCORES
 
 
 def group_scores(groups, min_neighbors: int, size: tuple[int, int], *,
                  last_threshold: float = 0.0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Detections at ``min_neighbors`` (> 0) and every operating score of each.
-
-    The class of each kept group is read through the partition's documented attributes: the
-    groups' ``best_`` is replaced by the class index in a shallow copy, so ``select`` returns
-    the kept classes in its order (and clipping) without a second partition.
-    """
-    import copy
-
-    k = len(groups.counts_)
-    idx = copy.copy(groups)
-    idx.best_ = np.arange(k, dtype=np.float64)
-    b, cls, cnt = idx.select(min_neighbors, size)
-    cls = cls.astype(np.int64)
-    lab = groups.labels_
-    s = groups.scores
-    sums = np.bincount(lab, weights=s, minlength=k)
-    margins = np.bincount(lab, weights=s - last_threshold, minlength=k)
-    best = groups.best_[cls]
-    out = {"best": best, "sum": sums[cls], "margin": margins[cls],
-           "neighbors": cnt.astype(np.float64) + 1e-6 * np.tanh(best)}
+    """Detections at ``min_neighbors`` (> 0) and every operating score of each (the detector's
+    ``score`` options, :meth:`vjboost.boxes.WindowGroups.select`)."""
+    out = {}
+    for rank in OPERATING_SCORES:
+        b, out[rank], _ = groups.select(min_neighbors, size, score=rank, offset=last_threshold)
     return np.asarray(b), out
 
 
@@ -224,11 +197,13 @@ def rates_on_grid(ev: DetectionEvaluation, step: float) -> dict[str, float]:
 
 
 def curve_points(ev: DetectionEvaluation, max_fp: int = 200) -> dict[str, list]:
-    """The upper envelope of a score curve (best rate at each false-positive count)."""
+    """The upper envelope of a score curve (best rate at each false-positive count), with the
+    score threshold of each point (``min_score``: detections scored at least this)."""
     fp, dr = ev.curve_false_positives, ev.curve_detection_rate
     keep = np.flatnonzero(np.r_[fp[1:] != fp[:-1], True] & (fp <= max_fp))
     return {"false_positives": fp[keep].tolist(),
-            "detection_rate": [round(float(v), 4) for v in dr[keep]]}
+            "detection_rate": [round(float(v), 4) for v in dr[keep]],
+            "min_score": [float(v) for v in np.asarray(ev.thresholds)[keep]]}
 
 
 class Cascade:

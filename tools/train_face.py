@@ -386,10 +386,39 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
                                            budgets))
         rates = {k: rates_at(v["points"]["false_positives"], v["points"]["detection_rate"],
                              budgets) for k, v in scores.items()}
+    ops = None
+    if declared is not None:
+        key = f"{declared['rank']}@{declared['min_neighbors']}"
+        if key in scores:
+            ops = operating_points(scores[key]["points"], budgets or bp.BUDGETS, mp)
     return {"model": spec, "kind": kind, "window": list(window), "stages": model.n_stages,
             "ms_per_mp_1t": round(1000 * secs / mp, 1),
             "min_neighbors": neigh["rates"], "neighbors_points": neigh["points"],
-            "scores": rates, "declared": declared}
+            "scores": rates, "declared": declared, "operating_points": ops}
+
+
+def operating_points(points: dict, budgets, megapixels: float) -> list[dict]:
+    """The detector setting of each budget on a score curve: ``min_score`` (the detector's
+    option) of the point with the best rate at no more than ``b`` false positives, with its
+    rate, false positives and false positives per megapixel of the validation images.
+
+    >>> pts = {"false_positives": [0, 3, 9], "detection_rate": [0.5, 0.8, 0.9],
+    ...        "min_score": [7.0, 2.5, 0.25]}
+    >>> [p["min_score"] for p in operating_points(pts, (1, 5, 50), 10.0)]
+    [7.0, 2.5, 0.25]
+    """
+    fp = np.asarray(points["false_positives"])
+    out = []
+    for b in budgets:
+        ok = np.flatnonzero(fp <= b)
+        if not ok.size:
+            continue
+        i = int(ok[-1])  # the envelope is non-decreasing: its last point within the budget
+        out.append({"budget": int(b), "min_score": round(float(points["min_score"][i]), 4),
+                    "detection_rate": points["detection_rate"][i],
+                    "false_positives": int(fp[i]),
+                    "fp_per_mp": round(float(fp[i]) / megapixels, 3)})
+    return out
 
 
 def _split_spec(spec: str) -> tuple[str, int | None]:
@@ -448,6 +477,11 @@ def print_validation(results: list[dict]) -> None:
                   + " ".join(f"{x:6.3f}" for x in v) + f"  {np.mean(v):6.3f} {tm}")
         k, _ = best_score(r)
         print(f"{'':<34s} best curve on validation: {k}")
+        if r.get("operating_points"):
+            d = r["declared"]
+            print(f"{'':<34s} declared {d['rank']}@{d['min_neighbors']}: --min-score per budget "
+                  + ", ".join(f"@{p['budget']} {p['min_score']:g} ({p['detection_rate']:.3f}, "
+                              f"{p['fp_per_mp']:g} FP/MP)" for p in r["operating_points"]))
 
 
 def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = False) -> dict:

@@ -32,7 +32,14 @@ from ._validation import check_array
 #: search below (numba) pays for its compilation on the many windows of an evaluation sweep.
 _FEW_RECTS = 1024
 
+#: what a detection's score can be (:meth:`WindowGroups.select`): ``"best"`` the best window's
+#: score; ``"neighbors"`` the group's window count, the best score breaking ties; ``"sum"`` the
+#: sum of the group's window scores; ``"margin"`` the sum of their margins over an offset (a
+#: cascade's last-stage threshold: a window count weighted by confidence)
+GROUP_SCORES = ("best", "neighbors", "sum", "margin")
+
 __all__ = [
+    "GROUP_SCORES",
     "WindowGroups",
     "check_boxes",
     "clip_boxes",
@@ -721,7 +728,8 @@ class WindowGroups:
             self.counts_ = np.zeros(0, dtype=np.int64)
             self.best_ = np.zeros(0)
 
-    def select(self, min_neighbors: int, image_size: tuple[int, int] | None = None
+    def select(self, min_neighbors: int, image_size: tuple[int, int] | None = None, *,
+               score: str = "best", offset: float = 0.0
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The detections at one threshold, as ``detectMultiScale`` returns them.
 
@@ -732,30 +740,54 @@ class WindowGroups:
             windows (each its own detection).
         image_size : (width, height), optional
             Clip the boxes to the image (and drop empty ones), as OpenCV does.
+        score : {"best", "neighbors", "sum", "margin"}, default="best"
+            What each detection's score is (:data:`GROUP_SCORES`).
+        offset : float, default=0.0
+            Subtracted from every window score for ``score="margin"`` (a cascade's last-stage
+            threshold, so that each window counts by how far it passed).
 
         Returns
         -------
         boxes : ndarray of int32, shape (M, 4)
         scores : ndarray of float64, shape (M,)
-            Best window score per group (the window's own score for raw windows).
+            Per detection, the ``score`` of its windows (of the window itself for raw windows).
         neighbors : ndarray of int32, shape (M,)
             Windows per group (1 for raw windows).
+
+        Examples
+        --------
+        >>> g = WindowGroups([[10, 10, 20, 20], [11, 10, 20, 20], [30, 30, 20, 20]],
+        ...                  [2.0, 3.0, 0.5])
+        >>> g.select(1, score="margin", offset=1.0)[1].tolist()   # (2 - 1) + (3 - 1)
+        [3.0]
         """
+        if score not in GROUP_SCORES:
+            raise ValueError(f"score: expected one of {GROUP_SCORES}, got {score!r}")
         thr = int(min_neighbors)
         if thr <= 0:
             b = self.rects.astype(np.int32)
-            sc = self.scores.copy()
+            best = self.scores.copy()
             cnt = np.ones(len(b), dtype=np.int32)
+            total = best - float(offset) if score == "margin" else best
         else:
             keep = (_keep_classes(self.averages_, self.counts_, thr, self.eps)
                     if len(self.counts_) else np.zeros(0, dtype=bool))
             b = self.averages_[keep].astype(np.int32)
-            sc = self.best_[keep].astype(np.float64)
+            best = self.best_[keep].astype(np.float64)
             cnt = self.counts_[keep].astype(np.int32)
+            if score in ("sum", "margin"):
+                w = self.scores - float(offset) if score == "margin" else self.scores
+                total = np.bincount(self.labels_, weights=w, minlength=len(self.counts_))[keep]
+        if score == "best":
+            sc = best
+        elif score in ("sum", "margin"):
+            sc = total
+        else:
+            sc = cnt.astype(np.float64) + 1e-6 * np.tanh(best)
         if image_size is not None and len(b):
             b, kept = clip_boxes(b, int(image_size[0]), int(image_size[1]))
             sc, cnt = sc[kept], cnt[kept]
-        return b, sc, cnt
+        return b, np.asarray(sc, np.float64), cnt
 
 
 def group_rectangles(
@@ -799,8 +831,8 @@ def group_rectangles(
 
 def group_detections(boxes, scores, *, method: str = "opencv", min_neighbors: int = 3,
                      image_size: tuple[int, int] | None = None, nms_iou: float = 0.3,
-                     groups: WindowGroups | None = None
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                     groups: WindowGroups | None = None, score: str = "best",
+                     offset: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Turn raw windows into detections: the grouping of the detector and of the evaluation.
 
     Parameters
@@ -819,6 +851,12 @@ def group_detections(boxes, scores, *, method: str = "opencv", min_neighbors: in
     nms_iou : float, default=0.3
     groups : WindowGroups, optional
         The partition of these windows when already computed (``method="opencv"``).
+    score : {"best", "neighbors", "sum", "margin"}, default="best"
+        Each detection's score (:meth:`WindowGroups.select`). ``"nms"`` and ``"none"`` keep
+        single windows: their score is the window's (less ``offset`` for ``"margin"``;
+        ``"neighbors"`` counts the overlapping windows).
+    offset : float, default=0.0
+        Subtracted from each window score for ``score="margin"``.
 
     Returns
     -------
@@ -836,7 +874,9 @@ def group_detections(boxes, scores, *, method: str = "opencv", min_neighbors: in
     """
     if method == "opencv":
         g = groups if groups is not None else WindowGroups(boxes, scores)
-        return g.select(min_neighbors, image_size)
+        return g.select(min_neighbors, image_size, score=score, offset=offset)
+    if score not in GROUP_SCORES:
+        raise ValueError(f"score: expected one of {GROUP_SCORES}, got {score!r}")
     b = _as_rects(boxes, "boxes")
     sc = check_array(scores, "scores", ndim=1, dtype=np.float64, allow_empty=True)
     if sc.shape[0] != b.shape[0]:
@@ -854,6 +894,10 @@ def group_detections(boxes, scores, *, method: str = "opencv", min_neighbors: in
         cnt = np.ones(len(b), dtype=np.int32)
     else:
         raise ValueError(f"method: expected 'opencv', 'nms' or 'none', got {method!r}")
+    if score == "margin":
+        sc = sc - float(offset)
+    elif score == "neighbors":
+        sc = cnt + 1e-6 * np.tanh(sc)
     b = b.astype(np.int32)
     if image_size is not None and len(b):
         b, kept = clip_boxes(b, int(image_size[0]), int(image_size[1]))

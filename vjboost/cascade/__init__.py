@@ -9,11 +9,11 @@ Main entry points (exported lazily, :mod:`vjboost._lazy`):
 - :func:`load_model`, :func:`save_model` — any model file; vjboost's JSON format
   (``vjboost.cascade.model_io``);
 - :func:`detect`, :func:`train` — one call each (``vjboost.cascade.api``);
-- :class:`CascadeDetector`, :class:`Detections` — detection
-  (``vjboost.cascade.detector``); :class:`Pyramid`, :func:`opencv_scales` — the scan geometry
-  (``vjboost.cascade.scan``); :class:`CascadeRunner`, :func:`cascade_accepts` — every
-  window-level evaluation (``vjboost.cascade.runner``); box maths (grouping, NMS, IoU) is in
-  :mod:`vjboost.boxes`;
+- :class:`CascadeDetector`, :class:`Detections` — detection, and :func:`operating_score`,
+  the ranking of detections a model declares (``vjboost.cascade.detector``);
+  :class:`Pyramid`, :func:`opencv_scales` — the scan geometry (``vjboost.cascade.scan``);
+  :class:`CascadeRunner`, :func:`cascade_accepts` — every window-level evaluation
+  (``vjboost.cascade.runner``); box maths (grouping, NMS, IoU) is in :mod:`vjboost.boxes`;
 - :func:`detect_many` — batch detection over image files on an executor (in-process, threads or
   Dask workers, :func:`vjboost._parallel.make_executor`; ``vjboost.cascade.tasks``).
 """
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         CascadeDetector,
         Detections,
         detect_images,
+        operating_score,
     )
     from vjboost.cascade.model import CascadeModel, ModelError, Stage
     from vjboost.cascade.model_io import load_model, model_from_dict, model_to_dict, save_model

@@ -29,7 +29,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ..boxes import group_detections
+from ..boxes import GROUP_SCORES, group_detections
 from .model import CascadeModel
 from .runner import CascadeRunner
 from .scan import Pyramid, check_border, check_mode, opencv_scales
@@ -39,6 +39,7 @@ __all__ = [
     "Detections",
     "detect_images",
     "opencv_scales",
+    "operating_score",
     "to_gray",
 ]
 
@@ -57,8 +58,9 @@ class Detections:
     boxes : ndarray of int32, shape (N, 4)
         ``(x, y, w, h)`` in pixels of the input image.
     scores : ndarray of float64, shape (N,)
-        Confidence: the last stage's score (sum of leaf values) of the window, the maximum over
-        the group for grouped output (like ``detectMultiScale3``'s ``levelWeights``).
+        Confidence (the detector's ``score``): by default the last stage's score (sum of leaf
+        values) of the window, the maximum over the group for grouped output (like
+        ``detectMultiScale3``'s ``levelWeights``).
     neighbors : ndarray of int32, shape (N,)
         Raw windows merged into each box (1 for raw output; ``detectMultiScale2``'s numbers).
     stages : ndarray of int32, shape (N,)
@@ -151,6 +153,46 @@ def _size_pair(v: Any, name: str) -> tuple[int, int]:
     return a, b
 
 
+#: a model's operating score when its ``params`` declare none: OpenCV's grouping at
+#: ``min_neighbors`` 1, detections ranked by their best window
+DEFAULT_OPERATING = {"min_neighbors": 1, "rank": "best"}
+
+
+def operating_score(model: CascadeModel) -> dict[str, Any]:
+    """The operating score a model declares: how its detections are best ranked.
+
+    ``model.params["operating_score"]`` = ``{"min_neighbors": m, "rank": r}`` (``r`` one of
+    :data:`vjboost.boxes.GROUP_SCORES`), chosen when the model was validated; the detection
+    rate at a false-positive budget is read on the curve of that score (detections grouped at
+    ``min_neighbors=m``, thresholded by ``min_score``). Models without one get
+    :data:`DEFAULT_OPERATING`.
+
+    Parameters
+    ----------
+    model : CascadeModel
+
+    Returns
+    -------
+    dict
+        ``{"min_neighbors": int, "rank": str}``.
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> operating_score(load_model("vjboost:frontalface"))
+    {'min_neighbors': 1, 'rank': 'margin'}
+    """
+    d = dict(DEFAULT_OPERATING)
+    d.update(dict(getattr(model, "params", {}) or {}).get("operating_score", {}))
+    if d["rank"] not in GROUP_SCORES:
+        raise ValueError(f"operating_score: rank {d['rank']!r} not in {GROUP_SCORES}")
+    if isinstance(d["min_neighbors"], bool) or not isinstance(d["min_neighbors"], int) \
+            or d["min_neighbors"] < 0:
+        raise ValueError(f"operating_score: min_neighbors {d['min_neighbors']!r} is not an "
+                         f"integer >= 0")
+    return {"min_neighbors": int(d["min_neighbors"]), "rank": str(d["rank"])}
+
+
 class CascadeDetector:
     """Multi-scale detector for a :class:`~vjboost.cascade.model.CascadeModel`.
 
@@ -193,6 +235,13 @@ class CascadeDetector:
         whose features use OpenCV's variance normalisation (Haar).
     n_stages : int, optional
         Use only the first ``n_stages`` stages (more, weaker detections).
+    score : {"best", "sum", "margin", "neighbors", "model"}, default="best"
+        Each detection's score (:meth:`vjboost.boxes.WindowGroups.select`): the best window's
+        last-stage score; the sum of the group's; the sum of their margins over the last
+        stage's threshold; the window count. ``"model"``: the ranking the model declares
+        (:func:`operating_score`; the shipped face models declare ``"margin"``).
+    min_score : float, optional
+        Drop detections whose score is below this (an operating point on the score's curve).
     threads : int, optional
         numba threads (``None``: all).
     channel_order : {"bgr", "rgb"}, default="bgr"
@@ -225,6 +274,8 @@ class CascadeDetector:
         border_margin: float = 0.25,
         min_std: float = 10.0,
         n_stages: int | None = None,
+        score: str = "best",
+        min_score: float | None = None,
         threads: int | None = None,
         channel_order: str = "bgr",
     ) -> None:
@@ -245,9 +296,17 @@ class CascadeDetector:
             raise ValueError(f"nms_iou: expected a value in [0, 1], got {nms_iou!r}")
         if not (min_std >= 0 and math.isfinite(min_std)):
             raise ValueError(f"min_std: expected a finite value >= 0, got {min_std!r}")
+        if score not in (*GROUP_SCORES, "model"):
+            raise ValueError(f"score: expected one of {(*GROUP_SCORES, 'model')}, got {score!r}")
+        if min_score is not None and not (isinstance(min_score, int | float)
+                                          and math.isfinite(min_score)):
+            raise ValueError(f"min_score: expected a finite number or None, got {min_score!r}")
+        declared = operating_score(model)["rank"]
         if n_stages is not None:
             model = model.truncated(int(n_stages))
         self.model = model
+        self.score = declared if score == "model" else score
+        self.min_score = None if min_score is None else float(min_score)
         self.scale_factor = float(scale_factor)
         self.min_neighbors = int(min_neighbors)
         self.min_size = _size_pair(min_size, "min_size")
@@ -358,12 +417,16 @@ class CascadeDetector:
     # -- grouping -------------------------------------------------------------------------------
 
     def _group(self, boxes, scores, img_w, img_h) -> Detections:
-        b, best, cnt = group_detections(boxes, scores, method=self.grouping,
-                                        min_neighbors=self.min_neighbors,
-                                        # boxes past the edge stay whole with a border
-                                        image_size=None if self.border else (img_w, img_h),
-                                        nms_iou=self.nms_iou)
-        return Detections(b, best, cnt, np.full(len(b), self.model.n_stages, dtype=np.int32),
+        b, sc, cnt = group_detections(boxes, scores, method=self.grouping,
+                                      min_neighbors=self.min_neighbors,
+                                      # boxes past the edge stay whole with a border
+                                      image_size=None if self.border else (img_w, img_h),
+                                      nms_iou=self.nms_iou, score=self.score,
+                                      offset=self.model.stages[-1].threshold)
+        if self.min_score is not None:
+            ok = sc >= self.min_score
+            b, sc, cnt = b[ok], sc[ok], cnt[ok]
+        return Detections(b, sc, cnt, np.full(len(b), self.model.n_stages, dtype=np.int32),
                           raw_count=len(boxes))
 
 

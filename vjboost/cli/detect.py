@@ -33,6 +33,7 @@ from .._io import check_output_path
 from .._jit import compile_notice
 from .._limits import Limits, limit_error
 from .._parallel import ExecutorError
+from ..boxes import GROUP_SCORES
 from ..cascade.shipped import ModelNotFound, default_model, resolve_model
 from ..io import (
     DETECTION_FORMATS,
@@ -223,6 +224,17 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
               show_default=True,
               help="opencv: groupRectangles (windows averaged per cluster); nms: keep the "
                    "best-scored window of each overlapping set; none: raw windows.")
+@click.option("--score", type=click.Choice([*GROUP_SCORES, "model"]), default="best",
+              show_default=True,
+              help="Each detection's score: best (its best window's last-stage score), "
+                   "neighbors (its window count), sum (of its windows' scores), margin (of "
+                   "their margins over the last stage's threshold) or model (the ranking the "
+                   "model declares; margin for the shipped face models).")
+@click.option("--min-score", type=float, default=None,
+              help="Drop detections scored below this (an operating point of --score; the "
+                   "model cards list the shipped face models').")
+@click.option("--stages", type=click.IntRange(min=1), default=None,
+              help="Use only the cascade's first N stages (more, weaker detections).")
 @click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
               show_default=True,
               help="Let windows extend past the image edge by --border-margin of their size "
@@ -259,22 +271,25 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-         border, border_margin, threads, scheduler, workers, output_dir, fmt, save_path,
-         json_path, label, max_pixels, recursive, max_frames, every, progress) -> None:
+         score, min_score, stages, border, border_margin, threads, scheduler, workers,
+         output_dir, fmt, save_path, json_path, label, max_pixels, recursive, max_frames, every,
+         progress) -> None:
     """Detect objects in INPUTS: image files, folders, glob patterns, list files (.txt, one
     image per line), video files or camera indexes (0, 1, ...). Prints one JSON line per
     detection (or writes --format coco|voc|yolo)."""
     try:
         _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode,
-              grouping, border, border_margin, threads, scheduler, workers, output_dir, fmt,
-              save_path, json_path, label, max_pixels, recursive, max_frames, every, progress)
+              grouping, score, min_score, stages, border, border_margin, threads, scheduler,
+              workers, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
+              max_frames, every, progress)
     except (OutputError, LimitError, _ParameterLimit, ExecutorError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
 def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-          border, border_margin, threads, scheduler, workers, output_dir, fmt, save_path,
-          json_path, label, max_pixels, recursive, max_frames, every, progress) -> None:
+          score, min_score, stages, border, border_margin, threads, scheduler, workers,
+          output_dir, fmt, save_path, json_path, label, max_pixels, recursive, max_frames, every,
+          progress) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
@@ -309,7 +324,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         params = dict(scale_factor=scale_factor, min_neighbors=min_neighbors,
                       min_size=_parse_size(min_size, "--min-size"),
                       max_size=_parse_size(max_size, "--max-size"), mode=mode,
-                      grouping=grouping, threads=threads or None,
+                      grouping=grouping, score=score, min_score=min_score, n_stages=stages,
+                      threads=threads or None,
                       border=None if border == "none" else border, border_margin=border_margin)
         try:
             detector = CascadeDetector(model, **params)
