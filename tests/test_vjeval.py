@@ -162,3 +162,44 @@ def test_vjeval_scores_saved_detections_and_voc_ignore(scene, tmp_path):
 def test_vjeval_help_explains_framing():
     res = CliRunner().invoke(main, ["--help"])
     assert res.exit_code == 0 and "--pos-crop" in res.output and "0.3" in res.output
+
+
+@pytest.mark.parametrize("score", ["margin", "sum", "neighbors", "model"])
+def test_sweep_scores_detections_as_the_detector_does(scene, score):
+    """vjeval's sweep with a detector's ``score``: at every threshold, the detections and their
+    scores (hence the ranking behind AP and the score curve) are the detector's own."""
+    from vjboost.cascade import CascadeDetector, load_model
+    from vjboost.eval.run import EvaluationSet, sweep_detector
+    from vjboost.io import AnnotationSet
+
+    tmp, small = scene
+    model = load_model("vjboost:frontalface")
+    name = str(tmp / "astro.png")
+    es = EvaluationSet(AnnotationSet({name: [[86, 36, 56, 56]]}), {name: small},
+                       {name: (small.shape[1], small.shape[0])})
+    det = CascadeDetector(model, min_neighbors=0, grouping="none", score=score)
+    run = sweep_detector(det, es, thresholds=range(0, 4))
+    for t in range(0, 4):
+        ref = CascadeDetector(model, min_neighbors=t, score=score).detect(small)
+        got = run.curve.at(t)
+        ev = evaluate_detections({name: (ref.boxes, ref.scores)}, {name: np.array([[86, 36, 56,
+                                                                                   56]])})
+        assert got.n_detections == len(ref)
+        np.testing.assert_array_equal(got.thresholds, ev.thresholds)
+    doc = run.as_dict(1)
+    assert set(doc["detection_rate_at_fp"]) == {"0", "10", "50", "100"}
+
+
+def test_vjeval_score_option(scene):
+    tmp, _ = scene
+    res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface", "--images",
+                                    str(tmp / "list.txt"), "-o", str(tmp / "o3"), "-n", "1",
+                                    "--score", "model", "--no-report"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((tmp / "o3" / "eval.json").read_text())
+    assert doc["score"] == "model"
+    m = doc["models"][0]
+    assert m["detection_rate_at_fp"]["100"] == m["at_min_neighbors"]["detection_rate"]
+    res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface",
+                                    "--score", "mean"])
+    assert res.exit_code == 2 and "--score" in res.output

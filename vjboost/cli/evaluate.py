@@ -19,6 +19,7 @@ from .._errors import VJBoostError
 from .._io import OutputFolder, atomic_write
 from .._jit import compile_notice
 from .._limits import Limits
+from ..boxes import GROUP_SCORES
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
     FORMATS,
@@ -98,6 +99,11 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Share of a window that may lie past the edge (with --border).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
               help="The operating point reported in the table.")
+@click.option("--score", type=click.Choice([*GROUP_SCORES, "model"]), default="best",
+              show_default=True,
+              help="How each model's detections are scored, hence ranked in the average "
+                   "precision and in detection_rate_at_fp (as vjdetect --score; model: the "
+                   "ranking the model declares).")
 @click.option("--max-neighbors", type=click.IntRange(min=1), default=10, show_default=True,
               help="Sweep min_neighbors from 0 to this value for the curve.")
 @click.option("--iou", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
@@ -124,13 +130,15 @@ def _image_list(images: str | None, annotations) -> list[str]:
                    "recall at the equal-error rate; detections ranked by group size) and "
                    "--images its TestImages folder.")
 def main(annotations, fmt, category, image_root, models, detection_files, labels, images,
-         scale_factor, min_size, border, border_margin, min_neighbors, max_neighbors, iou,
-         threads, max_pixels, output_dir, progress, report, report_samples, protocol) -> None:
+         scale_factor, min_size, border, border_margin, min_neighbors, score, max_neighbors,
+         iou, threads, max_pixels, output_dir, progress, report, report_samples,
+         protocol) -> None:
     """Evaluate cascades (--model) or saved detections (--detections) on ANNOTATIONS: an
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
-    scan = {"border": None if border == "none" else border, "border_margin": border_margin}
+    scan = {"border": None if border == "none" else border, "border_margin": border_margin,
+            "score": score}
     with compile_notice():
         if protocol == "uiuc":
             _main_uiuc(annotations, models, labels, images, scale_factor, min_size,
@@ -152,7 +160,13 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     from ..cascade.opencv_xml import CascadeFormatError
     from ..eval import evaluate_detections
     from ..eval.report import detection_samples, write_evaluation_report
-    from ..eval.run import EvaluationSet, load_evaluation_set, sample_images, sweep_detector
+    from ..eval.run import (
+        RATE_AT_FP,
+        EvaluationSet,
+        load_evaluation_set,
+        sample_images,
+        sweep_detector,
+    )
     from ..io.formats import read_coco_results
     from ._progress import progress_line
 
@@ -251,12 +265,13 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
             results.append({"label": label, "detections": str(path),
                             "all_detections": ev.as_dict(),
                             "detection_rate_at_fp": {str(f): ev.detection_rate_at(f)
-                                                     for f in (0, 10, 50, 100)}})
+                                                     for f in RATE_AT_FP}})
     finally:
         if bar is not None:
             bar.stop()
     summary = {**es.as_dict(), "annotations": str(annotations), "iou_threshold": iou,
                "scale_factor": scale_factor, "min_neighbors": min_neighbors,
+               "score": scan["score"],
                "models": results}
     atomic_write(out / "eval.json", json.dumps(summary, indent=2))
     wrote = [out / "eval.json"]

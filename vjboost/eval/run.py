@@ -20,7 +20,11 @@ import numpy as np
 from ..io import AnnotationSet, ImageReadError, list_images, read_image
 from .sweep import NeighborsCurve, sweep_min_neighbors
 
+#: false-positive counts at which an evaluation's detection rate is reported (``vjeval``)
+RATE_AT_FP = (0, 10, 50, 100)
+
 __all__ = [
+    "RATE_AT_FP",
     "DetectorRun",
     "EvaluationSet",
     "evaluation_paths",
@@ -151,12 +155,14 @@ class DetectorRun:
         """JSON-friendly summary: times, raw windows, the evaluation at ``min_neighbors`` and
         the curve."""
         c = self.curve
+        ev = c.at(min_neighbors)
         return {
             "detect_seconds": round(self.detect_seconds, 3),
             "sweep_seconds": round(self.sweep_seconds, 3),
             "raw_windows": self.raw_windows,
-            "at_min_neighbors": {"min_neighbors": int(min_neighbors),
-                                 **c.at(min_neighbors).as_dict()},
+            "at_min_neighbors": {"min_neighbors": int(min_neighbors), **ev.as_dict()},
+            # the score curve at that grouping threshold (detections ranked by their score)
+            "detection_rate_at_fp": {str(f): ev.detection_rate_at(f) for f in RATE_AT_FP},
             "curve": {"min_neighbors": c.min_neighbors.tolist(),
                       "false_positives": c.false_positives.tolist(),
                       "detection_rate": c.detection_rate.tolist()},
@@ -222,10 +228,15 @@ def sweep_detector(
                 progress(int(timing["raw"]))
             yield p, (boxes, scores)
 
+    # a CascadeDetector scores its detections as its ``score`` says (the margin over its last
+    # stage's threshold, for instance); a stand-in without one keeps the best window's score
+    score = getattr(detector, "score", "best")
+    model = getattr(detector, "model", None)
+    offset = model.stages[-1].threshold if model is not None and score == "margin" else 0.0
     t1 = time.perf_counter()
     curve = sweep_min_neighbors(windows(), eval_set.annotations, thresholds=thresholds,
                                 image_sizes=eval_set.sizes, iou_threshold=iou_threshold,
-                                ignore=eval_set.annotations.ignore)
+                                ignore=eval_set.annotations.ignore, score=score, offset=offset)
     total = time.perf_counter() - t1
     return DetectorRun(curve, timing["detect"], total - timing["detect"], int(timing["raw"]),
                        kept)

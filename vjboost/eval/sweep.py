@@ -62,6 +62,8 @@ def sweep_min_neighbors(
     iou_threshold: float = 0.3,
     ignore: Mapping[str, np.ndarray] | None = None,
     progress: Callable[[str], None] | None = None,
+    score: str = "best",
+    offset: float = 0.0,
 ) -> NeighborsCurve:
     """Evaluate the grouped detections at several ``min_neighbors`` values.
 
@@ -80,6 +82,12 @@ def sweep_min_neighbors(
         Ignore regions (see :func:`evaluate_detections`).
     progress : callable, optional
         Called with each image's name once its windows are grouped.
+    score : {"best", "neighbors", "sum", "margin"}, default="best"
+        How the detections of each threshold are scored (and so ranked within its
+        evaluation: its average precision and score curve), as the detector's ``score``
+        (:meth:`vjboost.boxes.WindowGroups.select`).
+    offset : float, default=0.0
+        The last stage's threshold, for ``score="margin"``.
 
     Returns
     -------
@@ -102,7 +110,7 @@ def sweep_min_neighbors(
         groups = WindowGroups(b, s)
         size = None if image_sizes is None else image_sizes.get(name)
         for k, t in enumerate(ts):
-            boxes, scores, _ = groups.select(t, size)
+            boxes, scores, _ = groups.select(t, size, score=score, offset=offset)
             per_t[k][name] = (boxes, scores)
         if progress is not None:
             progress(name)
