@@ -71,12 +71,12 @@ COMMON = {
 RECIPES: dict[str, dict] = {
     # the default model: Haar and gradient channels in one pool, depth-2 trees whose features
     # family-stratified Laminating chooses (about a quarter of the nodes are channels), on the
-    # WebFaces and NRC-IIT windows with one side-lit copy of each (docs/ablation.md, "The default
-    # face model")
+    # WebFaces and NRC-IIT windows with one side-lit copy of each, 16,000 positives per stage
+    # (docs/ablation.md, "The default face model")
     "frontalface": dict(COMMON, **{
         "sources": "webfaces,nrc", "relight": 1,
         "features": "haar,channels", "haar-mode": "ALL", "sampler": "stratified_laminating",
-        "weak-learner": "tree", "max-depth": 2, "num-pos": 10000, "num-neg": 10000,
+        "weak-learner": "tree", "max-depth": 2, "num-pos": 16000, "num-neg": 10000,
         "stages": 19, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
     }),
     # the OpenCV-exportable one: Haar only, same windows; the CBCL windows, about a quarter of
