@@ -260,6 +260,10 @@ def test_vjeval_uiuc_protocol_wiring(tmp_path):
     doc = json.loads((tmp_path / "out" / "eval.json").read_text())
     row = doc["models"][0]
     assert doc["protocol"] == "uiuc" and row["n_objects"] == 3 and row["n_images"] == 3
+    bad = CliRunner().invoke(main, [str(tmp_path / "trueLocations.txt"), "--protocol", "uiuc",
+                                    "--images", str(imgs), "-m", str(tmp_path / "cars.xml"),
+                                    "--score", "margin"])
+    assert bad.exit_code == 2 and "--score" in bad.output
     assert (tmp_path / "out" / "curve.png").stat().st_size > 1000
     # the same figures from the detector's raw windows, grouped and scored here
     found = read_uiuc_locations(tmp_path / "out" / "foundLocations-cars.txt")

@@ -137,13 +137,16 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
-    scan = {"border": None if border == "none" else border, "border_margin": border_margin,
-            "score": score}
+    scan = {"border": None if border == "none" else border, "border_margin": border_margin}
     with compile_notice():
         if protocol == "uiuc":
+            if score != "best":
+                raise click.UsageError("--score: the UIUC protocol ranks detections by group "
+                                       "size; --score applies to --protocol boxes")
             _main_uiuc(annotations, models, labels, images, scale_factor, min_size,
                        min_neighbors, threads, output_dir, scan)
             return
+        scan["score"] = score
         try:
             _main(annotations, fmt, category, image_root, models, detection_files, labels,
                   images, scale_factor, min_size, min_neighbors, max_neighbors, iou, threads,
