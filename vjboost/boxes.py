@@ -719,6 +719,7 @@ class WindowGroups:
         self.eps = float(eps)
         self.rects = r
         self.scores = sc
+        self._keep: dict[int, np.ndarray] = {}
         if n:
             self.labels_, k = _classes(r, self.eps)
             self.averages_, self.counts_, self.best_ = _class_stats(r, self.labels_, k, sc)
@@ -727,6 +728,14 @@ class WindowGroups:
             self.averages_ = np.zeros((0, 4), dtype=np.int64)
             self.counts_ = np.zeros(0, dtype=np.int64)
             self.best_ = np.zeros(0)
+
+    def _kept(self, thr: int) -> np.ndarray:
+        """The classes kept at ``min_neighbors = thr`` (computed once per threshold: a
+        detection's scores of every kind select the same classes)."""
+        if thr not in self._keep:
+            self._keep[thr] = (_keep_classes(self.averages_, self.counts_, thr, self.eps)
+                               if len(self.counts_) else np.zeros(0, dtype=bool))
+        return self._keep[thr]
 
     def select(self, min_neighbors: int, image_size: tuple[int, int] | None = None, *,
                score: str = "best", offset: float = 0.0
@@ -770,8 +779,7 @@ class WindowGroups:
             cnt = np.ones(len(b), dtype=np.int32)
             total = best - float(offset) if score == "margin" else best
         else:
-            keep = (_keep_classes(self.averages_, self.counts_, thr, self.eps)
-                    if len(self.counts_) else np.zeros(0, dtype=bool))
+            keep = self._kept(thr)
             b = self.averages_[keep].astype(np.int32)
             best = self.best_[keep].astype(np.float64)
             cnt = self.counts_[keep].astype(np.int32)
