@@ -138,8 +138,8 @@ def curves(raw, images, gt, paths) -> dict:
                                       np.asarray(pts["detection_rate"]))}
     dets = {}
     for p, g, (b, s) in zip(paths, images, raw, strict=True):
-        gb, sc = bp.group_scores(bp.vj_groups(b, s), 1, (g.shape[1], g.shape[0]))
-        dets[p] = (gb, sc["sum"])
+        gb, sc, _ = bp.vj_groups(b, s).select(1, (g.shape[1], g.shape[0]), score="sum")
+        dets[p] = (gb, sc)
     ev = bp.evaluate_detections(dets, gt, iou_threshold=bp.IOU)
     out[SCORE] = _rates_at(ev.curve_false_positives, ev.curve_detection_rate)
     return out

@@ -16,8 +16,9 @@ faces, the 13 face-free images included):
 
 Curves (detection rate against false positives at IoU ≥ 0.3, greedy score-ordered matching of
 ``vjboost.eval``): for cascades ``min_neighbors`` (grouping redone at each value 0–30) and
-``score`` (windows grouped at ``--score-min-neighbors``, groups ranked by :func:`ranking_score`,
-the last-stage score); for dlib the score. Detection rates are read at the false-positive budgets
+``score`` (windows grouped at ``--score-min-neighbors``, groups ranked by the best last-stage
+score, or by the operating score a model declares: the detector's ``score``); for dlib the
+score. Detection rates are read at the false-positive budgets
 2, 5, 10, 20, 30, 50. dlib's rates are also read on a 0.05 grid of thresholds, the sweep
 ``docs/anchors.md`` used, and compared with that table.
 
@@ -123,15 +124,6 @@ def group_scores(groups, min_neighbors: int, size: tuple[int, int], *,
     for rank in OPERATING_SCORES:
         b, out[rank], _ = groups.select(min_neighbors, size, score=rank, offset=last_threshold)
     return np.asarray(b), out
-
-
-def ranking_score(scores: np.ndarray, neighbors: np.ndarray) -> np.ndarray:
-    """What the ``score`` curve sweeps over grouped detections (the group's best stage score).
-
-    Models that declare another operating score (``params["operating_score"]``) are ranked by
-    :func:`group_scores` instead.
-    """
-    return np.asarray(scores, np.float64)
 
 
 def score_curves(raw, images, gt, paths, *, ranks=OPERATING_SCORES,
@@ -264,12 +256,8 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = 
                         "detection_rate": [round(float(v), 4) for v in dr]}}
     dets = {}
     for p, g, sz in zip(paths, groups, sizes, strict=True):
-        if rank == "best":
-            gb, gs, gn = vj_group(g, score_neighbors, sz)
-            dets[p] = (gb, ranking_score(gs, gn))
-        else:
-            gb, sc = group_scores(g, score_neighbors, sz, last_threshold=last_threshold)
-            dets[p] = (gb, sc[rank])
+        gb, sc, _ = g.select(score_neighbors, sz, score=rank, offset=last_threshold)
+        dets[p] = (gb, sc)
     ev = evaluate_detections(dets, gt, iou_threshold=IOU)
     score = {"rates": rates(ev), "points": curve_points(ev),
              "min_neighbors": score_neighbors, "rank": rank}

@@ -301,11 +301,11 @@ class CascadeDetector:
         if min_score is not None and not (isinstance(min_score, int | float)
                                           and math.isfinite(min_score)):
             raise ValueError(f"min_score: expected a finite number or None, got {min_score!r}")
-        declared = operating_score(model)["rank"]
+        # the declared ranking is read (and checked) only when asked for
+        self.score = operating_score(model)["rank"] if score == "model" else score
         if n_stages is not None:
             model = model.truncated(int(n_stages))
         self.model = model
-        self.score = declared if score == "model" else score
         self.min_score = None if min_score is None else float(min_score)
         self.scale_factor = float(scale_factor)
         self.min_neighbors = int(min_neighbors)
