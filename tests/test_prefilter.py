@@ -3,13 +3,15 @@ brute-force replay of OpenCV's scan (every grid window evaluated alone, then the
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vjboost.boost.tree import Tree
-from vjboost.cascade import kernels, prefilter
+from vjboost.cascade import kernels, prefilter, runner
 from vjboost.cascade.model import CascadeModel, Stage
 from vjboost.cascade.runner import CascadeRunner, _opencv_skip, sigma_gate
 from vjboost.cascade.scan import Pyramid
@@ -210,6 +212,32 @@ def test_opencv_grid_and_skip_match_brute_force(seed, scale_factor, min_std, kin
     ref_pos, ref_score = _brute_force(model, img, pyr, min_std)
     np.testing.assert_array_equal(pos, ref_pos)
     np.testing.assert_array_equal(score, ref_score)
+
+
+@pytest.mark.parametrize("kind", ["HAAR", "RECTS"])
+def test_a_runner_reusing_its_planes_scans_as_brute_force(kind, monkeypatch):
+    # every buffer is the runner's own: scans of smaller images read a buffer that still
+    # holds a larger image's planes beyond their own
+    monkeypatch.setattr(runner, "_SHARED_BYTES", 0)
+    monkeypatch.setattr(runner, "_SCRATCH", threading.local())
+    if kind == "HAAR":
+        model = random_cascade("HAAR", window=(12, 10), n_stages=3, pass_rate=0.7,
+                               tilted_fraction=0.3, seed=5, balanced=True)
+    else:
+        model = rects_cascade(5, window=(10, 12), n_stages=3, pass_rate=0.7)
+    kept = CascadeRunner(model, threads=1)
+    held = []
+    for seed, shape in enumerate([(60, 80), (30, 40), (70, 95), (25, 70)]):
+        img = _image(seed, shape=shape)
+        pyr = Pyramid(model.window_shape, (img.shape[1], img.shape[0]), scale_factor=1.1)
+        pos, score = kept.scan(img, pyr, min_std=10.0, skip0=True)
+        ref_pos, ref_score = _brute_force(model, img, pyr, 10.0)
+        np.testing.assert_array_equal(pos, ref_pos)
+        np.testing.assert_array_equal(score, ref_score)
+        held.append(kept._scratch.planes)
+    assert len(ref_pos) > 0
+    # the first (largest) image's buffer served the smaller ones; a larger one replaced it
+    assert held[1] is held[0] and held[2] is not held[0] and held[3] is held[2]
 
 
 @settings(max_examples=40, deadline=None)

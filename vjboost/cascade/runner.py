@@ -47,7 +47,7 @@ from ..boost.tree import Tree
 from ..features.base import check_windows
 from . import kernels, prefilter
 from .model import CascadeModel, Stage
-from .scan import Pyramid
+from .scan import BATCH_BYTES, Pyramid
 
 __all__ = ["CascadeRunner", "cascade_accepts", "sigma_gate", "stage_sum"]
 
@@ -89,24 +89,36 @@ class _StageReads:
                                                              strict=True)])
 
 
-#: Integral-plane buffers up to this size are kept per thread and reused by the next scans
-#: (small images: the allocation and its memory check cost as much as a pyramid level's scan).
-_KEEP_BYTES = 8 << 20
+#: Integral-plane buffers up to this size are kept per thread for every runner (small images
+#: scanned by short-lived detectors, e.g. :func:`vjboost.cascade.api.detect`: the allocation
+#: and its memory check cost as much as a pyramid level's scan).
+_SHARED_BYTES = 8 << 20
 _SCRATCH = threading.local()
 
 
-def _planes_buffer(shape: tuple[int, int, int]) -> np.ndarray:
-    """An uninitialised int32 buffer of ``shape`` (this thread's kept one when it is large
-    enough; the kernels read only entries the channel fill wrote)."""
+def _planes_buffer(shape: tuple[int, int, int], own: threading.local) -> np.ndarray:
+    """An uninitialised int32 buffer of ``shape`` (the kernels read only entries the channel
+    fill wrote).
+
+    Buffers are kept for the next scans of the thread: small ones for every runner, larger
+    ones in ``own``, the runner's, up to twice a pyramid batch's budget
+    (:data:`~vjboost.cascade.scan.BATCH_BYTES`; the packing of levels into a batch leaves
+    gaps), so only a level larger than that alone is allocated for each scan. A fresh buffer
+    of tens of megabytes costs a page fault per 4 KiB page as it is first written: on
+    CMU-MIT, about 60 of the 450 ms a megapixel took, all of it spent in the kernel.
+    """
     n = int(np.prod(shape))
-    held = getattr(_SCRATCH, "planes", None)
-    if held is not None and held.size >= n:
-        return held[:n].reshape(shape)
+    for holder in (_SCRATCH, own):
+        held = getattr(holder, "planes", None)
+        if held is not None and held.size >= n:
+            return held[:n].reshape(shape)
     check_memory(4 * n, "integral planes for detection",
                  advice="Use a larger minimum object size or a smaller image.")
     buf = np.empty(n, dtype=np.int32)
-    if 4 * n <= _KEEP_BYTES:
+    if 4 * n <= _SHARED_BYTES:
         _SCRATCH.planes = buf
+    elif 4 * n <= 2 * BATCH_BYTES:
+        own.planes = buf
     return buf.reshape(shape)
 
 
@@ -141,6 +153,7 @@ class CascadeRunner:
         self.model, self.first_stage, self.last_stage = model, int(first_stage), last
         self.threads = threads
         self._reads: dict[int, _StageReads] = {}
+        self._scratch = threading.local()  # this runner's integral buffers, per thread
         program = model.program()
         self.compiled = None if program is None else kernels.compile_cascade(
             [(s.trees, s.threshold) for s in model.stages[first_stage:last]], program)
@@ -295,7 +308,7 @@ class CascadeRunner:
                     items, layout = split
                 rows = prefilter.applies(cc, items)
             cols = layout["row_stride"]
-            buf = _planes_buffer((chans.n_planes, batch.rows, cols))
+            buf = _planes_buffer((chans.n_planes, batch.rows, cols), self._scratch)
             for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
                 chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0),
                            split=layout.get("split", 0))
