@@ -38,6 +38,25 @@ _FEW_RECTS = 1024
 #: cascade's last-stage threshold: a window count weighted by confidence)
 GROUP_SCORES = ("best", "neighbors", "sum", "margin")
 
+
+def _check_score(score: str) -> None:
+    if score not in GROUP_SCORES:
+        raise ValueError(f"score: expected one of {GROUP_SCORES}, got {score!r}")
+
+
+def _group_score(score: str, best: np.ndarray, cnt: np.ndarray, weights, labels=None,
+                 n_classes: int = 0) -> np.ndarray:
+    """Each detection's ``score`` (:data:`GROUP_SCORES`) from its best window score ``best``
+    and window count ``cnt``; ``weights`` are the window scores (less the offset for
+    ``"margin"``) summed per class of ``labels`` (None: single windows, their own weight)."""
+    if score == "best":
+        return best
+    if score == "neighbors":
+        return cnt.astype(np.float64) + 1e-6 * np.tanh(best)
+    if labels is None:
+        return weights
+    return np.bincount(labels, weights=weights, minlength=n_classes)
+
 __all__ = [
     "GROUP_SCORES",
     "WindowGroups",
@@ -770,28 +789,23 @@ class WindowGroups:
         >>> g.select(1, score="margin", offset=1.0)[1].tolist()   # (2 - 1) + (3 - 1)
         [3.0]
         """
-        if score not in GROUP_SCORES:
-            raise ValueError(f"score: expected one of {GROUP_SCORES}, got {score!r}")
+        _check_score(score)
+        off = float(offset) if score == "margin" else 0.0
         thr = int(min_neighbors)
         if thr <= 0:
             b = self.rects.astype(np.int32)
             best = self.scores.copy()
             cnt = np.ones(len(b), dtype=np.int32)
-            total = best - float(offset) if score == "margin" else best
+            sc = _group_score(score, best, cnt, best - off)  # a copy: never self.scores
         else:
             keep = self._kept(thr)
             b = self.averages_[keep].astype(np.int32)
             best = self.best_[keep].astype(np.float64)
             cnt = self.counts_[keep].astype(np.int32)
+            sc = _group_score(score, best, cnt, self.scores - off, self.labels_,
+                              len(self.counts_))
             if score in ("sum", "margin"):
-                w = self.scores - float(offset) if score == "margin" else self.scores
-                total = np.bincount(self.labels_, weights=w, minlength=len(self.counts_))[keep]
-        if score == "best":
-            sc = best
-        elif score in ("sum", "margin"):
-            sc = total
-        else:
-            sc = cnt.astype(np.float64) + 1e-6 * np.tanh(best)
+                sc = sc[keep]
         if image_size is not None and len(b):
             b, kept = clip_boxes(b, int(image_size[0]), int(image_size[1]))
             sc, cnt = sc[kept], cnt[kept]
@@ -883,8 +897,7 @@ def group_detections(boxes, scores, *, method: str = "opencv", min_neighbors: in
     if method == "opencv":
         g = groups if groups is not None else WindowGroups(boxes, scores)
         return g.select(min_neighbors, image_size, score=score, offset=offset)
-    if score not in GROUP_SCORES:
-        raise ValueError(f"score: expected one of {GROUP_SCORES}, got {score!r}")
+    _check_score(score)
     b = _as_rects(boxes, "boxes")
     sc = check_array(scores, "scores", ndim=1, dtype=np.float64, allow_empty=True)
     if sc.shape[0] != b.shape[0]:
@@ -902,10 +915,7 @@ def group_detections(boxes, scores, *, method: str = "opencv", min_neighbors: in
         cnt = np.ones(len(b), dtype=np.int32)
     else:
         raise ValueError(f"method: expected 'opencv', 'nms' or 'none', got {method!r}")
-    if score == "margin":
-        sc = sc - float(offset)
-    elif score == "neighbors":
-        sc = cnt + 1e-6 * np.tanh(sc)
+    sc = _group_score(score, sc, cnt, sc - float(offset) if score == "margin" else sc)
     b = b.astype(np.int32)
     if image_size is not None and len(b):
         b, kept = clip_boxes(b, int(image_size[0]), int(image_size[1]))
