@@ -372,3 +372,49 @@ def test_subsets_share_one_bound_program(rng):
     assert prog.bound(w + 1, (h + 1) * (w + 1)) is prog.bound(w + 1, (h + 1) * (w + 1))
     with pytest.raises(IndexError, match="feature_ids"):
         evaluate_program(prog, planes=planes, feature_ids=[q])
+
+
+@numba.njit(cache=True)
+def _row_values(tab, tabf, buf, bases, pro, prof, rows, out):  # pragma: no cover - numba
+    for q in range(rows.shape[0]):
+        for j in range(bases.shape[0]):
+            iv, ig, _ = window_norms(buf, bases[j], pro, prof)
+            out[q, j] = node_value(tab, tabf, rows[q] * REC, buf, bases[j], iv, ig, OPS_MIXED)
+
+
+@pytest.mark.parametrize("n_windows", [3, 70, 200])
+def test_many_features_in_random_order_equal_node_values(rng, n_windows):
+    # a sampler asks for thousands of features in random order (repeats allowed) on a few
+    # windows: the kernel visits the records in ascending order and splits the features
+    # between threads when the windows are few; every value lands in its own row
+    from vjboost.features import ChannelFamily, HaarFamily, HOGFamily, MBLBPFamily
+
+    shape = (16, 18)
+    prog = Program.concat([f.program() for f in (
+        HaarFamily(shape, mode="ALL"), MBLBPFamily(shape),
+        HOGFamily(shape, orientations=5, pixels_per_cell=(4, 4), block_norm="L2-Hys"),
+        ChannelFamily(shape, stride=4))])
+    ids = rng.choice(prog.n_features, 5000)  # with repeats
+    ids[:50] = prog.n_features - 1 - np.arange(50)  # HOG entries among them
+    wins = rng.integers(0, 256, (n_windows, *shape), dtype=np.uint8)
+    planes = prog.channels.windows(wins)
+    h, w = shape
+    bound = prog.bind(w + 1, (h + 1) * (w + 1))
+    ref = np.empty((ids.size, n_windows), np.float32)
+    _row_values(bound.tab, bound.tabf, planes.reshape(-1),
+                np.arange(n_windows, dtype=np.int64) * planes[0].size, bound.pro, bound.prof,
+                ids, ref)
+    got = evaluate_program(prog, planes=planes, feature_ids=ids)
+    np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
+
+
+@settings(max_examples=50)
+@given(n=st.integers(0, 6000), n_records=st.integers(1, 400_000), seed=st.integers(0, 2**31))
+def test_visit_order_is_a_stable_ascending_permutation(n, n_records, seed):
+    from vjboost.features.program import _visit_order
+
+    rows = np.random.default_rng(seed).integers(0, n_records, n).astype(np.int64)
+    order = _visit_order(rows, n_records)
+    np.testing.assert_array_equal(np.sort(order), np.arange(n))
+    if n >= 2048:  # below that the records fit in cache and are visited as given
+        np.testing.assert_array_equal(order, np.argsort(rows, kind="stable"))

@@ -14,8 +14,14 @@ figure that carries on a shared machine) and, on the held-out quarter (training 
 test set), the ROC AUC of the stage score and the false alarm at a 99.5 % hit rate after the
 last tree. Several ``--seeds`` give the spread due to the sampler's randomness.
 
+``--eval-steps`` times only the lazy feature evaluation (``PoolSource.values``) at the shapes
+of Laminating's steps (many features on a few distinct windows, then fewer features on more
+windows), on random windows, best of ``--repeats``: the part of a tree that depends on how the
+evaluation kernel reads the features' records.
+
 The last line is ``RESULT {json}``. ``--quick`` (under a minute after numba's first
-compilation): 2,000 windows with random (not mined) negatives, Haar only, 3 trees.
+compilation): 2,000 windows with random (not mined) negatives, Haar only, 3 trees; with
+``--eval-steps``, 3 repeats.
 """
 
 from __future__ import annotations
@@ -135,6 +141,31 @@ def run(features: str, w: np.ndarray, y: np.ndarray, *, trees: int, fraction: fl
             "val_fa_at_995": round(fa, 4)}
 
 
+#: Laminating's steps as (features, distinct windows): the first steps of a node at the default
+#: budget on the default face pool, then the middle ones
+EVAL_STEPS = ((131072, 12), (65536, 24), (32768, 48), (16384, 96), (4096, 400), (1024, 1600))
+
+
+def eval_steps(features: str, *, repeats: int, n_windows: int = 26000, seed: int = 0
+               ) -> list[dict]:
+    """Milliseconds of ``PoolSource.values`` per Laminating step shape (best of ``repeats``)."""
+    rng = np.random.default_rng(seed)
+    pool = make_pool(features, WINDOW, haar_mode="ALL")
+    source = PoolSource(pool, rng.integers(0, 256, (n_windows, *WINDOW), dtype=np.uint8))
+    source.values(np.arange(8), np.arange(8))  # numba compilation
+    best: dict = {}
+    for _ in range(repeats):
+        for q, s in EVAL_STEPS:
+            fids = rng.choice(pool.n_features, min(q, pool.n_features), replace=False)
+            sids = np.sort(rng.choice(n_windows, s, replace=False))
+            t = time.perf_counter()
+            source.values(fids, sids)
+            best[(q, s)] = min(best.get((q, s), np.inf), time.perf_counter() - t)
+    return [{"features": features, "step": [q, s], "ms": round(1e3 * t, 2),
+             "ns_per_value": round(1e9 * t / (min(q, pool.n_features) * s), 2)}
+            for (q, s), t in best.items()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
@@ -144,7 +175,19 @@ def main() -> None:
     ap.add_argument("--trees", type=int, default=4)
     ap.add_argument("--fractions", default="1", help="multiples of the default budget")
     ap.add_argument("--seeds", default="0")
+    ap.add_argument("--eval-steps", action="store_true",
+                    help="time only the lazy feature evaluation at Laminating's step shapes")
+    ap.add_argument("--repeats", type=int, default=5, help="--eval-steps: best of this many")
     a = ap.parse_args()
+    if a.eval_steps:  # random windows: no data needed
+        rows = [r for f in a.features.split(";")
+                for r in eval_steps(f, repeats=3 if a.quick else a.repeats)]
+        for r in rows:
+            q, s = r["step"]
+            print(f"  {r['features']:22s} {q:7d} features x {s:5d} windows: {r['ms']:7.2f} ms "
+                  f"({r['ns_per_value']:.2f} ns per value)")
+        print("RESULT " + json.dumps({"quick": a.quick, "eval_steps": rows}))
+        return
     if not (SHARED / "faces" / "caltech_webfaces_36x36.npz").is_file():
         print(f"needs {SHARED / 'faces'} and {SHARED / 'negatives'}")
         print("RESULT " + json.dumps({"skipped": True}))

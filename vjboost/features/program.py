@@ -578,14 +578,17 @@ def _make_evaluate(ops: int):
     """The kernel ``out[q, j]`` = feature ``q`` at window offset ``bases[j]`` for one ``OPS_*``
     constant (a compile-time constant of the closure, so Haar-only programs skip the dispatch).
 
-    Windows go in blocks of 64 (one thread's share; the block's integrals stay in cache while
-    the loop runs over the features). Consecutive OP_HOG features of one block share the
-    block's sums and normalisers (the values are those of :func:`node_value`, which computes
-    the same integers and the same float64 arithmetic per feature).
+    Windows go in blocks of 64 (one task; the block's integrals stay in cache while the loop
+    runs over the features); with fewer than 16 blocks the features of a block are cut into
+    chunks too, so that a sampler's first steps (many features, a few windows) use every thread.
+    The features are visited in the order ``order`` (ascending records, :func:`_visit_order`).
+    Consecutive OP_HOG features of one block share the block's sums and normalisers (the
+    values are those of :func:`node_value`, which computes the same integers and the same
+    float64 arithmetic per feature).
     """
 
     @numba.njit(parallel=True, **_JIT)
-    def evaluate(buf, bases, tab, tabf, pro, prof, hog_len, rows, out
+    def evaluate(buf, bases, tab, tabf, pro, prof, hog_len, rows, order, out
                  ):  # pragma: no cover - numba
         """``out[q, j]``: feature ``rows[q]`` at the window of offset ``bases[j]``.
 
@@ -601,13 +604,22 @@ def _make_evaluate(ops: int):
             Largest ``n_cells * n_bins`` of the program's OP_HOG blocks (scratch per window).
         rows : ndarray of int64, shape (Q,)
             The records evaluated (a bound program serves any subset of its features).
+        order : ndarray of int64, shape (Q,)
+            The order in which the rows are visited (:func:`_visit_order`: ascending records).
         out : ndarray of float32, shape (Q, P)
             Filled in place.
         """
         n_q = out.shape[0]
         n_p = bases.shape[0]
         n_blk = (n_p + 63) // 64
-        for blk in prange(n_blk):
+        # few windows (the first steps of a sampler: many features on a few draws): the
+        # features are split into chunks too, so that every thread has a share
+        n_qc = max(1, min(n_q // 512, (16 + n_blk - 1) // n_blk))
+        for tile in prange(n_blk * n_qc):
+            blk = tile // n_qc
+            qc = tile - blk * n_qc
+            q0 = qc * n_q // n_qc
+            q1 = (qc + 1) * n_q // n_qc
             j0 = blk * 64
             j1 = min(n_p, j0 + 64)
             iv = np.empty(j1 - j0, dtype=np.float32)
@@ -620,7 +632,8 @@ def _make_evaluate(ops: int):
                 iv[j - j0] = a
                 ig[j - j0] = b
             last = -1
-            for q in range(n_q):
+            for qi in range(q0, q1):
+                q = order[qi]
                 o = rows[q] * REC
                 if ops == OPS_MIXED and tab[_U(o + _OP)] == OP_HOG:
                     if last < 0 or not _same_block(tab, o, last):
@@ -642,6 +655,42 @@ def _make_evaluate(ops: int):
 
 
 _EVALUATORS: dict[int, Any] = {}
+
+#: below this many features the records are visited in the order given (they fit in cache)
+_ORDER_MIN = 2048
+
+
+@numba.njit(**_JIT)
+def _counting_order(rows, n_records):  # pragma: no cover - numba
+    """Positions of ``rows`` by ascending record (stable counting sort, O(Q + n_records))."""
+    start = np.zeros(n_records + 1, dtype=np.int64)
+    for r in rows:
+        start[r + 1] += 1
+    for i in range(n_records):
+        start[i + 1] += start[i]
+    order = np.empty(rows.shape[0], dtype=np.int64)
+    for q in range(rows.shape[0]):
+        r = rows[q]
+        order[start[r]] = q
+        start[r] += 1
+    return order
+
+
+def _visit_order(rows: np.ndarray, n_records: int) -> np.ndarray:
+    """The order in which the evaluation kernel visits ``rows``: ascending records.
+
+    A sampler asks for thousands of features in random order on a few windows; each feature's
+    record (32 int32 plus floats) is then a cache miss, which cost more than the feature itself.
+    Visited in ascending order the records stream from memory (3.5x faster on 131,072 of the
+    139,374 features of ``haar,channels`` at 20x20 on 12 windows); the values are the same,
+    each written to its own row.
+    """
+    q = rows.shape[0]
+    if q < _ORDER_MIN or bool((rows[1:] >= rows[:-1]).all()):
+        return np.arange(q, dtype=np.int64)
+    if 64 * q < n_records:  # sparse: a comparison sort costs less than the counting array
+        return np.argsort(rows, kind="stable").astype(np.int64, copy=False)
+    return _counting_order(rows, n_records)
 
 
 def _evaluate_kernel(ops: int):
@@ -1367,7 +1416,7 @@ def _run(program: Program, flat: np.ndarray, bases: np.ndarray, row_stride: int,
         ids = np.arange(out.shape[0], dtype=np.int64) if rows is None else rows
         _evaluate_kernel(ops)(
             flat, np.ascontiguousarray(bases, dtype=np.int64), bound.tab, bound.tabf,
-            bound.pro, bound.prof, hog_len, ids, out)
+            bound.pro, bound.prof, hog_len, ids, _visit_order(ids, program.n_features), out)
     return out
 
 
