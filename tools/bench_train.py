@@ -9,16 +9,21 @@ per-stage mining cost, and the samplers on the face validation split.
    here (no pip wheel builds it), so its figures are the recorded ones: 893 s wall time, CMU-MIT
    recall 0.466 with 50 false positives (IoU ≥ 0.5) and 0.480 / 45 (IoU ≥ 0.3) at scaleFactor
    1.1, minNeighbors 3. Ratios of wall time to 893 s are printed.
-2. **Shipped configuration** (``--shipped-stages N``): the ``vjboost/models/README.md`` command of
-   ``vjboost:frontalface_haar`` (19 stages) run by ``vjtrain`` with today's defaults for its first
-   ``N`` stages; wall time and peak memory (the child process's maximum resident set) are
-   measured. When ``N < 19`` the 19-stage time is extrapolated (and flagged as such, see
-   :func:`extrapolate`) from the shipped model's own training report.
+2. **Shipped configuration** (``--shipped-stages N``): the recipe of a shipped face model
+   (``--shipped-recipe``, default ``frontalface``, the default model; ``frontalface_haar``,
+   the OpenCV-exportable one), as ``tools/train_face.py train`` runs it (the command of
+   ``vjboost/models/README.md``, on the data of ``tools/face_data.py``), for its first ``N``
+   stages; wall time, CPU time and peak memory (the child process's maximum resident set) are
+   measured. When ``N`` is less than the recipe's stages, the full time is extrapolated (and
+   flagged as such, see :func:`extrapolate`) from the shipped model's own training report.
+   ``--shipped-from DIR`` prints the figures of a run made earlier (e.g. by
+   ``tools/train_face.py train``).
 3. **Mining per stage**: for every run, mining seconds, windows scanned, windows carried in the
    negative pool and the growth of mining time from one stage to the next.
-4. **Samplers** (``--samplers a,b,...``): a small face cascade (``/work/data/faces``, built by
-   ``tools/face_data.py``; never CMU-MIT) per sampler, its training time and its detection rate
-   at false-positive budgets on the validation detection set ``val/det``.
+4. **Samplers** (``--samplers a,b,...``): a small face cascade (the data of
+   ``tools/face_data.py``: ``VJBOOST_FACE_DATA`` or ``/work/data/faces``; never CMU-MIT) per
+   sampler, its training time and its detection rate at false-positive budgets on the
+   validation detection set ``val/det``.
 
 The last line is ``RESULT {json}`` with ``shipped_config_s``, ``shipped_config_peak_gib``,
 ``ref_run_ratio_sampler``, ``ref_run_ratio_exhaustive``, ``dask_same_model`` (the same-model
@@ -34,7 +39,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,6 +47,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
+
+import train_face as tf  # noqa: E402
 
 from vjboost.cascade.detector import CascadeDetector  # noqa: E402
 from vjboost.cascade.trainer import CascadeTrainer  # noqa: E402
@@ -52,20 +59,10 @@ from vjboost.io import read_annotations, read_bg_list, read_image, read_vec  # n
 SHARED = next((p for p in (Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared")),
                            REPO.parent.parent / "shared") if p.is_dir()),
               REPO.parent / "shared") / "data"
-FACES = Path("/work/data/faces")
+FACES = tf.DATA
 ANCHOR = {"seconds": 893.0, "recall_iou50": 0.466, "fp_iou50": 50, "recall_iou30": 0.480,
           "fp_iou30": 45, "stages": 13, "weak": 90}
-#: the vjboost/models/README.md command of vjboost:frontalface_haar (without output folder and
-#: --stages)
-SHIPPED_ARGS = [
-    str(SHARED / "faces" / "caltech_webfaces_36x36.npz"), str(SHARED / "negatives"),
-    "--window", "20x20", "--pos-crop", "0.175,0.19,0.667,0.667", "--mirror",
-    "--jitter", "3", "--jitter-range", "12,0.1,0.06,0.5", "--shuffle-positives",
-    "--num-pos", "16000", "--num-neg", "10000", "--min-hit-rate", "0.999",
-    "--max-false-alarm", "0.5", "--haar-mode", "ALL", "--weak-learner", "tree",
-    "--max-depth", "2", "--mining-scale-factor", "1.1", "--seed", "0", "-q"]
-SHIPPED_STAGES = 19
-#: what the shipped model's run took (its report in vjboost/models/, before this benchmark)
+#: what the first shipped face model's run took (before this benchmark: the issue's baseline)
 SHIPPED_BEFORE = {"seconds": 4247.0, "peak_gib": 12.3}
 
 
@@ -167,38 +164,43 @@ def ref_run(args, sampler: str | None) -> dict:
 
 
 def shipped_run(args, n_stages: int) -> dict:
-    """The shipped model's command for ``n_stages`` stages in a child process."""
-    out = Path(args.output) / f"shipped_{n_stages}"
+    """The shipped recipe ``args.shipped_recipe`` for ``n_stages`` stages, as
+    ``tools/train_face.py train`` runs it (``vjtrain`` in a child process)."""
+    out = Path(args.output) / f"{args.shipped_recipe}_{n_stages}"
     if out.exists():
         import shutil
 
         shutil.rmtree(out)
-    cmd = [sys.executable, "-c", "from vjboost.cli.train import main; main()", *SHIPPED_ARGS,
-           "-o", str(out), "--stages", str(n_stages), "--threads", str(args.threads)]
-    print(f"\n== shipped configuration, {n_stages} stage(s): vjtrain "
-          + " ".join(cmd[3:]), flush=True)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True)
-    wall = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+    print(f"\n== shipped configuration ({args.shipped_recipe}), {n_stages} stage(s)", flush=True)
+    run = tf.train(args.shipped_recipe, out, overrides={"stages": n_stages,
+                                                         "threads": args.threads},
+                   data=FACES, quick=False, nice=0, ship=False)
+    if run["rc"] != 0:
+        raise SystemExit(f"the shipped configuration's vjtrain failed (exit status {run['rc']})")
     rep = json.loads((out / "report.json").read_text())
     stages = rep["stages"]
     rows = mining_table([s["seconds"] for s in stages], rep["mining"])
     print_mining(f"shipped configuration, {n_stages} stages", rows)
-    res = {"stages_run": len(stages), "wall_s": round(wall, 1), "peak_gib": round(peak / 2**30, 2),
+    res = {"recipe": args.shipped_recipe, "stages_run": len(stages), "wall_s": run["wall_s"],
+           "cpu_s": run["cpu_s"], "peak_gib": run["peak_rss_gib"],
            "stage_peak_gib": [round(s.get("peak_rss_bytes", 0) / 2**30, 2) for s in stages],
            "mining": rows, "sampler": rep["config"].get("sampler") or "full"}
-    if len(stages) < SHIPPED_STAGES and rep["stop"]["reason"] == "num_stages":
-        res["extrapolated_s"] = round(extrapolate(wall, stages), 0)
+    if (len(stages) < _recipe_stages(args.shipped_recipe)
+            and rep["stop"]["reason"] == "num_stages"):
+        res["extrapolated_s"] = round(extrapolate(run["wall_s"], stages, args.shipped_recipe), 0)
     return res
 
 
-def extrapolate(wall: float, stages: list[dict]) -> float:
-    """19-stage wall time from the first stages: later stages' boosting at the measured seconds
-    per weak learner times the shipped model's weak learners of those stages; their mining at
-    the shipped run's mining time of the same stage times the measured ratio of mining times
-    (this run / the shipped run) over the stages run after the first."""
-    report = REPO / "vjboost" / "models" / "frontalface_haar.report.json"
+def _recipe_stages(recipe: str) -> int:
+    return int(tf.RECIPES[recipe]["stages"])
+
+
+def extrapolate(wall: float, stages: list[dict], recipe: str = "frontalface") -> float:
+    """The recipe's full wall time from its first stages: later stages' boosting at the measured
+    seconds per weak learner times the shipped model's weak learners of those stages; their
+    mining at the shipped run's mining time of the same stage times the measured ratio of mining
+    times (this run / the shipped run) over the stages run after the first."""
+    report = REPO / "vjboost" / "models" / f"{recipe}.report.json"
     shipped = json.loads(report.read_text())["stages"]
     n = len(stages)
     boost = sum(s["seconds"]["total"] - s["seconds"]["negatives"] for s in stages)
@@ -208,20 +210,21 @@ def extrapolate(wall: float, stages: list[dict]) -> float:
     ratio = (sum(stages[j]["seconds"]["negatives"] for j in common)
              / max(1e-9, sum(shipped[j]["seconds"]["negatives"] for j in common)))
     rest = sum(per_weak * shipped[j]["n_weak"] + ratio * shipped[j]["seconds"]["negatives"]
-               for j in range(n, SHIPPED_STAGES))
+               for j in range(n, min(_recipe_stages(recipe), len(shipped))))
     return wall + rest
 
 
-def from_checkpoint(folder: Path) -> dict:
-    """Figures of a shipped-configuration run stopped early (from its checkpoint)."""
+def from_checkpoint(folder: Path, recipe: str = "frontalface") -> dict:
+    """Figures of a shipped-configuration run (from its checkpoint; extrapolated when it
+    stopped early)."""
     ck = json.loads((folder / "checkpoint.json").read_text())
     stages = ck["stages"]
     wall = sum(s["seconds"]["total"] for s in stages)
     res = {"stages_run": len(stages), "wall_s": round(wall, 1),
            "stage_peak_gib": [round(s["info"].get("peak_rss", 0) / 2**30, 2) for s in stages],
            "mining": mining_table([s["seconds"] for s in stages], ck["mining"])}
-    if len(stages) < SHIPPED_STAGES:
-        res["extrapolated_s"] = round(extrapolate(wall, stages), 0)
+    if len(stages) < _recipe_stages(recipe):
+        res["extrapolated_s"] = round(extrapolate(wall, stages, recipe), 0)
     return res
 
 
@@ -278,8 +281,11 @@ def main() -> None:
                     help="searches of the reference run (comma-separated; '' for none)")
     ap.add_argument("--shipped-stages", type=int, default=0,
                     help="run the shipped configuration for this many stages (0: skip)")
+    ap.add_argument("--shipped-recipe", default="frontalface", choices=sorted(tf.RECIPES),
+                    help="the shipped model whose recipe --shipped-stages runs (tools/"
+                         "train_face.py)")
     ap.add_argument("--shipped-from", metavar="DIR",
-                    help="only print the figures of a shipped-configuration run stopped early "
+                    help="only print the figures of a shipped-configuration run made earlier "
                          "(its output folder)")
     ap.add_argument("--samplers", default="",
                     help="compare these samplers on the face validation split, e.g. "
@@ -291,7 +297,7 @@ def main() -> None:
     args = ap.parse_args()
     args.sampler_run = tuple(int(v) for v in args.sampler_run.split(","))
     if args.shipped_from:
-        sh = from_checkpoint(Path(args.shipped_from))
+        sh = from_checkpoint(Path(args.shipped_from), args.shipped_recipe)
         print_mining(f"shipped configuration, {sh['stages_run']} stages", sh["mining"])
         print("RESULT " + json.dumps({
             "shipped_config_s": sh.get("extrapolated_s", sh["wall_s"]),
@@ -311,14 +317,17 @@ def main() -> None:
         "full" in refs) else None
     sampled = [r for k, r in refs.items() if k != "full"]
     result["ref_run_ratio_sampler"] = sampled[0]["ratio_vs_traincascade"] if sampled else None
-    if args.shipped_stages and not args.quick:
+    if args.shipped_stages and not args.quick and not (FACES / "manifest.json").is_file():
+        print(f"the shipped configuration needs tools/face_data.py's output in {FACES} "
+              "(VJBOOST_FACE_DATA): skipped")
+    if (args.shipped_stages and not args.quick and (FACES / "manifest.json").is_file()):
         sh = shipped_run(args, args.shipped_stages)
         result["shipped"] = sh
         result["shipped_config_s"] = sh.get("extrapolated_s", sh["wall_s"])
         result["shipped_config_extrapolated"] = "extrapolated_s" in sh
         result["shipped_config_peak_gib"] = sh["peak_gib"]
         print(f"\nshipped configuration: {sh['stages_run']} stage(s) in {sh['wall_s']:.0f} s, "
-              f"peak {sh['peak_gib']} GiB; 19 stages "
+              f"peak {sh['peak_gib']} GiB; {_recipe_stages(args.shipped_recipe)} stages "
               + (f"extrapolated to {sh['extrapolated_s']:.0f} s" if "extrapolated_s" in sh
                  else f"measured {sh['wall_s']:.0f} s")
               + f" (before: {SHIPPED_BEFORE['seconds']:.0f} s, {SHIPPED_BEFORE['peak_gib']} GiB)")
