@@ -217,3 +217,17 @@ def test_module_entry_point():
     r = subprocess.run([sys.executable, "-m", "vjboost.cli.detect", "--help"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "camera" in r.stdout
+
+
+def test_a_damaged_image_ends_in_one_line(tmp_path, model_xml):
+    # OpenCV's decoder warns on its own about a truncated PNG; the tool's line is the only one
+    import subprocess
+    import sys
+
+    ok, png = cv2.imencode(".png", np.arange(64 * 64, dtype=np.uint8).reshape(64, 64))
+    (tmp_path / "cut.png").write_bytes(png.tobytes()[: png.size // 2])
+    r = subprocess.run([sys.executable, "-m", "vjboost.cli.detect", str(tmp_path / "cut.png"),
+                        "--model", model_xml], capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 1
+    assert len(lines) == 1 and "cut.png" in lines[0] and "not a readable image" in lines[0]

@@ -34,6 +34,16 @@ def one_line(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+def _quiet_opencv() -> None:
+    """Leave only OpenCV's errors on stderr. Its decoders print warnings of their own (``PNG
+    input buffer is incomplete``) before the tool's one line names the damaged file and what
+    happened to it; the tools report every input they skip, so the warning only adds a second,
+    less clear line. The library itself leaves OpenCV's settings alone."""
+    import cv2
+
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+
+
 class CommandError(click.ClickException):
     """A :class:`~vjboost._errors.VJBoostError` turned into click's one-line ``Error: ...``
     with the command's exit status."""
@@ -71,6 +81,7 @@ class Command(click.Command):
         self.error_exit_code = int(error_exit_code)
 
     def invoke(self, ctx: click.Context) -> Any:
+        _quiet_opencv()
         try:
             return super().invoke(ctx)
         except VJBoostError as exc:
