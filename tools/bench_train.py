@@ -317,10 +317,12 @@ def main() -> None:
         "full" in refs) else None
     sampled = [r for k, r in refs.items() if k != "full"]
     result["ref_run_ratio_sampler"] = sampled[0]["ratio_vs_traincascade"] if sampled else None
-    if args.shipped_stages and not args.quick and not (FACES / "manifest.json").is_file():
+    shipped = args.shipped_stages and not args.quick
+    if shipped and not (FACES / "manifest.json").is_file():
         print(f"the shipped configuration needs tools/face_data.py's output in {FACES} "
               "(VJBOOST_FACE_DATA): skipped")
-    if (args.shipped_stages and not args.quick and (FACES / "manifest.json").is_file()):
+        shipped = False
+    if shipped:
         sh = shipped_run(args, args.shipped_stages)
         result["shipped"] = sh
         result["shipped_config_s"] = sh.get("extrapolated_s", sh["wall_s"])

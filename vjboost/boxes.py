@@ -44,15 +44,17 @@ def _check_score(score: str) -> None:
         raise ValueError(f"score: expected one of {GROUP_SCORES}, got {score!r}")
 
 
-def _group_score(score: str, best: np.ndarray, cnt: np.ndarray, weights, labels=None,
-                 n_classes: int = 0) -> np.ndarray:
+def _group_score(score: str, best: np.ndarray, cnt: np.ndarray, scores: np.ndarray,
+                 offset: float = 0.0, labels=None, n_classes: int = 0) -> np.ndarray:
     """Each detection's ``score`` (:data:`GROUP_SCORES`) from its best window score ``best``
-    and window count ``cnt``; ``weights`` are the window scores (less the offset for
-    ``"margin"``) summed per class of ``labels`` (None: single windows, their own weight)."""
+    and window count ``cnt``; for ``"sum"`` and ``"margin"``, the window scores ``scores``
+    less ``offset`` summed per class of ``labels`` (None: single windows, their own score;
+    never ``scores`` itself when ``offset`` is 0: the caller passes a copy)."""
     if score == "best":
         return best
     if score == "neighbors":
         return cnt.astype(np.float64) + 1e-6 * np.tanh(best)
+    weights = scores - offset if offset else scores
     if labels is None:
         return weights
     return np.bincount(labels, weights=weights, minlength=n_classes)
@@ -796,13 +798,13 @@ class WindowGroups:
             b = self.rects.astype(np.int32)
             best = self.scores.copy()
             cnt = np.ones(len(b), dtype=np.int32)
-            sc = _group_score(score, best, cnt, best - off)  # a copy: never self.scores
+            sc = _group_score(score, best, cnt, best, off)  # best: a copy
         else:
             keep = self._kept(thr)
             b = self.averages_[keep].astype(np.int32)
             best = self.best_[keep].astype(np.float64)
             cnt = self.counts_[keep].astype(np.int32)
-            sc = _group_score(score, best, cnt, self.scores - off, self.labels_,
+            sc = _group_score(score, best, cnt, self.scores, off, self.labels_,
                               len(self.counts_))
             if score in ("sum", "margin"):
                 sc = sc[keep]
@@ -915,7 +917,7 @@ def group_detections(boxes, scores, *, method: str = "opencv", min_neighbors: in
         cnt = np.ones(len(b), dtype=np.int32)
     else:
         raise ValueError(f"method: expected 'opencv', 'nms' or 'none', got {method!r}")
-    sc = _group_score(score, sc, cnt, sc - float(offset) if score == "margin" else sc)
+    sc = _group_score(score, sc, cnt, sc, float(offset) if score == "margin" else 0.0)
     b = b.astype(np.int32)
     if image_size is not None and len(b):
         b, kept = clip_boxes(b, int(image_size[0]), int(image_size[1]))
