@@ -274,7 +274,8 @@ def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list, sparse
     bound = cc.bind(cols, rows * cols)
     slot, score = np.empty(int(nw.sum()), np.int64), np.empty(int(nw.sum()))
     k = prefilter.scan_rows(buf, items, bound.tab, bound.tabf, bound.pro, bound.prof, gate,
-                            skip0, cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves,
+                            skip0, cc.stage_first, cc.stage_thr, cc.stage_carry,
+                            cc.tree_node0, cc.leaves,
                             min_list, sparse0, slot, score, ops=cc.ops)
     hits = np.flatnonzero(passed == cc.n_stages)
     np.testing.assert_array_equal(slot[:k], hits)

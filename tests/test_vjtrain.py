@@ -164,3 +164,33 @@ def test_jitter_and_shuffle_grow_and_reorder_the_pool(data_dir, tmp_path):
                                     "--mirror", "--shuffle-positives"])
     assert res.exit_code == 0, res.output
     assert "positives: 600 " in res.output
+
+
+def test_early_exits_from_the_centred_positives(data_dir, tmp_path):
+    """--early-exits: the same stages as without, exits set from the positives without their
+    jittered copies (none of them lost at --exit-loss 0), and no OpenCV XML."""
+    from vjboost.cascade.exits import early_exits
+    from vjboost.cascade.positives import Jitter
+    from vjboost.cascade.runner import CascadeRunner
+    from vjboost.cli.train import _load_positives
+
+    plain = [*_args(data_dir, tmp_path / "plain", stages=2), "--jitter", "1", "--mirror"]
+    res = CliRunner().invoke(main, plain)
+    assert res.exit_code == 0, res.output
+    fast = [*_args(data_dir, tmp_path / "fast", stages=2), "--jitter", "1", "--mirror",
+            "--early-exits", "--exit-every", "1", "--exit-loss", "0"]
+    res = CliRunner().invoke(main, fast)
+    assert res.exit_code == 0, res.output
+    assert "OpenCV cannot run early exits" in res.output
+    assert not (tmp_path / "fast" / "cascade.xml").exists()
+    base = load_model(tmp_path / "plain" / "model.json")
+    model = load_model(tmp_path / "fast" / "model.json")
+    assert model.n_exits > 0 and model.without_exits() == base
+    centred = _load_positives(str(data_dir / "pos.npz"), (WIN, WIN), True, print)
+    assert model.params["early_exits"]["positives"] == len(centred)
+    kept = CascadeRunner(base).accepts(centred)
+    assert CascadeRunner(model).accepts(centred)[kept].all()
+    assert model.stages == early_exits(base, centred).stages
+    jittered = _load_positives(str(data_dir / "pos.npz"), (WIN, WIN), True, print, None,
+                               Jitter(1, seed=3))
+    assert len(jittered) == 2 * len(centred)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         detect_images,
         operating_score,
     )
+    from vjboost.cascade.exits import early_exits
     from vjboost.cascade.model import CascadeModel, ModelError, Stage
     from vjboost.cascade.model_io import load_model, model_from_dict, model_to_dict, save_model
     from vjboost.cascade.opencv_xml import (

@@ -1,12 +1,14 @@
 """The cascade kernel: run the stages of a cascade at many window positions, rejecting early.
 
-A cascade is compiled once (:func:`compile_cascade`) into flat arrays: per stage its first tree
-and float32 reject threshold; per tree its first node and leaves; per *tree node* one record of
+A cascade is compiled once (:func:`compile_cascade`) into flat arrays: per *segment* (a stage,
+or the part of a stage up to one of its early exits, see :class:`vjboost.cascade.model.Stage`)
+its first tree, float32 reject threshold, whether it carries on the previous segment's sum and
+the stage it belongs to; per tree its first node and leaves; per *tree node* one record of
 :mod:`vjboost.features.program` (the node's feature, bound to the buffer layout, with the split
 threshold and the category subset row written into the record's free words). The kernel then
 walks work items — runs of window positions along one row of a buffer of integral planes — and,
-for every window, computes the normalisers once, sums the trees of each stage and stops at the
-first stage whose score is below its threshold.
+for every window, computes the normalisers once, sums the trees of each segment and stops at
+the first segment whose score is below its threshold.
 
 The same kernel serves detection (items are the rows of every pyramid level of a batch),
 hard-negative mining (the same, on background images) and window stacks (each window its own
@@ -85,8 +87,10 @@ class CompiledCascade:
     """A cascade as flat arrays for the kernel (see :func:`compile_cascade`)."""
 
     program: Program            # the features of every tree node, node order
-    stage_first: np.ndarray     # int64 (n_stages + 1,): first tree of each stage
-    stage_thr: np.ndarray       # float32 (n_stages,): reject thresholds
+    stage_first: np.ndarray     # int64 (n_segments + 1,): first tree of each segment
+    stage_thr: np.ndarray       # float32 (n_segments,): reject thresholds
+    stage_carry: np.ndarray     # bool (n_segments,): the sum goes on from the previous segment
+    stage_of: np.ndarray        # int64 (n_segments + 1,): stage of each segment, then n_stages
     tree_node0: np.ndarray      # int64 (n_trees + 1,): first node of each tree
     tree_leaf0: np.ndarray      # int64 (n_trees,): first leaf of each tree
     node_left: np.ndarray       # int64 (n_nodes,): child codes (shape 0)
@@ -101,6 +105,11 @@ class CompiledCascade:
 
     @property
     def n_stages(self) -> int:
+        return int(self.stage_of[-1])
+
+    @property
+    def n_segments(self) -> int:
+        """Stages and the parts early exits cut them into (the kernels' units)."""
         return int(self.stage_thr.shape[0])
 
     def bind(self, row_stride: int, plane_stride: int, *, split: int = 0, phase: int = 0):
@@ -153,15 +162,47 @@ def _depth2(t: Tree) -> bool:
     return all(int(t.left[c]) <= 0 and int(t.right[c]) <= 0 for c in _root_kids(t))
 
 
-def compile_cascade(stages: Sequence[tuple[Sequence[Tree], float]], program: Program
-                    ) -> CompiledCascade:
+def _segments(stages: Sequence[tuple]) -> tuple[np.ndarray, ...]:
+    """``stage_first``, ``stage_thr``, ``stage_carry`` and ``stage_of`` of the segments that
+    the early exits cut the stages into: a segment ends after every tree with an exit and at
+    the end of its stage, whose threshold combines with an exit on its last tree (both compare
+    the same sum with a float32 value: the larger one decides)."""
+    first, thr, carry, of = [0], [], [], []
+    n = 0
+    for si, st in enumerate(stages):
+        trees, threshold = st[0], st[1]
+        exits = st[2] if len(st) > 2 else None
+        ends = [] if exits is None else [i for i in range(len(trees) - 1)
+                                          if np.isfinite(exits[i])]
+        cut = 0
+        for i in ends:
+            first.append(n + i + 1)
+            thr.append(np.float32(exits[i]))
+            carry.append(cut > 0)
+            of.append(si)
+            cut = i + 1
+        n += len(trees)
+        last = reject_threshold(threshold)
+        if exits is not None and np.isfinite(exits[len(trees) - 1]):
+            last = max(last, np.float32(exits[len(trees) - 1]))
+        first.append(n)
+        thr.append(last)
+        carry.append(cut > 0)
+        of.append(si)
+    of.append(len(stages))
+    return (np.array(first, np.int64), np.array(thr, np.float32), np.array(carry, np.bool_),
+            np.array(of, np.int64))
+
+
+def compile_cascade(stages: Sequence[tuple], program: Program) -> CompiledCascade:
     """Flatten a cascade for the kernel.
 
     Parameters
     ----------
-    stages : sequence of (trees, threshold)
-        Per stage its trees (``Tree.feature`` indexes ``program``'s features) and its threshold
-        (a stage passes iff its summed leaf values are ``>= float32(threshold) - 1e-5``).
+    stages : sequence of (trees, threshold) or (trees, threshold, exits)
+        Per stage its trees (``Tree.feature`` indexes ``program``'s features), its threshold
+        (a stage passes iff its summed leaf values are ``>= float32(threshold) - 1e-5``) and,
+        optionally, its early exits (:class:`vjboost.cascade.model.Stage`; None: none).
     program : Program
         The cascade's features.
 
@@ -169,12 +210,10 @@ def compile_cascade(stages: Sequence[tuple[Sequence[Tree], float]], program: Pro
     -------
     CompiledCascade
     """
-    trees = [t for trees, _ in stages for t in trees]
+    trees = [t for st in stages for t in st[0]]
     if not trees:
         raise ValueError("stages: a cascade needs at least one tree")
-    stage_first = np.zeros(len(stages) + 1, dtype=np.int64)
-    stage_first[1:] = np.cumsum([len(tr) for tr, _ in stages])
-    stage_thr = np.array([reject_threshold(thr) for _, thr in stages], dtype=np.float32)
+    stage_first, stage_thr, stage_carry, stage_of = _segments(stages)
     n_nodes = np.array([t.n_nodes for t in trees])
     tree_node0 = np.zeros(len(trees) + 1, dtype=np.int64)
     tree_node0[1:] = np.cumsum(n_nodes)
@@ -230,6 +269,7 @@ def compile_cascade(stages: Sequence[tuple[Sequence[Tree], float]], program: Pro
                          f"{'categorical' if kinds[n] else 'ordered'}")
     return CompiledCascade(
         program=node_prog, stage_first=stage_first, stage_thr=stage_thr,
+        stage_carry=stage_carry, stage_of=stage_of,
         tree_node0=tree_node0, tree_leaf0=tree_leaf0, node_left=left, node_right=right,
         node_thr=thr, node_cat=cat, subsets=np.ascontiguousarray(sub.reshape(-1)),
         leaves=leaves, shape=shape, ops=node_prog.ops_mask,
@@ -317,8 +357,8 @@ def _make_scan(ops: int, shape: int):
     # (:func:`scan` silences that warning).
     @njit(cache=True, nogil=True, parallel=True)
     def scan_items(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-                   tree_node0, tree_leaf0, node_left, node_right, subsets, leaves, out_passed,
-                   out_score):  # pragma: no cover - numba
+                   stage_carry, stage_of, tree_node0, tree_leaf0, node_left, node_right,
+                   subsets, leaves, out_passed, out_score):  # pragma: no cover - numba
         """Run the cascade on the windows of ``items`` into ``out_passed``/``out_score``.
 
         Parameters
@@ -333,13 +373,16 @@ def _make_scan(ops: int, shape: int):
             OpenCV's σ gate on ``area · inv_var`` (``inf``: none).
         skip0 : bool
             Skip the position after a stage-0 rejection.
-        stage_first, stage_thr, tree_node0, tree_leaf0, node_left, node_right, subsets, leaves
-            The :class:`CompiledCascade`'s arrays.
+        stage_first, stage_thr, stage_carry, stage_of, tree_node0, tree_leaf0, node_left, \
+        node_right, subsets, leaves
+            The :class:`CompiledCascade`'s arrays (per segment: a stage, or its part up to an
+            early exit).
         out_passed : ndarray of int16
-            Stages passed per output slot (``n_stages``: accepted, -1: σ gate); skipped slots
-            are left as they are.
+            Stages passed per output slot (``stage_of[-1]``: accepted, -1: σ gate); skipped
+            slots are left as they are.
         out_score : ndarray of float64
-            Score of the last stage evaluated per output slot.
+            Score of the last segment evaluated per output slot (summed from its stage's
+            first tree).
         """
         n_stages = stage_thr.shape[0]
         for it in range(items.shape[0]):
@@ -361,7 +404,8 @@ def _make_scan(ops: int, shape: int):
                 score = 0.0
                 si = 0
                 while k == n_stages and si < n_stages:
-                    score = 0.0
+                    if not stage_carry[si]:
+                        score = 0.0
                     for t in range(stage_first[si], stage_first[si + 1]):
                         nd = tree_node0[t]
                         if shape == 2 or shape == 3:
@@ -418,11 +462,12 @@ def _make_scan(ops: int, shape: int):
                         k = si
                     si += 1
                 j = obase + x // step
-                out_passed[j] = k
+                out_passed[j] = stage_of[k] if k >= 0 else k
                 out_score[j] = score
                 if k == 0 and skip0:
                     # OpenCV skips the next position after a stage-0 rejection (its output
-                    # keeps the initial "skipped" mark)
+                    # keeps the initial "skipped" mark); with early exits, a rejection by the
+                    # first segment
                     x += step
                 x += step
 
@@ -460,8 +505,8 @@ def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_st
         OpenCV's σ gate on ``area · inv_var`` (0.1 for σ > 10); only used when the cascade has
         variance-normalised features.
     skip0 : bool, default=False
-        Skip the position after a stage-0 rejection (OpenCV's detector); skipped windows get
-        ``passed = -2``.
+        Skip the position after a stage-0 rejection (OpenCV's detector; with early exits, a
+        rejection by the first segment); skipped windows get ``passed = -2``.
     threads : int, optional
     split, phase : int, default=0
         Even and odd columns of the planes stored apart (:meth:`CompiledCascade.bind`).
@@ -483,7 +528,8 @@ def scan(cascade: CompiledCascade, buf: np.ndarray, items: np.ndarray, *, row_st
     kernel = _kernel(cascade.ops, cascade.shape)
     items = np.ascontiguousarray(items, dtype=np.int64)
     rest = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, bool(skip0),
-            cascade.stage_first, cascade.stage_thr, cascade.tree_node0, cascade.tree_leaf0,
+            cascade.stage_first, cascade.stage_thr, cascade.stage_carry, cascade.stage_of,
+            cascade.tree_node0, cascade.tree_leaf0,
             cascade.node_left, cascade.node_right, cascade.subsets, cascade.leaves, out_passed,
             out_score)
     # every item writes its own outputs, so runs of items are independent tasks

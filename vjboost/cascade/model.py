@@ -12,7 +12,11 @@ A cascade is always ``CascadeModel(window_shape, stages=, family=, feature_ids=,
 * ``stages``: :class:`Stage` objects, ``Stage(trees, threshold=t)`` of
   :class:`vjboost.boost.tree.Tree`. A window passes a stage iff the sum of its trees' outputs
   is ``>= float32(t) - 1e-5`` (float32 subtraction, as OpenCV does at load time); stage scores
-  are summed in float64, tree after tree, of float32 leaf values. Nodes split ordered features
+  are summed in float64, tree after tree, of float32 leaf values. A stage may also have *early
+  exits* (``Stage(trees, threshold=t, exits=e)``): after tree ``i`` a window whose partial sum is
+  below ``float32(e[i])`` is rejected at once (:func:`vjboost.cascade.exits.early_exits` sets
+  them so that no training positive the cascade accepts is lost; OpenCV cannot run them). Nodes
+  split ordered features
   by threshold and categorical ones (MB-LBP codes) by 256-bit subsets, as the family's
   ``kinds()`` says; one tree may mix both.
 * ``params``: free-form training information, saved with the model.
@@ -79,9 +83,21 @@ class Stage:
     threshold : float
         Stored as a float32 value; a window is rejected iff ``score < float32(threshold) -
         1e-5``.
+    exits : sequence of float, optional
+        Early exits, one per tree (``-inf``: none after that tree): a window whose sum of the
+        first ``i + 1`` trees is below ``float32(exits[i])`` is rejected there, without the
+        remaining trees. Stored as float32 values, ``None`` when there are none.
+
+    Examples
+    --------
+    >>> from vjboost.boost.tree import Tree
+    >>> trees = [Tree.stump(0, threshold=0.5, left_value=-1.0, right_value=1.0)] * 3
+    >>> Stage(trees, threshold=0.5, exits=[-0.5, float("-inf"), float("-inf")]).n_exits
+    1
     """
 
-    def __init__(self, trees: Sequence[Tree], *, threshold: float) -> None:
+    def __init__(self, trees: Sequence[Tree], *, threshold: float,
+                 exits: Sequence[float] | None = None) -> None:
         trees = list(trees)
         if not trees:
             raise ModelError("a stage needs at least one tree")
@@ -90,6 +106,54 @@ class Stage:
             raise ModelError(f"stage threshold must be a finite number, got {threshold!r}")
         self.trees = [_cascade_tree(t, f"tree {i}") for i, t in enumerate(trees)]
         self.threshold = float(np.float32(threshold))
+        self.exits: np.ndarray | None = None
+        if exits is not None:
+            e = np.asarray(exits, dtype=np.float64).reshape(-1)
+            if e.shape != (len(self.trees),):
+                raise ModelError(f"stage exits: expected one per tree ({len(self.trees)}), got "
+                                 f"{e.size}")
+            if np.isnan(e).any() or (e == np.inf).any() or (np.abs(e[np.isfinite(e)])
+                                                          > np.finfo(np.float32).max).any():
+                raise ModelError("stage exits: expected float32 numbers or -inf (no exit)")
+            e = e.astype(np.float32)
+            if np.isfinite(e).any():
+                e.setflags(write=False)
+                self.exits = e
+
+    @property
+    def n_exits(self) -> int:
+        """How many trees have an early exit after them."""
+        return 0 if self.exits is None else int(np.isfinite(self.exits).sum())
+
+    def without_exits(self) -> Stage:
+        """The same stage with no early exits (what OpenCV can run)."""
+        return self if self.exits is None else Stage(self.trees, threshold=self.threshold)
+
+    def rejects(self, outputs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Which windows the stage rejects from its trees' outputs, and their scores.
+
+        Parameters
+        ----------
+        outputs : ndarray of float64, shape (n_trees, n)
+            Every tree's leaf value per window.
+
+        Returns
+        -------
+        rejected : ndarray of bool, shape (n,)
+            By an early exit or by the threshold.
+        score : ndarray of float64, shape (n,)
+            The sum of the trees up to where the window left (the stage score when it ran
+            them all), summed in float64 tree after tree as the kernels sum them.
+        """
+        out = np.asarray(outputs, dtype=np.float64)
+        score = np.zeros(out.shape[1], dtype=np.float64)
+        rejected = np.zeros(out.shape[1], dtype=bool)
+        for i, row in enumerate(out):
+            score[~rejected] += row[~rejected]
+            if self.exits is not None and np.isfinite(self.exits[i]):
+                rejected |= score < self.exits[i]
+        rejected |= score < self.reject_threshold
+        return rejected, score
 
     @property
     def reject_threshold(self) -> np.float32:
@@ -99,12 +163,16 @@ class Stage:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Stage):
             return NotImplemented
-        return self.threshold == other.threshold and self.trees == other.trees
+        same_exits = (self.exits is None and other.exits is None) or (
+            self.exits is not None and other.exits is not None
+            and np.array_equal(self.exits, other.exits))
+        return self.threshold == other.threshold and self.trees == other.trees and same_exits
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return f"Stage({len(self.trees)} trees, threshold={self.threshold!r})"
+        ex = f", {self.n_exits} early exits" if self.exits is not None else ""
+        return f"Stage({len(self.trees)} trees, threshold={self.threshold!r}{ex})"
 
 
 def _family_kinds(family: Any) -> np.ndarray:
@@ -183,9 +251,22 @@ class CascadeModel:
         return bool(getattr(self.family, "color", False))
 
     @property
+    def n_exits(self) -> int:
+        """Early exits of all stages (:class:`Stage`)."""
+        return sum(s.n_exits for s in self.stages)
+
+    @property
     def opencv_type(self) -> str | None:
-        """``"HAAR"`` or ``"LBP"`` when OpenCV can run the cascade (XML export), else None."""
-        return getattr(self.family, "opencv_type", None)
+        """``"HAAR"`` or ``"LBP"`` when OpenCV can run the cascade (XML export), else None
+        (also for cascades with early exits: :meth:`without_exits` can be exported)."""
+        return None if self.n_exits else getattr(self.family, "opencv_type", None)
+
+    def without_exits(self) -> CascadeModel:
+        """The same cascade without early exits (it accepts every window this one accepts,
+        and more)."""
+        if not self.n_exits:
+            return self
+        return self.with_stages([s.without_exits() for s in self.stages])
 
     def program(self) -> Any:
         """The compiled features (a :class:`~vjboost.features.program.Program`, in
@@ -285,7 +366,8 @@ class CascadeModel:
         """One line: family, window, stages, trees, depth."""
         return (f"{self.family_name()} cascade, window {self.width}x{self.height}, "
                 f"{self.n_stages} stages, {self.n_trees} trees (max {self.max_nodes_per_tree} "
-                f"node(s) per tree), {self.n_features} features")
+                f"node(s) per tree), {self.n_features} features"
+                + (f", {self.n_exits} early exits" if self.n_exits else ""))
 
     def __repr__(self) -> str:
         return f"CascadeModel({self.summary()})"

@@ -12,6 +12,9 @@ The format is one JSON document (UTF-8), versioned and self-describing (version 
       "params": {...}                                  # free-form training information
     }
 
+A stage with early exits (:class:`~vjboost.cascade.model.Stage`) also has ``"exits": [e or
+null, ...]``, one entry per tree (null: no exit after that tree).
+
 A tree is :meth:`vjboost.boost.tree.Tree.to_dict` (``feature`` indexes ``feature_ids`` by
 position; ``categorical`` flags and ``subsets`` for categorical nodes). Thresholds and leaf values
 are float32 numbers written as the shortest decimal of their exact value, so a model loads back
@@ -98,10 +101,17 @@ def model_to_dict(model: CascadeModel) -> dict[str, Any]:
         "window_shape": list(model.window_shape),
         "family": _family_to_dict(model.family),
         "feature_ids": model.feature_ids.tolist(),
-        "stages": [{"threshold": float(np.float32(s.threshold)),
-                    "trees": [t.to_dict() for t in s.trees]} for s in model.stages],
+        "stages": [_stage_to_dict(s) for s in model.stages],
         "params": model.params,
     }
+
+
+def _stage_to_dict(s: Stage) -> dict[str, Any]:
+    d: dict[str, Any] = {"threshold": float(np.float32(s.threshold)),
+                         "trees": [t.to_dict() for t in s.trees]}
+    if s.exits is not None:  # JSON has no infinity: null where a tree has no exit
+        d["exits"] = [float(e) if np.isfinite(e) else None for e in s.exits]
+    return d
 
 
 def _v1_family(d: dict[str, Any], source: str) -> tuple[Any, list[int]]:
@@ -227,6 +237,13 @@ def _check_document(d: dict[str, Any], source: str, lim: Limits) -> None:
         if "threshold" not in st or "trees" not in st:
             raise _fail(where, "missing key 'threshold' or 'trees'")
         check_float32(st["threshold"], f"{where}.threshold", error=CascadeFormatError)
+        if st.get("exits") is not None:
+            ex = _list(st["exits"], f"{where}.exits")
+            if not isinstance(st["trees"], list) or len(ex) != len(st["trees"]):
+                raise _fail(f"{where}.exits", "expected one entry per tree")
+            for ei, e in enumerate(ex):
+                if e is not None:
+                    check_float32(e, f"{where}.exits[{ei}]", error=CascadeFormatError)
         for ti, t in enumerate(_list(st["trees"], f"{where}.trees")):
             nodes += _check_tree(t, f"{where}.trees[{ti}]")
         if nodes > lim.max_model_nodes:
@@ -279,7 +296,10 @@ def model_from_dict(d: Any, source: str = "<dict>", *,
         for si, s in enumerate(d["stages"]):
             trees = [Tree.from_dict(t, f"{source}: stages[{si}].trees[{ti}]")
                      for ti, t in enumerate(s["trees"])]
-            stages.append(Stage(trees, threshold=s["threshold"]))
+            ex = s.get("exits")
+            if ex is not None:
+                ex = [-np.inf if e is None else e for e in ex]
+            stages.append(Stage(trees, threshold=s["threshold"], exits=ex))
         return CascadeModel(tuple(d["window_shape"]), stages=stages, family=family,
                             feature_ids=ids, params=d.get("params", {}))
     except CascadeFormatError:

@@ -765,9 +765,16 @@ def to_opencv_xml(model: CascadeModel, *, name: str = "cascade") -> str:
     Raises
     ------
     ExportError
-        If the cascade uses another feature family (OpenCV cannot run it).
+        If the cascade uses another feature family, or has early exits (OpenCV cannot run
+        either).
     """
     model.validate()
+    if model.n_exits:
+        raise ExportError(
+            f"this cascade has {model.n_exits} early exits inside its stages, which OpenCV's "
+            "CascadeClassifier cannot run; export model.without_exits() (the same stages "
+            "without them: OpenCV then accepts a few more windows than vjboost's detector "
+            "does with the exits)")
     ftype, feats = _opencv_features(model)
     lbp = ftype == "LBP"
     tilted = any(bool(d.get("tilted", False)) for d in feats)

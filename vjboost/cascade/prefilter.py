@@ -106,7 +106,8 @@ def suits(cascade: CompiledCascade) -> bool:
 
 
 def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-              tree_node0, leaves, min_list, sparse0, out_slot, out_score, *, ops=OPS_HAAR):
+              stage_carry, tree_node0, leaves, min_list, sparse0, out_slot, out_score, *,
+              ops=OPS_HAAR):
     """The windows of ``items`` (rows of windows ``step`` columns apart) that every stage
     accepts.
 
@@ -132,8 +133,10 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
         refusal, as OpenCV): the first stage is computed for every window of the row, then
         the rule is replayed along the row, which visits exactly the windows the
         window-by-window kernel visits.
-    stage_first, stage_thr, tree_node0, leaves
-        The :class:`CompiledCascade`'s arrays: trees of depth <= 2 laid out root, then its
+    stage_first, stage_thr, stage_carry, tree_node0, leaves
+        The :class:`CompiledCascade`'s arrays (per segment: a stage, or its part up to an
+        early exit, which carries on the sum of its stage's earlier segments; the skip rule
+        follows the first segment): trees of depth <= 2 laid out root, then its
         children that are nodes (:func:`_children`), with four leaves (left-left, left-right,
         right-left, right-right).
     min_list : int
@@ -162,7 +165,7 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
         raise ValueError(f"ops: the row pass runs OPS_HAAR ({OPS_HAAR}) or OPS_RECTS "
                          f"({OPS_RECTS}) cascades, got {ops}")
     return _ROW_PASSES[ops](buf, items, tab, tabf, pro, prof, gate, skip0, stage_first,
-                            stage_thr, tree_node0, leaves, min_list, sparse0, out_slot,
+                            stage_thr, stage_carry, tree_node0, leaves, min_list, sparse0, out_slot,
                             out_score)
 
 
@@ -181,7 +184,7 @@ def _make_scan_rows(haar: bool):
     # silences its warning
     @njit(cache=True, nogil=True, parallel=True)
     def rows_pass(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-                  tree_node0, leaves, min_list, sparse0, out_slot, out_score
+                  stage_carry, tree_node0, leaves, min_list, sparse0, out_slot, out_score
                   ):  # pragma: no cover - numba
         """:func:`scan_rows` for one kind of cascade."""
         width = 0
@@ -260,8 +263,9 @@ def _make_scan_rows(haar: bool):
             # reading each tree's records once per row
             k = 1
             while k < n_stages and m >= min_list:
-                for i in range(m):
-                    sc[i] = 0.0
+                if not stage_carry[k]:
+                    for i in range(m):
+                        sc[i] = 0.0
                 _stage_list(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves,
                             stage_first[k], stage_first[k + 1], haar)
                 thr = stage_thr[k]
@@ -280,7 +284,8 @@ def _make_scan_rows(haar: bool):
                 v = sc[i]
                 kk = k
                 while kk < n_stages:
-                    v = 0.0
+                    if not stage_carry[kk]:
+                        v = 0.0
                     for t in range(stage_first[kk], stage_first[kk + 1]):
                         v += _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar)
                     if v < stage_thr[kk]:

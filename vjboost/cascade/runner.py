@@ -75,11 +75,11 @@ class _StageReads:
     """The features one stage reads, and the rows of each tree's ``features_`` among them."""
 
     def __init__(self, stage: Stage, feature_ids: np.ndarray) -> None:
+        self.stage = stage
         self.trees: list[Tree] = stage.trees
         used = np.unique(np.concatenate([t.feature for t in stage.trees]))
         self.ids = feature_ids[used]
         self.rows = [np.searchsorted(used, t.features_) for t in stage.trees]
-        self.reject = stage.reject_threshold
 
     def outputs(self, values: np.ndarray) -> np.ndarray:
         """Tree outputs ``(n_trees, n)`` from the values ``(len(ids), n)`` of ``ids``."""
@@ -156,7 +156,7 @@ class CascadeRunner:
         self._scratch = threading.local()  # this runner's integral buffers, per thread
         program = model.program()
         self.compiled = None if program is None else kernels.compile_cascade(
-            [(s.trees, s.threshold) for s in model.stages[first_stage:last]], program)
+            [(s.trees, s.threshold, s.exits) for s in model.stages[first_stage:last]], program)
 
     def _stage(self, k: int) -> _StageReads:
         if k not in self._reads:
@@ -207,9 +207,9 @@ class CascadeRunner:
                     if alive.size == 0:
                         break
                     st = self._stage(k)
-                    s = stage_sum(st.outputs(fam.evaluate(ch, st.ids, alive)))
+                    rejected, s = st.stage.rejects(st.outputs(fam.evaluate(ch, st.ids, alive)))
                     score[a + alive] = s
-                    ok = s >= st.reject
+                    ok = ~rejected
                     n_passed[a + alive[~ok]] = k
                     alive = alive[ok]
         return n_passed, score
@@ -332,7 +332,8 @@ class CascadeRunner:
         bound = cc.bind(**layout)
         gate = float(gate) if cc.variance else np.inf
         args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, bool(skip0),
-                cc.stage_first, cc.stage_thr, cc.tree_node0, cc.leaves, prefilter.MIN_LIST,
+                cc.stage_first, cc.stage_thr, cc.stage_carry, cc.tree_node0, cc.leaves,
+                prefilter.MIN_LIST,
                 prefilter.SPARSE0)
         n_t = resolve_threads(self.threads)
         # one task per thread would leave a thread idle on the last, costliest rows
@@ -368,10 +369,12 @@ class CascadeRunner:
                 if alive.size == 0:
                     break
                 st = self._stage(k)
-                score = stage_sum(st.outputs(fam.evaluate_at(ch, st.ids, pos[alive])))
-                ok = score >= st.reject
+                out = st.outputs(fam.evaluate_at(ch, st.ids, pos[alive]))
+                rejected, score = st.stage.rejects(out)
+                ok = ~rejected
                 if skip0 and k == self.first_stage:
-                    ok &= _opencv_skip(~ok.reshape(lv.n_rows, lv.n_cols)).ravel()
+                    first = _first_segment_rejects(st.stage, out, rejected)
+                    ok &= _opencv_skip(first.reshape(lv.n_rows, lv.n_cols)).ravel()
                 alive, score = alive[ok], score[ok]
             if alive.size:
                 lvl = np.full(alive.size, lv.index, dtype=np.int64)
@@ -417,6 +420,18 @@ def _split_layout(items: np.ndarray, rows: int, cols: int
     moved[:, 2] = 1
     return moved, {"row_stride": 2 * half, "plane_stride": rows * 2 * half, "split": half,
                    "phase": phase}
+
+
+def _first_segment_rejects(stage: Stage, outputs: np.ndarray, rejected: np.ndarray
+                           ) -> np.ndarray:
+    """Which windows the stage's first segment (its trees up to its first early exit; all of
+    them without exits) rejects: the windows that start OpenCV's skip rule, as in the
+    kernels."""
+    e = stage.exits
+    cut = len(stage.trees) - 1 if e is None else int(np.argmax(np.isfinite(e)))
+    if cut == len(stage.trees) - 1:
+        return rejected
+    return stage_sum(outputs[:cut + 1]) < e[cut]
 
 
 def _opencv_skip(rejected: np.ndarray) -> np.ndarray:

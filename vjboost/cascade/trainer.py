@@ -309,6 +309,15 @@ class CascadeTrainer:
         ``weight_trim_rate`` is not used (the reservoir plays its part). Positives and negatives
         are drawn in the proportion ``num_pos : num_neg`` (half and half with
         ``balanced_init``).
+    early_exits : bool, default=False
+        At the end of training, add early exits to the stages
+        (:func:`vjboost.cascade.exits.early_exits`): the cascade rejects most windows of a scene
+        before its stages' last trees, and none of the exit positives it accepts is lost
+        beyond ``exit_loss``. Training (stages, mining) is unchanged.
+    exit_every : int, default=2
+        An exit after every ``exit_every``-th tree of a stage.
+    exit_loss : float, default=0.01
+        Share of the accepted exit positives the exits may reject.
     reservoir_strategy : {"geem", "wsam", "max", "rand"}, default="geem"
         How the reservoir keeps ``R`` of its ``2 R`` windows.
 
@@ -352,6 +361,9 @@ class CascadeTrainer:
         callback: Callback | None = None,
         reservoir: int | None = None,
         reservoir_strategy: str = "geem",
+        early_exits: bool = False,
+        exit_every: int = 2,
+        exit_loss: float = 0.01,
     ) -> None:
         self.window_shape = window_shape
         self.features = features
@@ -380,6 +392,9 @@ class CascadeTrainer:
         self.callback = callback
         self.reservoir = reservoir
         self.reservoir_strategy = reservoir_strategy
+        self.early_exits = early_exits
+        self.exit_every = exit_every
+        self.exit_loss = exit_loss
 
     # -- validation -----------------------------------------------------------------------------
 
@@ -402,6 +417,9 @@ class CascadeTrainer:
             check_in_range(self.edge_sample_size, "edge_sample_size", low=2, integer=True)
             check_in_range(self.weight_trim_rate, "weight_trim_rate", low=0.0, high=1.0,
                            low_inclusive=False)
+            check_in_range(self.exit_every, "exit_every", low=1, integer=True)
+            check_in_range(self.exit_loss, "exit_loss", low=0.0, high=1.0,
+                           high_inclusive=False)
         except (TypeError, ValueError) as exc:
             raise TrainingError(str(exc)) from None
         if not 0.0 < float(self.min_hit_rate) <= 1.0:
@@ -631,6 +649,7 @@ class CascadeTrainer:
         max_new_stages: int | None = None,
         executor: Any = None,
         run: dict[str, Any] | None = None,
+        exit_positives: np.ndarray | None = None,
     ) -> CascadeTrainer:
         """Train the cascade.
 
@@ -657,6 +676,11 @@ class CascadeTrainer:
             How this call was started (e.g. the command line, vjboost's version and every
             option as given), written into each checkpoint as ``"run"``; informative only, so a
             run may be resumed by another command line.
+        exit_positives : ndarray of uint8, shape (Q, height, width), optional
+            With ``early_exits``: the positives that set the exits (mirrored too with
+            ``mirror``); default ``positives``. ``vjtrain`` gives the positives without their
+            jittered copies: a face in a scan offers windows near its centred crop, and the
+            copies turned and shifted as far as the jitter goes would hold every exit low.
 
         Returns
         -------
@@ -807,10 +831,35 @@ class CascadeTrainer:
         self.fit_time_ = time.perf_counter() - t_start
         self.model_ = (build_cascade_model(self.pool_, stages, params=self._model_params())
                        if stages else None)
+        if self.model_ is not None and self.early_exits:
+            self.model_ = self._with_exits(self.model_, pos if exit_positives is None
+                                           else exit_positives, log)
         from .report import training_report
 
         self.report_ = training_report(self)
         return self
+
+    def _with_exits(self, model: CascadeModel, exit_pos: Any, log) -> CascadeModel:
+        from .exits import early_exits
+
+        h, w = self.window_shape
+        q = np.asarray(exit_pos)
+        if q.ndim != 3 or q.shape[1:] != (h, w) or q.dtype != np.uint8:
+            raise TrainingError(f"exit_positives: expected uint8 windows (Q, {h}, {w}), got "
+                                f"{q.shape} {q.dtype}")
+        if self.mirror and exit_pos is not None:
+            q = np.concatenate([q, q[:, :, ::-1]])
+        t0 = time.perf_counter()
+        try:
+            with n_threads(self.threads):
+                out = early_exits(model, q, every=int(self.exit_every),
+                                  loss=float(self.exit_loss), threads=self.threads)
+        except InputError as exc:
+            raise TrainingError(f"early exits: {exc}") from None
+        info = out.params["early_exits"]
+        log(f"early exits: {out.n_exits} set from {info['accepted']} accepted positives "
+            f"({info['dropped']} rejected by them), {time.perf_counter() - t0:.1f} s")
+        return out
 
     # -- the steps of a stage -------------------------------------------------------------------
 

@@ -299,6 +299,16 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--reservoir-strategy", type=click.Choice(["geem", "wsam", "max", "rand"]),
               default="geem", show_default=True,
               help="How the reservoir keeps R of its 2R windows (with --reservoir).")
+@click.option("--early-exits", "early_exits", is_flag=True,
+              help="After training, add exits inside the stages: windows leave a stage as soon "
+                   "as their partial sum is below every centred positive's (the positives "
+                   "without --jitter copies); detection runs faster (a fifth less time for the "
+                   "default face model). OpenCV cannot run them: no XML is written.")
+@click.option("--exit-every", "exit_every", type=int, default=2, show_default=True,
+              metavar="N", help="With --early-exits: an exit after every N-th tree of a stage.")
+@click.option("--exit-loss", "exit_loss", type=float, default=0.01, show_default=True,
+              help="With --early-exits: share of the accepted positives the exits may reject "
+                   "(0: none).")
 @click.option("--mirror", is_flag=True, help="Add horizontally mirrored positives.")
 @click.option("--pos-crop", "pos_crop", metavar="X,Y,W,H",
               help="Cut this sub-rectangle of every positive (fractions of its width and height) "
@@ -352,7 +362,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             sampler_budget: int | None, stages: int, min_hit_rate: float,
             max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
             weak_learner: str, max_depth: int, weight_trim_rate: float,
-            reservoir: int | None, reservoir_strategy: str, mirror: bool,
+            reservoir: int | None, reservoir_strategy: str, early_exits: bool,
+            exit_every: int, exit_loss: float, mirror: bool,
             pos_crop: str | None, pos_format: str | None, category: str | None,
             jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
@@ -476,7 +487,12 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         bin_edges=bin_edges, mining=mining, seed=seed, threads=threads or None,
         memory_budget=budget,
         reservoir=reservoir, reservoir_strategy=reservoir_strategy,
+        early_exits=early_exits, exit_every=exit_every, exit_loss=exit_loss,
     )
+    # the exits keep the centred positives: the jittered copies would hold them low
+    exit_positives = (_load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop), None,
+                                      None, pos_format, category)
+                      if early_exits and jitter else None)
     from vjboost._parallel import ExecutorError
 
     try:
@@ -491,7 +507,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     try:
         trainer.fit(positives, backgrounds, output_dir=out, resume=resume,
                     log=(lambda m: None) if bars is not None else echo,
-                    max_new_stages=max_new_stages, executor=executor, run=_run_record())
+                    max_new_stages=max_new_stages, executor=executor, run=_run_record(),
+                    exit_positives=exit_positives)
     except TrainingError as exc:
         raise InputError(str(exc)) from None
     except ExecutorError as exc:
@@ -582,6 +599,9 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
 
             write_opencv_xml(model, out / "cascade.xml")
             echo(f"OpenCV cascade: {out / 'cascade.xml'}")
+        elif model.n_exits:
+            echo("no OpenCV XML: OpenCV cannot run early exits (train without --early-exits "
+                 "for an OpenCV cascade)")
         else:
             echo("no OpenCV XML: OpenCV runs only HAAR and LBP cascades (train with --features "
                  "haar or --features lbp for one)")
