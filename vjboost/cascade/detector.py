@@ -158,6 +158,26 @@ def _size_pair(v: Any, name: str) -> tuple[int, int]:
 DEFAULT_OPERATING = {"min_neighbors": 1, "rank": "best"}
 
 
+def _coarse_to_fine(value: Any, model: CascadeModel, runner: CascadeRunner) -> int:
+    """The detector's ``coarse_to_fine`` as a stage count (0: off), checked."""
+    declared = value == "model"
+    if declared:
+        value = dict(getattr(model, "params", {}) or {}).get("coarse_to_fine") or 0
+        if runner.compiled is None:
+            return 0  # an optimisation the generic path does not run: every window instead
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) \
+            or not 0 <= int(value) <= model.n_stages:
+        src = "the model's params['coarse_to_fine']" if declared else "coarse_to_fine"
+        raise ValueError(f"{src}: expected 0..{model.n_stages} stages, None or 'model', got "
+                         f"{value!r}")
+    if value and runner.compiled is None:
+        raise ValueError("coarse_to_fine: needs a cascade of compiled features (this family "
+                         "runs on the generic path)")
+    return int(value)
+
+
 def operating_score(model: CascadeModel) -> dict[str, Any]:
     """The operating score a model declares: how its detections are best ranked.
 
@@ -246,6 +266,15 @@ class CascadeDetector:
         numba threads (``None``: all).
     channel_order : {"bgr", "rgb"}, default="bgr"
         Colour order of 3-channel input (OpenCV convention is BGR).
+    coarse_to_fine : int, None or "model", default="model"
+        ``K``: scan each level's coarse grid (every second grid position, in rows and
+        columns) with the first ``K`` stages, then the whole cascade on the grid positions
+        within one grid step of the coarse windows that passed them
+        (:meth:`~vjboost.cascade.runner.CascadeRunner.scan`); OpenCV's skip rule is not
+        applied. About a third of the windows are evaluated; windows far from any promising
+        coarse window are not. ``None`` or 0: every grid position (OpenCV's scan). ``"model"``:
+        what the model declares (``params["coarse_to_fine"]``; OpenCV cascades declare
+        nothing, so ``mode="opencv"`` stays exact for them).
 
     Notes
     -----
@@ -285,6 +314,7 @@ class CascadeDetector:
         min_score: float | None = None,
         threads: int | None = None,
         channel_order: str = "bgr",
+        coarse_to_fine: int | str | None = "model",
     ) -> None:
         if not isinstance(model, CascadeModel):
             raise TypeError(f"model: expected a CascadeModel, got {type(model).__name__}")
@@ -331,6 +361,7 @@ class CascadeDetector:
         self.border = border
         self.border_margin = float(border_margin)
         self._runner = CascadeRunner(model, threads=threads)
+        self.coarse_to_fine = _coarse_to_fine(coarse_to_fine, model, self._runner)
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -417,7 +448,8 @@ class CascadeDetector:
         """
         pyr = self.pyramid((image.shape[1], image.shape[0])) if pyramid is None else pyramid
         pos, scores = self._runner.scan(image, pyr, min_std=self.min_std,
-                                        skip0=self.skip_after_stage0)
+                                        skip0=self.skip_after_stage0,
+                                        coarse_to_fine=self.coarse_to_fine)
         boxes = pyr.boxes(pos)
         return (boxes, scores, pos) if return_positions else (boxes, scores)
 
