@@ -328,11 +328,7 @@ class CascadeRunner:
                 if split is not None:
                     items, layout = split
                 rows = prefilter.applies(cc, items)
-            cols = layout["row_stride"]
-            buf = _planes_buffer((chans.n_planes, batch.rows, cols), self._scratch)
-            for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
-                chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0),
-                           split=layout.get("split", 0))
+            buf = self._filled(image, pyramid, batch, layout)
             if rows:
                 hits, score = self._scan_rows(buf.reshape(-1), items, layout, gate, skip0)
             else:
@@ -343,6 +339,16 @@ class CascadeRunner:
                 score = score[hits]
             parts_p.append(batch.positions(hits))
             parts_s.append(score)
+
+    def _filled(self, image, pyramid, batch, layout: dict[str, int]) -> np.ndarray:
+        """This thread's buffer holding the integral planes of ``batch``'s levels (row stride
+        ``layout["row_stride"]``, columns split when ``layout`` says so)."""
+        chans = self.compiled.program.channels
+        buf = _planes_buffer((chans.n_planes, batch.rows, layout["row_stride"]), self._scratch)
+        for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
+            chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0),
+                       split=layout.get("split", 0))
+        return buf
 
     def _scan_rows(self, buf: np.ndarray, items: np.ndarray, layout: dict[str, int],
                    gate: float, skip0: bool, cc: kernels.CompiledCascade | None = None
@@ -399,10 +405,7 @@ class CascadeRunner:
         chans = cc.program.channels
         for batch in pyramid.batches(chans.n_planes):
             layout = {"row_stride": batch.cols, "plane_stride": batch.rows * batch.cols}
-            buf = _planes_buffer((chans.n_planes, batch.rows, batch.cols), self._scratch)
-            for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
-                chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0))
-            flat = buf.reshape(-1)
+            flat = self._filled(image, pyramid, batch, layout).reshape(-1)
             t = _table(batch.levels)
             # the coarse grid: every second row and column of each level's grid
             lvl, xs, ys, steps = _coarse_rows(t)
