@@ -160,22 +160,12 @@ DEFAULT_OPERATING = {"min_neighbors": 1, "rank": "best"}
 
 def _coarse_to_fine(value: Any, model: CascadeModel, runner: CascadeRunner) -> int:
     """The detector's ``coarse_to_fine`` as a stage count (0: off), checked."""
-    declared = value == "model"
-    if declared:
-        value = dict(getattr(model, "params", {}) or {}).get("coarse_to_fine") or 0
-        if runner.compiled is None:
-            return 0  # an optimisation the generic path does not run: every window instead
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) \
-            or not 0 <= int(value) <= model.n_stages:
-        src = "the model's params['coarse_to_fine']" if declared else "coarse_to_fine"
-        raise ValueError(f"{src}: expected 0..{model.n_stages} stages, None or 'model', got "
-                         f"{value!r}")
-    if value and runner.compiled is None:
-        raise ValueError("coarse_to_fine: needs a cascade of compiled features (this family "
-                         "runs on the generic path)")
-    return int(value)
+    if value != "model":
+        return runner.check_coarse_to_fine(value)
+    if runner.compiled is None:
+        return 0  # an optimisation the generic path does not run: every window instead
+    declared = dict(getattr(model, "params", {}) or {}).get("coarse_to_fine") or 0
+    return runner.check_coarse_to_fine(declared, "the model's params['coarse_to_fine']")
 
 
 def operating_score(model: CascadeModel) -> dict[str, Any]:

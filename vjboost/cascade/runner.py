@@ -47,7 +47,7 @@ from ..boost.tree import Tree
 from ..features.base import check_windows
 from . import kernels, prefilter
 from .model import CascadeModel, Stage
-from .scan import BATCH_BYTES, Pyramid, _table
+from .scan import BATCH_BYTES, Pyramid
 
 __all__ = ["CascadeRunner", "cascade_accepts", "sigma_gate", "stage_sum"]
 
@@ -292,13 +292,7 @@ class CascadeRunner:
         scores : ndarray of float64, shape (N,)
             The last stage's score of each.
         """
-        k = int(coarse_to_fine)
-        if k and not 0 < k <= self.last_stage - self.first_stage:
-            raise ValueError(f"coarse_to_fine: expected 1..{self.last_stage - self.first_stage} "
-                             f"stages (0: off), got {coarse_to_fine!r}")
-        if k and self.compiled is None:
-            raise ValueError("coarse_to_fine: needs a cascade of compiled features (this "
-                             "family runs on the generic path)")
+        k = self.check_coarse_to_fine(coarse_to_fine)
         parts_p, parts_s = [np.zeros((0, 3), np.int64)], [np.zeros(0)]
         with n_threads(self.threads):
             if k:
@@ -317,28 +311,33 @@ class CascadeRunner:
         for batch in pyramid.batches(chans.n_planes):
             items = batch.items()
             layout = {"row_stride": batch.cols, "plane_stride": batch.rows * batch.cols}
-            rows = rows_fit and prefilter.BYTES_PER_WINDOW * batch.n_out <= prefilter.MAX_BYTES
-            if rows:
+            if rows_fit and _rows_fit_memory(batch.n_out) and chans.fills_split:
                 # a grid of step 2 is rows of consecutive windows once the planes hold the
                 # even and the odd columns apart (grey planes are integrated that way at no
                 # cost; gradient channels go through the strided row pass: copying their
                 # columns apart cost more, 1.3 s against 0.6 s on CMU-MIT, than it saved)
-                split = (_split_layout(items, batch.rows, batch.cols) if chans.fills_split
-                         else None)
+                split = _split_layout(items, batch.rows, batch.cols)
                 if split is not None:
                     items, layout = split
-                rows = prefilter.applies(cc, items)
             buf = self._filled(image, pyramid, batch, layout)
-            if rows:
-                hits, score = self._scan_rows(buf.reshape(-1), items, layout, gate, skip0)
-            else:
-                passed, score = kernels.scan(cc, buf.reshape(-1), items, n_out=batch.n_out,
-                                             gate=gate, skip0=skip0, threads=self.threads,
-                                             **layout)
-                hits = np.flatnonzero(passed == cc.n_stages)
-                score = score[hits]
+            hits, score = self._run_items(cc, buf.reshape(-1), items, layout, gate,
+                                          batch.n_out, skip0)
             parts_p.append(batch.positions(hits))
             parts_s.append(score)
+
+    def check_coarse_to_fine(self, value: Any, name: str = "coarse_to_fine") -> int:
+        """``value`` as a stage count for :meth:`scan`'s ``coarse_to_fine`` (None: 0), or a
+        ValueError naming ``name``."""
+        if value is None:
+            return 0
+        n = self.last_stage - self.first_stage
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) \
+                or not 0 <= int(value) <= n:
+            raise ValueError(f"{name}: expected 0..{n} stages (0: off), got {value!r}")
+        if value and self.compiled is None:
+            raise ValueError(f"{name}: needs a cascade of compiled features (this family runs "
+                             "on the generic path)")
+        return int(value)
 
     def _filled(self, image, pyramid, batch, layout: dict[str, int]) -> np.ndarray:
         """This thread's buffer holding the integral planes of ``batch``'s levels (row stride
@@ -384,13 +383,13 @@ class CascadeRunner:
         slots, scores = (np.concatenate(a) for a in zip(*found, strict=True))
         return slots, scores
 
-    def _run_items(self, cc, buf, items, layout, gate, n_out) -> tuple[np.ndarray, np.ndarray]:
+    def _run_items(self, cc, buf, items, layout, gate, n_out, skip0=False
+                   ) -> tuple[np.ndarray, np.ndarray]:
         """Accepted slots and scores of ``items`` under ``cc`` (the row pass where it applies,
         else the window kernel)."""
-        if prefilter.applies(cc, items) and prefilter.BYTES_PER_WINDOW * n_out \
-                <= prefilter.MAX_BYTES:
-            return self._scan_rows(buf, items, layout, gate, False, cc)
-        passed, score = kernels.scan(cc, buf, items, n_out=n_out, gate=gate, skip0=False,
+        if prefilter.applies(cc, items) and _rows_fit_memory(n_out):
+            return self._scan_rows(buf, items, layout, gate, skip0, cc)
+        passed, score = kernels.scan(cc, buf, items, n_out=n_out, gate=gate, skip0=skip0,
                                      threads=self.threads, **layout)
         hits = np.flatnonzero(passed == cc.n_stages)
         return hits, score[hits]
@@ -406,7 +405,7 @@ class CascadeRunner:
         for batch in pyramid.batches(chans.n_planes):
             layout = {"row_stride": batch.cols, "plane_stride": batch.rows * batch.cols}
             flat = self._filled(image, pyramid, batch, layout).reshape(-1)
-            t = _table(batch.levels)
+            t = batch._table
             # the coarse grid: every second row and column of each level's grid
             lvl, xs, ys, steps = _coarse_rows(t)
             items, n_out = _items(batch, lvl, xs, ys, t[lvl, 5] - xs, 2 * steps)
@@ -448,6 +447,11 @@ class CascadeRunner:
                 lvl = np.full(alive.size, lv.index, dtype=np.int64)
                 parts_p.append(np.stack([lvl, pos[alive, 1], pos[alive, 0]], axis=1))
                 parts_s.append(score)
+
+
+def _rows_fit_memory(n_out: int) -> bool:
+    """Whether the row pass's per-window buffers for ``n_out`` result slots fit its budget."""
+    return prefilter.BYTES_PER_WINDOW * n_out <= prefilter.MAX_BYTES
 
 
 def _coarse_rows(t: np.ndarray) -> tuple[np.ndarray, ...]:
