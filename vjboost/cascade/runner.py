@@ -326,8 +326,31 @@ class CascadeRunner:
             parts_s.append(score)
 
     def check_coarse_to_fine(self, value: Any, name: str = "coarse_to_fine") -> int:
-        """``value`` as a stage count for :meth:`scan`'s ``coarse_to_fine`` (None: 0), or a
-        ValueError naming ``name``."""
+        """``value`` checked as :meth:`scan`'s ``coarse_to_fine``.
+
+        Parameters
+        ----------
+        value : int or None
+            Stages of the coarse pass, 0 to the runner's stage count (None or 0: off).
+        name : str, default="coarse_to_fine"
+            What a ValueError names.
+
+        Returns
+        -------
+        int
+            The stage count (0: off).
+
+        Raises
+        ------
+        ValueError
+            Not an integer in range, or ``> 0`` for a cascade without compiled features.
+
+        Examples
+        --------
+        >>> from vjboost.cascade.model_io import load_model
+        >>> CascadeRunner(load_model("vjboost:frontalface_haar")).check_coarse_to_fine(None)
+        0
+        """
         if value is None:
             return 0
         n = self.last_stage - self.first_stage
