@@ -94,19 +94,22 @@ def test_rects_cascades_read_every_norm_kind():
     assert shallow.ops == OPS_RECTS and shallow.shape == 3 and prefilter.suits(shallow)
 
 
-def _scan(model, img, pyr, *, rows: bool, min_std, skip0, monkeypatch, first_stage=0):
-    """``CascadeRunner.scan`` with the row pass, or with the window-by-window kernel only;
-    also how many times the row pass ran."""
+def _scan(model, img, pyr, *, rows: bool | str, min_std, skip0, monkeypatch, first_stage=0):
+    """``CascadeRunner.scan`` with the row pass (``rows="list"``: the list pass for every
+    scan without the skip rule), or with the window-by-window kernel only; also how many
+    times the pass ran."""
     runner = CascadeRunner(model, first_stage=first_stage, threads=1)
     calls = []
     if rows:
-        real = prefilter.scan_rows
+        name = "scan_list" if rows == "list" else "scan_rows"
+        real = getattr(prefilter, name)
 
         def counted(*a, **k):
             calls.append(1)
             return real(*a, **k)
 
-        monkeypatch.setattr(prefilter, "scan_rows", counted)
+        monkeypatch.setattr(prefilter, name, counted)
+        monkeypatch.setattr(prefilter, "LIST_ROW", 10**9 if rows == "list" else 0)
     else:
         monkeypatch.setattr(prefilter, "suits", lambda *a: False)
     try:
@@ -150,6 +153,12 @@ def test_rows_match_window_by_window(kind, seed, min_std, grid, monkeypatch):
         assert len(pos_w) > 0  # some windows pass every stage
         np.testing.assert_array_equal(pos_r, pos_w)
         np.testing.assert_array_equal(sc_r, sc_w)
+        if not skip0:  # the list pass (it has no skip rule)
+            pos_l, sc_l, calls = _scan(model, img, pyr, rows="list", min_std=min_std,
+                                       skip0=skip0, monkeypatch=monkeypatch)
+            assert calls > 0
+            np.testing.assert_array_equal(pos_l, pos_w)
+            np.testing.assert_array_equal(sc_l, sc_w)
 
 
 def test_one_stage_and_later_first_stage(monkeypatch):
@@ -280,6 +289,54 @@ def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list, sparse
     hits = np.flatnonzero(passed == cc.n_stages)
     np.testing.assert_array_equal(slot[:k], hits)
     np.testing.assert_array_equal(score[:k], ref[hits])
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**31 - 1), st.sampled_from([1, 3, 10**9]), st.sampled_from([1, 7, 512]),
+       st.sampled_from(["HAAR", "RECTS"]))
+def test_scan_list_equals_the_kernel(seed, min_list, block, kind):
+    # scattered windows in any order (repeats too), in blocks of 1 .. all of them; the later
+    # stages over a block's survivors from min_list of them on (10**9: window by window)
+    rng = np.random.default_rng(seed)
+    shape = {"balanced": True} if seed % 2 else {"max_nodes": 2}
+    if kind == "HAAR":
+        model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3,
+                               seed=seed, **shape)
+    else:
+        model = rects_cascade(seed % 1000, window=(20, 20), **shape)
+    cc = CascadeRunner(model).compiled
+    img = _image(seed, shape=(60, 80))
+    planes = cc.program.channels.image(img)
+    _, rows, cols = planes.shape
+    h, w = model.window_shape
+    n = int(rng.integers(1, 300))
+    pos = rng.integers(0, rows - h, n) * cols + rng.integers(0, cols - w, n)
+    items = np.stack([pos, np.ones(n, np.int64), np.ones(n, np.int64), np.arange(n)], axis=1)
+    buf = planes.reshape(-1)
+    gate = sigma_gate(10.0)
+    passed, ref = kernels.scan(cc, buf, items, row_stride=cols, plane_stride=rows * cols,
+                               n_out=n, gate=gate, skip0=False)
+    bound = cc.bind(cols, rows * cols)
+    slot, score = np.empty(n, np.int64), np.empty(n)
+    k = prefilter.scan_list(buf, pos, bound.tab, bound.tabf, bound.pro, bound.prof, gate,
+                            cc.stage_first, cc.stage_thr, cc.stage_carry, cc.tree_node0,
+                            cc.leaves, min_list, block, slot, score, ops=cc.ops)
+    hits = np.flatnonzero(passed == cc.n_stages)
+    np.testing.assert_array_equal(slot[:k], hits)
+    np.testing.assert_array_equal(score[:k], ref[hits])
+
+
+def test_scan_list_checks_its_arguments():
+    cc = CascadeRunner(random_cascade("HAAR", n_stages=2, balanced=True, seed=3)).compiled
+    bound = cc.bind(30, 900)
+    args = (np.zeros(900, np.int32), np.zeros(1, np.int64), bound.tab, bound.tabf, bound.pro,
+            bound.prof, np.inf, cc.stage_first, cc.stage_thr, cc.stage_carry, cc.tree_node0,
+            cc.leaves, 8)
+    out = (np.empty(1, np.int64), np.empty(1))
+    with pytest.raises(ValueError, match="block"):
+        prefilter.scan_list(*args, 0, *out, ops=cc.ops)
+    with pytest.raises(ValueError, match="ops"):
+        prefilter.scan_list(*args, 512, *out, ops=-1)
 
 
 def test_applies_only_to_depth2_haar_and_rects_rows():

@@ -54,7 +54,8 @@ from ..features.program import (
 )
 from .kernels import CompiledCascade
 
-__all__ = ["BYTES_PER_WINDOW", "MAX_BYTES", "applies", "scan_rows", "suits"]
+__all__ = ["BYTES_PER_WINDOW", "LIST_BLOCK", "LIST_ROW", "MAX_BYTES", "applies", "scan_list",
+           "scan_rows", "suits"]
 
 _U = np.uint64
 
@@ -65,6 +66,11 @@ MAX_BYTES = 256 << 20
 #: a stage runs over a row's survivors (one pass per tree) while they are at least this many;
 #: fewer run the remaining stages window by window
 MIN_LIST = 8
+#: windows per block of the list pass (:func:`scan_list`)
+LIST_BLOCK = 512
+#: a scan whose rows hold fewer windows than this on average runs as a list
+#: (:func:`scan_list`), not row by row
+LIST_ROW = 16
 #: a row's first stage runs over the list of the windows the σ gate lets through (gathered
 #: loads) when they are fewer than this share of the row, else over the whole row
 SPARSE0 = 0.5
@@ -300,6 +306,133 @@ def _make_scan_rows(haar: bool):
     return rows_pass
 
 
+def scan_list(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stage_carry,
+              tree_node0, leaves, min_list, block, out_slot, out_score, *, ops=OPS_HAAR):
+    """The windows of a list (anywhere in the planes) that every stage accepts: the row pass
+    for scattered windows.
+
+    Windows ``block`` at a time (neighbours in the list: their integral data stays in the
+    cache): the σ gate and the normalisers of each, then every stage over the block's
+    survivors tree by tree while they are ``min_list`` or more (gathered loads, no branch on
+    the data), then the remaining stages window by window. A scan of short rows (the
+    neighbourhoods of coarse-to-fine scanning: three to five windows a row) spends most of
+    :func:`scan_rows`'s time per row, and nearly all of it window by window; here a block's
+    windows share each tree's records whatever rows they lie on. Decisions and scores are the
+    window-by-window kernel's, bit for bit (the same float32 and float64 operations).
+
+    Parameters
+    ----------
+    buf : ndarray of int32, 1-D
+        Integral planes (as for :func:`vjboost.cascade.kernels.scan`).
+    pos : ndarray of int64, shape (N,)
+        Offset of each window's top-left corner in ``buf``'s first plane; best in buffer
+        order (neighbours together).
+    tab, tabf, pro, prof
+        The bound records of the cascade (:meth:`CompiledCascade.bind`).
+    gate : float
+        OpenCV's σ gate on ``area · inv_var`` (``inf``: none).
+    stage_first, stage_thr, stage_carry, tree_node0, leaves
+        The :class:`CompiledCascade`'s arrays (as for :func:`scan_rows`).
+    min_list : int
+        A stage runs over the block's survivors tree by tree while they are at least this
+        many (:data:`MIN_LIST`).
+    block : int
+        Windows per block (:data:`LIST_BLOCK`).
+    out_slot : ndarray of int64, shape (>= N,)
+        The index in ``pos`` of every accepted window, ascending.
+    out_score : ndarray of float64, shape (>= N,)
+        Their last stage's scores.
+    ops : int, default=OPS_HAAR
+        The cascade's :attr:`CompiledCascade.ops` (``OPS_HAAR`` or ``OPS_RECTS``).
+
+    Returns
+    -------
+    int
+        How many windows every stage accepts (the filled length of the outputs).
+    """
+    if ops not in _LIST_PASSES:
+        raise ValueError(f"ops: the list pass runs OPS_HAAR ({OPS_HAAR}) or OPS_RECTS "
+                         f"({OPS_RECTS}) cascades, got {ops}")
+    if block < 1:
+        raise ValueError(f"block: expected >= 1 windows, got {block}")
+    return _LIST_PASSES[ops](buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr,
+                             stage_carry, tree_node0, leaves, min_list, block, out_slot,
+                             out_score)
+
+
+def _make_scan_list(haar: bool):
+    """:func:`scan_list` for Haar cascades or ``OPS_RECTS`` ones (``haar`` a compile-time
+    constant of the closure, as in :func:`_make_scan_rows`)."""
+
+    @njit(cache=True, nogil=True)
+    def list_pass(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stage_carry,
+                  tree_node0, leaves, min_list, block, out_slot, out_score
+                  ):  # pragma: no cover - numba
+        """:func:`scan_list` for one kind of cascade."""
+        width = min(block, pos.shape[0])
+        xs = np.empty(width, np.int64)   # the block's survivors: positions, list indices,
+        ids = np.empty(width, np.int64)  # normalisers and scores (compacted stage by stage)
+        ivs = np.empty(width, np.float32)
+        igs = np.empty(width if not haar else 0, np.float32)
+        sc = np.empty(width)
+        n_stages = stage_thr.shape[0]
+        area = prof[0]
+        n = 0
+        for b0 in range(0, pos.shape[0], block):
+            m = 0
+            for i in range(b0, min(b0 + block, pos.shape[0])):
+                p = pos[i]
+                if haar:
+                    inv, nf = variance_norm(buf, p, pro, area)
+                else:
+                    inv, ing, nf = window_norms(buf, p, pro, prof)
+                    igs[m] = ing
+                if gate < np.inf and not (nf > 0.0 and area * np.float64(inv) < gate):
+                    continue  # refused by the σ gate
+                xs[m] = p
+                ids[m] = i
+                ivs[m] = inv
+                sc[m] = 0.0
+                m += 1
+            k = 0
+            while k < n_stages and m >= min_list:
+                if not stage_carry[k]:
+                    for i in range(m):
+                        sc[i] = 0.0
+                _stage_list(buf, 0, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves,
+                            stage_first[k], stage_first[k + 1], haar)
+                thr = stage_thr[k]
+                j = 0
+                for i in range(m):
+                    if not sc[i] < thr:
+                        _keep(xs, ivs, igs, sc, j, xs[i], ivs, igs, sc, i, haar)
+                        ids[j] = ids[i]
+                        j += 1
+                m = j
+                k += 1
+            for i in range(m):
+                p = xs[i]
+                s = ivs[i]
+                sg = igs[i] if not haar else np.float32(1.0)
+                v = sc[i]
+                kk = k
+                while kk < n_stages:
+                    if not stage_carry[kk]:
+                        v = 0.0
+                    for t in range(stage_first[kk], stage_first[kk + 1]):
+                        v += _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar)
+                    if v < stage_thr[kk]:
+                        break
+                    kk += 1
+                if kk == n_stages:
+                    out_slot[n] = ids[i]
+                    out_score[n] = v
+                    n += 1
+        return n
+
+    return list_pass
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _keep(xs, ivs, igs, sc, j, x, iv, ig, score, i, haar):  # pragma: no cover - numba
     """Keep window ``x`` as survivor ``j``: its normalisers and score from entry ``i`` of
@@ -459,3 +592,4 @@ _tree_dense_r = _make_tree_pass(True, False)
 _tree_sparse_r = _make_tree_pass(False, False)
 
 _ROW_PASSES = {OPS_HAAR: _make_scan_rows(True), OPS_RECTS: _make_scan_rows(False)}
+_LIST_PASSES = {OPS_HAAR: _make_scan_list(True), OPS_RECTS: _make_scan_list(False)}

@@ -154,7 +154,7 @@ class CascadeRunner:
         self.threads = threads
         self._reads: dict[int, _StageReads] = {}
         self._scratch = threading.local()  # this runner's integral buffers, per thread
-        self._coarse: tuple[int, Any] | None = None  # (k, the first k stages compiled)
+        self._parts: dict[tuple[int, int], Any] = {}  # parts of the stages, compiled
         program = self._program = model.program()
         self.compiled = None if program is None else kernels.compile_cascade(
             [(s.trees, s.threshold, s.exits) for s in model.stages[first_stage:last]], program)
@@ -406,24 +406,62 @@ class CascadeRunner:
         slots, scores = (np.concatenate(a) for a in zip(*found, strict=True))
         return slots, scores
 
+    def _scan_list(self, buf: np.ndarray, items: np.ndarray, layout: dict[str, int],
+                   gate: float, n_out: int, cc: kernels.CompiledCascade
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """The accepted slots of short rows of windows and their scores, as one list of
+        windows (:func:`vjboost.cascade.prefilter.scan_list`; the slots are numbered in item
+        order, which keeps neighbours together)."""
+        bound = cc.bind(**layout)
+        gate = float(gate) if cc.variance else np.inf
+        n = (items[:, 1] + items[:, 2] - 1) // items[:, 2]
+        j = np.repeat(np.arange(len(items)), n)
+        pos = items[j, 0] + (np.arange(n_out) - items[j, 3]) * items[j, 2]
+        args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, cc.stage_first,
+                cc.stage_thr, cc.stage_carry, cc.tree_node0, cc.leaves, prefilter.MIN_LIST,
+                prefilter.LIST_BLOCK)
+        n_t = resolve_threads(self.threads)
+        cuts = np.linspace(0, n_out, min(n_out, 1 if n_t == 1 else 16 * n_t) + 1).astype(int)
+        found: list[tuple[np.ndarray, np.ndarray]] = [None] * (len(cuts) - 1)
+
+        def task(k: int) -> None:
+            a, b = int(cuts[k]), int(cuts[k + 1])
+            slot, score = np.empty(b - a, np.int64), np.empty(b - a)
+            m = prefilter.scan_list(buf, pos[a:b], *args, slot, score, ops=cc.ops)
+            found[k] = (slot[:m] + a, score[:m].copy())
+
+        run_tasks(range(len(found)), task, threads=n_t)
+        slots, scores = (np.concatenate(a) for a in zip(*found, strict=True))
+        return slots, scores
+
     def _run_items(self, cc, buf, items, layout, gate, n_out, skip0=False
                    ) -> tuple[np.ndarray, np.ndarray]:
         """Accepted slots and scores of ``items`` under ``cc`` (the row pass where it applies,
         else the window kernel)."""
         if prefilter.applies(cc, items) and _rows_fit_memory(n_out):
+            if not skip0 and n_out < prefilter.LIST_ROW * len(items):
+                return self._scan_list(buf, items, layout, gate, n_out, cc)
             return self._scan_rows(buf, items, layout, gate, skip0, cc)
         passed, score = kernels.scan(cc, buf, items, n_out=n_out, gate=gate, skip0=skip0,
                                      threads=self.threads, **layout)
         hits = np.flatnonzero(passed == cc.n_stages)
         return hits, score[hits]
 
+    def _compiled_part(self, a: int, b: int) -> kernels.CompiledCascade:
+        """Stages ``a .. b - 1`` of the runner's stages compiled (cached: coarse-to-fine
+        scanning runs the first ``K`` stages on the coarse grid and the others on the coarse
+        windows that passed them)."""
+        if (a, b) not in self._parts:
+            stages = self.model.stages[self.first_stage + a:self.first_stage + b]
+            self._parts[a, b] = kernels.compile_cascade(
+                [(s.trees, s.threshold, s.exits) for s in stages], self._program)
+        return self._parts[a, b]
+
     def _scan_coarse_to_fine(self, image, pyramid, gate, k, parts_p, parts_s) -> None:
         cc = self.compiled
-        if self._coarse is None or self._coarse[0] != k:
-            first = self.model.stages[self.first_stage:self.first_stage + k]
-            self._coarse = (k, kernels.compile_cascade(
-                [(s.trees, s.threshold, s.exits) for s in first], self._program))
-        cc_k = self._coarse[1]
+        n = self.last_stage - self.first_stage
+        head = self._compiled_part(0, k)
+        tail = self._compiled_part(k, n) if k < n else None
         chans = cc.program.channels
         for batch in pyramid.batches(chans.n_planes):
             layout = {"row_stride": batch.cols, "plane_stride": batch.rows * batch.cols}
@@ -432,18 +470,32 @@ class CascadeRunner:
             # the coarse grid: every second row and column of each level's grid
             lvl, xs, ys, steps = _coarse_rows(t)
             items, n_out = _items(batch, lvl, xs, ys, t[lvl, 5] - xs, 2 * steps)
-            hits, _ = self._run_items(cc_k, flat, items, layout, gate, n_out)
+            hits, score = self._run_items(head, flat, items, layout, gate, n_out)
             ck, cx, cy = _item_positions(items, lvl, xs, ys, 2 * steps, hits)
-            # the whole cascade around every coarse window that passed the first k stages
-            lvl, xs, ys, ext, st = _neighbourhoods(t, ck, cx, cy)
-            if not len(lvl):
+            if not len(ck):
                 continue
+            # the grid windows around every coarse window that passed the first k stages:
+            # the whole cascade; the coarse windows themselves: the stages after the k first
+            lvl, xs, ys, ext, st = _neighbourhoods(t, ck, cx, cy)
             items, n_out = _items(batch, lvl, xs, ys, ext, st)
-            hits, score = self._run_items(cc, flat, items, layout, gate, n_out)
-            fk, fx, fy = _item_positions(items, lvl, xs, ys, st, hits)
+            fk, fx, fy = _item_positions(items, lvl, xs, ys, st, np.arange(n_out))
+            near = ~np.isin(_offsets(batch, fk, fx, fy), _offsets(batch, ck, cx, cy))
+            fk, fx, fy = fk[near], fx[near], fy[near]
+            one = np.ones(len(fk), np.int64)
+            items, n_out = _items(batch, fk, fx, fy, one, one)
+            hits, score_f = self._run_items(cc, flat, items, layout, gate, n_out)
+            fk, fx, fy = fk[hits], fx[hits], fy[hits]
+            if tail is not None:
+                one = np.ones(len(ck), np.int64)
+                items, n_out = _items(batch, ck, cx, cy, one, one)
+                hits, score = self._run_items(tail, flat, items, layout, gate, n_out)
+            else:
+                hits = np.arange(len(ck))
+            fk, fx, fy = (np.concatenate([f, c[hits]]) for f, c in ((fk, ck), (fx, cx),
+                                                                    (fy, cy)))
+            score = np.concatenate([score_f, score])
             order = np.lexsort((fx, fy, fk))
-            pos = np.stack([t[fk, 0], fx, fy], axis=1)[order]
-            parts_p.append(pos)
+            parts_p.append(np.stack([t[fk, 0], fx, fy], axis=1)[order])
             parts_s.append(score[order])
 
     def _scan_generic(self, image, pyramid, skip0, parts_p, parts_s) -> None:
@@ -491,7 +543,7 @@ def _items(batch, lvl, xs, ys, extent, step) -> tuple[np.ndarray, int]:
     ... < xs + extent`` of row ``ys`` of batch-local level ``lvl``; slots numbered in order."""
     n = (extent + step - 1) // step
     items = np.empty((len(lvl), 4), dtype=np.int64)
-    items[:, 0] = (batch.origins[lvl, 0] + ys) * batch.cols + batch.origins[lvl, 1] + xs
+    items[:, 0] = _offsets(batch, lvl, xs, ys)
     items[:, 1] = extent
     items[:, 2] = step
     items[:, 3] = np.cumsum(n) - n
@@ -502,6 +554,12 @@ def _item_positions(items, lvl, xs, ys, step, slots) -> tuple[np.ndarray, ...]:
     """Batch-local level, column and row of result ``slots`` of :func:`_items`."""
     j = np.searchsorted(items[:, 3], slots, side="right") - 1
     return lvl[j], xs[j] + (slots - items[j, 3]) * step[j], ys[j]
+
+
+def _offsets(batch, lvl, xs, ys) -> np.ndarray:
+    """Offsets in the batch's planes of windows ``(lvl, xs, ys)`` (batch-local level, column,
+    row): unique within the batch (its levels do not overlap)."""
+    return (batch.origins[lvl, 0] + ys) * batch.cols + batch.origins[lvl, 1] + xs
 
 
 def _neighbourhoods(t, k, x, y) -> tuple[np.ndarray, ...]:
