@@ -25,12 +25,12 @@ def _expected(model, img, k):
     return pos[keep], scores[keep]
 
 
-@pytest.mark.parametrize("k", [1, 4, 19])
-def test_coarse_to_fine_matches_brute_force(k):
+@pytest.mark.parametrize(("k", "threads"), [(1, 1), (4, 1), (6, 2), (19, 1)])
+def test_coarse_to_fine_matches_brute_force(k, threads):
     model = vjboost.load_model("vjboost:frontalface")
     img = data.astronaut()[::2, ::2, 0].copy()
-    det = CascadeDetector(model, min_neighbors=0, grouping="none", mode="clean", threads=1,
-                          coarse_to_fine=k)
+    det = CascadeDetector(model, min_neighbors=0, grouping="none", mode="clean",
+                          threads=threads, coarse_to_fine=k)
     _, scores, pos = det.raw_windows(img, return_positions=True)
     exp_pos, exp_scores = _expected(model, img, k)
     assert len(exp_pos) > 0
@@ -50,3 +50,19 @@ def test_coarse_to_fine_declared_and_checked():
     model.params["coarse_to_fine"] = "x"
     with pytest.raises(ValueError, match="params"):
         CascadeDetector(model)
+
+
+def test_the_default_model_declares_it_and_exhaustive_scans_ignore_it():
+    from vjboost.cascade.adapt import StreamCollector
+    from vjboost.cascade.negatives import MiningParams, mining_detector
+
+    model = vjboost.load_model("vjboost:frontalface")
+    k = model.params["coarse_to_fine"]
+    assert CascadeDetector(model).coarse_to_fine == k > 0
+    # a shorter copy declares all its stages at most (it stays a valid model to scan)
+    assert model.truncated(3).params["coarse_to_fine"] == 3
+    assert CascadeDetector(model.truncated(3)).coarse_to_fine == 3
+    assert model.truncated(k + 1).params["coarse_to_fine"] == k
+    # hard-negative mining and online adaptation's candidates need every window
+    assert mining_detector(model, MiningParams(window=(20, 20))).coarse_to_fine == 0
+    assert StreamCollector(model)._candidates.coarse_to_fine == 0

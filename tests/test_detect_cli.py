@@ -231,3 +231,20 @@ def test_a_damaged_image_ends_in_one_line(tmp_path, model_xml):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 1
     assert len(lines) == 1 and "cut.png" in lines[0] and "not a readable image" in lines[0]
+
+
+def test_coarse_to_fine_option(face_png):
+    model = load_model("vjboost:frontalface")
+    gray = cv2.cvtColor(cv2.imread(str(face_png / "astronaut.png")), cv2.COLOR_BGR2GRAY)
+    args = [str(face_png / "astronaut.png"), "-m", "vjboost:frontalface", "-n", "1",
+            "--no-progress"]
+    for value, k in (("model", model.params["coarse_to_fine"]), ("off", None), ("0", 0),
+                     ("3", 3)):
+        r = CliRunner().invoke(main, [*args, "--coarse-to-fine", value])
+        assert r.exit_code == 0, r.output
+        want = CascadeDetector(model, min_neighbors=1, coarse_to_fine=k).detect(gray)
+        assert sorted((d["x"], d["y"], d["w"], d["h"]) for d in _lines(r.stdout)) == sorted(
+            map(tuple, want.boxes.tolist())) and len(want)
+    for bad in ("x", "-1", "99"):
+        r = CliRunner().invoke(main, [*args, "--coarse-to-fine", bad])
+        assert r.exit_code == 2 and "coarse" in r.output, r.output

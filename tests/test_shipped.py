@@ -113,7 +113,8 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
     assert (ref.at(3).detection_rate, ref.at(3).false_positives) == (
         pytest.approx(309 / 354), 52)  # anchor
     # the cards' figures: (faces found, false positives) at minNeighbors 1..4
-    cards = {"vjboost:frontalface": [(283, 46), (266, 22), (261, 14), (254, 10)],
+    # (the default model with its declared coarse-to-fine scan)
+    cards = {"vjboost:frontalface": [(281, 43), (263, 22), (258, 14), (252, 10)],
              "vjboost:frontalface_haar": [(274, 32), (261, 12), (249, 3), (242, 3)]}
     for spec, want in cards.items():
         ours = curves[spec]

@@ -8,7 +8,8 @@ Three sub-commands:
   positives of every source and the training backgrounds; never CMU-MIT), under ``nice``, and
   records its wall time and peak memory (the child's ``ru_maxrss``). ``--ship`` copies the model
   to ``vjboost/models/NAME.json`` (and ``.xml`` when the cascade is OpenCV-exportable, and its
-  report) with its declared operating score (``params["operating_score"]``).
+  report) with its declared operating score (``params["operating_score"]``) and coarse-to-fine
+  scan (``params["coarse_to_fine"]``).
 * ``validate MODEL...`` runs models on the validation detection set (``val/det``: held-out
   NRC-IIT frames, synthetic scenes of held-out faces in held-out backgrounds, face-free held-out
   backgrounds) and prints, at the false-positive budgets of ``tools/bench_peers.py``, the
@@ -93,6 +94,9 @@ RECIPES: dict[str, dict] = {
 #: the operating score each recipe's model declares (chosen on validation)
 OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "margin"},
              "frontalface_haar": {"min_neighbors": 1, "rank": "margin"}}
+#: the coarse-to-fine scan each recipe's model declares (``params["coarse_to_fine"]``): the
+#: fewest coarse stages that meet the detection-time target (vjboost/models/README.md)
+COARSE_TO_FINE = {"frontalface": 6}
 
 
 def _value(v: str):
@@ -287,12 +291,14 @@ def _quick_data(pos: Path, bg: Path, out: Path) -> tuple[Path, Path]:
 
 def ship_model(name: str, out: Path) -> list[str]:
     """Copy a trained model into the shipped models' folder under ``name`` with its declared
-    operating score."""
+    operating score and coarse-to-fine scan."""
     from vjboost.cascade import load_model, save_model
     from vjboost.cascade.shipped import MODELS_DIR
 
     model = load_model(out / "model.json")
     model.params["operating_score"] = dict(OPERATING.get(name, bp.DEFAULT_OPERATING))
+    if name in COARSE_TO_FINE:
+        model.params["coarse_to_fine"] = COARSE_TO_FINE[name]
     save_model(model, MODELS_DIR / f"{name}.json")
     shipped = [MODELS_DIR / f"{name}.json"]
     for src, suffix in (("cascade.xml", ".xml"), ("report.json", ".report.json")):

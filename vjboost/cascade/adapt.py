@@ -439,7 +439,8 @@ class StreamCollector:
         self.max_easy_negatives = int(max_easy_negatives)
         self._candidates = CascadeDetector(model.truncated(self.candidate_stages),
                                            scale_factor=scale_factor, min_size=min_size,
-                                           max_size=max_size, min_neighbors=0, grouping="none")
+                                           max_size=max_size, min_neighbors=0, grouping="none",
+                                           coarse_to_fine=None)  # every candidate window
         self._full = CascadeDetector(model, scale_factor=scale_factor, min_size=min_size,
                                      max_size=max_size, min_neighbors=3)
         self._depth = (CascadeRunner(model, first_stage=self.candidate_stages,

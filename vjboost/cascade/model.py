@@ -275,10 +275,34 @@ class CascadeModel:
         return make(self.feature_ids) if callable(make) else None
 
     def truncated(self, n_stages: int) -> CascadeModel:
-        """A copy that keeps only the first ``n_stages`` stages."""
+        """A copy that keeps only the first ``n_stages`` stages.
+
+        A declared coarse-to-fine scan (``params["coarse_to_fine"]``, see
+        :class:`~vjboost.cascade.detector.CascadeDetector`) of more stages than the copy keeps
+        becomes one of all its stages.
+
+        Parameters
+        ----------
+        n_stages : int
+            1 to :attr:`n_stages`.
+
+        Returns
+        -------
+        CascadeModel
+
+        Examples
+        --------
+        >>> from vjboost.cascade.model_io import load_model
+        >>> load_model("vjboost:frontalface").truncated(3).params["coarse_to_fine"]
+        3
+        """
         if not 1 <= n_stages <= self.n_stages:
             raise ValueError(f"n_stages: expected 1..{self.n_stages}, got {n_stages}")
-        return self.with_stages(self.stages[:n_stages])
+        params = dict(self.params)
+        k = params.get("coarse_to_fine")
+        if isinstance(k, int) and not isinstance(k, bool) and k > n_stages:
+            params["coarse_to_fine"] = int(n_stages)
+        return self.with_stages(self.stages[:n_stages], params)
 
     def with_stages(self, stages: Sequence[Stage], params: dict[str, Any] | None = None
                     ) -> CascadeModel:

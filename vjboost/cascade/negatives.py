@@ -359,9 +359,10 @@ def mining_detector(model: CascadeModel | None, params: MiningParams) -> Cascade
     if model is None:
         return None
     # one small image per kernel call: threads do not pay (and suffer on a busy machine)
+    # every window of the grid (a model's declared coarse-to-fine scan would skip some)
     return CascadeDetector(model, scale_factor=params.scale_factor, min_neighbors=0,
                            mode="clean", step=params.grid_step, skip_after_stage0=False,
-                           grouping="none", threads=1)
+                           grouping="none", threads=1, coarse_to_fine=None)
 
 
 class UnitScanner:

@@ -235,6 +235,12 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "model cards list the shipped face models').")
 @click.option("--stages", type=click.IntRange(min=1), default=None,
               help="Use only the cascade's first N stages (more, weaker detections).")
+@click.option("--coarse-to-fine", "coarse_to_fine", default="model", show_default=True,
+              help="K: run each level's coarse grid (every second position) through the first K "
+                   "stages and the whole cascade only around the coarse windows that pass them "
+                   "(faster, nearly the same detections); off (or 0): every grid window; model: "
+                   "what the model declares (6 for vjboost:frontalface, off for OpenCV's "
+                   "cascades).")
 @click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
               show_default=True,
               help="Let windows extend past the image edge by --border-margin of their size "
@@ -271,25 +277,36 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-         score, min_score, stages, border, border_margin, threads, scheduler, workers,
-         output_dir, fmt, save_path, json_path, label, max_pixels, recursive, max_frames, every,
-         progress) -> None:
+         score, min_score, stages, coarse_to_fine, border, border_margin, threads, scheduler,
+         workers, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
+         max_frames, every, progress) -> None:
     """Detect objects in INPUTS: image files, folders, glob patterns, list files (.txt, one
     image per line), video files or camera indexes (0, 1, ...). Prints one JSON line per
     detection (or writes --format coco|voc|yolo)."""
     try:
         _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode,
-              grouping, score, min_score, stages, border, border_margin, threads, scheduler,
-              workers, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
-              max_frames, every, progress)
+              grouping, score, min_score, stages, coarse_to_fine, border, border_margin,
+              threads, scheduler, workers, output_dir, fmt, save_path, json_path, label,
+              max_pixels, recursive, max_frames, every, progress)
     except (OutputError, LimitError, _ParameterLimit, ExecutorError) as exc:
         raise click.ClickException(str(exc)) from None
 
 
+def _coarse_to_fine(value: str) -> int | str | None:
+    """``--coarse-to-fine`` as :class:`CascadeDetector`'s argument."""
+    if value in ("model", "off"):
+        return None if value == "off" else value
+    try:
+        return int(value)
+    except ValueError:
+        raise click.BadParameter(f"expected a stage count, off or model, got {value!r}",
+                                 param_hint="--coarse-to-fine") from None
+
+
 def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-          score, min_score, stages, border, border_margin, threads, scheduler, workers,
-          output_dir, fmt, save_path, json_path, label, max_pixels, recursive, max_frames, every,
-          progress) -> None:
+          score, min_score, stages, coarse_to_fine, border, border_margin, threads, scheduler,
+          workers, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
+          max_frames, every, progress) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
@@ -325,7 +342,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
                       min_size=_parse_size(min_size, "--min-size"),
                       max_size=_parse_size(max_size, "--max-size"), mode=mode,
                       grouping=grouping, score=score, min_score=min_score, n_stages=stages,
-                      threads=threads or None,
+                      coarse_to_fine=_coarse_to_fine(coarse_to_fine), threads=threads or None,
                       border=None if border == "none" else border, border_margin=border_margin)
         try:
             detector = CascadeDetector(model, **params)
