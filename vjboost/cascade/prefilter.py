@@ -33,6 +33,11 @@ cascades with gradient channels scan such grids as strided rows). Other grids (h
 mining scans one grid offset at a time: every fifth column of every fifth row) run the first
 stage over the list of the row's windows too, so they never go window by window from the first
 stage on.
+
+:func:`scan_list` is the same pass for scattered windows (coarse-to-fine scanning's
+neighbourhoods: runs of three to five windows along a row): one list, :data:`LIST_BLOCK`
+neighbours at a time, each stage over a block's survivors. The runner uses it when a scan's
+rows hold fewer than :data:`LIST_ROW` windows on average.
 """
 
 from __future__ import annotations

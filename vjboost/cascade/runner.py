@@ -470,6 +470,7 @@ class CascadeRunner:
             # the coarse grid: every second row and column of each level's grid
             lvl, xs, ys, steps = _coarse_rows(t)
             items, n_out = _items(batch, lvl, xs, ys, t[lvl, 5] - xs, 2 * steps)
+            # (with k = every stage, these scores are the final ones: no tail runs below)
             hits, score = self._run_items(head, flat, items, layout, gate, n_out)
             ck, cx, cy = _item_positions(items, lvl, xs, ys, 2 * steps, hits)
             if not len(ck):
