@@ -249,6 +249,20 @@ def test_a_runner_reusing_its_planes_scans_as_brute_force(kind, monkeypatch):
     assert held[1] is held[0] and held[2] is not held[0] and held[3] is held[2]
 
 
+def _random_scan(seed: int, kind: str):
+    """A random cascade of trees of depth <= 2 (``kind``: HAAR or RECTS records; odd seeds
+    balanced trees, even ones of one and two nodes), its compiled stages and the integral
+    planes of a random 80x60 image."""
+    shape = {"balanced": True} if seed % 2 else {"max_nodes": 2}
+    if kind == "HAAR":
+        model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3,
+                               seed=seed, **shape)
+    else:
+        model = rects_cascade(seed % 1000, window=(20, 20), **shape)
+    cc = CascadeRunner(model).compiled
+    return model, cc, cc.program.channels.image(_image(seed, shape=(60, 80)))
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**31 - 1), st.booleans(), st.sampled_from([1, 2, 5, 10**9]),
        st.sampled_from([0.0, 0.5, 2.0]), st.sampled_from(["HAAR", "RECTS"]))
@@ -257,15 +271,7 @@ def test_scan_rows_on_mixed_rows_equals_the_kernel(seed, skip0, min_list, sparse
     # later stages over a row's survivors from min_list of them on (10**9: window by window);
     # the first stage over the list of open windows below a share sparse0 of them (2: always)
     rng = np.random.default_rng(seed)
-    shape = {"balanced": True} if seed % 2 else {"max_nodes": 2}
-    if kind == "HAAR":
-        model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3,
-                               seed=seed, **shape)
-    else:
-        model = rects_cascade(seed % 1000, window=(20, 20), **shape)
-    cc = CascadeRunner(model).compiled
-    img = _image(seed, shape=(60, 80))
-    planes = cc.program.channels.image(img)
+    model, cc, planes = _random_scan(seed, kind)
     _, rows, cols = planes.shape
     h, w = model.window_shape
     n = int(rng.integers(1, 12))
@@ -298,15 +304,7 @@ def test_scan_list_equals_the_kernel(seed, min_list, block, kind):
     # scattered windows in any order (repeats too), in blocks of 1 .. all of them; the later
     # stages over a block's survivors from min_list of them on (10**9: window by window)
     rng = np.random.default_rng(seed)
-    shape = {"balanced": True} if seed % 2 else {"max_nodes": 2}
-    if kind == "HAAR":
-        model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3,
-                               seed=seed, **shape)
-    else:
-        model = rects_cascade(seed % 1000, window=(20, 20), **shape)
-    cc = CascadeRunner(model).compiled
-    img = _image(seed, shape=(60, 80))
-    planes = cc.program.channels.image(img)
+    model, cc, planes = _random_scan(seed, kind)
     _, rows, cols = planes.shape
     h, w = model.window_shape
     n = int(rng.integers(1, 300))

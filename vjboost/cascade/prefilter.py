@@ -211,7 +211,7 @@ def _make_scan_rows(haar: bool):
         ivs = np.empty(width, np.float32)
         igs = np.empty(width if not haar else 0, np.float32)
         sc = np.empty(width)
-        n_stages = stage_thr.shape[0]
+        no_ids = np.empty(0, np.int64)  # the row's columns identify its windows
         thr0 = stage_thr[0]
         n = 0
         for it in range(items.shape[0]):
@@ -271,38 +271,16 @@ def _make_scan_rows(haar: bool):
                     j += 1
                 m = j
             # the next stages over the row's survivors while they are many enough to pay for
-            # reading each tree's records once per row
-            k = 1
-            while k < n_stages and m >= min_list:
-                if not stage_carry[k]:
-                    for i in range(m):
-                        sc[i] = 0.0
-                _stage_list(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves,
-                            stage_first[k], stage_first[k + 1], haar)
-                thr = stage_thr[k]
-                j = 0
-                for i in range(m):
-                    if not sc[i] < thr:
-                        _keep(xs, ivs, igs, sc, j, xs[i], ivs, igs, sc, i, haar)
-                        j += 1
-                m = j
-                k += 1
-            # the last stages window by window
+            # reading each tree's records once per row, then the last ones window by window
+            m, k = _stages_over_list(buf, row, xs, no_ids, m, ivs, igs, sc, 1, tab, tabf,
+                                     stage_first, stage_thr, stage_carry, tree_node0, leaves,
+                                     min_list, haar)
             for i in range(m):
-                p = row + xs[i]
-                s = ivs[i]
-                sg = igs[i] if not haar else np.float32(1.0)
-                v = sc[i]
-                kk = k
-                while kk < n_stages:
-                    if not stage_carry[kk]:
-                        v = 0.0
-                    for t in range(stage_first[kk], stage_first[kk + 1]):
-                        v += _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar)
-                    if v < stage_thr[kk]:
-                        break
-                    kk += 1
-                if kk == n_stages:
+                ok, v = _window_from(buf, row + xs[i], ivs[i],
+                                     igs[i] if not haar else np.float32(1.0), sc[i], k, tab,
+                                     tabf, stage_first, stage_thr, stage_carry, tree_node0,
+                                     leaves, haar)
+                if ok:
                     out_slot[n] = obase + xs[i] // step
                     out_score[n] = v
                     n += 1
@@ -380,7 +358,6 @@ def _make_scan_list(haar: bool):
         ivs = np.empty(width, np.float32)
         igs = np.empty(width if not haar else 0, np.float32)
         sc = np.empty(width)
-        n_stages = stage_thr.shape[0]
         area = prof[0]
         n = 0
         for b0 in range(0, pos.shape[0], block):
@@ -399,43 +376,66 @@ def _make_scan_list(haar: bool):
                 ivs[m] = inv
                 sc[m] = 0.0
                 m += 1
-            k = 0
-            while k < n_stages and m >= min_list:
-                if not stage_carry[k]:
-                    for i in range(m):
-                        sc[i] = 0.0
-                _stage_list(buf, 0, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves,
-                            stage_first[k], stage_first[k + 1], haar)
-                thr = stage_thr[k]
-                j = 0
-                for i in range(m):
-                    if not sc[i] < thr:
-                        _keep(xs, ivs, igs, sc, j, xs[i], ivs, igs, sc, i, haar)
-                        ids[j] = ids[i]
-                        j += 1
-                m = j
-                k += 1
+            m, k = _stages_over_list(buf, 0, xs, ids, m, ivs, igs, sc, 0, tab, tabf,
+                                     stage_first, stage_thr, stage_carry, tree_node0, leaves,
+                                     min_list, haar)
             for i in range(m):
-                p = xs[i]
-                s = ivs[i]
-                sg = igs[i] if not haar else np.float32(1.0)
-                v = sc[i]
-                kk = k
-                while kk < n_stages:
-                    if not stage_carry[kk]:
-                        v = 0.0
-                    for t in range(stage_first[kk], stage_first[kk + 1]):
-                        v += _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar)
-                    if v < stage_thr[kk]:
-                        break
-                    kk += 1
-                if kk == n_stages:
+                ok, v = _window_from(buf, xs[i], ivs[i],
+                                     igs[i] if not haar else np.float32(1.0), sc[i], k, tab,
+                                     tabf, stage_first, stage_thr, stage_carry, tree_node0,
+                                     leaves, haar)
+                if ok:
                     out_slot[n] = ids[i]
                     out_score[n] = v
                     n += 1
         return n
 
     return list_pass
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _stages_over_list(buf, row, xs, ids, m, ivs, igs, sc, k, tab, tabf, stage_first, stage_thr,
+                      stage_carry, tree_node0, leaves, min_list, haar
+                      ):  # pragma: no cover - numba
+    """Stages ``k, k + 1, ...`` over the ``m`` listed windows ``row + xs[i]`` (tree by tree)
+    while they are ``min_list`` or more, the survivors compacted after each stage (with their
+    ``ids`` when it has entries). Returns the survivors' count and the next stage."""
+    n_stages = stage_thr.shape[0]
+    track = ids.shape[0] > 0
+    while k < n_stages and m >= min_list:
+        if not stage_carry[k]:
+            for i in range(m):
+                sc[i] = 0.0
+        _stage_list(buf, row, xs, m, ivs, igs, sc, tab, tabf, tree_node0, leaves,
+                    stage_first[k], stage_first[k + 1], haar)
+        thr = stage_thr[k]
+        j = 0
+        for i in range(m):
+            if not sc[i] < thr:
+                _keep(xs, ivs, igs, sc, j, xs[i], ivs, igs, sc, i, haar)
+                if track:
+                    ids[j] = ids[i]
+                j += 1
+        m = j
+        k += 1
+    return m, k
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _window_from(buf, p, s, sg, v, k, tab, tabf, stage_first, stage_thr, stage_carry,
+                 tree_node0, leaves, haar):  # pragma: no cover - numba
+    """Stages ``k, k + 1, ...`` of the window at ``p`` (normalisers ``s``, ``sg``; score so
+    far ``v``): whether it passes them all, and its last stage's score."""
+    n_stages = stage_thr.shape[0]
+    while k < n_stages:
+        if not stage_carry[k]:
+            v = 0.0
+        for t in range(stage_first[k], stage_first[k + 1]):
+            v += _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar)
+        if v < stage_thr[k]:
+            return False, v
+        k += 1
+    return True, v
 
 
 @njit(cache=True, nogil=True, inline="always")
