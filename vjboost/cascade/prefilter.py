@@ -172,12 +172,18 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
     int
         How many windows every stage accepts (the filled length of the outputs).
     """
-    if ops not in _ROW_PASSES:
-        raise ValueError(f"ops: the row pass runs OPS_HAAR ({OPS_HAAR}) or OPS_RECTS "
+    run = _pass(_ROW_PASSES, ops, "row")
+    return run(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
+               stage_carry, tree_node0, leaves, min_list, sparse0, out_slot, out_score)
+
+
+def _pass(passes: dict, ops: int, what: str):
+    """The compiled pass of ``passes`` for a cascade's ``ops`` (a ValueError naming ``what``
+    pass when it has none)."""
+    if ops not in passes:
+        raise ValueError(f"ops: the {what} pass runs OPS_HAAR ({OPS_HAAR}) or OPS_RECTS "
                          f"({OPS_RECTS}) cascades, got {ops}")
-    return _ROW_PASSES[ops](buf, items, tab, tabf, pro, prof, gate, skip0, stage_first,
-                            stage_thr, stage_carry, tree_node0, leaves, min_list, sparse0, out_slot,
-                            out_score)
+    return passes[ops]
 
 
 def _make_scan_rows(haar: bool):
@@ -333,14 +339,11 @@ def scan_list(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stag
     int
         How many windows every stage accepts (the filled length of the outputs).
     """
-    if ops not in _LIST_PASSES:
-        raise ValueError(f"ops: the list pass runs OPS_HAAR ({OPS_HAAR}) or OPS_RECTS "
-                         f"({OPS_RECTS}) cascades, got {ops}")
+    run = _pass(_LIST_PASSES, ops, "list")
     if block < 1:
         raise ValueError(f"block: expected >= 1 windows, got {block}")
-    return _LIST_PASSES[ops](buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr,
-                             stage_carry, tree_node0, leaves, min_list, block, out_slot,
-                             out_score)
+    return run(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stage_carry,
+               tree_node0, leaves, min_list, block, out_slot, out_score)
 
 
 def _make_scan_list(haar: bool):

@@ -477,11 +477,7 @@ class CascadeRunner:
                 continue
             # the grid windows around every coarse window that passed the first k stages:
             # the whole cascade; the coarse windows themselves: the stages after the k first
-            lvl, xs, ys, ext, st = _neighbourhoods(t, ck, cx, cy)
-            items, n_out = _items(batch, lvl, xs, ys, ext, st)
-            fk, fx, fy = _item_positions(items, lvl, xs, ys, st, np.arange(n_out))
-            near = ~np.isin(_offsets(batch, fk, fx, fy), _offsets(batch, ck, cx, cy))
-            fk, fx, fy = fk[near], fx[near], fy[near]
+            fk, fx, fy = _neighbours(batch, t, ck, cx, cy)
             one = np.ones(len(fk), np.int64)
             items, n_out = _items(batch, fk, fx, fy, one, one)
             hits, score_f = self._run_items(cc, flat, items, layout, gate, n_out)
@@ -563,34 +559,22 @@ def _offsets(batch, lvl, xs, ys) -> np.ndarray:
     return (batch.origins[lvl, 0] + ys) * batch.cols + batch.origins[lvl, 1] + xs
 
 
-def _neighbourhoods(t, k, x, y) -> tuple[np.ndarray, ...]:
-    """Rows of grid windows within one grid step of windows ``(k, x, y)`` (batch-local level,
-    column, row), merged per row so that no window is run twice: batch-local level, first
-    column, row, extent and step of each row."""
-    if not len(k):
-        z = np.zeros(0, np.int64)
-        return z, z, z, z, z
+def _neighbours(batch, t, k, x, y) -> tuple[np.ndarray, ...]:
+    """The grid windows within one grid step (rows, columns, diagonals) of windows
+    ``(k, x, y)`` (batch-local level, column, row), each once and none of those windows
+    themselves: batch-local level, column and row, in buffer order (neighbours together)."""
     s, rs = t[k, 3], t[k, 4]
-    last_x = t[k, 1] + (t[k, 6] - 1) * s
-    last_y = t[k, 2] + (t[k, 7] - 1) * rs
-    kk = np.repeat(k, 3)
-    yy = (y[:, None] + rs[:, None] * np.arange(-1, 2)).ravel()
-    a = np.repeat(np.maximum(x - s, t[k, 1]), 3)
-    b = np.repeat(np.minimum(x + s, last_x), 3)
-    inside = (yy >= np.repeat(t[k, 2], 3)) & (yy <= np.repeat(last_y, 3))
-    kk, yy, a, b = kk[inside], yy[inside], a[inside], b[inside]
-    order = np.lexsort((a, yy, kk))
-    kk, yy, a, b = kk[order], yy[order], a[order], b[order]
-    step = t[kk, 3]
-    # one segment per run of overlapping or adjacent intervals of the same row
-    key = kk * (int(yy.max()) + 1) + yy
-    span = int(b.max()) + 2 * int(step.max()) + 1
-    reach = np.maximum.accumulate(key * span + b) - key * span  # furthest end so far, per row
-    start = np.ones(len(kk), dtype=bool)
-    start[1:] = (key[1:] != key[:-1]) | (a[1:] > reach[:-1] + step[1:])
-    first = np.flatnonzero(start)
-    end = np.maximum.reduceat(b, first)
-    return kk[first], a[first], yy[first], end - a[first] + 1, step[first]
+    d = np.arange(-1, 2)
+    kk = np.repeat(k, 9)
+    xx = (x[:, None, None] + s[:, None, None] * d[None, None, :]).repeat(3, axis=1).ravel()
+    yy = (y[:, None, None] + rs[:, None, None] * d[None, :, None]).repeat(3, axis=2).ravel()
+    inside = ((xx >= t[kk, 1]) & (xx <= t[kk, 1] + (t[kk, 6] - 1) * t[kk, 3])
+              & (yy >= t[kk, 2]) & (yy <= t[kk, 2] + (t[kk, 7] - 1) * t[kk, 4]))
+    kk, xx, yy = kk[inside], xx[inside], yy[inside]
+    key = _offsets(batch, kk, xx, yy)
+    key, first = np.unique(key, return_index=True)
+    keep = first[~np.isin(key, _offsets(batch, k, x, y))]
+    return kk[keep], xx[keep], yy[keep]
 
 
 def _split_layout(items: np.ndarray, rows: int, cols: int
