@@ -52,7 +52,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from vjboost.boxes import GROUP_SCORES  # noqa: E402
-from vjboost.cascade.detector import DEFAULT_OPERATING, operating_score  # noqa: E402,F401
+from vjboost.cascade.detector import (  # noqa: E402,F401
+    DEFAULT_OPERATING,
+    model_verifier,
+    operating_score,
+)
+from vjboost.cascade.verifier import verified_scores  # noqa: E402
 from vjboost.eval import DetectionEvaluation, evaluate_detections  # noqa: E402
 from vjboost.io import read_annotations, read_bg_list, read_image  # noqa: E402
 
@@ -116,26 +121,48 @@ def vj_group(groups, min_neighbors: int,
 OPERATING_SCORES = GROUP_SCORES
 
 
+def ranked(groups, min_neighbors: int, size: tuple[int, int], rank: str, *,
+           last_threshold: float = 0.0, image: np.ndarray | None = None,
+           verifier=None) -> tuple[np.ndarray, np.ndarray]:
+    """Detections at ``min_neighbors`` and their scores by ``rank``: a group score
+    (:meth:`vjboost.boxes.WindowGroups.select`) or ``"verified"`` (the margin rescored by the
+    model's verifier on ``image``, as the detector's ``score="verified"``)."""
+    if rank != "verified":
+        b, sc, _ = groups.select(min_neighbors, size, score=rank, offset=last_threshold)
+        return np.asarray(b), sc
+    b, sc, _ = groups.select(min_neighbors, size, score="margin", offset=last_threshold)
+    if len(b):
+        sc = verified_scores(sc, verifier.verdicts(image, b), weight=verifier.weight)
+    return np.asarray(b), sc
+
+
 def group_scores(groups, min_neighbors: int, size: tuple[int, int], *,
-                 last_threshold: float = 0.0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+                 last_threshold: float = 0.0, image: np.ndarray | None = None,
+                 verifier=None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Detections at ``min_neighbors`` (> 0) and every operating score of each (the detector's
-    ``score`` options, :meth:`vjboost.boxes.WindowGroups.select`)."""
+    ``score`` options; ``"verified"`` too when a ``verifier`` is given)."""
     out = {}
-    for rank in OPERATING_SCORES:
-        b, out[rank], _ = groups.select(min_neighbors, size, score=rank, offset=last_threshold)
-    return np.asarray(b), out
+    for rank in OPERATING_SCORES + (("verified",) if verifier is not None else ()):
+        b, out[rank] = ranked(groups, min_neighbors, size, rank, last_threshold=last_threshold,
+                              image=image, verifier=verifier)
+    return b, out
 
 
 def score_curves(raw, images, gt, paths, *, ranks=OPERATING_SCORES,
-                 min_neighbors=(1,), last_threshold: float = 0.0) -> dict[str, dict]:
+                 min_neighbors=(1,), last_threshold: float = 0.0,
+                 verifier=None) -> dict[str, dict]:
     """``score`` curves of one cascade's raw windows: every ``rank`` at every grouping threshold
-    (keys ``"<rank>@<m>"``), each with its rates at the budgets and its envelope points."""
+    (keys ``"<rank>@<m>"``; ``"verified"`` too with a ``verifier``), each with its rates at the
+    budgets and its envelope points."""
     sizes = [(g.shape[1], g.shape[0]) for g in images]
     groups = [vj_groups(b, s) for b, s in raw]
+    if verifier is not None:
+        ranks = (*ranks, "verified")
     out = {}
     for m in min_neighbors:
-        per = [group_scores(g, m, sz, last_threshold=last_threshold)
-               for g, sz in zip(groups, sizes, strict=True)]
+        per = [group_scores(g, m, sz, last_threshold=last_threshold, image=img,
+                            verifier=verifier)
+               for g, sz, img in zip(groups, sizes, images, strict=True)]
         for rank in ranks:
             dets = {p: (b, sc[rank]) for p, (b, sc) in zip(paths, per, strict=True)}
             ev = evaluate_detections(dets, gt, iou_threshold=IOU)
@@ -236,7 +263,7 @@ class Cascade:
 
 
 def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = "best",
-                   last_threshold: float = 0.0) -> tuple[dict, dict]:
+                   last_threshold: float = 0.0, verifier=None) -> tuple[dict, dict]:
     """min_neighbors and score curves of one cascade's raw windows (the score curve ranks the
     groups at ``score_neighbors`` by ``rank``, one of :data:`OPERATING_SCORES`)."""
     sizes = [(g.shape[1], g.shape[0]) for g in images]
@@ -255,9 +282,9 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = 
              "points": {"min_neighbors": list(by_m), "false_positives": fp.tolist(),
                         "detection_rate": [round(float(v), 4) for v in dr]}}
     dets = {}
-    for p, g, sz in zip(paths, groups, sizes, strict=True):
-        gb, sc, _ = g.select(score_neighbors, sz, score=rank, offset=last_threshold)
-        dets[p] = (gb, sc)
+    for p, g, sz, img in zip(paths, groups, sizes, images, strict=True):
+        dets[p] = ranked(g, score_neighbors, sz, rank, last_threshold=last_threshold,
+                         image=img, verifier=verifier)
     ev = evaluate_detections(dets, gt, iou_threshold=IOU)
     score = {"rates": rates(ev), "points": curve_points(ev),
              "min_neighbors": score_neighbors, "rank": rank}
@@ -329,7 +356,9 @@ def main(argv: list[str] | None = None) -> int:
               in c.model.params else {"min_neighbors": args.score_min_neighbors, "rank": "best"})
         neigh, score = cascade_curves(raws[c.label], images, gt, paths, op["min_neighbors"],
                                       rank=op["rank"],
-                                      last_threshold=c.model.stages[-1].threshold)
+                                      last_threshold=c.model.stages[-1].threshold,
+                                      verifier=(model_verifier(c.model) if op["rank"]
+                                                == "verified" else None))
         results[c.label] = {"kind": c.kind, "model": c.spec, "window": list(c.window),
                             "curves": {"min_neighbors": neigh, "score": score},
                             "primary": args.primary,

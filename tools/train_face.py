@@ -92,11 +92,42 @@ RECIPES: dict[str, dict] = {
     }),
 }
 #: the operating score each recipe's model declares (chosen on validation)
-OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "margin"},
+OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "verified"},
              "frontalface_haar": {"min_neighbors": 1, "rank": "margin"}}
 #: the coarse-to-fine scan each recipe's model declares (``params["coarse_to_fine"]``): the
 #: fewest coarse stages that meet the detection-time target (vjboost/models/README.md)
 COARSE_TO_FINE = {"frontalface": 6}
+#: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
+#: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
+VERIFIED = ("frontalface",)
+
+
+def fit_face_verifier(model, recipe: str, data: Path, *, seed: int = 0):
+    """The detection verifier of a face cascade: its recipe's training faces (the sources it
+    trains on, jittered) against the windows its first stages accept on the training
+    backgrounds (``vjboost.cascade.verifier.fit_verifier``)."""
+    from vjboost.cascade.verifier import fit_verifier
+    from vjboost.io import read_bg_list
+
+    pos = np.load(data / "train" / "positives.npz")
+    keep = np.isin(pos["source"], RECIPES[recipe]["sources"].split(","))
+    return fit_verifier(model, pos["images"][keep], pos["box"],
+                        read_bg_list(data / "backgrounds_train.txt"), seed=seed)
+
+
+def verify(spec: str, recipe: str, out: Path, data: Path) -> dict:
+    """Fit the verifier of ``spec`` and write the model with it declared to ``out``."""
+    from vjboost.cascade import load_model, save_model
+
+    model = load_model(spec)
+    t0 = time.perf_counter()
+    ver = fit_face_verifier(model, recipe, data)
+    model.params["verifier"] = ver.to_dict()
+    model.params["operating_score"] = {"min_neighbors": 1, "rank": "verified"}
+    save_model(model, out)
+    return {"kind": "verify", "model": spec, "recipe": recipe, "out": str(out),
+            "positives": ver.n_positives_, "negatives": ver.n_negatives_,
+            "seconds": round(time.perf_counter() - t0, 1)}
 
 
 def _value(v: str):
@@ -266,7 +297,7 @@ def train(name: str, out: Path, *, overrides: dict, data: Path, quick: bool, nic
              "n_stages": len(rep.get("stages", [])) or None,
              "stop_reason": rep.get("stop_reason")}
     if rc == 0 and ship:
-        entry["shipped"] = ship_model(name, out)
+        entry["shipped"] = ship_model(name, out, data)
     return entry
 
 
@@ -289,7 +320,7 @@ def _quick_data(pos: Path, bg: Path, out: Path) -> tuple[Path, Path]:
     return qp, qb
 
 
-def ship_model(name: str, out: Path) -> list[str]:
+def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
     """Copy a trained model into the shipped models' folder under ``name`` with its declared
     operating score and coarse-to-fine scan."""
     from vjboost.cascade import load_model, save_model
@@ -297,6 +328,8 @@ def ship_model(name: str, out: Path) -> list[str]:
 
     model = load_model(out / "model.json")
     model.params["operating_score"] = dict(OPERATING.get(name, bp.DEFAULT_OPERATING))
+    if name in VERIFIED:
+        model.params["verifier"] = fit_face_verifier(model, name, data).to_dict()
     if name in COARSE_TO_FINE:
         model.params["coarse_to_fine"] = COARSE_TO_FINE[name]
     save_model(model, MODELS_DIR / f"{name}.json")
@@ -383,7 +416,9 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
     mp = sum(g.size for g in images) / 1e6
     neigh, _ = bp.cascade_curves(raw, images, gt, paths, 1)
     scores = bp.score_curves(raw, images, gt, paths, min_neighbors=GROUPING,
-                             last_threshold=model.stages[-1].threshold)
+                             last_threshold=model.stages[-1].threshold,
+                             verifier=(bp.model_verifier(model) if "verifier" in model.params
+                                       else None))
     declared = (bp.operating_score(model) if "operating_score" in model.params else None)
     rates = {k: v["rates"] for k, v in scores.items()}
     if budgets is not None and tuple(budgets) != tuple(bp.BUDGETS):
@@ -563,6 +598,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="count the false-positive budgets at the density of an image set of "
                         f"MP megapixels (CMU-MIT, bench_peers' set: {CMU_MIT_MP}) instead of "
                         "as counts on the validation set")
+    f = sub.add_parser("verify", help="fit a cascade's detection verifier and write the model "
+                                      "with it declared")
+    f.add_argument("model")
+    f.add_argument("--recipe", choices=sorted(RECIPES), default="frontalface",
+                   help="whose training faces (sources) to use")
+    f.add_argument("--out", type=Path, required=True, help="model file to write")
     r = sub.add_parser("robust", help="share of held-out face windows accepted, clean and "
                                       "degraded as scans")
     r.add_argument("models", nargs="+")
@@ -578,6 +619,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'/'.join(f'{per[s][k]:.3f}' for k in kinds):>32s}" for s in per))
         log({"kind": "robust", "quick": args.quick, "results": res}, args.log)
         print("RESULT " + json.dumps({"quick": args.quick, "accepted": res}))
+        return 0
+    if args.cmd == "verify":
+        entry = verify(args.model, args.recipe, args.out, args.data)
+        log(entry, args.log)
+        print("RESULT " + json.dumps(entry))
         return 0
     if args.cmd == "train":
         overrides = {}

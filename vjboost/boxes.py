@@ -38,6 +38,10 @@ _FEW_RECTS = 1024
 #: cascade's last-stage threshold: a window count weighted by confidence)
 GROUP_SCORES = ("best", "neighbors", "sum", "margin")
 
+#: what a detector's detection score can be: a group score, or ``"verified"``, the margin
+#: rescored by the model's verifier (:mod:`vjboost.cascade.verifier`, which needs the image)
+DETECTION_SCORES = (*GROUP_SCORES, "verified")
+
 
 def _check_score(score: str) -> None:
     if score not in GROUP_SCORES:
@@ -60,6 +64,7 @@ def _group_score(score: str, best: np.ndarray, cnt: np.ndarray, scores: np.ndarr
     return np.bincount(labels, weights=weights, minlength=n_classes)
 
 __all__ = [
+    "DETECTION_SCORES",
     "GROUP_SCORES",
     "WindowGroups",
     "check_boxes",

@@ -29,15 +29,17 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ..boxes import GROUP_SCORES, group_detections
+from ..boxes import DETECTION_SCORES, group_detections
 from .model import CascadeModel
 from .runner import CascadeRunner
 from .scan import Pyramid, check_border, check_mode, opencv_scales
+from .verifier import DetectionVerifier, verified_scores
 
 __all__ = [
     "CascadeDetector",
     "Detections",
     "detect_images",
+    "model_verifier",
     "opencv_scales",
     "operating_score",
     "to_gray",
@@ -158,6 +160,31 @@ def _size_pair(v: Any, name: str) -> tuple[int, int]:
 DEFAULT_OPERATING = {"min_neighbors": 1, "rank": "best"}
 
 
+
+def model_verifier(model: CascadeModel) -> DetectionVerifier:
+    """The :class:`~vjboost.cascade.verifier.DetectionVerifier` a model declares.
+
+    Parameters
+    ----------
+    model : CascadeModel
+        With ``params["verifier"]`` (:meth:`DetectionVerifier.to_dict`).
+
+    Returns
+    -------
+    DetectionVerifier
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> model_verifier(load_model("vjboost:frontalface")).size
+    32
+    """
+    d = dict(getattr(model, "params", {}) or {}).get("verifier")
+    if d is None:
+        raise ValueError("score 'verified': the model declares no verifier (params['verifier'])")
+    return DetectionVerifier.from_dict(d, name="the model's params['verifier']")
+
+
 def _coarse_to_fine(value: Any, model: CascadeModel, runner: CascadeRunner) -> int:
     """The detector's ``coarse_to_fine`` as a stage count (0: off), checked."""
     if value != "model":
@@ -172,7 +199,7 @@ def operating_score(model: CascadeModel) -> dict[str, Any]:
     """The operating score a model declares: how its detections are best ranked.
 
     ``model.params["operating_score"]`` = ``{"min_neighbors": m, "rank": r}`` (``r`` one of
-    :data:`vjboost.boxes.GROUP_SCORES`), chosen when the model was validated; the detection
+    :data:`DETECTION_SCORES`), chosen when the model was validated; the detection
     rate at a false-positive budget is read on the curve of that score (detections grouped at
     ``min_neighbors=m``, thresholded by ``min_score``). Models without one get
     :data:`DEFAULT_OPERATING`.
@@ -190,12 +217,12 @@ def operating_score(model: CascadeModel) -> dict[str, Any]:
     --------
     >>> from vjboost.cascade.model_io import load_model
     >>> operating_score(load_model("vjboost:frontalface"))
-    {'min_neighbors': 1, 'rank': 'margin'}
+    {'min_neighbors': 1, 'rank': 'verified'}
     """
     d = dict(DEFAULT_OPERATING)
     d.update(dict(getattr(model, "params", {}) or {}).get("operating_score", {}))
-    if d["rank"] not in GROUP_SCORES:
-        raise ValueError(f"operating_score: rank {d['rank']!r} not in {GROUP_SCORES}")
+    if d["rank"] not in DETECTION_SCORES:
+        raise ValueError(f"operating_score: rank {d['rank']!r} not in {DETECTION_SCORES}")
     if isinstance(d["min_neighbors"], bool) or not isinstance(d["min_neighbors"], int) \
             or d["min_neighbors"] < 0:
         raise ValueError(f"operating_score: min_neighbors {d['min_neighbors']!r} is not an "
@@ -245,11 +272,14 @@ class CascadeDetector:
         whose features use OpenCV's variance normalisation (Haar).
     n_stages : int, optional
         Use only the first ``n_stages`` stages (more, weaker detections).
-    score : {"best", "sum", "margin", "neighbors", "model"}, default="best"
+    score : {"best", "sum", "margin", "neighbors", "verified", "model"}, default="best"
         Each detection's score (:meth:`vjboost.boxes.WindowGroups.select`): the best window's
         last-stage score; the sum of the group's; the sum of their margins over the last
-        stage's threshold; the window count. ``"model"``: the ranking the model declares
-        (:func:`operating_score`; the shipped face models declare ``"margin"``).
+        stage's threshold; the window count. ``"verified"``: the margin rescored by the
+        verifier the model declares (:mod:`vjboost.cascade.verifier`: ``log(margin) + weight
+        * verdict``, the verdict a HOG logistic regression on the detection's crop).
+        ``"model"``: the ranking the model declares (:func:`operating_score`; the default face
+        model declares ``"verified"``, the Haar one ``"margin"``).
     min_score : float, optional
         Drop detections whose score is below this (an operating point on the score's curve).
     threads : int, optional
@@ -323,13 +353,15 @@ class CascadeDetector:
             raise ValueError(f"nms_iou: expected a value in [0, 1], got {nms_iou!r}")
         if not (min_std >= 0 and math.isfinite(min_std)):
             raise ValueError(f"min_std: expected a finite value >= 0, got {min_std!r}")
-        if score not in (*GROUP_SCORES, "model"):
-            raise ValueError(f"score: expected one of {(*GROUP_SCORES, 'model')}, got {score!r}")
+        if score not in (*DETECTION_SCORES, "model"):
+            raise ValueError(f"score: expected one of {(*DETECTION_SCORES, 'model')}, "
+                             f"got {score!r}")
         if min_score is not None and not (isinstance(min_score, int | float)
                                           and math.isfinite(min_score)):
             raise ValueError(f"min_score: expected a finite number or None, got {min_score!r}")
         # the declared ranking is read (and checked) only when asked for
         self.score = operating_score(model)["rank"] if score == "model" else score
+        self.verifier = model_verifier(model) if self.score == "verified" else None
         if n_stages is not None:
             model = model.truncated(int(n_stages))
         self.model = model
@@ -397,7 +429,7 @@ class CascadeDetector:
             img = np.ascontiguousarray(img[y0:y1, x0:x1])
             ox, oy = x0, y0
         boxes, scores = self.raw_windows(img)
-        det = self._group(boxes, scores, img.shape[1], img.shape[0])
+        det = self._group(boxes, scores, img)
         if ox or oy:
             det.boxes[:, 0] += ox
             det.boxes[:, 1] += oy
@@ -445,13 +477,39 @@ class CascadeDetector:
 
     # -- grouping -------------------------------------------------------------------------------
 
-    def _group(self, boxes, scores, img_w, img_h) -> Detections:
+    def rescore(self, image: np.ndarray, boxes: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """Final scores of grouped detections: with ``score="verified"``, their margins
+        rescored by the model's verifier on ``image``; otherwise ``scores`` unchanged.
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W) or (H, W, 3) RGB
+            The image the detections were grouped in.
+        boxes : ndarray, shape (N, 4)
+            Grouped detections ``(x, y, w, h)``.
+        scores : ndarray of float, shape (N,)
+            Their group scores (``"margin"`` for a verified detector).
+
+        Returns
+        -------
+        ndarray of float64, shape (N,)
+        """
+        if self.verifier is None or len(boxes) == 0:
+            return scores
+        gray = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+        return verified_scores(scores, self.verifier.verdicts(gray, boxes),
+                               weight=self.verifier.weight)
+
+    def _group(self, boxes, scores, img: np.ndarray) -> Detections:
         b, sc, cnt = group_detections(boxes, scores, method=self.grouping,
                                       min_neighbors=self.min_neighbors,
                                       # boxes past the edge stay whole with a border
-                                      image_size=None if self.border else (img_w, img_h),
-                                      nms_iou=self.nms_iou, score=self.score,
+                                      image_size=None if self.border else (img.shape[1],
+                                                                           img.shape[0]),
+                                      nms_iou=self.nms_iou,
+                                      score="margin" if self.verifier else self.score,
                                       offset=self.model.stages[-1].threshold)
+        sc = self.rescore(img, b, sc)
         if self.min_score is not None:
             ok = sc >= self.min_score
             b, sc, cnt = b[ok], sc[ok], cnt[ok]

@@ -33,7 +33,7 @@ from .._io import check_output_path
 from .._jit import compile_notice
 from .._limits import Limits, limit_error
 from .._parallel import ExecutorError
-from ..boxes import GROUP_SCORES
+from ..boxes import DETECTION_SCORES
 from ..cascade.shipped import ModelNotFound, default_model, resolve_model
 from ..io import (
     DETECTION_FORMATS,
@@ -224,12 +224,13 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
               show_default=True,
               help="opencv: groupRectangles (windows averaged per cluster); nms: keep the "
                    "best-scored window of each overlapping set; none: raw windows.")
-@click.option("--score", type=click.Choice([*GROUP_SCORES, "model"]), default="best",
+@click.option("--score", type=click.Choice([*DETECTION_SCORES, "model"]), default="best",
               show_default=True,
               help="Each detection's score: best (its best window's last-stage score), "
                    "neighbors (its window count), sum (of its windows' scores), margin (of "
-                   "their margins over the last stage's threshold) or model (the ranking the "
-                   "model declares; margin for the shipped face models).")
+                   "their margins over the last stage's threshold), verified (the margin "
+                   "rescored by the model's HOG verifier) or model (the ranking the model "
+                   "declares: verified for the default face model).")
 @click.option("--min-score", type=float, default=None,
               help="Drop detections scored below this (an operating point of --score; the "
                    "model cards list the shipped face models').")

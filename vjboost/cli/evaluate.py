@@ -19,7 +19,7 @@ from .._errors import VJBoostError
 from .._io import OutputFolder, atomic_write
 from .._jit import compile_notice
 from .._limits import Limits
-from ..boxes import GROUP_SCORES
+from ..boxes import DETECTION_SCORES
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
     FORMATS,
@@ -99,7 +99,7 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Share of a window that may lie past the edge (with --border).")
 @click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
               help="The operating point reported in the table.")
-@click.option("--score", type=click.Choice([*GROUP_SCORES, "model"]), default="best",
+@click.option("--score", type=click.Choice([*DETECTION_SCORES, "model"]), default="best",
               show_default=True,
               help="How each model's detections are scored, hence ranked in the average "
                    "precision and in detection_rate_at_fp (as vjdetect --score; model: the "

@@ -232,11 +232,16 @@ def sweep_detector(
     # stage's threshold, for instance); a stand-in without one keeps the best window's score
     score = getattr(detector, "score", "best")
     model = getattr(detector, "model", None)
+    rescore = None
+    if score == "verified":  # the margin, rescored on the image just scanned
+        score = "margin"
+        rescore = lambda name, b, s: detector.rescore(eval_set.images[name], b, s)  # noqa: E731
     offset = model.stages[-1].threshold if model is not None and score == "margin" else 0.0
     t1 = time.perf_counter()
     curve = sweep_min_neighbors(windows(), eval_set.annotations, thresholds=thresholds,
                                 image_sizes=eval_set.sizes, iou_threshold=iou_threshold,
-                                ignore=eval_set.annotations.ignore, score=score, offset=offset)
+                                ignore=eval_set.annotations.ignore, score=score, offset=offset,
+                                rescore=rescore)
     total = time.perf_counter() - t1
     return DetectorRun(curve, timing["detect"], total - timing["detect"], int(timing["raw"]),
                        kept)

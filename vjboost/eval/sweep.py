@@ -64,6 +64,7 @@ def sweep_min_neighbors(
     progress: Callable[[str], None] | None = None,
     score: str = "best",
     offset: float = 0.0,
+    rescore: Callable[[str, np.ndarray, np.ndarray], np.ndarray] | None = None,
 ) -> NeighborsCurve:
     """Evaluate the grouped detections at several ``min_neighbors`` values.
 
@@ -88,6 +89,10 @@ def sweep_min_neighbors(
         (:meth:`vjboost.boxes.WindowGroups.select`).
     offset : float, default=0.0
         The last stage's threshold, for ``score="margin"``.
+    rescore : callable, optional
+        ``rescore(image, boxes, scores) -> scores`` applied to each image's grouped detections
+        right after its windows are grouped (a verified detector's
+        :meth:`~vjboost.cascade.detector.CascadeDetector.rescore`).
 
     Returns
     -------
@@ -111,6 +116,8 @@ def sweep_min_neighbors(
         size = None if image_sizes is None else image_sizes.get(name)
         for k, t in enumerate(ts):
             boxes, scores, _ = groups.select(t, size, score=score, offset=offset)
+            if rescore is not None:
+                scores = rescore(name, boxes, scores)
             per_t[k][name] = (boxes, scores)
         if progress is not None:
             progress(name)

@@ -1,0 +1,182 @@
+"""The detection verifier: crops against OpenCV, the fit against scikit-learn, the detector's
+``score="verified"`` against the margin it rescores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from vjboost.cascade.detector import CascadeDetector, model_verifier, operating_score
+from vjboost.cascade.model_io import load_model
+from vjboost.cascade.verifier import (
+    DetectionVerifier,
+    fit_verifier,
+    jittered_windows,
+    verified_scores,
+)
+
+
+def _two_classes(n=120, size=24, seed=0):
+    """Windows with a bright vertical bar (positives) and with a horizontal one."""
+    rng = np.random.default_rng(seed)
+    pos = rng.integers(60, 120, (n, size, size)).astype(np.uint8)
+    neg = rng.integers(60, 120, (n, size, size)).astype(np.uint8)
+    pos[:, :, size // 2 - 2:size // 2 + 2] = 220
+    neg[:, size // 2 - 2:size // 2 + 2, :] = 220
+    return pos, neg
+
+
+def _bilinear(img, xs, ys):
+    """Brute-force bilinear samples of ``img`` at (ys x xs), the edge repeated outside."""
+    h, w = img.shape
+    out = np.empty((len(ys), len(xs)))
+    for i, y in enumerate(ys):
+        for j, x in enumerate(xs):
+            x0, y0 = int(np.floor(x)), int(np.floor(y))
+            fx, fy = x - x0, y - y0
+
+            def px(yy, xx):
+                return float(img[min(max(yy, 0), h - 1), min(max(xx, 0), w - 1)])
+            out[i, j] = ((1 - fy) * ((1 - fx) * px(y0, x0) + fx * px(y0, x0 + 1))
+                         + fy * ((1 - fx) * px(y0 + 1, x0) + fx * px(y0 + 1, x0 + 1)))
+    return out
+
+
+@given(st.integers(4, 40), st.integers(-10, 50), st.integers(-10, 50),
+       st.floats(0, 0.5), st.integers(0, 3))
+@settings(max_examples=40, deadline=None)
+def test_crops_are_bilinear_samples(side, x, y, context, seed):
+    """Each crop pixel is the bilinear sample at its centre, mapped back into the image."""
+    img = np.random.default_rng(seed).integers(0, 256, (48, 56)).astype(np.uint8)
+    ver = DetectionVerifier(size=16, context=context, pixels_per_cell=4)
+    got = ver.crops(img, [[x, y, side, side]])[0].astype(float)
+    big = side * (1 + 2 * context)
+    j = (np.arange(16) + 0.5) * big / 16 - 0.5
+    want = _bilinear(img, x + side / 2 - big / 2 + j, y + side / 2 - big / 2 + j)
+    # OpenCV interpolates in fixed point (1/32 pixel, 15-bit weights)
+    assert np.abs(got - want).max() <= 8
+
+
+def test_crops_context_and_edges():
+    img = np.tile(np.arange(40, dtype=np.uint8) * 5, (40, 1))
+    ver = DetectionVerifier(size=20, context=0.25, pixels_per_cell=4)
+    # a 10-pixel box with a quarter of context on each side covers 15 pixels, at 0.75 px/pixel
+    crop = ver.crops(img, [[10, 10, 10, 10]])[0]
+    assert crop[0, 0] == pytest.approx(img[0, 8], abs=3)
+    assert crop[0, -1] == pytest.approx(img[0, 22], abs=3)
+    # outside the image the edge repeats
+    crop = ver.crops(img, [[-20, 0, 10, 10]])[0]
+    assert (crop == img[0, 0]).all()
+    with pytest.raises(ValueError, match="image"):
+        ver.crops(np.zeros((4, 4, 3), np.uint8), [[0, 0, 2, 2]])
+
+
+def test_fit_matches_scikit_learn():
+    """The same objective as scikit-learn's L2 logistic regression with balanced classes."""
+    sk = pytest.importorskip("sklearn.linear_model")
+    pos, neg = _two_classes()
+    ver = DetectionVerifier(size=24, pixels_per_cell=6, C=0.1).fit(pos, neg)
+    x = np.concatenate([ver.features(pos), ver.features(neg)]).astype(np.float64)
+    y = np.r_[np.ones(len(pos)), np.zeros(len(neg))]
+    ref = sk.LogisticRegression(C=0.1, class_weight="balanced", tol=1e-10,
+                                max_iter=10000).fit(x, y)
+    np.testing.assert_allclose(ver.decision_function(np.concatenate([pos, neg])),
+                               ref.decision_function(x), atol=2e-3, rtol=2e-3)
+    assert (ver.decision_function(pos) > 0).mean() > 0.95
+    assert (ver.decision_function(neg) < 0).mean() > 0.95
+
+
+def test_round_trip_and_bad_input():
+    pos, neg = _two_classes(40)
+    ver = DetectionVerifier(size=24, pixels_per_cell=6, weight=0.5).fit(pos, neg)
+    back = DetectionVerifier.from_dict(ver.to_dict())
+    np.testing.assert_array_equal(back.decision_function(pos), ver.decision_function(pos))
+    assert back.weight == 0.5
+    d = ver.to_dict()
+    with pytest.raises(ValueError, match="coefficients"):
+        DetectionVerifier.from_dict(dict(d, coef=d["coef"][:-1]))
+    with pytest.raises(ValueError, match="kind"):
+        DetectionVerifier.from_dict(dict(d, kind="svm"))
+    with pytest.raises(ValueError, match="size"):
+        DetectionVerifier.from_dict(dict(d, size="32"))
+    with pytest.raises(ValueError, match="pixels_per_cell"):
+        DetectionVerifier(size=16, pixels_per_cell=8)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        DetectionVerifier().decision_function(np.zeros((1, 32, 32), np.uint8))
+    with pytest.raises(ValueError, match="windows"):
+        ver.features(np.zeros((2, 20, 20), np.uint8))
+
+
+@given(st.lists(st.floats(-5, 50), min_size=1, max_size=20), st.floats(0, 3))
+def test_verified_scores_order(margins, weight):
+    m = np.asarray(margins)
+    v = np.linspace(-2, 2, len(m))
+    s = verified_scores(m, v, weight=weight)
+    np.testing.assert_allclose(s, np.log(np.maximum(m, 1e-6)) + weight * v)
+    # a larger margin never lowers the score, a larger verdict neither
+    assert (verified_scores(m + 1, v, weight=weight) >= s).all()
+    assert (verified_scores(m, v + 1, weight=weight) >= s).all()
+
+
+def test_jittered_windows_keep_the_face_centred():
+    w = np.zeros((30, 32, 32), np.uint8)
+    w[:, 12:20, 12:20] = 255                                  # a bright square at the box centre
+    out = jittered_windows(w, (4, 4, 24, 24), size=32, context=1 / 6, copies=2, seed=3)
+    assert out.shape == (60, 32, 32)
+    yy, xx = np.mgrid[:32, :32]
+    for c in out.astype(float):
+        cx, cy = (c * xx).sum() / c.sum(), (c * yy).sum() / c.sum()
+        assert abs(cx - 15.5) < 0.15 * 32 and abs(cy - 15.5) < 0.15 * 32
+    again = jittered_windows(w, (4, 4, 24, 24), size=32, context=1 / 6, copies=2, seed=3)
+    np.testing.assert_array_equal(out, again)
+
+
+@pytest.fixture(scope="module")
+def face_model():
+    return load_model("vjboost:frontalface")
+
+
+def test_detector_verified_is_the_rescored_margin(face_model):
+    from skimage import data
+
+    img = data.astronaut()[..., 1]
+    assert operating_score(face_model)["rank"] == "verified"
+    ver = model_verifier(face_model)
+    margin = CascadeDetector(face_model, min_neighbors=1, score="margin").detect(img)
+    verified = CascadeDetector(face_model, min_neighbors=1, score="verified").detect(img)
+    model = CascadeDetector(face_model, min_neighbors=1, score="model").detect(img)
+    assert len(margin) > 0
+    np.testing.assert_array_equal(verified.boxes, margin.boxes)
+    want = np.log(np.maximum(margin.scores, 1e-6)) + ver.weight * ver.decision_function(
+        ver.crops(img, margin.boxes))
+    np.testing.assert_allclose(verified.scores, want, rtol=1e-12)
+    np.testing.assert_array_equal(model.scores, verified.scores)
+    # the face is the best verified detection
+    best = verified.boxes[np.argmax(verified.scores)]
+    assert 150 < best[0] + best[2] / 2 < 260 and 40 < best[1] + best[3] / 2 < 160
+
+
+def test_verified_needs_a_verifier(face_model):
+    bare = face_model.with_stages(face_model.stages, {"operating_score": {
+        "min_neighbors": 1, "rank": "margin"}})
+    with pytest.raises(ValueError, match="declares no verifier"):
+        CascadeDetector(bare, score="verified")
+
+
+def test_fit_verifier_on_a_cascade(face_model):
+    from skimage import data
+
+    rng = np.random.default_rng(0)
+    pos, _ = _two_classes(30, size=32)
+    bgs = [data.camera()[::2, ::2], data.coins()]
+    ver = fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, negative_stages=2, per_image=7,
+                       copies=1, seed=1)
+    assert ver.n_positives_ == 30 and 0 < ver.n_negatives_ <= 14
+    again = fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, negative_stages=2, per_image=7,
+                         copies=1, seed=1)
+    np.testing.assert_array_equal(ver.coef_, again.coef_)
+    flat = [np.full((60, 60), 128, np.uint8), rng.integers(0, 2, (40, 40)).astype(np.uint8)]
+    with pytest.raises(ValueError, match="accept no window"):
+        fit_verifier(face_model, pos, (4, 4, 24, 24), flat)

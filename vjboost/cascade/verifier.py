@@ -1,0 +1,374 @@
+"""A verifier for grouped detections: HOG of each detection, scored by a linear model.
+
+A cascade ranks its grouped detections by what its own stages measured (the margin of each
+window over the last stage's threshold, summed over the group). A second opinion from another
+feature family helps where the cascade's features are weakest: the :class:`DetectionVerifier`
+cuts each *detection* (not each window: a photograph has a handful of groups against millions
+of windows, so its cost is negligible) with a margin around its box, resizes it to a square of
+``size`` pixels, describes it by HOG (:func:`vjboost.features.hog.hog_descriptor`) and scores
+it with an L2-regularised logistic regression, fitted on the training faces (jittered, as the
+detector's boxes lie around a face) against the windows that the cascade's first stages accept
+on the training backgrounds.
+
+The detection's verified score is ``log(max(margin, tiny)) + weight * v``: the cascade's margin
+scaled by ``exp(weight * v)``, so that neither replaces the other. A model declares it with
+``params["verifier"]`` (:meth:`DetectionVerifier.to_dict`) and ``params["operating_score"] =
+{"min_neighbors": 1, "rank": "verified"}``; the detector's ``score="verified"`` (or
+``"model"``) computes it.
+
+Examples
+--------
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> pos = rng.integers(100, 160, (40, 24, 24), dtype=np.uint8)      # flat windows
+>>> neg = rng.integers(0, 256, (40, 24, 24), dtype=np.uint8)        # noise
+>>> v = DetectionVerifier(size=24, pixels_per_cell=6).fit(pos, neg)
+>>> bool(v.decision_function(pos).mean() > v.decision_function(neg).mean())
+True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import cv2
+import numpy as np
+
+from ..features.hog import hog_descriptor
+
+__all__ = ["DetectionVerifier", "fit_verifier", "jittered_windows", "verified_scores"]
+
+#: margins at or below zero (a group whose windows all scored at the last threshold) are
+#: clamped to this before the logarithm, so that they rank below every positive margin
+TINY_MARGIN = 1e-6
+
+
+def verified_scores(margins: Any, verdicts: Any, *, weight: float) -> np.ndarray:
+    """The verified score of each detection: ``log(max(margin, tiny)) + weight * verdict``.
+
+    Parameters
+    ----------
+    margins : array-like of float, shape (N,)
+        Each detection's summed margin over the last stage's threshold (``score="margin"``).
+    verdicts : array-like of float, shape (N,)
+        The verifier's decision values (log-odds) for the same detections.
+    weight : float
+        How much the verdict counts against the cascade's margin (>= 0).
+
+    Returns
+    -------
+    ndarray of float64, shape (N,)
+
+    Examples
+    --------
+    >>> verified_scores([1.0, 0.0], [0.5, 0.5], weight=2.0).round(3).tolist()
+    [1.0, -12.816]
+    """
+    m = np.asarray(margins, np.float64)
+    v = np.asarray(verdicts, np.float64)
+    if m.shape != v.shape:
+        raise ValueError(f"margins and verdicts: shapes {m.shape} and {v.shape} differ")
+    return np.log(np.maximum(m, TINY_MARGIN)) + float(weight) * v
+
+
+class DetectionVerifier:
+    """HOG + logistic regression over detection crops.
+
+    Parameters
+    ----------
+    size : int, default=32
+        Side of the square crop the descriptor is computed on (pixels).
+    context : float, default=1/6
+        Margin added on each side of a detection box before cropping, as a share of the box
+        side (the training windows' framing: a 24-pixel box in a 32-pixel window).
+    pixels_per_cell, orientations : int, default=7, 9
+        HOG parameters (:func:`vjboost.features.hog.hog_descriptor`, 2×2 cells per block).
+    C : float, default=0.1
+        Inverse L2 regularisation strength (the two classes weighted equally).
+    weight : float, default=0.2
+        The verdict's weight in :func:`verified_scores`.
+
+    Attributes
+    ----------
+    coef_ : ndarray of float64, shape (n_features,)
+    intercept_ : float
+    n_features_in_ : int
+
+    Examples
+    --------
+    See the module docstring.
+    """
+
+    def __init__(self, *, size: int = 32, context: float = 1 / 6, pixels_per_cell: int = 7,
+                 orientations: int = 9, C: float = 0.1, weight: float = 0.2) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 8:
+            raise ValueError(f"size: expected an integer >= 8, got {size!r}")
+        if not (isinstance(context, int | float) and 0 <= context <= 1):
+            raise ValueError(f"context: expected a share in [0, 1], got {context!r}")
+        if isinstance(pixels_per_cell, bool) or not isinstance(pixels_per_cell, int) \
+                or not 2 <= pixels_per_cell <= (size - 2) // 2:
+            raise ValueError(f"pixels_per_cell: expected an integer in 2..{(size - 2) // 2} "
+                             f"for size {size}, got {pixels_per_cell!r}")
+        if isinstance(orientations, bool) or not isinstance(orientations, int) \
+                or not 2 <= orientations <= 36:
+            raise ValueError(f"orientations: expected an integer in 2..36, got {orientations!r}")
+        for name, val in (("C", C), ("weight", weight)):
+            if not (isinstance(val, int | float) and math.isfinite(val) and val >= 0):
+                raise ValueError(f"{name}: expected a finite number >= 0, got {val!r}")
+        if C <= 0:
+            raise ValueError(f"C: expected a number > 0, got {C!r}")
+        self.size, self.context = int(size), float(context)
+        self.pixels_per_cell, self.orientations = int(pixels_per_cell), int(orientations)
+        self.C, self.weight = float(C), float(weight)
+
+    # -- features -------------------------------------------------------------------------------
+
+    def crops(self, image: np.ndarray, boxes: Any) -> np.ndarray:
+        """Each box of ``image`` with its context margin, resized to ``size × size``.
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W)
+        boxes : array-like, shape (N, 4)
+            ``(x, y, w, h)`` in pixels; parts outside the image repeat its edge.
+
+        Returns
+        -------
+        ndarray of uint8, shape (N, size, size)
+
+        Examples
+        --------
+        >>> img = np.arange(64, dtype=np.uint8).reshape(8, 8)
+        >>> DetectionVerifier(size=8, pixels_per_cell=2, context=0).crops(img, [[0, 0, 8, 8]])[0]\
+.tolist() == img.tolist()
+        True
+        """
+        img = np.asarray(image)
+        if img.ndim != 2 or img.dtype != np.uint8:
+            raise ValueError(f"image: expected a (H, W) uint8 array, got {img.dtype} {img.shape}")
+        b = np.asarray(boxes, np.float64).reshape(-1, 4)
+        out = np.empty((len(b), self.size, self.size), np.uint8)
+        s = self.size
+        for i, (x, y, w, h) in enumerate(b):
+            side = max(w, h) * (1 + 2 * self.context)
+            cx, cy = x + w / 2, y + h / 2
+            k = s / side
+            # pixel centres: output pixel j samples input x0 + (j + 0.5) / k - 0.5
+            x0, y0 = cx - side / 2, cy - side / 2
+            a = np.array([[k, 0, (0.5 - x0) * k - 0.5], [0, k, (0.5 - y0) * k - 0.5]])
+            out[i] = cv2.warpAffine(img, a, (s, s), flags=cv2.INTER_LINEAR,
+                                    borderMode=cv2.BORDER_REPLICATE)
+        return out
+
+    def features(self, windows: Any) -> np.ndarray:
+        """HOG descriptors of ``(N, size, size)`` uint8 windows: ``(N, n_features)`` float32."""
+        w = np.asarray(windows)
+        if w.ndim != 3 or w.shape[1:] != (self.size, self.size) or w.dtype != np.uint8:
+            raise ValueError(f"windows: expected (N, {self.size}, {self.size}) uint8, got "
+                             f"{w.dtype} {w.shape}")
+        if len(w) == 0:
+            return np.zeros((0, self._n_features()), np.float32)
+        return hog_descriptor(w, orientations=self.orientations,
+                              pixels_per_cell=(self.pixels_per_cell,) * 2).reshape(len(w), -1)
+
+    def _n_features(self) -> int:
+        return int(hog_descriptor(np.zeros((self.size, self.size), np.uint8),
+                                  orientations=self.orientations,
+                                  pixels_per_cell=(self.pixels_per_cell,) * 2).size)
+
+    # -- fitting and scoring --------------------------------------------------------------------
+
+    def fit(self, positives: Any, negatives: Any) -> DetectionVerifier:
+        """Fit the logistic regression on positive and negative ``(N, size, size)`` windows.
+
+        Minimises ``0.5 |w|² + C Σ_i c_i log(1 + exp(-y_i (w·x_i + b)))`` with the class
+        weights ``c_i = N / (2 N_class)`` (L-BFGS; the intercept is not penalised).
+
+        Parameters
+        ----------
+        positives, negatives : array-like of uint8, shape (N, size, size)
+
+        Returns
+        -------
+        self
+        """
+        from scipy.optimize import minimize  # scikit-image's dependency
+
+        xp, xn = self.features(positives), self.features(negatives)
+        if len(xp) == 0 or len(xn) == 0:
+            raise ValueError(f"fit: need positives and negatives, got {len(xp)} and {len(xn)}")
+        x = np.concatenate([xp, xn]).astype(np.float64)
+        y = np.r_[np.ones(len(xp)), -np.ones(len(xn))]
+        cw = np.r_[np.full(len(xp), len(x) / (2 * len(xp))),
+                   np.full(len(xn), len(x) / (2 * len(xn)))] * self.C
+
+        def loss(theta):
+            w, b = theta[:-1], theta[-1]
+            z = y * (x @ w + b)
+            # log(1 + exp(-z)) and its derivative, stable for large |z|
+            lz = np.logaddexp(0.0, -z)
+            g = -cw * y * np.exp(-np.logaddexp(0.0, z))
+            return 0.5 * w @ w + cw @ lz, np.r_[w + x.T @ g, g.sum()]
+
+        res = minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B",
+                       options={"maxiter": 2000, "gtol": 1e-6})
+        self.coef_ = np.asarray(res.x[:-1], np.float64)
+        self.intercept_ = float(res.x[-1])
+        self.n_features_in_ = int(x.shape[1])
+        return self
+
+    def decision_function(self, windows: Any) -> np.ndarray:
+        """Log-odds of a face for each ``(N, size, size)`` window: ``(N,)`` float64."""
+        self._check_fitted()
+        return self.features(windows).astype(np.float64) @ self.coef_ + self.intercept_
+
+    def verdicts(self, image: np.ndarray, boxes: Any) -> np.ndarray:
+        """Log-odds of a face for each detection box of ``image``: ``(N,)`` float64."""
+        return self.decision_function(self.crops(image, boxes))
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "coef_"):
+            raise RuntimeError("DetectionVerifier: not fitted (call fit first)")
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready description (``params["verifier"]`` of a model)."""
+        self._check_fitted()
+        return {"kind": "hog_logistic", "size": self.size, "context": self.context,
+                "pixels_per_cell": self.pixels_per_cell, "orientations": self.orientations,
+                "C": self.C, "weight": self.weight,
+                "coef": [float(v) for v in self.coef_], "intercept": self.intercept_}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], *, name: str = "verifier") -> DetectionVerifier:
+        """The verifier :meth:`to_dict` described; ``name`` is used in error messages."""
+        if not isinstance(d, dict) or d.get("kind") != "hog_logistic":
+            raise ValueError(f"{name}: expected a dict with kind 'hog_logistic'")
+        try:
+            v = cls(size=d["size"], context=d["context"], pixels_per_cell=d["pixels_per_cell"],
+                    orientations=d["orientations"], C=d["C"], weight=d["weight"])
+            coef = np.asarray(d["coef"], np.float64)
+            intercept = float(d["intercept"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{name}: {e}") from None
+        n = v._n_features()
+        if coef.shape != (n,) or not np.isfinite(coef).all() or not math.isfinite(intercept):
+            raise ValueError(f"{name}: expected {n} finite coefficients and a finite intercept")
+        v.coef_, v.intercept_, v.n_features_in_ = coef, intercept, n
+        return v
+
+
+def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: float,
+                     copies: int = 3, shift: float = 0.1, scale: float = 0.12,
+                     seed: int = 0) -> np.ndarray:
+    """Training faces framed as the detector's boxes frame faces: each window's face box
+    moved by up to ``shift`` of its side, scaled by up to ``exp(±scale)``, half of them
+    mirrored, cut as :meth:`DetectionVerifier.crops` cuts detections.
+
+    Parameters
+    ----------
+    windows : array-like of uint8, shape (N, H, W)
+        Training windows with the face box at ``box``.
+    box : (x, y, w, h)
+        The face box in each window (pixels).
+    size, context : int, float
+        As :class:`DetectionVerifier`.
+    copies : int, default=3
+        Jittered copies per window.
+    shift, scale : float
+        Jitter ranges (shares of the box side; log-scale).
+    seed : int
+
+    Returns
+    -------
+    ndarray of uint8, shape (N * copies, size, size)
+    """
+    w = np.asarray(windows)
+    if w.ndim != 3 or w.dtype != np.uint8:
+        raise ValueError(f"windows: expected (N, H, W) uint8, got {w.dtype} {w.shape}")
+    rng = np.random.default_rng(seed)
+    x, y, bw, bh = (float(v) for v in box)
+    n = len(w)
+    cut = DetectionVerifier(size=size, context=context, pixels_per_cell=2)
+    out = np.empty((n * copies, size, size), np.uint8)
+    for r in range(copies):
+        d = rng.uniform(-shift, shift, (n, 2)) * bw
+        s = np.exp(rng.uniform(-scale, scale, n))
+        flip = rng.random(n) < 0.5
+        for i in range(n):
+            sw = bw * s[i]
+            b = [x + bw / 2 + d[i, 0] - sw / 2, y + bh / 2 + d[i, 1] - sw / 2, sw, sw]
+            c = cut.crops(w[i], [b])[0]
+            out[r * n + i] = c[:, ::-1] if flip[i] else c
+    return out
+
+
+def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Sequence[Any], *,
+                 negative_stages: int = 12, per_image: int = 30, copies: int = 3,
+                 scale_factor: float = 1.1, seed: int = 0, threads: int | None = None,
+                 **params: Any) -> DetectionVerifier:
+    """Fit a :class:`DetectionVerifier` for a cascade.
+
+    Negatives: up to ``per_image`` windows (a seeded choice) that the cascade's first
+    ``negative_stages`` stages accept in each background image, the clutter that reaches the
+    later stages and sometimes passes them. Positives: the training faces, jittered
+    (:func:`jittered_windows`).
+
+    Parameters
+    ----------
+    model : CascadeModel
+    windows : array-like of uint8, shape (N, H, W)
+        Training faces with the face box at ``box`` (the cascade's positives).
+    box : (x, y, w, h)
+        The face box in each window, in the detector's box convention.
+    backgrounds : sequence of (H, W) uint8 arrays or image paths
+        Face-free training images (never the test images).
+    negative_stages : int, default=12
+        Stages of the cascade whose accepted windows are the negatives (at most all).
+    per_image, copies : int
+        Negatives kept per background image; jittered copies per face.
+    scale_factor : float, default=1.1
+    seed : int, default=0
+    threads : int, optional
+        Detector threads.
+    **params
+        :class:`DetectionVerifier` parameters.
+
+    Returns
+    -------
+    DetectionVerifier
+        Fitted; ``n_positives_`` and ``n_negatives_`` record the sample sizes.
+    """
+    from ..io import read_image
+    from .detector import CascadeDetector
+
+    if isinstance(negative_stages, bool) or not isinstance(negative_stages, int) \
+            or negative_stages < 1:
+        raise ValueError(f"negative_stages: expected an integer >= 1, got {negative_stages!r}")
+    if isinstance(per_image, bool) or not isinstance(per_image, int) or per_image < 1:
+        raise ValueError(f"per_image: expected an integer >= 1, got {per_image!r}")
+    ver = DetectionVerifier(**params)
+    pos = jittered_windows(windows, box, size=ver.size, context=ver.context, copies=copies,
+                           seed=seed)
+    part = model.truncated(min(negative_stages, model.n_stages))
+    det = CascadeDetector(part, scale_factor=scale_factor, min_neighbors=0, grouping="none",
+                          threads=threads, coarse_to_fine=None)
+    rng = np.random.default_rng([seed, 1])
+    neg = []
+    for bg in backgrounds:
+        img = bg if isinstance(bg, np.ndarray) else read_image(bg)
+        boxes, _ = det.raw_windows(img)
+        if len(boxes) > per_image:
+            boxes = boxes[np.sort(rng.choice(len(boxes), per_image, replace=False))]
+        if len(boxes):
+            neg.append(ver.crops(img, boxes))
+    if not neg:
+        raise ValueError(f"backgrounds: the cascade's first {part.n_stages} stages accept no "
+                         "window in any of them; nothing to learn the clutter from")
+    neg_w = np.concatenate(neg)
+    ver.fit(pos, neg_w)
+    ver.n_positives_, ver.n_negatives_ = len(pos), len(neg_w)
+    return ver
