@@ -119,11 +119,13 @@ def test_own_model_format_and_params(face_png, tmp_path):
 
 def test_score_kinds_operating_point_and_stages(face_png):
     """--score / --min-score / --stages: the detector's scores, computed here from its raw
-    windows by hand (margin: the group's windows' last-stage scores less the threshold)."""
+    windows by hand (margin: the group's windows' last-stage scores less the threshold), with
+    the Haar face model, which declares the margin (the default one's verified score:
+    tests/test_verifier.py)."""
     from vjboost.boxes import WindowGroups
     from vjboost.cascade import operating_score
 
-    model = load_model("vjboost:frontalface")
+    model = load_model("vjboost:frontalface_haar")
     assert operating_score(model) == {"min_neighbors": 1, "rank": "margin"}
     img = cv2.imread(str(face_png / "astronaut.png"))
     gray = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
@@ -143,7 +145,7 @@ def test_score_kinds_operating_point_and_stages(face_png):
         assert len(got) > 0
     full = CascadeDetector(model, min_neighbors=1, score="margin").detect(img)
     cut = float(np.median(full.scores))
-    args = [str(face_png / "astronaut.png"), "-m", "vjboost:frontalface", "-n", "1",
+    args = [str(face_png / "astronaut.png"), "-m", "vjboost:frontalface_haar", "-n", "1",
             "--score", "model", "--no-progress"]
     r = CliRunner().invoke(main, [*args, "--min-score", str(cut)])
     assert r.exit_code == 0, r.output

@@ -225,7 +225,18 @@ class DetectionVerifier:
         return self.features(windows).astype(np.float64) @ self.coef_ + self.intercept_
 
     def verdicts(self, image: np.ndarray, boxes: Any) -> np.ndarray:
-        """Log-odds of a face for each detection box of ``image``: ``(N,)`` float64."""
+        """Log-odds of a face for each detection box of ``image``.
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W)
+        boxes : array-like, shape (N, 4)
+            Detections ``(x, y, w, h)`` in pixels.
+
+        Returns
+        -------
+        ndarray of float64, shape (N,)
+        """
         return self.decision_function(self.crops(image, boxes))
 
     def _check_fitted(self) -> None:
@@ -244,7 +255,20 @@ class DetectionVerifier:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, name: str = "verifier") -> DetectionVerifier:
-        """The verifier :meth:`to_dict` described; ``name`` is used in error messages."""
+        """The verifier :meth:`to_dict` described.
+
+        Parameters
+        ----------
+        d : dict
+            A :meth:`to_dict` output (a model's ``params["verifier"]``).
+        name : str, default="verifier"
+            What to call it in error messages.
+
+        Returns
+        -------
+        DetectionVerifier
+            Fitted.
+        """
         if not isinstance(d, dict) or d.get("kind") != "hog_logistic":
             raise ValueError(f"{name}: expected a dict with kind 'hog_logistic'")
         try:
