@@ -57,7 +57,6 @@ from vjboost.cascade.detector import (  # noqa: E402,F401
     model_verifier,
     operating_score,
 )
-from vjboost.cascade.verifier import verified_scores  # noqa: E402
 from vjboost.eval import DetectionEvaluation, evaluate_detections  # noqa: E402
 from vjboost.io import read_annotations, read_bg_list, read_image  # noqa: E402
 
@@ -131,9 +130,7 @@ def ranked(groups, min_neighbors: int, size: tuple[int, int], rank: str, *,
         b, sc, _ = groups.select(min_neighbors, size, score=rank, offset=last_threshold)
         return np.asarray(b), sc
     b, sc, _ = groups.select(min_neighbors, size, score="margin", offset=last_threshold)
-    if len(b):
-        sc = verified_scores(sc, verifier.verdicts(image, b), weight=verifier.weight)
-    return np.asarray(b), sc
+    return np.asarray(b), (verifier.rescore(image, b, sc) if len(b) else sc)
 
 
 def group_scores(groups, min_neighbors: int, size: tuple[int, int], *,

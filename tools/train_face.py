@@ -102,17 +102,21 @@ COARSE_TO_FINE = {"frontalface": 6}
 VERIFIED = ("frontalface",)
 
 
-def fit_face_verifier(model, recipe: str, data: Path, *, seed: int = 0):
-    """The detection verifier of a face cascade: its recipe's training faces (the sources it
+def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
+    """Fit a face cascade's detection verifier — its recipe's training faces (the sources it
     trains on, jittered) against the windows its first stages accept on the training
-    backgrounds (``vjboost.cascade.verifier.fit_verifier``)."""
+    backgrounds (``vjboost.cascade.verifier.fit_verifier``) — and declare it in the model's
+    params with the verified operating score; returns the verifier."""
     from vjboost.cascade.verifier import fit_verifier
     from vjboost.io import read_bg_list
 
     pos = np.load(data / "train" / "positives.npz")
     keep = np.isin(pos["source"], RECIPES[recipe]["sources"].split(","))
-    return fit_verifier(model, pos["images"][keep], pos["box"],
-                        read_bg_list(data / "backgrounds_train.txt"), seed=seed)
+    ver = fit_verifier(model, pos["images"][keep], pos["box"],
+                       read_bg_list(data / "backgrounds_train.txt"), seed=seed)
+    model.params["verifier"] = ver.to_dict()
+    model.params["operating_score"] = {"min_neighbors": 1, "rank": "verified"}
+    return ver
 
 
 def verify(spec: str, recipe: str, out: Path, data: Path) -> dict:
@@ -121,9 +125,7 @@ def verify(spec: str, recipe: str, out: Path, data: Path) -> dict:
 
     model = load_model(spec)
     t0 = time.perf_counter()
-    ver = fit_face_verifier(model, recipe, data)
-    model.params["verifier"] = ver.to_dict()
-    model.params["operating_score"] = {"min_neighbors": 1, "rank": "verified"}
+    ver = declare_verifier(model, recipe, data)
     save_model(model, out)
     return {"kind": "verify", "model": spec, "recipe": recipe, "out": str(out),
             "positives": ver.n_positives_, "negatives": ver.n_negatives_,
@@ -329,7 +331,7 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
     model = load_model(out / "model.json")
     model.params["operating_score"] = dict(OPERATING.get(name, bp.DEFAULT_OPERATING))
     if name in VERIFIED:
-        model.params["verifier"] = fit_face_verifier(model, name, data).to_dict()
+        declare_verifier(model, name, data)
     if name in COARSE_TO_FINE:
         model.params["coarse_to_fine"] = COARSE_TO_FINE[name]
     save_model(model, MODELS_DIR / f"{name}.json")

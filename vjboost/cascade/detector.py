@@ -33,7 +33,7 @@ from ..boxes import DETECTION_SCORES, group_detections
 from .model import CascadeModel
 from .runner import CascadeRunner
 from .scan import Pyramid, check_border, check_mode, opencv_scales
-from .verifier import DetectionVerifier, verified_scores
+from .verifier import DetectionVerifier
 
 __all__ = [
     "CascadeDetector",
@@ -158,7 +158,6 @@ def _size_pair(v: Any, name: str) -> tuple[int, int]:
 #: a model's operating score when its ``params`` declare none: OpenCV's grouping at
 #: ``min_neighbors`` 1, detections ranked by their best window
 DEFAULT_OPERATING = {"min_neighbors": 1, "rank": "best"}
-
 
 
 def model_verifier(model: CascadeModel) -> DetectionVerifier:
@@ -497,8 +496,7 @@ class CascadeDetector:
         if self.verifier is None or len(boxes) == 0:
             return scores
         gray = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-        return verified_scores(scores, self.verifier.verdicts(gray, boxes),
-                               weight=self.verifier.weight)
+        return self.verifier.rescore(gray, boxes, scores)
 
     def _group(self, boxes, scores, img: np.ndarray) -> Detections:
         b, sc, cnt = group_detections(boxes, scores, method=self.grouping,
@@ -507,7 +505,8 @@ class CascadeDetector:
                                       image_size=None if self.border else (img.shape[1],
                                                                            img.shape[0]),
                                       nms_iou=self.nms_iou,
-                                      score="margin" if self.verifier else self.score,
+                                      score="margin" if self.verifier is not None
+                                      else self.score,
                                       offset=self.model.stages[-1].threshold)
         sc = self.rescore(img, b, sc)
         if self.min_score is not None:

@@ -5,7 +5,7 @@ window over the last stage's threshold, summed over the group). A second opinion
 feature family helps where the cascade's features are weakest: the :class:`DetectionVerifier`
 cuts each *detection* (not each window: a photograph has a handful of groups against millions
 of windows, so its cost is negligible) with a margin around its box, resizes it to a square of
-``size`` pixels, describes it by HOG (:func:`vjboost.features.hog.hog_descriptor`) and scores
+``size`` pixels, describes it by HOG (:class:`vjboost.features.hog.HOGFamily`) and scores
 it with an L2-regularised logistic regression, fitted on the training faces (jittered, as the
 detector's boxes lie around a face) against the windows that the cascade's first stages accept
 on the training backgrounds.
@@ -36,13 +36,63 @@ from typing import Any
 import cv2
 import numpy as np
 
-from ..features.hog import hog_descriptor
+from ..features.hog import HOGFamily
 
-__all__ = ["DetectionVerifier", "fit_verifier", "jittered_windows", "verified_scores"]
+__all__ = [
+    "DetectionVerifier",
+    "crop_boxes",
+    "fit_verifier",
+    "jittered_windows",
+    "verified_scores",
+]
 
 #: margins at or below zero (a group whose windows all scored at the last threshold) are
 #: clamped to this before the logarithm, so that they rank below every positive margin
 TINY_MARGIN = 1e-6
+
+
+def crop_boxes(image: np.ndarray, boxes: Any, *, size: int, context: float) -> np.ndarray:
+    """Each box of ``image`` with ``context`` of its side added on every side, resized to
+    ``size × size`` (bilinear, one warp: the same sampling for training faces and detections).
+
+    Parameters
+    ----------
+    image : ndarray of uint8, shape (H, W)
+    boxes : array-like, shape (N, 4)
+        ``(x, y, w, h)`` in pixels; parts outside the image repeat its edge.
+    size : int
+        Side of the output squares (pixels).
+    context : float
+        Margin per side, as a share of the box's longer side.
+
+    Returns
+    -------
+    ndarray of uint8, shape (N, size, size)
+
+    Examples
+    --------
+    >>> img = np.arange(64, dtype=np.uint8).reshape(8, 8)
+    >>> crop_boxes(img, [[0, 0, 8, 8]], size=8, context=0)[0].tolist() == img.tolist()
+    True
+    """
+    img = np.asarray(image)
+    if img.ndim != 2 or img.dtype != np.uint8:
+        raise ValueError(f"image: expected a (H, W) uint8 array, got {img.dtype} {img.shape}")
+    b = np.asarray(boxes, np.float64).reshape(-1, 4)
+    # not positives.jittered_cut: that cuts at the box's own resolution and then resizes, with
+    # a mirrored border; the verifier's training faces and detections must be sampled alike
+    out = np.empty((len(b), size, size), np.uint8)
+    s = int(size)
+    for i, (x, y, w, h) in enumerate(b):
+        side = max(w, h) * (1 + 2 * context)
+        cx, cy = x + w / 2, y + h / 2
+        k = s / side
+        # pixel centres: output pixel j samples input x0 + (j + 0.5) / k - 0.5
+        x0, y0 = cx - side / 2, cy - side / 2
+        a = np.array([[k, 0, (0.5 - x0) * k - 0.5], [0, k, (0.5 - y0) * k - 0.5]])
+        out[i] = cv2.warpAffine(img, a, (s, s), flags=cv2.INTER_LINEAR,
+                                borderMode=cv2.BORDER_REPLICATE)
+    return out
 
 
 def verified_scores(margins: Any, verdicts: Any, *, weight: float) -> np.ndarray:
@@ -84,7 +134,7 @@ class DetectionVerifier:
         Margin added on each side of a detection box before cropping, as a share of the box
         side (the training windows' framing: a 24-pixel box in a 32-pixel window).
     pixels_per_cell, orientations : int, default=7, 9
-        HOG parameters (:func:`vjboost.features.hog.hog_descriptor`, 2×2 cells per block).
+        HOG parameters (:class:`vjboost.features.hog.HOGFamily`, 2×2 cells per block).
     C : float, default=0.1
         Inverse L2 regularisation strength (the two classes weighted equally).
     weight : float, default=0.2
@@ -122,45 +172,27 @@ class DetectionVerifier:
         self.size, self.context = int(size), float(context)
         self.pixels_per_cell, self.orientations = int(pixels_per_cell), int(orientations)
         self.C, self.weight = float(C), float(weight)
+        # one family for every call (hog_descriptor would build one per call)
+        self._hog = HOGFamily((self.size, self.size), orientations=self.orientations,
+                              pixels_per_cell=(self.pixels_per_cell,) * 2)
 
     # -- features -------------------------------------------------------------------------------
 
     def crops(self, image: np.ndarray, boxes: Any) -> np.ndarray:
-        """Each box of ``image`` with its context margin, resized to ``size × size``.
+        """Each box of ``image`` cut as this verifier sees it (:func:`crop_boxes` at its
+        ``size`` and ``context``).
 
         Parameters
         ----------
         image : ndarray of uint8, shape (H, W)
         boxes : array-like, shape (N, 4)
-            ``(x, y, w, h)`` in pixels; parts outside the image repeat its edge.
+            ``(x, y, w, h)`` in pixels.
 
         Returns
         -------
         ndarray of uint8, shape (N, size, size)
-
-        Examples
-        --------
-        >>> img = np.arange(64, dtype=np.uint8).reshape(8, 8)
-        >>> DetectionVerifier(size=8, pixels_per_cell=2, context=0).crops(img, [[0, 0, 8, 8]])[0]\
-.tolist() == img.tolist()
-        True
         """
-        img = np.asarray(image)
-        if img.ndim != 2 or img.dtype != np.uint8:
-            raise ValueError(f"image: expected a (H, W) uint8 array, got {img.dtype} {img.shape}")
-        b = np.asarray(boxes, np.float64).reshape(-1, 4)
-        out = np.empty((len(b), self.size, self.size), np.uint8)
-        s = self.size
-        for i, (x, y, w, h) in enumerate(b):
-            side = max(w, h) * (1 + 2 * self.context)
-            cx, cy = x + w / 2, y + h / 2
-            k = s / side
-            # pixel centres: output pixel j samples input x0 + (j + 0.5) / k - 0.5
-            x0, y0 = cx - side / 2, cy - side / 2
-            a = np.array([[k, 0, (0.5 - x0) * k - 0.5], [0, k, (0.5 - y0) * k - 0.5]])
-            out[i] = cv2.warpAffine(img, a, (s, s), flags=cv2.INTER_LINEAR,
-                                    borderMode=cv2.BORDER_REPLICATE)
-        return out
+        return crop_boxes(image, boxes, size=self.size, context=self.context)
 
     def features(self, windows: Any) -> np.ndarray:
         """HOG descriptors of ``(N, size, size)`` uint8 windows: ``(N, n_features)`` float32."""
@@ -169,14 +201,9 @@ class DetectionVerifier:
             raise ValueError(f"windows: expected (N, {self.size}, {self.size}) uint8, got "
                              f"{w.dtype} {w.shape}")
         if len(w) == 0:
-            return np.zeros((0, self._n_features()), np.float32)
-        return hog_descriptor(w, orientations=self.orientations,
-                              pixels_per_cell=(self.pixels_per_cell,) * 2).reshape(len(w), -1)
-
-    def _n_features(self) -> int:
-        return int(hog_descriptor(np.zeros((self.size, self.size), np.uint8),
-                                  orientations=self.orientations,
-                                  pixels_per_cell=(self.pixels_per_cell,) * 2).size)
+            return np.zeros((0, self._hog.n_features), np.float32)
+        # vjboost.features.hog.hog_descriptor's layout: (S, n_features)
+        return np.ascontiguousarray(self._hog.compute(w).T)
 
     # -- fitting and scoring --------------------------------------------------------------------
 
@@ -239,6 +266,24 @@ class DetectionVerifier:
         """
         return self.decision_function(self.crops(image, boxes))
 
+    def rescore(self, image: np.ndarray, boxes: Any, margins: Any) -> np.ndarray:
+        """The verified scores of detections (:func:`verified_scores` of their margins and
+        this verifier's verdicts on ``image``).
+
+        Parameters
+        ----------
+        image : ndarray of uint8, shape (H, W)
+        boxes : array-like, shape (N, 4)
+            Grouped detections ``(x, y, w, h)``.
+        margins : array-like of float, shape (N,)
+            Their ``score="margin"`` scores.
+
+        Returns
+        -------
+        ndarray of float64, shape (N,)
+        """
+        return verified_scores(margins, self.verdicts(image, boxes), weight=self.weight)
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "coef_"):
             raise RuntimeError("DetectionVerifier: not fitted (call fit first)")
@@ -278,7 +323,7 @@ class DetectionVerifier:
             intercept = float(d["intercept"])
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{name}: {e}") from None
-        n = v._n_features()
+        n = v._hog.n_features
         if coef.shape != (n,) or not np.isfinite(coef).all() or not math.isfinite(intercept):
             raise ValueError(f"{name}: expected {n} finite coefficients and a finite intercept")
         v.coef_, v.intercept_, v.n_features_in_ = coef, intercept, n
@@ -290,7 +335,7 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
                      seed: int = 0) -> np.ndarray:
     """Training faces framed as the detector's boxes frame faces: each window's face box
     moved by up to ``shift`` of its side, scaled by up to ``exp(±scale)``, half of them
-    mirrored, cut as :meth:`DetectionVerifier.crops` cuts detections.
+    mirrored, cut as detections are (:func:`crop_boxes`).
 
     Parameters
     ----------
@@ -316,7 +361,6 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
     rng = np.random.default_rng(seed)
     x, y, bw, bh = (float(v) for v in box)
     n = len(w)
-    cut = DetectionVerifier(size=size, context=context, pixels_per_cell=2)
     out = np.empty((n * copies, size, size), np.uint8)
     for r in range(copies):
         d = rng.uniform(-shift, shift, (n, 2)) * bw
@@ -325,7 +369,7 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
         for i in range(n):
             sw = bw * s[i]
             b = [x + bw / 2 + d[i, 0] - sw / 2, y + bh / 2 + d[i, 1] - sw / 2, sw, sw]
-            c = cut.crops(w[i], [b])[0]
+            c = crop_boxes(w[i], [b], size=size, context=context)[0]
             out[r * n + i] = c[:, ::-1] if flip[i] else c
     return out
 
