@@ -25,9 +25,10 @@ def _expected(model, img, k):
     return pos[keep], scores[keep]
 
 
-@pytest.mark.parametrize(("k", "threads"), [(1, 1), (4, 1), (6, 2), (19, 1)])
+@pytest.mark.parametrize(("k", "threads"), [(1, 1), (4, 1), (6, 2), ("all", 1)])
 def test_coarse_to_fine_matches_brute_force(k, threads):
     model = vjboost.load_model("vjboost:frontalface")
+    k = model.n_stages if k == "all" else k
     img = data.astronaut()[::2, ::2, 0].copy()
     det = CascadeDetector(model, min_neighbors=0, grouping="none", mode="clean",
                           threads=threads, coarse_to_fine=k)

@@ -85,7 +85,16 @@ def test_model_card_states_how_it_was_trained(model):
     card = (MODELS_DIR / "README.md").read_text(encoding="utf-8")
     report = json.loads(model.with_suffix(".report.json").read_text(encoding="utf-8"))
     assert "vjtrain" in card and "--seed" in card and f"## `{model.stem}`" in card
-    assert report["stages"] and len(report["stages"]) == load_model(model).n_stages
+    # a shipped model is its training run's cascade, or the first stages of it (cut on
+    # validation, which its card says): the report's stages are the model's, in order
+    m = load_model(model)
+    assert report["stages"] and len(report["stages"]) >= m.n_stages
+    assert [r["threshold"] for r in report["stages"][:m.n_stages]] == pytest.approx(
+        [st.threshold for st in m.stages])
+    assert [r["n_weak"] for r in report["stages"][:m.n_stages]] == [len(st.trees)
+                                                                     for st in m.stages]
+    if len(report["stages"]) > m.n_stages:
+        assert f"first {m.n_stages} of its {len(report['stages'])} trained stages" in card
 
 
 @pytest.mark.shared_data
@@ -114,7 +123,7 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
         pytest.approx(309 / 354), 52)  # anchor
     # the cards' figures: (faces found, false positives) at minNeighbors 1..4
     # (the default model with its declared coarse-to-fine scan)
-    cards = {"vjboost:frontalface": [(281, 43), (263, 22), (258, 14), (252, 10)],
+    cards = {"vjboost:frontalface": [(287, 75), (272, 35), (263, 21), (258, 13)],
              "vjboost:frontalface_haar": [(274, 32), (261, 12), (249, 3), (242, 3)]}
     for spec, want in cards.items():
         ours = curves[spec]

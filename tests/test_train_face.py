@@ -36,6 +36,33 @@ def test_ship_model_replaces_every_file_of_the_name(tmp_path, monkeypatch):
     assert shipped_model.stages == model.stages
 
 
+def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch):
+    """A recipe with a shipped stage count ships the first stages of its training run, and
+    the shipped default model is exactly that cut of its report's cascade."""
+    import json
+
+    import vjboost.cascade.shipped as shipped
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    models = tmp_path / "models"
+    models.mkdir()
+    monkeypatch.setattr(shipped, "MODELS_DIR", models)
+    monkeypatch.setattr(tf, "REPO", tmp_path)
+    monkeypatch.setitem(tf.SHIPPED_STAGES, "face", 5)
+    run = tmp_path / "run"
+    run.mkdir()
+    model = load_model(MODELS_DIR / "frontalface_haar.json")
+    save_model(model, run / "model.json")
+    tf.ship_model("face", run)
+    got = load_model(models / "face.json")
+    assert got.n_stages == 5 and got.stages == model.stages[:5]
+    # the shipped default: the first SHIPPED_STAGES of the stages its report records
+    face = load_model(MODELS_DIR / "frontalface.json")
+    report = json.loads((MODELS_DIR / "frontalface.report.json").read_text(encoding="utf-8"))
+    assert face.n_stages == tf.SHIPPED_STAGES["frontalface"] < len(report["stages"])
+
+
 def test_degrade_is_seeded_keeps_shape_and_lowers_detail(monkeypatch):
     import numpy as np
 

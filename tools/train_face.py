@@ -100,6 +100,11 @@ COARSE_TO_FINE = {"frontalface": 6}
 #: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
 #: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
 VERIFIED = ("frontalface",)
+#: the stages each recipe's shipped model keeps of those it trains: with a verifier ranking the
+#: detections, the fewest whose validation score is within a quarter of a point of the best
+#: (a later stage that adds almost nothing on validation still costs faces that it was not
+#: trained on; vjboost/models/README.md)
+SHIPPED_STAGES = {"frontalface": 18}
 
 
 def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
@@ -323,12 +328,14 @@ def _quick_data(pos: Path, bg: Path, out: Path) -> tuple[Path, Path]:
 
 
 def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
-    """Copy a trained model into the shipped models' folder under ``name`` with its declared
-    operating score and coarse-to-fine scan."""
+    """Copy a trained model into the shipped models' folder under ``name``, cut to its shipped
+    stages, with its declared operating score, verifier and coarse-to-fine scan."""
     from vjboost.cascade import load_model, save_model
     from vjboost.cascade.shipped import MODELS_DIR
 
     model = load_model(out / "model.json")
+    if name in SHIPPED_STAGES:
+        model = model.truncated(SHIPPED_STAGES[name])
     model.params["operating_score"] = dict(OPERATING.get(name, bp.DEFAULT_OPERATING))
     if name in VERIFIED:
         declare_verifier(model, name, data)

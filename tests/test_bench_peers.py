@@ -1,0 +1,38 @@
+"""tools/bench_peers.py: each detector is timed as it is run."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from skimage import data
+
+from vjboost.cascade import CascadeDetector, load_model
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+@pytest.fixture
+def bp(monkeypatch):
+    monkeypatch.syspath_prepend(str(TOOLS))
+    return importlib.import_module("bench_peers")
+
+
+def test_a_model_is_timed_at_its_declared_operating_score(bp):
+    """The default face model declares verified@1: the timed detector groups at minNeighbors 1
+    and ranks by the verified score, the verifier included, exactly as the library does."""
+    face = bp.Cascade("face", "vjboost:frontalface", kind="vjboost")
+    assert (face.timed_neighbors, face.timed_score) == (1, "model")
+    img = cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2GRAY)
+    got = face.timer(1)(img)
+    want = CascadeDetector(load_model("vjboost:frontalface"), scale_factor=bp.SCALE_FACTOR,
+                           min_size=(20, 20), min_neighbors=1, score="verified").detect(img)
+    assert len(want.boxes) >= 1
+    assert np.array_equal(got.boxes, want.boxes)
+    assert np.allclose(got.scores, want.scores)
+    # OpenCV's cascades declare nothing: OpenCV's default minNeighbors and the best score
+    ref = bp.Cascade("ref", "opencv:haarcascade_frontalface_default", kind="opencv")
+    assert (ref.timed_neighbors, ref.timed_score) == (bp.OPERATING_NEIGHBORS, "best")
