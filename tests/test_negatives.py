@@ -14,6 +14,7 @@ from vjboost.cascade.kernels import reject_threshold
 from vjboost.cascade.negatives import (
     AUGMENTATIONS,
     MiningParams,
+    MiningProgress,
     NegativePool,
     augment_image,
     scan_unit,
@@ -233,6 +234,78 @@ def test_run_clock_eta():
     # ratio 0.25 -> target 1/64 in 4 more halvings, fewer than the 5 stages left
     assert clock.stages_left(1) == 4
     assert clock.eta(1) == pytest.approx(4 * 10 + 2 * (2 + 4 + 8 + 16))
+    # a mining budget of 10x the last stage's windows caps each stage's mining at 10x its time
+    capped = RunClock(6, 0.5, 0.5 ** 6, max_scanned=10_000)
+    capped.add(mining=2.0, other=10.0, acceptance_ratio=0.25, scanned=1_000)
+    assert capped.eta(1) == pytest.approx(4 * 10 + 4 + 8 + 16 + 20)
+
+
+def test_fill_stops_at_the_mining_budget_between_batches(trained, backgrounds):
+    """With ``max_scanned`` the fill stops after the batch in which the scanned windows reach
+    the budget, and what it kept is what an unbudgeted fill finds first (same schedule), with
+    threads or an executor alike."""
+    model = build_cascade_model(trained.pool_, trained.stages_)
+    params = MiningParams(WIN, scale_factor=1.5, step=3, batch=3)
+    full = NegativePool(backgrounds, params, seed=4, n=400).fill(model, threads=1)
+    assert full.n_scanned > 2000 and not full.budget_reached
+    budget = full.n_scanned // 3
+    seen: list[int] = []
+    pool = NegativePool(backgrounds, params, seed=4, n=400)
+    res = pool.fill(model, max_scanned=budget, threads=1,
+                    progress=lambda p: seen.append(p.scanned))
+    assert res.budget_reached and not res.exhausted
+    assert len(res.windows) < 400 and len(res.windows) < len(full.windows)
+    # the stop is at the first batch that reached the budget
+    assert res.n_scanned == seen[-1] >= budget > seen[-2]
+    np.testing.assert_array_equal(res.windows, full.windows[:len(res.windows)])
+    other = NegativePool(backgrounds, params, seed=4, n=400).fill(
+        model, max_scanned=budget, executor=_ShuffledExecutor())
+    np.testing.assert_array_equal(other.windows, res.windows)
+    assert other.n_scanned == res.n_scanned
+    # the progress estimate never runs past the budget
+    p = MiningProgress(1, 10, 400, budget - 50, 5, 1.0, 10**6, budget)
+    assert p.windows_needed == 50
+    # the next fill of the same pool goes on where this one stopped (nothing scanned twice)
+    more = pool.fill(model, max_scanned=budget, threads=1)
+    assert more.n_from_pool == len(res.windows) and more.n_scanned >= budget
+
+
+def test_trainer_trains_late_stages_on_fewer_negatives_within_a_mining_budget(
+        faces12, backgrounds, tmp_path):
+    """A stage whose budget runs out trains on the negatives found when there are at least
+    ``min_neg``; without ``min_neg`` training stops there, says why, and resumes with one."""
+    kw = dict(window_shape=WIN, features="haar", num_stages=8, num_pos=100, num_neg=200,
+              min_hit_rate=0.99, max_false_alarm=0.5, seed=7, max_weak_count=6,
+              mining={"scale_factor": 1.5, "batch": 2})
+    free = CascadeTrainer(**kw).fit(faces12, backgrounds)
+    scanned = [m["n_scanned"] for m in free.mining_]
+    budget = max(scanned[:2]) + 1  # stages 0 and 1 never reach it; a later one does
+    lean = CascadeTrainer(**kw, mining_budget=budget, min_neg=20).fit(
+        faces12, backgrounds, output_dir=tmp_path / "lean")
+    bound = [m["budget_reached"] for m in lean.mining_]
+    assert any(bound)
+    k = bound.index(True)
+    assert k >= 2 and len(lean.stages_) > k
+    # the stages before the budget binds are the unbudgeted run's, stage k trains on fewer
+    assert stages_digest(lean.stages_[:k]) == stages_digest(free.stages_[:k])
+    found = lean.mining_[k]["n_found"]
+    assert 20 <= found < 200 and lean.mining_[k]["n_scanned"] >= budget
+    assert lean.report_["stages"][k]["negatives"] == found
+    assert lean.report_["config"]["mining_budget"] == budget
+    strict = CascadeTrainer(**kw, mining_budget=budget).fit(
+        faces12, backgrounds, output_dir=tmp_path / "strict")
+    assert strict.stop_["reason"] == "mining_budget" and len(strict.stages_) == k
+    assert "mining budget reached" in strict.stop_reason_
+    # the budget and min_neg may change on resume: stage k goes on from the windows it found
+    # (and the cursors where its scan stopped, so nothing is scanned twice) with the floor
+    again = CascadeTrainer(**kw, mining_budget=budget, min_neg=20).fit(
+        faces12, backgrounds, output_dir=tmp_path / "strict", resume=True)
+    assert len(again.stages_) > k
+    assert stages_digest(again.stages_[:k]) == stages_digest(lean.stages_[:k])
+    assert again.mining_[k]["n_from_pool"] == strict.mining_[k]["n_found"]
+    assert again.mining_[k]["n_found"] >= found
+    with pytest.raises(ValueError, match="min_neg"):
+        CascadeTrainer(**kw, min_neg=201).fit(faces12, backgrounds)
 
 
 @pytest.mark.slow

@@ -74,6 +74,11 @@ def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
                                                   "10,0.1,0.9", a[1]]), "max_shift"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--memory", "4X", a[1]]), "--memory"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--memory", "600M", a[1]]), "memory budget"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--mining-budget", "lots", a[1]]),
+         "--mining-budget"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--mining-budget", "0.5", a[1]]),
+         "--mining-budget"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--min-neg", "151", a[1]]), "--min-neg"),
     ],
 )
 def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, message):

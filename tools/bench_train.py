@@ -17,7 +17,9 @@ per-stage mining cost, and the samplers on the face validation split.
    measured. When ``N`` is less than the recipe's stages, the full time is extrapolated (and
    flagged as such, see :func:`extrapolate`) from the shipped model's own training report.
    ``--shipped-from DIR`` prints the figures of a run made earlier (e.g. by
-   ``tools/train_face.py train``).
+   ``tools/train_face.py train``); of a run deeper than the recipe (``--set stages=25 --set
+   mining-budget=800M --set min-neg=500``: late stages on the negatives a bounded mining finds)
+   also ``deep_stages``, ``deep_config_s`` and ``deep_min_negatives``.
 3. **Mining per stage**: for every run, mining seconds, windows scanned, windows carried in the
    negative pool and the growth of mining time from one stage to the next.
 4. **Samplers** (``--samplers a,b,...``): a small face cascade (the data of
@@ -95,8 +97,9 @@ def evaluate_cmu(model, n_images: int | None) -> dict:
 
 
 def mining_table(stages: list[dict], mining: list[dict]) -> list[dict]:
-    """Per stage: mining seconds, windows scanned / carried, windows scanned per second of
-    mining, growth over the previous stage."""
+    """Per stage: mining seconds, windows scanned / carried, negatives found (fewer than asked
+    when a mining budget ran out), windows scanned per second of mining, growth over the
+    previous stage."""
     rows, prev = [], None
     for m in mining:
         k = int(m["stage"])
@@ -104,6 +107,7 @@ def mining_table(stages: list[dict], mining: list[dict]) -> list[dict]:
         sec = float(m.get("seconds", 0.0))
         rows.append({"stage": k, "mining_s": round(sec, 2), "scanned": int(m["n_scanned"]),
                      "carried": int(m.get("n_from_pool", 0)),
+                     "negatives": int(m.get("n_found", 0)),
                      "acceptance": float(m["acceptance_ratio"]),
                      "windows_per_s": round(int(m["n_scanned"]) / sec) if sec > 0 else None,
                      "growth": None if not prev else round(sec / prev, 2),
@@ -115,13 +119,14 @@ def mining_table(stages: list[dict], mining: list[dict]) -> list[dict]:
 def print_mining(title: str, rows: list[dict]) -> None:
     print(f"\nmining per stage ({title})")
     print("| stage | mining s | x previous | windows scanned | windows/s | carried from pool "
-          "| acceptance |")
-    print("|---|---|---|---|---|---|---|")
+          "| negatives | acceptance | stage s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         g = "" if r["growth"] is None else f"{r['growth']:.2f}"
         rate = "" if r.get("windows_per_s") is None else f"{r['windows_per_s']:.3g}"
         print(f"| {r['stage']} | {r['mining_s']:.2f} | {g} | {r['scanned']:.3g} | {rate} | "
-              f"{r['carried']} | {r['acceptance']:.3g} |")
+              f"{r['carried']} | {r.get('negatives', '')} | {r['acceptance']:.3g} | "
+              f"{r['stage_s']} |")
 
 
 def ref_run(args, sampler: str | None) -> dict:
@@ -299,10 +304,21 @@ def main() -> None:
     if args.shipped_from:
         sh = from_checkpoint(Path(args.shipped_from), args.shipped_recipe)
         print_mining(f"shipped configuration, {sh['stages_run']} stages", sh["mining"])
-        print("RESULT " + json.dumps({
-            "shipped_config_s": sh.get("extrapolated_s", sh["wall_s"]),
-            "shipped_config_extrapolated": "extrapolated_s" in sh,
-            "shipped_config_peak_gib": max(sh["stage_peak_gib"]), "shipped": sh}))
+        out = {"shipped_config_s": sh.get("extrapolated_s", sh["wall_s"]),
+               "shipped_config_extrapolated": "extrapolated_s" in sh,
+               "shipped_config_peak_gib": max(sh["stage_peak_gib"]), "shipped": sh}
+        n = _recipe_stages(args.shipped_recipe)
+        if sh["stages_run"] > n:
+            # the recipe taken deeper (e.g. --set stages=25 --set mining-budget=800M): its first
+            # stages are the recipe's own run
+            out.update(shipped_config_s=round(sum(r["stage_s"] for r in sh["mining"][:n]), 1),
+                       shipped_config_peak_gib=max(sh["stage_peak_gib"][:n]),
+                       deep_stages=sh["stages_run"], deep_config_s=sh["wall_s"],
+                       deep_config_peak_gib=max(sh["stage_peak_gib"]),
+                       deep_min_negatives=min(r["negatives"] for r in sh["mining"]))
+            print(f"\n{sh['stages_run']} stages in {sh['wall_s']:.0f} s "
+                  f"({sh['wall_s'] / 60:.1f} min), peak {max(sh['stage_peak_gib'])} GiB")
+        print("RESULT " + json.dumps(out))
         return
     if not (SHARED / "traincascade-anchor").is_dir():
         print(f"needs {SHARED / 'traincascade-anchor'}")

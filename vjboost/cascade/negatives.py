@@ -425,6 +425,9 @@ class MiningResult:
     target_reached : bool
         Stopped early because the acceptance ratio fell to ``stop_ratio`` over at least
         ``n / stop_ratio`` scanned windows (the cascade's false-alarm target is met).
+    budget_reached : bool
+        Stopped with fewer than ``n`` windows because ``max_scanned`` fresh windows were
+        scanned (the stage's mining budget).
     unreadable : list of str
         Images that could not be read (skipped).
     n_from_pool, pool_checked : int
@@ -442,6 +445,7 @@ class MiningResult:
     passes: int = 0
     exhausted: bool = False
     target_reached: bool = False
+    budget_reached: bool = False
     unreadable: list[str] = field(default_factory=list)
     n_from_pool: int = 0
     pool_checked: int = 0
@@ -459,7 +463,8 @@ class MiningResult:
         return (f"{len(self.windows)} ({self.n_from_pool} carried of {self.pool_checked}), "
                 f"acceptance ratio {self.acceptance_ratio:.3g} ({self.n_scanned} new windows "
                 f"scanned, {rate:.3g}/s, {self.seconds:.1f} s; about {self.supply:.3g} windows "
-                "left in the backgrounds)")
+                "left in the backgrounds" + ("; mining budget reached)" if self.budget_reached
+                                             else ")"))
 
 
 @dataclass(frozen=True)
@@ -476,6 +481,8 @@ class MiningProgress:
         Since the fill started.
     supply : int
         Estimated distinct windows the backgrounds can still supply.
+    max_scanned : int, optional
+        The stage's mining budget in fresh windows (None: none).
     """
 
     stage: int
@@ -485,6 +492,7 @@ class MiningProgress:
     accepted: int
     seconds: float
     supply: int
+    max_scanned: int | None = None
 
     @property
     def windows_per_second(self) -> float:
@@ -496,11 +504,15 @@ class MiningProgress:
 
     @property
     def windows_needed(self) -> float:
-        """Estimated windows still to scan for the stage (at the acceptance ratio so far)."""
+        """Estimated windows still to scan for the stage (at the acceptance ratio so far, and
+        no more than the budget leaves)."""
         missing = max(0, self.wanted - self.found)
         if missing == 0:
             return 0.0
-        return missing / self.acceptance_ratio if self.accepted else math.nan
+        left = math.inf if self.max_scanned is None else max(0, self.max_scanned - self.scanned)
+        if not self.accepted:
+            return math.nan if math.isinf(left) else float(left)
+        return float(min(missing / self.acceptance_ratio, left))
 
     @property
     def seconds_needed(self) -> float:
@@ -603,7 +615,7 @@ class NegativePool:
     # -- filling --------------------------------------------------------------------------------
 
     def fill(self, model: CascadeModel | None, *, stage: int = 0,
-             stop_ratio: float | None = None,
+             stop_ratio: float | None = None, max_scanned: int | None = None,
              progress: Callable[[MiningProgress], None] | None = None,
              executor: Any = None, threads: int | None = None) -> MiningResult:
         """The ``n`` negatives of stage ``stage`` (= ``model.n_stages``): the pool re-checked
@@ -618,6 +630,11 @@ class NegativePool:
         stop_ratio : float, optional
             Stop early once at least ``n / stop_ratio`` fresh windows were scanned with an
             acceptance ratio ``<= stop_ratio`` (the cascade's false-alarm target is met).
+        max_scanned : int, optional
+            The mining budget: stop, with fewer than ``n`` windows (``budget_reached``), after
+            the batch in which the fresh windows scanned reach ``max_scanned``. A batch is
+            consumed whole, so the budget is checked between batches and the result does not
+            depend on how the units run.
         progress : callable, optional
             ``progress(MiningProgress)`` after the pool check and every batch.
         executor : vjboost._parallel.Executor, optional
@@ -658,7 +675,7 @@ class NegativePool:
         def report() -> None:
             if progress is not None:
                 progress(MiningProgress(stage, min(have, n), n, res.n_scanned, res.n_accepted,
-                                        time.perf_counter() - t0, self.supply()))
+                                        time.perf_counter() - t0, self.supply(), max_scanned))
 
         report()
         own = None
@@ -701,6 +718,9 @@ class NegativePool:
                 if (stop_ratio is not None and have < n and res.n_scanned * stop_ratio >= n
                         and res.n_accepted <= stop_ratio * res.n_scanned):
                     res.target_reached = True
+                    break
+                if max_scanned is not None and have < n and res.n_scanned >= max_scanned:
+                    res.budget_reached = True
                     break
         finally:
             if own is not None:
@@ -894,6 +914,7 @@ def mining_summary(res: MiningResult) -> dict[str, Any]:
         "passes": int(res.passes),
         "exhausted": bool(res.exhausted),
         "target_reached": bool(res.target_reached),
+        "budget_reached": bool(res.budget_reached),
         "n_unreadable": len(res.unreadable),
         "supply": int(res.supply),
     }

@@ -64,6 +64,9 @@ class RunClock:
         Per-stage false-alarm goal (sets how fast mining grows).
     required : float
         The cascade's target acceptance ratio (the run stops when mining measures it).
+    max_scanned : int, optional
+        The stages' mining budget in windows: a stage's mining is expected to grow up to the
+        time of that many windows at the last stage's scan rate, and no further.
 
     Examples
     --------
@@ -71,17 +74,26 @@ class RunClock:
     >>> clock.add(mining=1.0, other=4.0, acceptance_ratio=0.5)
     >>> round(clock.eta(1))  # 9 stages left: 9 * 4 s of boosting + 2 + 4 + ... + 512 s of mining
     1058
+    >>> capped = RunClock(10, 0.5, 0.5 ** 10, max_scanned=4_000)
+    >>> capped.add(mining=1.0, other=4.0, acceptance_ratio=0.5, scanned=1_000)
+    >>> round(capped.eta(1))  # the budget is 4 s of mining: 2 + 4 + 7 * 4 s, and 36 s of boosting
+    70
     """
 
-    def __init__(self, num_stages: int, max_false_alarm: float, required: float) -> None:
+    def __init__(self, num_stages: int, max_false_alarm: float, required: float, *,
+                 max_scanned: int | None = None) -> None:
         self.num_stages, self.required = int(num_stages), float(required)
         self.growth = 1.0 / float(max_false_alarm)
+        self.max_scanned = max_scanned
         self.mining: list[float] = []
         self.other: list[float] = []
+        self.scanned: list[int] = []
         self.ratio = 1.0
 
-    def add(self, *, mining: float, other: float, acceptance_ratio: float) -> None:
-        """Record a finished stage: seconds of mining, seconds of the rest, acceptance ratio.
+    def add(self, *, mining: float, other: float, acceptance_ratio: float,
+            scanned: int = 0) -> None:
+        """Record a finished stage: seconds of mining, seconds of the rest, acceptance ratio
+        and fresh windows scanned.
 
         Parameters
         ----------
@@ -91,9 +103,12 @@ class RunClock:
             Seconds of the rest of the stage (boosting, evaluation).
         acceptance_ratio : float
             The cascade's acceptance ratio measured by that mining.
+        scanned : int, default 0
+            Fresh windows that mining scanned (sets the scan rate the budget is timed at).
         """
         self.mining.append(float(mining))
         self.other.append(float(other))
+        self.scanned.append(int(scanned))
         self.ratio = float(acceptance_ratio)
 
     def stages_left(self, done: int) -> int:
@@ -128,9 +143,12 @@ class RunClock:
             return math.nan
         other = sum(self.other) / len(self.other)
         last = self.mining[-1]
+        cap = math.inf
+        if self.max_scanned is not None and self.scanned[-1] > 0 and last > 0:
+            cap = self.max_scanned * last / self.scanned[-1]  # the budget at the last scan rate
         total = mining_now
         for j in range(1, self.stages_left(done) + 1):
-            total += other + last * self.growth ** j
+            total += other + min(last * self.growth ** j, cap)
         return total
 
 

@@ -81,6 +81,8 @@ def training_report(trainer: Any) -> dict[str, Any]:
             "cascade_false_alarm": cum,
             "acceptance_ratio": m.get("acceptance_ratio"),
             "windows_scanned": m.get("n_scanned"),
+            # fewer than num_neg when the mining budget or the backgrounds ran out (min_neg)
+            "negatives": m.get("n_found"),
             "seconds": st.seconds,
             "feature_mode": st.info.get("mode"),
             "cache_bytes": st.info.get("cache_bytes"),
@@ -551,7 +553,10 @@ def _page(report: dict[str, Any], figures: dict[str, tuple[bytes, str]],
         "cascade false alarm (training negatives)": report["cascade_false_alarm"],
         "features": report.get("pool"),
         "window (w × h)": f"{win[1]} × {win[0]}" if win else None,
-        "positives / negatives per stage": f"{cfg.get('num_pos')} / {cfg.get('num_neg')}",
+        "positives / negatives per stage": f"{cfg.get('num_pos')} / {cfg.get('num_neg')}"
+        + (f" (at least {cfg['min_neg']})" if cfg.get("min_neg", cfg.get("num_neg"))
+           != cfg.get("num_neg") else ""),
+        "mining budget per stage (windows)": cfg.get("mining_budget"),
         "boosting": f"{cfg.get('loss')}, {cfg.get('weak_learner')}"
                     + (f", sampler {cfg['sampler']}" if cfg.get("sampler") else "")
                     + (f", reservoir {cfg['reservoir']}" if cfg.get("reservoir") else ""),
@@ -565,11 +570,12 @@ def _page(report: dict[str, Any], figures: dict[str, tuple[bytes, str]],
                      "mined.")
     t.table(
         ["stage", "weak learners", "hit rate", "false alarm", "cascade false alarm",
-         "acceptance ratio", "windows scanned", "positives consumed", "positives s",
+         "acceptance ratio", "windows scanned", "negatives", "positives consumed", "positives s",
          "negatives s", "features s", "boosting s", "total s", "feature mode",
          "feature memory", "peak memory"],
         [[r["stage"], r["n_weak"], r["hit_rate"], r["false_alarm"], r["cascade_false_alarm"],
-          r.get("acceptance_ratio"), r.get("windows_scanned"), r.get("positives_consumed"),
+          r.get("acceptance_ratio"), r.get("windows_scanned"), r.get("negatives"),
+          r.get("positives_consumed"),
           *(r["seconds"].get(p) for p in (*TIME_PARTS, "total")), r.get("feature_mode"),
           _fmt_bytes(r.get("cache_bytes")), _fmt_bytes(r.get("peak_rss_bytes"))]
          for r in rows])

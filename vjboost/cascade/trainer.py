@@ -87,8 +87,10 @@ __all__ = [
 BOOST_TYPES = {"gentle": "GAB", "discrete": "DAB", "real": "RAB", "logit": "LB"}
 #: family aliases accepted by ``features=``
 FAMILY_ALIASES = {"lbp": "mblbp", "mb-lbp": "mblbp", "mb_lbp": "mblbp"}
-#: settings that may change when resuming (the stop rule is re-evaluated with the new ones)
-RESUMABLE_CHANGES = ("num_stages", "backgrounds")
+#: settings that may change when resuming (the stop rule is re-evaluated with the new ones; the
+#: mining budget and ``min_neg`` apply to the stages still to train, e.g. to go on past a stage
+#: whose negatives ran out)
+RESUMABLE_CHANGES = ("num_stages", "backgrounds", "mining_budget", "min_neg")
 #: losses reservoir stages support (a least-squares weak learner on the reservoir)
 RESERVOIR_LOSSES = ("gentle", "logit")
 #: decoded background images kept by a reservoir run (bounded memory; speed only: the full
@@ -263,6 +265,15 @@ class CascadeTrainer:
         Per stage, largest share of its negatives accepted.
     num_pos, num_neg : int, default=2000, 4000
         Positives and negatives per stage.
+    mining_budget : int, optional
+        Fresh background windows a stage's mining may scan (checked between batches of units,
+        so the result does not depend on threads or workers). A stage whose budget runs out
+        first trains on the negatives found, if there are at least ``min_neg``. Late stages of
+        a deep cascade need about twice as many windows as the stage before; the budget bounds
+        their time and trains them on fewer negatives instead (None: no budget).
+    min_neg : int, optional
+        Fewest negatives a stage trains on when the budget runs out or the backgrounds are
+        exhausted (default ``num_neg``: training stops instead, with the reason).
     max_weak_count : int, default=100
         Weak learners per stage at most.
     loss : {"gentle", "discrete", "real", "logit"}, default="gentle"
@@ -342,6 +353,8 @@ class CascadeTrainer:
         max_false_alarm: float = 0.5,
         num_pos: int = 2000,
         num_neg: int = 4000,
+        mining_budget: int | None = None,
+        min_neg: int | None = None,
         max_weak_count: int = 100,
         loss: str = "gentle",
         weak_learner: str = "stump",
@@ -373,6 +386,8 @@ class CascadeTrainer:
         self.max_false_alarm = max_false_alarm
         self.num_pos = num_pos
         self.num_neg = num_neg
+        self.mining_budget = mining_budget
+        self.min_neg = min_neg
         self.max_weak_count = max_weak_count
         self.loss = loss
         self.weak_learner = weak_learner
@@ -411,6 +426,10 @@ class CascadeTrainer:
             check_in_range(self.num_stages, "num_stages", low=1, high=1000, integer=True)
             check_in_range(self.num_pos, "num_pos", low=1, integer=True)
             check_in_range(self.num_neg, "num_neg", low=1, integer=True)
+            if self.mining_budget is not None:
+                check_in_range(self.mining_budget, "mining_budget", low=1, integer=True)
+            if self.min_neg is not None:
+                check_in_range(self.min_neg, "min_neg", low=1, high=self.num_neg, integer=True)
             check_in_range(self.max_weak_count, "max_weak_count", low=1, integer=True)
             check_in_range(self.max_depth, "max_depth", low=1, high=8, integer=True)
             check_in_range(self.n_bins, "n_bins", low=2, high=256, integer=True)
@@ -495,6 +514,8 @@ class CascadeTrainer:
             "max_false_alarm": float(self.max_false_alarm),
             "num_pos": int(self.num_pos),
             "num_neg": int(self.num_neg),
+            "mining_budget": None if self.mining_budget is None else int(self.mining_budget),
+            "min_neg": self._min_neg,
             "max_weak_count": int(self.max_weak_count),
             "loss": self.loss,
             "weak_learner": self.weak_learner,
@@ -523,6 +544,11 @@ class CascadeTrainer:
 
     def _model(self, stages: list[StageResult]) -> CascadeModel | None:
         return build_cascade_model(self.pool_, stages) if stages else None
+
+    @property
+    def _min_neg(self) -> int:
+        """Fewest negatives a stage trains on."""
+        return int(self.num_neg if self.min_neg is None else self.min_neg)
 
     @property
     def _exhaustive(self) -> bool:
@@ -760,10 +786,11 @@ class CascadeTrainer:
 
         self.samples_ = TrainingSamples()  # bounded windows for the report
         emit = self._emitter(log)
-        clock = RunClock(self.num_stages, self.max_false_alarm, required)
+        clock = RunClock(self.num_stages, self.max_false_alarm, required,
+                         max_scanned=self.mining_budget)
         for st, m in zip(stages, mining_log, strict=False):  # the ETA of a resumed run
             clock.add(mining=m["seconds"], other=st.seconds.get("total", 0.0) - m["seconds"],
-                      acceptance_ratio=m["acceptance_ratio"])
+                      acceptance_ratio=m["acceptance_ratio"], scanned=m["n_scanned"])
         new = 0
         with n_threads(self.threads):
             while stop is None and len(stages) < self.num_stages:
@@ -783,7 +810,7 @@ class CascadeTrainer:
                 # 2. negatives: the pool re-checked against the last stage, topped up by mining
                 res = negatives.fill(
                     model, stage=k, stop_ratio=required if k > 0 else None, threads=self.threads,
-                    executor=executor,
+                    max_scanned=self.mining_budget, executor=executor,
                     progress=partial(mining_event, emit, clock, k))
                 t2 = time.perf_counter()
                 mining_log.append({**mining_summary(res), "stage": k, "seconds": t2 - t1})
@@ -792,6 +819,12 @@ class CascadeTrainer:
                 stop = self._mining_stop(res, k, required, len(bgs))
                 if stop is not None:
                     break
+                if len(res.windows) < self.num_neg:
+                    why = ("the mining budget is reached" if res.budget_reached
+                           else "the backgrounds are exhausted")
+                    emit("log", message=(f"stage {k}: trains on {len(res.windows)} of the "
+                                         f"{self.num_neg} negatives ({why}; min_neg "
+                                         f"{self._min_neg})"))
                 # 3. features and boosting
                 st, finfo, t3 = self._boost_stage(pw, res.windows, k, emit, log, executor)
                 t4 = time.perf_counter()
@@ -806,7 +839,7 @@ class CascadeTrainer:
                 stages.append(st)
                 new += 1
                 clock.add(mining=t2 - t1, other=t4 - t0 - (t2 - t1),
-                          acceptance_ratio=res.acceptance_ratio)
+                          acceptance_ratio=res.acceptance_ratio, scanned=res.n_scanned)
                 emit("log", message=(
                     f"stage {k}: {len(st.learners)} weak learner(s), hit rate {st.hit_rate:.4f}, "
                     f"false alarm {st.false_alarm:.4f}, {t4 - t0:.1f} s (features {t3 - t2:.1f} s "
@@ -930,12 +963,20 @@ class CascadeTrainer:
                 f"the cascade's false-alarm target is reached: acceptance ratio "
                 f"{res.acceptance_ratio:.3g} <= {required:.3g} (max_false_alarm^num_stages) "
                 f"after scanning {res.n_scanned} background windows")}
-        if len(res.windows) < self.num_neg:
-            return {"reason": "negatives_exhausted", "message": (
-                f"negatives exhausted: {len(res.windows)} of the {self.num_neg} negatives found "
-                f"after scanning {res.n_scanned} windows of {n_bgs} background images "
-                f"({res.passes} passes, {len(res.unreadable)} unreadable)")}
-        return None
+        found = len(res.windows)
+        if found >= self._min_neg:
+            return None
+        floor = (f"; a stage trains on at least min_neg = {self._min_neg}"
+                 if self._min_neg < self.num_neg else "")
+        if res.budget_reached:
+            return {"reason": "mining_budget", "message": (
+                f"mining budget reached: {found} of the {self.num_neg} negatives found in the "
+                f"{res.n_scanned} windows scanned (mining_budget {self.mining_budget}, "
+                f"acceptance ratio {res.acceptance_ratio:.3g}){floor}")}
+        return {"reason": "negatives_exhausted", "message": (
+            f"negatives exhausted: {found} of the {self.num_neg} negatives found "
+            f"after scanning {res.n_scanned} windows of {n_bgs} background images "
+            f"({res.passes} passes, {len(res.unreadable)} unreadable){floor}")}
 
     def _boost_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, emit, log, executor
                      ) -> tuple[StageResult, dict[str, Any], float]:

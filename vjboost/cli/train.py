@@ -171,6 +171,22 @@ def _check_backgrounds(paths: list[str], window: tuple[int, int], echo) -> tuple
     return ok, n_pixels
 
 
+def _parse_count(value: str | None, name: str) -> int | None:
+    """A count of windows such as ``800M``, ``1.5G`` or ``2e9`` (decimal units)."""
+    if value is None:
+        return None
+    s = value.strip().upper()
+    unit = s[-1] if s and s[-1] in "KMG" else ""
+    try:
+        n = float(s[:-1] if unit else s) * (1000 ** ("KMG".index(unit) + 1) if unit else 1)
+    except ValueError:
+        n = float("nan")
+    if not (n >= 1 and n < 1e15):  # NaN fails too
+        raise InputError(f"{name}: expected a number of windows of at least 1 (e.g. 800M, "
+                         f"1.5G or 2e9), got {value!r}")
+    return int(n)
+
+
 def _parse_crop(value: str | None) -> tuple[float, float, float, float] | None:
     if value is None:
         return None
@@ -280,6 +296,16 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Positives per stage.")
 @click.option("--num-neg", type=click.IntRange(min=1), default=4000, show_default=True,
               help="Negatives per stage (mined from the backgrounds).")
+@click.option("--mining-budget", metavar="WINDOWS",
+              help="Background windows a stage's mining may scan, e.g. 800M or 1.5G (default: "
+                   "no limit). Each late stage needs about twice the windows of the one "
+                   "before; with a budget a stage that has not found --num-neg negatives when "
+                   "it runs out trains on those found (at least --min-neg), so deep cascades "
+                   "train in bounded time, their late stages on fewer negatives.")
+@click.option("--min-neg", type=click.IntRange(min=1),
+              help="Fewest negatives a stage trains on when the --mining-budget runs out or "
+                   "the backgrounds are exhausted (default: --num-neg, i.e. training stops "
+                   "there and says why).")
 @click.option("--max-weak-count", type=click.IntRange(min=1), default=100, show_default=True,
               help="Weak learners per stage at most.")
 @click.option("--loss", type=click.Choice(["gentle", "discrete", "real", "logit"]),
@@ -348,7 +374,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @dask_options("Mine negatives")
 @click.option("--resume", is_flag=True,
               help="Continue from the checkpoint in the output folder (same settings; more "
-                   "--stages or more backgrounds are allowed).")
+                   "--stages, more backgrounds, another --mining-budget or --min-neg are "
+                   "allowed).")
 @click.option("--eval", "eval_annotations", metavar="ANNOTATIONS",
               help="After training, evaluate the cascade on these annotations (any format "
                    "vjeval reads; --category applies) with vjeval's defaults, and add the "
@@ -360,7 +387,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, output: str,
             window: str, features: str, haar_mode: str, sampler: str | None, bin_edges: str,
             sampler_budget: int | None, stages: int, min_hit_rate: float,
-            max_false_alarm: float, num_pos: int, num_neg: int, max_weak_count: int, loss: str,
+            max_false_alarm: float, num_pos: int, num_neg: int, mining_budget: str | None,
+            min_neg: int | None, max_weak_count: int, loss: str,
             weak_learner: str, max_depth: int, weight_trim_rate: float,
             reservoir: int | None, reservoir_strategy: str, early_exits: bool,
             exit_every: int, exit_loss: float, mirror: bool,
@@ -396,6 +424,9 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         raise InputError(f"--max-false-alarm: must be in (0, 1), got {max_false_alarm}")
     if not 0.0 < weight_trim_rate <= 1.0:
         raise InputError(f"--weight-trim-rate: must be in (0, 1], got {weight_trim_rate}")
+    max_scanned = _parse_count(mining_budget, "--mining-budget")
+    if min_neg is not None and min_neg > num_neg:
+        raise InputError(f"--min-neg: must be at most --num-neg {num_neg}, got {min_neg}")
     mining: dict[str, Any] = {"scale_factor": mining_scale_factor}
     if not mining_augment:
         mining["augment"] = False
@@ -481,7 +512,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     trainer = CascadeTrainer(
         window_shape=win, features=pool, num_stages=stages, min_hit_rate=min_hit_rate,
         max_false_alarm=max_false_alarm, num_pos=num_pos, num_neg=num_neg,
-        max_weak_count=max_weak_count, loss=loss, weak_learner=weak_learner,
+        mining_budget=max_scanned, min_neg=min_neg, max_weak_count=max_weak_count, loss=loss,
+        weak_learner=weak_learner,
         max_depth=max_depth, weight_trim_rate=weight_trim_rate,
         sampler=None if sampler == "full" else sampler, sampler_budget=sampler_budget,
         bin_edges=bin_edges, mining=mining, seed=seed, threads=threads or None,
