@@ -250,3 +250,19 @@ def test_coarse_to_fine_option(face_png):
     for bad in ("x", "-1", "99"):
         r = CliRunner().invoke(main, [*args, "--coarse-to-fine", bad])
         assert r.exit_code == 2 and "coarse" in r.output, r.output
+
+
+def test_min_std_option(face_png):
+    model = load_model("vjboost:frontalface")
+    gray = cv2.cvtColor(cv2.imread(str(face_png / "astronaut.png")), cv2.COLOR_BGR2GRAY)
+    args = [str(face_png / "astronaut.png"), "-m", "vjboost:frontalface", "-n", "1",
+            "--no-progress"]
+    for value, std in (("model", model.params["min_std"]), ("10", 10.0), ("0", 0.0)):
+        r = CliRunner().invoke(main, [*args, "--min-std", value])
+        assert r.exit_code == 0, r.output
+        want = CascadeDetector(model, min_neighbors=1, min_std=std).detect(gray)
+        assert sorted((d["x"], d["y"], d["w"], d["h"]) for d in _lines(r.stdout)) == sorted(
+            map(tuple, want.boxes.tolist())) and len(want)
+    for bad in ("x", "-1", "nan"):
+        r = CliRunner().invoke(main, [*args, "--min-std", bad])
+        assert r.exit_code == 2 and "min" in r.output and "Traceback" not in r.output, r.output

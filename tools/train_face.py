@@ -97,6 +97,10 @@ OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "verified"},
 #: the coarse-to-fine scan each recipe's model declares (``params["coarse_to_fine"]``): the
 #: fewest coarse stages that meet the detection-time target (vjboost/models/README.md)
 COARSE_TO_FINE = {"frontalface": 6}
+#: the σ gate each recipe's model declares (``params["min_std"]``, grey levels): the gate with the
+#: highest validation mean (OpenCV's 10 turned away low-contrast faces of scanned photographs;
+#: vjboost/models/README.md)
+MIN_STD = {"frontalface": 6.0}
 #: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
 #: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
 VERIFIED = ("frontalface",)
@@ -329,7 +333,7 @@ def _quick_data(pos: Path, bg: Path, out: Path) -> tuple[Path, Path]:
 
 def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
     """Copy a trained model into the shipped models' folder under ``name``, cut to its shipped
-    stages, with its declared operating score, verifier and coarse-to-fine scan."""
+    stages, with its declared operating score, verifier, coarse-to-fine scan and σ gate."""
     from vjboost.cascade import load_model, save_model
     from vjboost.cascade.shipped import MODELS_DIR
 
@@ -341,6 +345,10 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
         declare_verifier(model, name, data)
     if name in COARSE_TO_FINE:
         model.params["coarse_to_fine"] = COARSE_TO_FINE[name]
+    if name in MIN_STD:
+        # declared after the verifier is fitted: its negatives were mined, as it was chosen,
+        # behind OpenCV's gate
+        model.params["min_std"] = MIN_STD[name]
     save_model(model, MODELS_DIR / f"{name}.json")
     shipped = [MODELS_DIR / f"{name}.json"]
     for src, suffix in (("cascade.xml", ".xml"), ("report.json", ".report.json")):

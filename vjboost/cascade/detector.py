@@ -184,6 +184,24 @@ def model_verifier(model: CascadeModel) -> DetectionVerifier:
     return DetectionVerifier.from_dict(d, name="the model's params['verifier']")
 
 
+#: OpenCV's σ gate in grey levels: the detector's, unless a model declares its own
+OPENCV_MIN_STD = 10.0
+
+
+def _min_std(value: Any, model: CascadeModel) -> float:
+    """The detector's ``min_std`` in grey levels, checked (``"model"``: the model's declared
+    ``params["min_std"]``, else OpenCV's 10)."""
+    name = "min_std"
+    if isinstance(value, str) and value == "model":
+        name = "the model's params['min_std']"
+        value = dict(getattr(model, "params", {}) or {}).get("min_std", OPENCV_MIN_STD)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            value >= 0 and math.isfinite(value)):
+        raise ValueError(f"{name}: expected a finite number of grey levels >= 0 or 'model', "
+                         f"got {value!r}")
+    return float(value)
+
+
 def _coarse_to_fine(value: Any, model: CascadeModel, runner: CascadeRunner) -> int:
     """The detector's ``coarse_to_fine`` as a stage count (0: off), checked."""
     if value != "model":
@@ -265,10 +283,12 @@ class CascadeDetector:
     border_margin : float, default=0.25
         With ``border``: the share of a window's width and height (per side) that may lie
         outside the image.
-    min_std : float, default=10.0
+    min_std : float or "model", default="model"
         The σ gate in grey levels (OpenCV: 10; 0: none): windows whose inner-area standard
         deviation is at most this are rejected before the first stage. Applies to cascades
-        whose features use OpenCV's variance normalisation (Haar).
+        whose features use OpenCV's variance normalisation (Haar). ``"model"``: what the model
+        declares (``params["min_std"]``; 6 for ``vjboost:frontalface``, whose low-contrast
+        faces the gate of 10 turned away), else OpenCV's 10.
     n_stages : int, optional
         Use only the first ``n_stages`` stages (more, weaker detections).
     score : {"best", "sum", "margin", "neighbors", "verified", "model"}, default="best"
@@ -327,7 +347,7 @@ class CascadeDetector:
         nms_iou: float = 0.3,
         border: str | None = None,
         border_margin: float = 0.25,
-        min_std: float = 10.0,
+        min_std: float | str = "model",
         n_stages: int | None = None,
         score: str = "best",
         min_score: float | None = None,
@@ -350,8 +370,7 @@ class CascadeDetector:
             raise ValueError(f"grouping: expected 'opencv', 'nms' or 'none', got {grouping!r}")
         if not 0.0 <= nms_iou <= 1.0:
             raise ValueError(f"nms_iou: expected a value in [0, 1], got {nms_iou!r}")
-        if not (min_std >= 0 and math.isfinite(min_std)):
-            raise ValueError(f"min_std: expected a finite value >= 0, got {min_std!r}")
+        min_std = _min_std(min_std, model)
         if score not in (*DETECTION_SCORES, "model"):
             raise ValueError(f"score: expected one of {(*DETECTION_SCORES, 'model')}, "
                              f"got {score!r}")

@@ -242,6 +242,11 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "(faster, nearly the same detections); off (or 0): every grid window; model: "
                    "what the model declares (6 for vjboost:frontalface, off for OpenCV's "
                    "cascades).")
+@click.option("--min-std", "min_std", default="model", show_default=True,
+              help="The σ gate in grey levels: windows whose standard deviation is at most this "
+                   "are skipped (OpenCV: 10; 0: none); model: what the model declares (6 for "
+                   "vjboost:frontalface, which finds low-contrast faces below OpenCV's 10), "
+                   "else 10.")
 @click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
               show_default=True,
               help="Let windows extend past the image edge by --border-margin of their size "
@@ -278,19 +283,30 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-         score, min_score, stages, coarse_to_fine, border, border_margin, threads, scheduler,
-         workers, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
+         score, min_score, stages, coarse_to_fine, min_std, border, border_margin, threads,
+         scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
          max_frames, every, progress) -> None:
     """Detect objects in INPUTS: image files, folders, glob patterns, list files (.txt, one
     image per line), video files or camera indexes (0, 1, ...). Prints one JSON line per
     detection (or writes --format coco|voc|yolo)."""
     try:
         _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode,
-              grouping, score, min_score, stages, coarse_to_fine, border, border_margin,
+              grouping, score, min_score, stages, coarse_to_fine, min_std, border, border_margin,
               threads, scheduler, workers, output_dir, fmt, save_path, json_path, label,
               max_pixels, recursive, max_frames, every, progress)
     except (OutputError, LimitError, _ParameterLimit, ExecutorError) as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _min_std(value: str) -> float | str:
+    """``--min-std`` as :class:`CascadeDetector`'s argument (the detector checks the range)."""
+    if value == "model":
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(f"expected grey levels (e.g. 10) or model, got {value!r}",
+                                 param_hint="--min-std") from None
 
 
 def _coarse_to_fine(value: str) -> int | str | None:
@@ -305,9 +321,9 @@ def _coarse_to_fine(value: str) -> int | str | None:
 
 
 def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-          score, min_score, stages, coarse_to_fine, border, border_margin, threads, scheduler,
-          workers, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
-          max_frames, every, progress) -> None:
+          score, min_score, stages, coarse_to_fine, min_std, border, border_margin, threads,
+          scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels,
+          recursive, max_frames, every, progress) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
@@ -343,7 +359,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
                       min_size=_parse_size(min_size, "--min-size"),
                       max_size=_parse_size(max_size, "--max-size"), mode=mode,
                       grouping=grouping, score=score, min_score=min_score, n_stages=stages,
-                      coarse_to_fine=_coarse_to_fine(coarse_to_fine), threads=threads or None,
+                      coarse_to_fine=_coarse_to_fine(coarse_to_fine), min_std=_min_std(min_std),
+                      threads=threads or None,
                       border=None if border == "none" else border, border_margin=border_margin)
         try:
             detector = CascadeDetector(model, **params)
