@@ -4,12 +4,14 @@ force, executor order independence, determinism and resume of the trainer."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
 from vjboost._parallel import Executor
+from vjboost.cascade import CascadeDetector
 from vjboost.cascade.kernels import reject_threshold
 from vjboost.cascade.negatives import (
     AUGMENTATIONS,
@@ -344,3 +346,36 @@ def test_trainer_with_an_executor_gives_the_same_cascade(faces12, backgrounds):
     a = CascadeTrainer(**kw).fit(faces12, backgrounds)
     b = CascadeTrainer(**kw).fit(faces12, backgrounds, executor=_ShuffledExecutor())
     assert stages_digest(a.stages_) == stages_digest(b.stages_)
+
+
+def test_mining_uses_the_gate_it_is_given_and_the_model_declares_it(faces12, backgrounds,
+                                                                    trained, tmp_path):
+    """Negatives are mined behind ``MiningParams.min_std`` (OpenCV's 10 by default) and a
+    cascade trained with a gate declares it, so that it detects with the gate it learnt."""
+    faded = []
+    for p in backgrounds:
+        img = cv2.imread(p, cv2.IMREAD_GRAYSCALE)
+        q = tmp_path / Path(p).name
+        cv2.imwrite(str(q), (img / 4 + 90).astype(np.uint8))  # a quarter of the contrast
+        faded.append(str(q))
+    model = build_cascade_model(trained.pool_, trained.stages_[:1])
+
+    def inner_std(windows):
+        return windows[:, 1:-1, 1:-1].reshape(len(windows), -1).std(axis=1)
+
+    sig = {}
+    for gate in (None, 3.0):
+        params = MiningParams(WIN, scale_factor=1.5, step=3, min_std=gate)
+        res = NegativePool(faded, params, seed=4, n=300).fill(model, threads=1)
+        sig[gate] = inner_std(res.windows)
+    assert (sig[None] > 9.99).all() and (sig[3.0] > 2.99).all()
+    assert ((sig[3.0] > 3) & (sig[3.0] <= 10)).sum() > 20  # windows only the lower gate mines
+    with pytest.raises(ValueError, match="min_std"):
+        MiningParams(WIN, min_std=-1)
+    kw = dict(window_shape=WIN, features="haar", num_stages=2, num_pos=100, num_neg=150,
+              seed=7, max_weak_count=4)
+    tr = CascadeTrainer(**kw, mining={"scale_factor": 1.5, "min_std": 3.0}).fit(faces12, faded)
+    assert tr.model_.params["min_std"] == 3.0
+    assert CascadeDetector(tr.model_).min_std == 3.0
+    assert "min_std" not in CascadeTrainer(**kw, mining={"scale_factor": 1.5}).fit(
+        faces12, faded).model_.params

@@ -79,6 +79,7 @@ def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
         (lambda a, r: a.__setitem__(slice(1, 2), ["--mining-budget", "0.5", a[1]]),
          "--mining-budget"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--min-neg", "151", a[1]]), "--min-neg"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--min-std", "-1", a[1]]), "--min-std"),
     ],
 )
 def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, message):
@@ -131,6 +132,17 @@ def test_resume_after_kill_gives_the_same_cascade(data_dir, tmp_path):
     assert len(rep["stage_seconds"]) == rep["n_stages"]
     assert rep["training_seconds"] == pytest.approx(sum(rep["stage_seconds"]))
     assert min(rep["stage_seconds"]) > 0  # checkpointed stages keep their times
+
+
+def test_min_std_is_the_mining_gate_and_the_models(data_dir, tmp_path):
+    res = CliRunner().invoke(main, [*_args(data_dir, tmp_path / "out", stages=1),
+                                    "--min-std", "4.5"])
+    assert res.exit_code == 0, res.output
+    model = load_model(tmp_path / "out" / "model.json")
+    assert model.params["min_std"] == 4.5 and CascadeDetector(model).min_std == 4.5
+    cfg = json.loads((tmp_path / "out" / "report.json").read_text())["config"]
+    assert cfg["mining"]["min_std"] == 4.5
+    assert "σ gate of 10" in res.output  # its OpenCV XML twin cannot keep the lower gate
 
 
 def test_exported_cascade_matches_opencv(data_dir, tmp_path):

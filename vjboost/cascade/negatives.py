@@ -116,6 +116,11 @@ class MiningParams:
     batch : int, default=16
         Units scanned per batch (a batch is consumed whole; part of the schedule, so part of the
         result).
+    min_std : float, optional
+        The σ gate of the scan in grey levels: windows whose standard deviation is at most this
+        are never negatives (default: the model's own, ``CascadeDetector(min_std="model")``:
+        the gate it declares, else OpenCV's 10). Train with the gate the cascade will detect
+        with.
     """
 
     window: tuple[int, int]
@@ -126,6 +131,7 @@ class MiningParams:
     augment: bool = True
     max_gamma: float = 1.6
     batch: int = 16
+    min_std: float | None = None
 
     def __post_init__(self) -> None:
         h, w = (int(v) for v in self.window)
@@ -147,6 +153,10 @@ class MiningParams:
                 raise ValueError(f"{name}: expected a positive integer or None, got {v!r}")
         if not (isinstance(self.max_gamma, int | float) and 1.0 <= self.max_gamma <= 4.0):
             raise ValueError(f"max_gamma: expected a number in [1, 4], got {self.max_gamma!r}")
+        if self.min_std is not None and (
+                isinstance(self.min_std, bool) or not isinstance(self.min_std, int | float)
+                or not (0 <= self.min_std < math.inf)):
+            raise ValueError(f"min_std: expected grey levels >= 0, got {self.min_std!r}")
 
     @property
     def grid_step(self) -> int:
@@ -348,7 +358,7 @@ def mining_detector(model: CascadeModel | None, params: MiningParams) -> Cascade
     model : CascadeModel or None
         The cascade trained so far.
     params : MiningParams
-        Scale factor and grid step of the scan.
+        Scale factor, grid step and σ gate of the scan.
 
     Returns
     -------
@@ -362,7 +372,8 @@ def mining_detector(model: CascadeModel | None, params: MiningParams) -> Cascade
     # every window of the grid (a model's declared coarse-to-fine scan would skip some)
     return CascadeDetector(model, scale_factor=params.scale_factor, min_neighbors=0,
                            mode="clean", step=params.grid_step, skip_after_stage0=False,
-                           grouping="none", threads=1, coarse_to_fine=None)
+                           grouping="none", threads=1, coarse_to_fine=None,
+                           min_std="model" if params.min_std is None else params.min_std)
 
 
 class UnitScanner:

@@ -301,7 +301,9 @@ class CascadeTrainer:
         binning of runs before ``"run"`` existed).
     mining : dict, optional
         :class:`~vjboost.cascade.negatives.MiningParams` fields (``scale_factor``, ``step``,
-        ``max_per_image``, ``max_passes``).
+        ``max_per_image``, ``max_passes``, ``min_std``). A ``min_std`` (the σ gate of the scan)
+        is also declared by the trained model (``params["min_std"]``), so that it detects
+        with the gate it was trained with.
     mirror : bool, default=False
         Add the horizontally mirrored positives to the pool.
     seed : int, default=0
@@ -1005,7 +1007,10 @@ class CascadeTrainer:
         return float(np.prod([s.false_alarm for s in stages])) if stages else 1.0
 
     def _model_params(self) -> dict[str, Any]:
+        gate = (self.mining or {}).get("min_std")
         return {
+            # the model detects with the σ gate its negatives were mined with
+            **({} if gate is None else {"min_std": float(gate)}),
             "stageParams": {
                 "boostType": BOOST_TYPES[self.loss],
                 "minHitRate": float(self.min_hit_rate),

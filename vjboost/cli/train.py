@@ -363,6 +363,11 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Once every grid offset of the backgrounds is scanned, scan them again "
                    "mirrored, rotated by 90 degrees, between the pyramid's scales and with a "
                    "seeded gamma change (new windows, so the backgrounds last longer).")
+@click.option("--min-std", "min_std", type=click.FloatRange(min=0),
+              help="σ gate in grey levels: background windows whose standard deviation is at "
+                   "most this are never mined, and the model declares it so that detection "
+                   "skips the same windows (default: OpenCV's 10). Lower it when the objects "
+                   "may have low contrast (faded scans, haze).")
 @click.option("--memory", "memory", metavar="SIZE",
               help="Memory the run may use, e.g. 4G or 800M (default: 4G, or 75% of the "
                    "available memory if less). Caches are sized from it: feature values are "
@@ -395,7 +400,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             pos_crop: str | None, pos_format: str | None, category: str | None,
             jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
-            mining_augment: bool, memory: str | None, seed: int, threads: int,
+            mining_augment: bool, min_std: float | None, memory: str | None, seed: int,
+            threads: int,
             scheduler: str | None, workers: int, resume: bool, eval_annotations: str | None,
             eval_images: str | None, max_new_stages: int | None, quiet: bool) -> None:
     """Train a cascade detector from positives POS and backgrounds NEG.
@@ -440,6 +446,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             raise InputError(f"--memory: {exc}") from None
     if mining_step is not None:
         mining["step"] = mining_step
+    if min_std is not None:
+        mining["min_std"] = min_std
     from vjboost.cascade.negatives import MiningParams
 
     try:
@@ -631,6 +639,10 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
 
             write_opencv_xml(model, out / "cascade.xml")
             echo(f"OpenCV cascade: {out / 'cascade.xml'}")
+            if model.opencv_type == "HAAR" and model.params.get("min_std", 10.0) != 10.0:
+                echo(f"note: OpenCV scans it behind its own σ gate of 10, not this model's "
+                     f"{model.params['min_std']:g}: it finds no window below 10 that "
+                     "vjboost's detector would")
         elif model.n_exits:
             echo("no OpenCV XML: OpenCV cannot run early exits (train without --early-exits "
                  "for an OpenCV cascade)")
