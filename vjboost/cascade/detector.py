@@ -32,7 +32,14 @@ import numpy as np
 from ..boxes import DETECTION_SCORES, group_detections
 from .model import CascadeModel
 from .runner import CascadeRunner
-from .scan import Pyramid, check_border, check_mode, opencv_scales
+from .scan import (
+    OPENCV_MIN_STD,
+    Pyramid,
+    check_border,
+    check_min_std,
+    check_mode,
+    opencv_scales,
+)
 from .verifier import DetectionVerifier
 
 __all__ = [
@@ -184,22 +191,13 @@ def model_verifier(model: CascadeModel) -> DetectionVerifier:
     return DetectionVerifier.from_dict(d, name="the model's params['verifier']")
 
 
-#: OpenCV's σ gate in grey levels: the detector's, unless a model declares its own
-OPENCV_MIN_STD = 10.0
-
-
 def _min_std(value: Any, model: CascadeModel) -> float:
     """The detector's ``min_std`` in grey levels, checked (``"model"``: the model's declared
     ``params["min_std"]``, else OpenCV's 10)."""
-    name = "min_std"
     if isinstance(value, str) and value == "model":
-        name = "the model's params['min_std']"
-        value = dict(getattr(model, "params", {}) or {}).get("min_std", OPENCV_MIN_STD)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{name}: expected a finite number of grey levels >= 0 or 'model', "
-                         f"got {value!r}")
-    return float(value)
+        declared = dict(getattr(model, "params", {}) or {}).get("min_std", OPENCV_MIN_STD)
+        return check_min_std(declared, "the model's params['min_std']")
+    return check_min_std(value)
 
 
 def _coarse_to_fine(value: Any, model: CascadeModel, runner: CascadeRunner) -> int:

@@ -66,7 +66,7 @@ from ..io import ImageReadError, read_image
 from .detector import CascadeDetector
 from .model import CascadeModel
 from .runner import CascadeRunner
-from .scan import Pyramid
+from .scan import Pyramid, check_min_std
 
 __all__ = [
     "AUGMENTATIONS",
@@ -153,10 +153,8 @@ class MiningParams:
                 raise ValueError(f"{name}: expected a positive integer or None, got {v!r}")
         if not (isinstance(self.max_gamma, int | float) and 1.0 <= self.max_gamma <= 4.0):
             raise ValueError(f"max_gamma: expected a number in [1, 4], got {self.max_gamma!r}")
-        if self.min_std is not None and (
-                isinstance(self.min_std, bool) or not isinstance(self.min_std, int | float)
-                or not (0 <= self.min_std < math.inf)):
-            raise ValueError(f"min_std: expected grey levels >= 0, got {self.min_std!r}")
+        if self.min_std is not None:
+            check_min_std(self.min_std)
 
     @property
     def grid_step(self) -> int:

@@ -52,8 +52,8 @@ import numpy as np
 
 from .._limits import check_pyramid_levels
 
-__all__ = ["BATCH_BYTES", "BORDERS", "Batch", "Level", "Pyramid", "check_border", "check_mode",
-           "opencv_scales"]
+__all__ = ["BATCH_BYTES", "BORDERS", "OPENCV_MIN_STD", "Batch", "Level", "Pyramid", "check_border",
+           "check_min_std", "check_mode", "opencv_scales"]
 
 #: integral planes per batch (bytes): larger images are scanned in several batches
 BATCH_BYTES = 192 * 1024**2
@@ -62,6 +62,40 @@ MODES = ("opencv", "clean")
 
 #: image borders a pyramid can pad its levels with (``cv2.copyMakeBorder`` types)
 BORDERS = {"replicate": cv2.BORDER_REPLICATE, "reflect": cv2.BORDER_REFLECT_101}
+
+
+#: OpenCV's σ gate in grey levels: a scan's, unless a model declares its own
+OPENCV_MIN_STD = 10.0
+
+
+def check_min_std(value: object, name: str = "min_std") -> float:
+    """A σ gate in grey levels, checked: a finite number ``>= 0`` (0: no gate).
+
+    Parameters
+    ----------
+    value : float
+        The gate asked for.
+    name : str, default="min_std"
+        What the message calls it.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` and the value.
+
+    Examples
+    --------
+    >>> check_min_std(6)
+    6.0
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            value >= 0 and math.isfinite(value)):
+        raise ValueError(f"{name}: expected a finite number of grey levels >= 0, got {value!r}")
+    return float(value)
 
 
 def check_border(border: str | None, margin: float) -> None:

@@ -639,7 +639,10 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
 
             write_opencv_xml(model, out / "cascade.xml")
             echo(f"OpenCV cascade: {out / 'cascade.xml'}")
-            if model.opencv_type == "HAAR" and model.params.get("min_std", 10.0) != 10.0:
+            from vjboost.cascade.scan import OPENCV_MIN_STD
+
+            if (model.opencv_type == "HAAR"
+                    and model.params.get("min_std", OPENCV_MIN_STD) != OPENCV_MIN_STD):
                 echo(f"note: OpenCV scans it behind its own σ gate of 10, not this model's "
                      f"{model.params['min_std']:g}: it finds no window below 10 that "
                      "vjboost's detector would")
