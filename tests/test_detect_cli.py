@@ -235,34 +235,33 @@ def test_a_damaged_image_ends_in_one_line(tmp_path, model_xml):
     assert len(lines) == 1 and "cut.png" in lines[0] and "not a readable image" in lines[0]
 
 
-def test_coarse_to_fine_option(face_png):
+def _check_option(face_png, option: str, good, bad, message: str) -> None:
+    """``vjdetect OPTION value`` detects what ``CascadeDetector(**kw)`` does, for every
+    ``(value, kw)`` of ``good``, on the default model; every value of ``bad`` is a usage error
+    (exit 2) whose message holds ``message``."""
     model = load_model("vjboost:frontalface")
     gray = cv2.cvtColor(cv2.imread(str(face_png / "astronaut.png")), cv2.COLOR_BGR2GRAY)
     args = [str(face_png / "astronaut.png"), "-m", "vjboost:frontalface", "-n", "1",
             "--no-progress"]
-    for value, k in (("model", model.params["coarse_to_fine"]), ("off", None), ("0", 0),
-                     ("3", 3)):
-        r = CliRunner().invoke(main, [*args, "--coarse-to-fine", value])
+    for value, kw in good(model):
+        r = CliRunner().invoke(main, [*args, option, value])
         assert r.exit_code == 0, r.output
-        want = CascadeDetector(model, min_neighbors=1, coarse_to_fine=k).detect(gray)
+        want = CascadeDetector(model, min_neighbors=1, **kw).detect(gray)
         assert sorted((d["x"], d["y"], d["w"], d["h"]) for d in _lines(r.stdout)) == sorted(
             map(tuple, want.boxes.tolist())) and len(want)
-    for bad in ("x", "-1", "99"):
-        r = CliRunner().invoke(main, [*args, "--coarse-to-fine", bad])
-        assert r.exit_code == 2 and "coarse" in r.output, r.output
+    for value in bad:
+        r = CliRunner().invoke(main, [*args, option, value])
+        assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_coarse_to_fine_option(face_png):
+    _check_option(face_png, "--coarse-to-fine", lambda m: [
+        ("model", {"coarse_to_fine": m.params["coarse_to_fine"]}),
+        ("off", {"coarse_to_fine": None}), ("0", {"coarse_to_fine": 0}),
+        ("3", {"coarse_to_fine": 3})], ("x", "-1", "99"), "coarse")
 
 
 def test_min_std_option(face_png):
-    model = load_model("vjboost:frontalface")
-    gray = cv2.cvtColor(cv2.imread(str(face_png / "astronaut.png")), cv2.COLOR_BGR2GRAY)
-    args = [str(face_png / "astronaut.png"), "-m", "vjboost:frontalface", "-n", "1",
-            "--no-progress"]
-    for value, std in (("model", model.params["min_std"]), ("10", 10.0), ("0", 0.0)):
-        r = CliRunner().invoke(main, [*args, "--min-std", value])
-        assert r.exit_code == 0, r.output
-        want = CascadeDetector(model, min_neighbors=1, min_std=std).detect(gray)
-        assert sorted((d["x"], d["y"], d["w"], d["h"]) for d in _lines(r.stdout)) == sorted(
-            map(tuple, want.boxes.tolist())) and len(want)
-    for bad in ("x", "-1", "nan"):
-        r = CliRunner().invoke(main, [*args, "--min-std", bad])
-        assert r.exit_code == 2 and "min" in r.output and "Traceback" not in r.output, r.output
+    _check_option(face_png, "--min-std", lambda m: [
+        ("model", {"min_std": m.params["min_std"]}), ("10", {"min_std": 10.0}),
+        ("0", {"min_std": 0.0})], ("x", "-1", "nan"), "min")
