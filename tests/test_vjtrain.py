@@ -145,6 +145,17 @@ def test_min_std_is_the_mining_gate_and_the_models(data_dir, tmp_path):
     assert "σ gate of 10" in res.output  # its OpenCV XML twin cannot keep the lower gate
 
 
+def test_mining_budget_and_min_neg_reach_the_trainer(data_dir, tmp_path):
+    """The options' wiring (what the budget does is tested on the trainer, test_negatives.py:
+    a stage here fills from one batch of units, whatever the budget)."""
+    res = CliRunner().invoke(main, [*_args(data_dir, tmp_path / "out", stages=2),
+                                    "--mining-budget", "1.5K", "--min-neg", "10"])
+    assert res.exit_code == 0, res.output
+    rep = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert rep["config"]["mining_budget"] == 1500 and rep["config"]["min_neg"] == 10
+    assert [m["budget_reached"] for m in rep["mining"]] == [False, False]
+
+
 def test_exported_cascade_matches_opencv(data_dir, tmp_path):
     if not hasattr(cv2, "CascadeClassifier"):
         pytest.skip("this OpenCV build has no CascadeClassifier")
