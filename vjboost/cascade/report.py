@@ -397,10 +397,12 @@ def _figures(report: dict[str, Any], mean_positive: np.ndarray | None
     stage_axis(ax)
     ax.set_ylabel("weak learners")
     ax2 = ax.twinx()
-    ax2.semilogy(ks, [r["false_alarm"] for r in rows], "o-", color="#c0392b",
-                 label="stage false alarm")
-    ax2.semilogy(ks, [r["cascade_false_alarm"] for r in rows], "s--", color="#6c3483",
-                 label="cascade false alarm")
+    fa = [r["false_alarm"] for r in rows]
+    cum = [r["cascade_false_alarm"] for r in rows]
+    # a log axis needs a positive value (a stage may reject every training negative)
+    ax2.set_yscale("log" if max(fa + cum) > 0 else "linear")
+    ax2.plot(ks, fa, "o-", color="#c0392b", label="stage false alarm")
+    ax2.plot(ks, cum, "s--", color="#6c3483", label="cascade false alarm")
     ax2.set_ylabel("false alarm (training negatives)")
     fig.legend(loc="upper center", ncol=3, fontsize=8)
     fig.tight_layout(rect=(0, 0, 1, 0.92))
