@@ -125,7 +125,7 @@ def print_mining(title: str, rows: list[dict]) -> None:
         g = "" if r["growth"] is None else f"{r['growth']:.2f}"
         rate = "" if r.get("windows_per_s") is None else f"{r['windows_per_s']:.3g}"
         print(f"| {r['stage']} | {r['mining_s']:.2f} | {g} | {r['scanned']:.3g} | {rate} | "
-              f"{r['carried']} | {r.get('negatives', '')} | {r['acceptance']:.3g} | "
+              f"{r['carried']} | {r['negatives']} | {r['acceptance']:.3g} | "
               f"{r['stage_s']} |")
 
 

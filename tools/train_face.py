@@ -8,8 +8,8 @@ Three sub-commands:
   positives of every source and the training backgrounds; never CMU-MIT), under ``nice``, and
   records its wall time and peak memory (the child's ``ru_maxrss``). ``--ship`` copies the model
   to ``vjboost/models/NAME.json`` (and ``.xml`` when the cascade is OpenCV-exportable, and its
-  report) with its declared operating score (``params["operating_score"]``) and coarse-to-fine
-  scan (``params["coarse_to_fine"]``).
+  report) with its declared operating score (``params["operating_score"]``), coarse-to-fine
+  scan (``params["coarse_to_fine"]``) and σ gate (``params["min_std"]``).
 * ``validate MODEL...`` runs models on the validation detection set (``val/det``: held-out
   NRC-IIT frames, synthetic scenes of held-out faces in held-out backgrounds, face-free held-out
   backgrounds) and prints, at the false-positive budgets of ``tools/bench_peers.py``, the

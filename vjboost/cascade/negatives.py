@@ -472,8 +472,13 @@ class MiningResult:
         return (f"{len(self.windows)} ({self.n_from_pool} carried of {self.pool_checked}), "
                 f"acceptance ratio {self.acceptance_ratio:.3g} ({self.n_scanned} new windows "
                 f"scanned, {rate:.3g}/s, {self.seconds:.1f} s; about {self.supply:.3g} windows "
-                "left in the backgrounds" + ("; mining budget reached)" if self.budget_reached
+                "left in the backgrounds" + (f"; {self.shortfall})" if self.budget_reached
                                              else ")"))
+
+    @property
+    def shortfall(self) -> str:
+        """Why a fill has fewer than ``n`` windows: its budget or the backgrounds ran out."""
+        return "mining budget reached" if self.budget_reached else "backgrounds exhausted"
 
 
 @dataclass(frozen=True)

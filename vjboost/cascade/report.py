@@ -556,8 +556,8 @@ def _page(report: dict[str, Any], figures: dict[str, tuple[bytes, str]],
         "features": report.get("pool"),
         "window (w × h)": f"{win[1]} × {win[0]}" if win else None,
         "positives / negatives per stage": f"{cfg.get('num_pos')} / {cfg.get('num_neg')}"
-        + (f" (at least {cfg['min_neg']})" if cfg.get("min_neg", cfg.get("num_neg"))
-           != cfg.get("num_neg") else ""),
+        + (f" (at least {cfg['min_neg']})" if cfg.get("min_neg") not in (None, cfg.get("num_neg"))
+           else ""),
         "mining budget per stage (windows)": cfg.get("mining_budget"),
         "boosting": f"{cfg.get('loss')}, {cfg.get('weak_learner')}"
                     + (f", sampler {cfg['sampler']}" if cfg.get("sampler") else "")

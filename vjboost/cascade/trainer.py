@@ -822,10 +822,8 @@ class CascadeTrainer:
                 if stop is not None:
                     break
                 if len(res.windows) < self.num_neg:
-                    why = ("the mining budget is reached" if res.budget_reached
-                           else "the backgrounds are exhausted")
                     emit("log", message=(f"stage {k}: trains on {len(res.windows)} of the "
-                                         f"{self.num_neg} negatives ({why}; min_neg "
+                                         f"{self.num_neg} negatives ({res.shortfall}; min_neg "
                                          f"{self._min_neg})"))
                 # 3. features and boosting
                 st, finfo, t3 = self._boost_stage(pw, res.windows, k, emit, log, executor)
