@@ -531,3 +531,31 @@ def test_no_warning_for_valid_files():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         read_opencv_xml(to_opencv_xml(random_cascade("LBP", seed=0)).encode())
+
+
+def test_tree_apply_keeps_the_callers_thread_count(monkeypatch):
+    # many examples are split between threads, never more than the caller set
+    import numba
+
+    from vjboost._threads import n_threads
+    from vjboost.boost import tree as tree_mod
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("needs two numba threads")
+    seen = []
+    real = tree_mod._apply_kernel
+
+    def spy(*args):
+        seen.append(numba.get_num_threads())
+        return real(*args)
+
+    monkeypatch.setattr(tree_mod, "_apply_kernel", spy)
+    t = Tree.stump(1, threshold=0.5, left_value=-1.0, right_value=2.0)
+    X = np.random.default_rng(0).random((2, tree_mod._PARALLEL_MIN), dtype=np.float32)
+    with n_threads(1):
+        one = t.predict_matrix(X)
+    with n_threads(2):
+        two = t.predict_matrix(X)
+    assert seen == [1, 2]
+    np.testing.assert_array_equal(one, np.where(X[1] < 0.5, -1.0, 2.0))
+    np.testing.assert_array_equal(two, one)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -156,6 +157,30 @@ def test_detector_verified_is_the_rescored_margin(face_model):
     # the face is the best verified detection
     best = verified.boxes[np.argmax(verified.scores)]
     assert 150 < best[0] + best[2] / 2 < 260 and 40 < best[1] + best[3] / 2 < 160
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_detector_threads_cover_the_verifier(face_model, monkeypatch):
+    # threads=1 is one thread for the whole detection, the verifier's HOG included (the
+    # benchmarks time a detector against single-threaded peers by CPU seconds)
+    from skimage import data
+
+    from vjboost.features.hog import HOGFamily
+
+    seen = []
+    real = HOGFamily.compute
+
+    def spy(self, *args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(HOGFamily, "compute", spy)
+    img = data.astronaut()[..., 1]
+    for threads in (1, 2):
+        det = CascadeDetector(face_model, min_neighbors=1, score="model", threads=threads)
+        assert len(det.detect(img)) > 0
+        assert seen and set(seen) == {threads}
+        seen.clear()
 
 
 def test_verified_needs_a_verifier(face_model):

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import numba
 
-__all__ = ["n_threads", "resolve_threads", "run_tasks"]
+__all__ = ["n_threads", "resolve_threads", "run_tasks", "serial_if"]
 
 T = TypeVar("T")
 
@@ -39,6 +39,25 @@ def n_threads(threads: int | None) -> Iterator[int]:
         yield n
     finally:
         numba.set_num_threads(old)
+
+
+@contextlib.contextmanager
+def serial_if(small: bool) -> Iterator[int]:
+    """Run the enclosed numba parallel kernels on one thread when ``small`` (a parallel region
+    would cost more than it saves), else on the threads the caller set.
+
+    The caller's count (:func:`n_threads` of a detector or trainer, ``threads=1`` included) is
+    kept: work that is large enough to be split never takes more threads than the user gave.
+
+    Examples
+    --------
+    >>> with n_threads(1):
+    ...     with serial_if(False) as n:
+    ...         n
+    1
+    """
+    with n_threads(1 if small else numba.get_num_threads()) as n:
+        yield n
 
 
 def _pool(size: int) -> ThreadPoolExecutor:

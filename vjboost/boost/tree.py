@@ -30,7 +30,7 @@ import numpy as np
 from numba import njit, prange
 
 from vjboost._errors import InputError
-from vjboost._threads import n_threads
+from vjboost._threads import serial_if
 from vjboost._validation import check_array
 
 __all__ = ["Tree", "TreeError", "subset_from_codes"]
@@ -353,7 +353,7 @@ class Tree:
         else:
             thr = self.threshold
         out = np.empty(values.shape[1], dtype=np.int64)
-        with n_threads(None if values.shape[1] >= _PARALLEL_MIN else 1):
+        with serial_if(values.shape[1] < _PARALLEL_MIN):
             _apply_kernel(values, rows, thr, self.left, self.right, self.categorical,
                           self.subsets, out)
         return out

@@ -29,6 +29,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from .._threads import n_threads
 from ..boxes import DETECTION_SCORES, group_detections
 from .model import CascadeModel
 from .runner import CascadeRunner
@@ -513,7 +514,9 @@ class CascadeDetector:
         if self.verifier is None or len(boxes) == 0:
             return scores
         gray = image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-        return self.verifier.rescore(gray, boxes, scores)
+        # the verifier's kernels run on the detector's threads, as the scan does
+        with n_threads(self.threads):
+            return self.verifier.rescore(gray, boxes, scores)
 
     def _group(self, boxes, scores, img: np.ndarray) -> Detections:
         b, sc, cnt = group_detections(boxes, scores, method=self.grouping,

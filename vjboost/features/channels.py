@@ -48,7 +48,7 @@ from numba import prange
 
 from vjboost._errors import InputError
 from vjboost._memory import check_memory
-from vjboost._threads import n_threads
+from vjboost._threads import serial_if
 
 __all__ = [
     "MAG_SCALE",
@@ -461,7 +461,7 @@ class ChannelKind:
             """
             vals = np.ascontiguousarray(np.asarray(compute(images, params))[:, planes],
                                         dtype=np.int32)
-            with n_threads(1 if _small(images, len(planes)) else None):
+            with serial_if(_small(images, len(planes))):
                 _integrate_planes(vals, flat, bases, stride)
 
         return cls(name, n_planes, integrate, margin, max_value, color)
@@ -517,7 +517,7 @@ class ChannelKind:
             lab = np.ascontiguousarray(labels(images, params), dtype=np.int32)
             per = n_planes(params) // lab.shape[1]
             ks, vs = np.divmod(np.asarray(planes, np.int64), per)
-            with n_threads(1 if _small(images, len(planes)) else None):
+            with serial_if(_small(images, len(planes))):
                 _integrate_labels(lab, ks, vs, flat, bases, stride)
 
         return cls(name, n_planes, integrate, margin, lambda p: 1, color)
@@ -590,7 +590,7 @@ def _integrate_gray_planes(images, params, codes, flat, bases, stride):
     if gray.shape[0] <= _FEW_IMAGES:
         _integrate_gray_images(gray, codes, flat, bases, stride)
         return
-    with n_threads(1 if _small(images, len(codes)) else None):
+    with serial_if(_small(images, len(codes))):
         _integrate_gray(gray, flat, _by_code(codes, bases, gray.shape[0]), stride)
 
 
@@ -648,7 +648,7 @@ def _integrate_gradient_planes(images, params, codes, flat, bases, stride):
         # more than it saves below a few megapixels (and waits on a busy machine)
         _gradient_integrals(g[0], table, flat, np.asarray(bases[0], np.int64), stride, which)
         return
-    with n_threads(1 if small else None):
+    with serial_if(small):
         groups = 1 if (g.shape[0] > 1 or small) else max(1, min(len(codes),
                                                                 numba.get_num_threads()))
         _integrate_gradient(g, table, flat, bases, stride, which, groups)
