@@ -25,8 +25,14 @@ def _expected(model, img, k):
     return pos[keep], scores[keep]
 
 
-@pytest.mark.parametrize(("k", "threads"), [(1, 1), (4, 1), (6, 2), ("all", 1)])
-def test_coarse_to_fine_matches_brute_force(k, threads):
+@pytest.mark.parametrize(("k", "threads", "batch"), [(1, 1, None), (4, 1, None), (6, 2, None),
+                                                     ("all", 1, None), (6, 1, 1 << 30),
+                                                     (6, 1, 100_000)])
+def test_coarse_to_fine_matches_brute_force(k, threads, batch, monkeypatch):
+    import vjboost.cascade.scan as S
+
+    if batch is not None:  # every level in one batch of planes, or each level alone
+        monkeypatch.setattr(S, "BATCH_BYTES", batch)
     model = vjboost.load_model("vjboost:frontalface")
     k = model.n_stages if k == "all" else k
     img = data.astronaut()[::2, ::2, 0].copy()

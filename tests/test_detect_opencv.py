@@ -559,6 +559,7 @@ def test_scale_batches_give_same_windows(astronaut_gray, monkeypatch):
 
     model = random_cascade("HAAR", max_nodes=2, tilted_fraction=0.5, seed=6)
     det = CascadeDetector(model, scale_factor=1.1, min_neighbors=0)
+    monkeypatch.setattr(S, "BATCH_BYTES", 1 << 30)  # every level in one batch
     whole = det.detect(astronaut_gray)
     monkeypatch.setattr(S, "BATCH_BYTES", 400_000)  # several kernel calls per image
     parts = det.detect(astronaut_gray)

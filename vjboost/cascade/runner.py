@@ -47,7 +47,7 @@ from ..boost.tree import Tree
 from ..features.base import check_windows
 from . import kernels, prefilter
 from .model import CascadeModel, Stage
-from .scan import BATCH_BYTES, Pyramid
+from .scan import KEEP_BYTES, Pyramid
 
 __all__ = ["CascadeRunner", "cascade_accepts", "sigma_gate", "stage_sum"]
 
@@ -101,11 +101,11 @@ def _planes_buffer(shape: tuple[int, int, int], own: threading.local) -> np.ndar
     fill wrote).
 
     Buffers are kept for the next scans of the thread: small ones for every runner, larger
-    ones in ``own``, the runner's, up to twice a pyramid batch's budget
-    (:data:`~vjboost.cascade.scan.BATCH_BYTES`; the packing of levels into a batch leaves
-    gaps), so only a level larger than that alone is allocated for each scan. A fresh buffer
-    of tens of megabytes costs a page fault per 4 KiB page as it is first written: on
-    CMU-MIT, about 60 of the 450 ms a megapixel took, all of it spent in the kernel.
+    ones in ``own``, the runner's, up to :data:`~vjboost.cascade.scan.KEEP_BYTES` (the
+    largest level of an image of tens of megapixels), so only a level larger than that is
+    allocated for each scan. A fresh buffer of tens of megabytes costs a page fault per 4 KiB
+    page as it is first written: on CMU-MIT, about 60 of the 450 ms a megapixel took, all of
+    it spent in the kernel.
     """
     n = int(np.prod(shape))
     for holder in (_SCRATCH, own):
@@ -117,7 +117,7 @@ def _planes_buffer(shape: tuple[int, int, int], own: threading.local) -> np.ndar
     buf = np.empty(n, dtype=np.int32)
     if 4 * n <= _SHARED_BYTES:
         _SCRATCH.planes = buf
-    elif 4 * n <= 2 * BATCH_BYTES:
+    elif 4 * n <= KEEP_BYTES:
         own.planes = buf
     return buf.reshape(shape)
 

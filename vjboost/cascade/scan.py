@@ -52,11 +52,19 @@ import numpy as np
 
 from .._limits import check_pyramid_levels
 
-__all__ = ["BATCH_BYTES", "BORDERS", "OPENCV_MIN_STD", "Batch", "Level", "Pyramid", "check_border",
-           "check_min_std", "check_mode", "opencv_scales"]
+__all__ = ["BATCH_BYTES", "BORDERS", "KEEP_BYTES", "OPENCV_MIN_STD", "Batch", "Level",
+           "Pyramid", "check_border", "check_min_std", "check_mode", "opencv_scales"]
 
-#: integral planes per batch (bytes): larger images are scanned in several batches
-BATCH_BYTES = 192 * 1024**2
+#: integral planes per batch (bytes): the levels of a pyramid are packed into batches this
+#: large, filled and scanned one after the other, so that a batch's planes are still in the
+#: last-level cache when the scan reads them (and the next batch's fill overwrites the same
+#: memory). With 192 MiB batches, one per image, every plane went out to memory and back:
+#: CMU-MIT took 217 ms/MP with the default face model, 199–203 with 4 MiB (1 thread). A
+#: level larger than this is a batch of its own.
+BATCH_BYTES = 4 * 1024**2
+#: a detector keeps its per-thread buffer of integral planes for the next images up to this
+#: size (bytes): writing a fresh buffer costs a page fault per 4 KiB page
+KEEP_BYTES = 384 * 1024**2
 
 MODES = ("opencv", "clean")
 
@@ -506,7 +514,7 @@ class Pyramid:
         n_planes : int
             Integral planes per level (the compiled features' channel count).
         budget : int, optional
-            Bytes of one batch's int32 buffer (default :data:`BATCH_BYTES`, 192 MiB).
+            Bytes of one batch's int32 buffer (default :data:`BATCH_BYTES`, 4 MiB).
 
         Returns
         -------
