@@ -567,6 +567,33 @@ def test_scale_batches_give_same_windows(astronaut_gray, monkeypatch):
     assert _ms(whole.boxes) == _ms(parts.boxes)
 
 
+@pytest.mark.parametrize("batch", [None, 400_000, "most", 1 << 30])
+@pytest.mark.parametrize("spec", ["vjboost:frontalface_haar", "vjboost:frontalface"])
+def test_batches_on_threads_give_same_windows(astronaut_gray, monkeypatch, batch, spec):
+    # with two threads, batches run side by side (or, when one holds more than a thread's
+    # share of the planes, split between the threads): the windows and scores of one thread
+    import vjboost.cascade.scan as S
+    from vjboost.cascade.model_io import load_model
+
+    model = load_model(spec)
+    det = CascadeDetector(model, scale_factor=1.1, threads=1)
+    if batch == "most":  # a first batch with most of the planes: it splits its rows
+        n_planes = det._runner.compiled.program.channels.n_planes
+        pyr = det.pyramid(astronaut_gray.shape[::-1])
+        batch = int(0.7 * 4 * n_planes * sum((lv.width + 1) * (lv.height + 1)
+                                             for lv in pyr.levels))
+        monkeypatch.setattr(S, "BATCH_BYTES", batch)
+        area = [b.rows * b.cols for b in pyr.batches(n_planes)]
+        assert len(area) > 1 and 2 * area[0] > sum(area)
+    elif batch is not None:
+        monkeypatch.setattr(S, "BATCH_BYTES", batch)
+    got = [CascadeDetector(model, scale_factor=1.1, threads=t).raw_windows(astronaut_gray)
+           for t in (1, 2)]
+    assert len(got[0][0]) > 20
+    np.testing.assert_array_equal(got[0][0], got[1][0])
+    np.testing.assert_array_equal(got[0][1], got[1][1])
+
+
 def test_raw_window_positions(astronaut_gray):
     model = random_cascade("LBP", seed=1)
     det = CascadeDetector(model, scale_factor=1.15, min_neighbors=0)

@@ -301,7 +301,8 @@ class CascadeDetector:
     min_score : float, optional
         Drop detections whose score is below this (an operating point on the score's curve).
     threads : int, optional
-        numba threads (``None``: all).
+        Threads of the whole detection (``None``: all of numba's): the pyramid's batches
+        side by side, and the verifier. Results do not depend on it.
     channel_order : {"bgr", "rgb"}, default="bgr"
         Colour order of 3-channel input (OpenCV convention is BGR).
     coarse_to_fine : int, None or "model", default="model"
