@@ -343,7 +343,8 @@ class CascadeRunner:
         n_t = resolve_threads(self.threads)
         out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(batches)
         if n_t > 1 and len(batches) > 1:
-            area = np.array([b.rows * b.cols for b in batches], dtype=np.int64)
+            area = np.array([sum(lv.width * lv.height for lv in b.levels) for b in batches],
+                            dtype=np.int64)
             shared = np.flatnonzero(area * n_t <= area.sum())
             for i in np.flatnonzero(area * n_t > area.sum()):
                 out[i] = one(batches[i], n_t)

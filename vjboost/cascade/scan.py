@@ -41,6 +41,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -535,12 +536,23 @@ class Pyramid:
             else:
                 groups.append([lv])
                 size = n
-        return [self._pack(g) for g in groups]
+        # the batches within the budget share one layout (row length and plane size): the
+        # runner binds the cascade's records to a layout once, not once per batch (with small
+        # batches, about 15 ms/MP on CMU-MIT); a level larger than the budget keeps its own
+        small = [sum((lv.width + 1) * (lv.height + 1) for lv in g) <= limit for g in groups]
+        cols = max((g[0].width + 1 for g, sm in zip(groups, small, strict=True) if sm),
+                   default=None)
+        batches = [self._pack(g, cols if sm else None)
+                   for g, sm in zip(groups, small, strict=True)]
+        rows = max((b.rows for b, sm in zip(batches, small, strict=True) if sm), default=0)
+        return [dataclasses.replace(b, rows=rows) if sm else b
+                for b, sm in zip(batches, small, strict=True)]
 
     @staticmethod
-    def _pack(levels: list[Level]) -> Batch:
-        # rows as long as the first (largest) level's; smaller levels side by side in bands
-        cols = levels[0].width + 1
+    def _pack(levels: list[Level], cols: int | None = None) -> Batch:
+        # rows as long as the first (largest) level's, or ``cols``; smaller levels side by
+        # side in bands
+        cols = levels[0].width + 1 if cols is None else int(cols)
         ox = oy = band = 0
         origins = np.zeros((len(levels), 2), dtype=np.int64)
         for k, lv in enumerate(levels):
