@@ -433,3 +433,43 @@ def test_trained_haar_and_channels_cascade_detects_the_same_with_and_without_the
     np.testing.assert_array_equal(boxes_r, boxes_w)
     np.testing.assert_array_equal(scores_r, scores_w)
     np.testing.assert_array_equal(found_r.boxes, found_w.boxes)
+
+
+@given(st.integers(30, 400), st.integers(30, 400), st.sampled_from([(20, 20), (24, 16)]),
+       st.sampled_from([1.1, 1.25]), st.integers(20_000, 400_000), st.integers(1, 10),
+       st.sampled_from([0, 1]), st.sampled_from(["opencv", "clean"]))
+@settings(max_examples=60, deadline=None)
+def test_bands_cover_each_window_once(w, h, window, sf, budget, n_planes, context, mode):
+    # levels larger than a batch are cut into bands of rows: each window of a level is owned
+    # by exactly one band, every band holds the image rows of all its windows (its context
+    # rows too), and with context the coarse grid's rows stay every second row of the level
+    pyr = Pyramid(window, (w, h), scale_factor=sf, mode=mode)
+    owned: dict[int, list] = {}
+    for b in pyr.batches(n_planes, budget, context=context):
+        for k, lv in enumerate(b.levels):
+            whole = pyr.level(lv.index)
+            a, e = b.held[k]
+            ys = np.arange(lv.y0, lv.ny, lv.row_step)
+            assert a <= ys[0] and ys[-1] + window[0] <= e <= whole.height
+            own = lv.ny if lv.own_ny is None else lv.own_ny
+            if lv.own_ny is not None:
+                assert len(ys[ys >= own]) == context
+                assert ((lv.y0 - whole.y0) // whole.row_step) % 2 == 0 or not context
+            owned.setdefault(lv.index, []).extend(ys[ys < own].tolist())
+            # the planes of a band start at its first held row: level row y at origin + y
+            assert b.origins[k, 0] + a >= 0 and b.origins[k, 0] + e + 1 <= b.rows
+    for lv in pyr.levels:
+        assert sorted(owned[lv.index]) == list(range(lv.y0, lv.ny, lv.row_step))
+
+
+def test_large_levels_are_cut_into_bands():
+    pyr = Pyramid((20, 20), (400, 400), scale_factor=1.1)
+    for context in (0, 1):
+        batches = pyr.batches(10, 50_000, context=context)
+        bands = [lv for b in batches for lv in b.levels if lv is not pyr.level(lv.index)]
+        assert len(bands) > 10
+        assert sum(lv.own_ny is not None for lv in bands) > 5
+        # a band's planes: about the budget (at least four window heights of rows)
+        first = [b for b in batches if b.levels[0].index == pyr.levels[0].index]
+        assert len(first) > 3
+        assert all(b.rows <= 4 * 20 + 2 + 2 for b in first)

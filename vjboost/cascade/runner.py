@@ -320,10 +320,12 @@ class CascadeRunner:
                 split = _split_layout(items, batch.rows, batch.cols)
                 if split is not None:
                     items, layout = split
-            buf = self._filled(image, pyramid, batch, layout)
+            buf = self._filled(image, pyramid, batch, layout, levels)
             hits, score = self._run_items(cc, buf.reshape(-1), items, layout, gate,
                                           batch.n_out, skip0, threads=threads)
             return batch.positions(hits), score
+
+        levels: dict[int, np.ndarray] = {}
 
         self._over_batches(pyramid.batches(chans.n_planes), one, chans.n_planes, parts_p,
                            parts_s)
@@ -343,7 +345,9 @@ class CascadeRunner:
         n_t = resolve_threads(self.threads)
         out: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(batches)
         if n_t > 1 and len(batches) > 1:
-            area = np.array([sum(lv.width * lv.height for lv in b.levels) for b in batches],
+            # pixels held (a band holds part of its level)
+            area = np.array([int(((b.held[:, 1] - b.held[:, 0])
+                                  * [lv.width for lv in b.levels]).sum()) for b in batches],
                             dtype=np.int64)
             shared = np.flatnonzero(area * n_t <= area.sum())
             for i in np.flatnonzero(area * n_t > area.sum()):
@@ -401,14 +405,25 @@ class CascadeRunner:
                              "on the generic path)")
         return int(value)
 
-    def _filled(self, image, pyramid, batch, layout: dict[str, int]) -> np.ndarray:
+    def _filled(self, image, pyramid, batch, layout: dict[str, int],
+                levels: dict | None = None) -> np.ndarray:
         """This thread's buffer holding the integral planes of ``batch``'s levels (row stride
-        ``layout["row_stride"]``, columns split when ``layout`` says so)."""
+        ``layout["row_stride"]``, columns split when ``layout`` says so); ``levels`` keeps the
+        resized images of levels cut into bands for the scan's other bands."""
         chans = self.compiled.program.channels
         buf = _planes_buffer((chans.n_planes, batch.rows, layout["row_stride"]), self._scratch)
-        for lv, (y0, x0) in zip(batch.levels, batch.origins, strict=True):
-            chans.fill(pyramid.level_image(image, lv), buf, int(y0), int(x0),
-                       split=layout.get("split", 0))
+        for lv, (y0, x0), (a, b) in zip(batch.levels, batch.origins, batch.held, strict=True):
+            if levels is not None and lv.index in levels:
+                img = levels[lv.index]
+            else:
+                img = pyramid.level_image(image, lv)
+                if levels is not None and (a, b) != (0, lv.height):
+                    levels[lv.index] = img  # resized once for all the bands of the level
+            if (a, b) != (0, img.shape[0]):
+                # a band: its rows' planes, integrated from its first row (rectangle sums
+                # inside the band's windows are the whole level's)
+                img = img[a:b]
+            chans.fill(img, buf, int(y0 + a), int(x0), split=layout.get("split", 0))
         return buf
 
     def _scan_rows(self, buf: np.ndarray, items: np.ndarray, layout: dict[str, int],
@@ -508,8 +523,12 @@ class CascadeRunner:
 
         def one(batch: Batch, threads: int) -> tuple[np.ndarray, np.ndarray]:
             layout = {"row_stride": batch.cols, "plane_stride": batch.rows * batch.cols}
-            flat = self._filled(image, pyramid, batch, layout).reshape(-1)
+            flat = self._filled(image, pyramid, batch, layout, levels).reshape(-1)
             t = batch._table
+            # a band of a level owns its rows above own_ny; the next band's first coarse row
+            # is scanned here too, for the fine windows between the two bands
+            own = np.array([lv.ny if lv.own_ny is None else lv.own_ny
+                            for lv in batch.levels], dtype=np.int64)
             # the coarse grid: every second row and column of each level's grid
             lvl, xs, ys, steps = _coarse_rows(t)
             items, n_out = _items(batch, lvl, xs, ys, t[lvl, 5] - xs, 2 * steps)
@@ -522,12 +541,16 @@ class CascadeRunner:
             # the grid windows around every coarse window that passed the first k stages:
             # the whole cascade; the coarse windows themselves: the stages after the k first
             fk, fx, fy = _neighbours(batch, t, ck, cx, cy)
+            mine = fy < own[fk]
+            fk, fx, fy = fk[mine], fx[mine], fy[mine]
+            mine = cy < own[ck]
+            ck, cx, cy, score = ck[mine], cx[mine], cy[mine], score[mine]
             ones = np.ones(len(fk), np.int64)
             items, n_out = _items(batch, fk, fx, fy, ones, ones)
             hits, score_f = self._run_items(cc, flat, items, layout, gate, n_out,
                                             threads=threads)
             fk, fx, fy = fk[hits], fx[hits], fy[hits]
-            if tail is not None:
+            if tail is not None and len(ck):
                 ones = np.ones(len(ck), np.int64)
                 items, n_out = _items(batch, ck, cx, cy, ones, ones)
                 hits, score = self._run_items(tail, flat, items, layout, gate, n_out,
@@ -540,8 +563,9 @@ class CascadeRunner:
             order = np.lexsort((fx, fy, fk))
             return np.stack([t[fk, 0], fx, fy], axis=1)[order], score[order]
 
-        self._over_batches(pyramid.batches(chans.n_planes), one, chans.n_planes, parts_p,
-                           parts_s)
+        levels: dict[int, np.ndarray] = {}
+        self._over_batches(pyramid.batches(chans.n_planes, context=1), one, chans.n_planes,
+                           parts_p, parts_s)
 
     def _scan_generic(self, image, pyramid, skip0, parts_p, parts_s) -> None:
         fam = self.model.family

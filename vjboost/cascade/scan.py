@@ -61,7 +61,7 @@ __all__ = ["BATCH_BYTES", "BORDERS", "KEEP_BYTES", "OPENCV_MIN_STD", "Batch", "L
 #: last-level cache when the scan reads them (and the next batch's fill overwrites the same
 #: memory). With 192 MiB batches, one per image, every plane went out to memory and back:
 #: CMU-MIT took 217 ms/MP with the default face model, 199–203 with 4 MiB (1 thread). A
-#: level larger than this is a batch of its own.
+#: level larger than this is cut into bands of rows (:meth:`Pyramid.batches`).
 BATCH_BYTES = 4 * 1024**2
 #: a detector keeps its per-thread buffer of integral planes for the next images up to this
 #: size (bytes): writing a fresh buffer costs a page fault per 4 KiB page
@@ -235,6 +235,9 @@ class Level:
     pad_x, pad_y : int, default=0
         Border added on each side of the resized image (0 without ``border``): level position
         ``x`` lies at ``x - pad_x`` of the resized image.
+    own_ny : int, optional
+        A band of a level (:meth:`Pyramid.batches`): its windows at rows ``>= own_ny`` belong to
+        the next band and are scanned only as context (coarse-to-fine scans); ``None``: all.
     """
 
     index: int
@@ -249,6 +252,7 @@ class Level:
     ystep: int | None = None
     pad_x: int = 0
     pad_y: int = 0
+    own_ny: int | None = None
 
     @property
     def row_step(self) -> int:
@@ -293,7 +297,9 @@ class Batch:
 
     Level ``k`` occupies rows ``origins[k, 0] ..`` and columns ``origins[k, 1] ..`` of every
     ``(rows, cols)`` plane (its integral is one row and column larger than the level); its
-    windows' results occupy slots ``out_offsets[k] ..`` (row by row).
+    windows' results occupy slots ``out_offsets[k] ..`` (row by row). A band of a level
+    (:meth:`Pyramid.batches`) holds only its image rows ``held[k, 0] .. held[k, 1] - 1``,
+    integrated from the first: level row ``y`` still lies at row ``origins[k, 0] + y``.
     """
 
     levels: tuple[Level, ...]
@@ -302,6 +308,7 @@ class Batch:
     cols: int
     out_offsets: np.ndarray
     n_out: int
+    held: np.ndarray | None = None
 
     def items(self) -> np.ndarray:
         """Work items of :func:`vjboost.cascade.kernels.scan`: one per scanned row of a level.
@@ -503,12 +510,16 @@ class Pyramid:
 
     # -- batches ---------------------------------------------------------------------------------
 
-    def batches(self, n_planes: int, budget: int | None = None) -> list[Batch]:
+    def batches(self, n_planes: int, budget: int | None = None, *, context: int = 0
+                ) -> list[Batch]:
         """The levels packed into buffers of ``n_planes`` int32 planes of at most ``budget``
-        bytes each (default :data:`BATCH_BYTES`; a level larger than that gets its own).
+        bytes each (default :data:`BATCH_BYTES`).
 
         Consecutive levels of the same step share a batch while their
-        ``(width + 1) (height + 1)`` planes fit.
+        ``(width + 1) (height + 1)`` planes fit. A level larger than that is cut into bands of
+        grid rows, a batch each (:class:`Level` copies with their own ``y0`` and ``ny``;
+        ``Batch.held`` says which image rows each holds): a band holds at least four window
+        heights of rows, so a band may exceed a small budget.
 
         Parameters
         ----------
@@ -516,17 +527,28 @@ class Pyramid:
             Integral planes per level (the compiled features' channel count).
         budget : int, optional
             Bytes of one batch's int32 buffer (default :data:`BATCH_BYTES`, 4 MiB).
+        context : int, default=0
+            Rows of the next band each band also holds and scans (coarse-to-fine scans: 1,
+            and each band but the last owns an even number of rows, ``Level.own_ny``); 0:
+            the bands' rows partition the level's.
 
         Returns
         -------
         list of Batch
-            Covering :attr:`levels` in order.
+            Covering :attr:`levels` in order (a level's bands in row order).
+
+        Examples
+        --------
+        >>> pyr = Pyramid((20, 20), (400, 300), scale_factor=1.1)
+        >>> first = [b for b in pyr.batches(10) if b.levels[0].index == 0]
+        >>> len(first) > 1, first[1].levels[0].y0 == first[0].levels[0].ny
+        (True, True)
         """
         budget = BATCH_BYTES if budget is None else int(budget)
         limit = budget // (4 * max(int(n_planes), 1))
         groups: list[list[Level]] = []
         size = 0
-        for lv in self.levels:
+        for lv in (b for level in self.levels for b in self._bands(level, limit, context)):
             n = (lv.width + 1) * (lv.height + 1)
             # levels of one step per batch: the runner stores the planes of a step-2 batch
             # with the even and the odd columns apart (consecutive windows for its row pass)
@@ -542,28 +564,64 @@ class Pyramid:
         small = [sum((lv.width + 1) * (lv.height + 1) for lv in g) <= limit for g in groups]
         cols = max((g[0].width + 1 for g, sm in zip(groups, small, strict=True) if sm),
                    default=None)
-        batches = [self._pack(g, cols if sm else None)
+        batches = [self._pack(g, [self._held(lv) for lv in g], cols if sm else None)
                    for g, sm in zip(groups, small, strict=True)]
         rows = max((b.rows for b, sm in zip(batches, small, strict=True) if sm), default=0)
         return [dataclasses.replace(b, rows=rows) if sm else b
                 for b, sm in zip(batches, small, strict=True)]
 
+    def _bands(self, lv: Level, limit: int, context: int) -> list[Level]:
+        """``lv`` as bands of grid rows whose integral planes hold at most ``limit`` entries
+        (at least four window heights of rows each, so that the rows two bands both hold stay
+        a small part), or ``[lv]`` when it fits. With ``context`` rows, each band but the last
+        holds an even count of rows of its own (coarse-to-fine scans: the coarse grid's rows
+        stay every second row of the level) and the next band's first ``context`` rows after
+        them (``own_ny``)."""
+        if (lv.width + 1) * (lv.height + 1) <= limit:
+            return [lv]
+        rs, win_h = lv.row_step, self.window_shape[0]
+        image_rows = max(limit // (lv.width + 1) - 1, 4 * win_h)
+        own = max((image_rows - win_h) // rs + 1 - context, 1)
+        if context:
+            own = max(own - own % 2, 2)
+        if own >= lv.n_rows:
+            return [lv]
+        bands = []
+        for r0 in range(0, lv.n_rows, own):
+            y0 = lv.y0 + r0 * rs
+            own_ny = lv.y0 + min(r0 + own, lv.n_rows) * rs
+            last = r0 + own >= lv.n_rows
+            ny = lv.ny if last else min(own_ny + context * rs, lv.ny)
+            bands.append(dataclasses.replace(lv, y0=y0, ny=ny,
+                                             own_ny=None if last else own_ny))
+        return bands
+
+    def _held(self, lv: Level) -> tuple[int, int]:
+        """The rows ``[a, b)`` of ``lv``'s image that a batch holds: all of them, or a band's
+        (from its first window's top to its last window's bottom)."""
+        if self._by_index.get(lv.index) is lv:
+            return 0, lv.height
+        return lv.y0, min(lv.ny - 1 + self.window_shape[0], lv.height)
+
     @staticmethod
-    def _pack(levels: list[Level], cols: int | None = None) -> Batch:
+    def _pack(levels: list[Level], held: list[tuple[int, int]], cols: int | None = None
+              ) -> Batch:
         # rows as long as the first (largest) level's, or ``cols``; smaller levels side by
         # side in bands
         cols = levels[0].width + 1 if cols is None else int(cols)
         ox = oy = band = 0
         origins = np.zeros((len(levels), 2), dtype=np.int64)
-        for k, lv in enumerate(levels):
+        for k, (lv, (a, b)) in enumerate(zip(levels, held, strict=True)):
             if ox + lv.width + 1 > cols:
                 ox, oy, band = 0, oy + band, 0
-            origins[k] = (oy, ox)
+            # a band's first held row at row oy: level row y lies at oy - a + y
+            origins[k] = (oy - a, ox)
             # levels start on even columns: their grids of step 2 then share one column
             # parity (the runner may store even and odd columns apart)
             ox += lv.width + 1 + (lv.width + 1) % 2
-            band = max(band, lv.height + 1)
+            band = max(band, b - a + 1)
         t = _table(levels)
         counts = t[:, 6] * t[:, 7]
         offsets = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-        return Batch(tuple(levels), origins, oy + band, cols, offsets, int(counts.sum()))
+        return Batch(tuple(levels), origins, oy + band, cols, offsets, int(counts.sum()),
+                     np.asarray(held, dtype=np.int64).reshape(-1, 2))
