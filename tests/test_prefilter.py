@@ -437,13 +437,18 @@ def test_trained_haar_and_channels_cascade_detects_the_same_with_and_without_the
 
 @given(st.integers(30, 400), st.integers(30, 400), st.sampled_from([(20, 20), (24, 16)]),
        st.sampled_from([1.1, 1.25]), st.integers(20_000, 400_000), st.integers(1, 10),
-       st.sampled_from([0, 1]), st.sampled_from(["opencv", "clean"]))
-@settings(max_examples=60, deadline=None)
-def test_bands_cover_each_window_once(w, h, window, sf, budget, n_planes, context, mode):
+       st.sampled_from([0, 1]), st.sampled_from(["opencv", "clean", "grid"]),
+       st.integers(0, 4), st.integers(0, 4), st.integers(1, 5))
+@settings(max_examples=80, deadline=None)
+def test_bands_cover_each_window_once(w, h, window, sf, budget, n_planes, context, mode, x0,
+                                      y0, row_step):
     # levels larger than a batch are cut into bands of rows: each window of a level is owned
     # by exactly one band, every band holds the image rows of all its windows (its context
     # rows too), and with context the coarse grid's rows stay every second row of the level
-    pyr = Pyramid(window, (w, h), scale_factor=sf, mode=mode)
+    # ("grid": hard-negative mining's grid offsets and row steps)
+    kw = ({"mode": "clean", "offset": (x0, y0), "row_step": row_step} if mode == "grid"
+          else {"mode": mode})
+    pyr = Pyramid(window, (w, h), scale_factor=sf, **kw)
     owned: dict[int, list] = {}
     for b in pyr.batches(n_planes, budget, context=context):
         for k, lv in enumerate(b.levels):

@@ -317,8 +317,8 @@ class CascadeDetector:
 
     Notes
     -----
-    A detector keeps, per thread, the integral-plane buffer of its largest pyramid level so far
-    (up to :data:`~vjboost.cascade.scan.KEEP_BYTES`, 384 MiB) for the next images: writing a
+    A detector keeps, per thread, its largest buffer of integral planes so far (up to
+    :data:`~vjboost.cascade.scan.KEEP_BYTES`, 384 MiB) for the next images: writing a
     fresh one costs a page fault per 4 KiB, about 15 % of a detection's time. The memory is
     released with the detector.
 

@@ -101,11 +101,11 @@ def _planes_buffer(shape: tuple[int, int, int], own: threading.local) -> np.ndar
     fill wrote).
 
     Buffers are kept for the next scans of the thread: small ones for every runner, larger
-    ones in ``own``, the runner's, up to :data:`~vjboost.cascade.scan.KEEP_BYTES` (the
-    largest level of an image of tens of megapixels), so only a level larger than that is
-    allocated for each scan. A fresh buffer of tens of megabytes costs a page fault per 4 KiB
-    page as it is first written: on CMU-MIT, about 60 of the 450 ms a megapixel took, all of
-    it spent in the kernel.
+    ones in ``own``, the runner's, up to :data:`~vjboost.cascade.scan.KEEP_BYTES` (batches
+    are about :data:`~vjboost.cascade.scan.BATCH_BYTES`; a band of a very wide image may be
+    larger), so only a buffer larger than that is allocated for each scan. A fresh buffer of
+    tens of megabytes costs a page fault per 4 KiB page as it is first written: on CMU-MIT,
+    about 60 of the 450 ms a megapixel took, all of it spent in the kernel.
     """
     n = int(np.prod(shape))
     for holder in (_SCRATCH, own):
