@@ -28,6 +28,27 @@ def shared_dir() -> Path:
 
 
 @pytest.fixture
+def thread_counts(monkeypatch):
+    """``watch(owner, name)`` wraps ``owner.name`` (a function, a method or a numba kernel)
+    so that each call records numba's thread count at that moment; returns the list."""
+
+    def watch(owner, name: str) -> list[int]:
+        import numba
+
+        seen: list[int] = []
+        real = getattr(owner, name)
+
+        def spy(*args, **kwargs):
+            seen.append(numba.get_num_threads())
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, spy)
+        return seen
+
+    return watch
+
+
+@pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(12345)
 

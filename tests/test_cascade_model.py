@@ -533,7 +533,7 @@ def test_no_warning_for_valid_files():
         read_opencv_xml(to_opencv_xml(random_cascade("LBP", seed=0)).encode())
 
 
-def test_tree_apply_keeps_the_callers_thread_count(monkeypatch):
+def test_tree_apply_keeps_the_callers_thread_count(thread_counts):
     # many examples are split between threads, never more than the caller set
     import numba
 
@@ -542,14 +542,7 @@ def test_tree_apply_keeps_the_callers_thread_count(monkeypatch):
 
     if numba.config.NUMBA_NUM_THREADS < 2:
         pytest.skip("needs two numba threads")
-    seen = []
-    real = tree_mod._apply_kernel
-
-    def spy(*args):
-        seen.append(numba.get_num_threads())
-        return real(*args)
-
-    monkeypatch.setattr(tree_mod, "_apply_kernel", spy)
+    seen = thread_counts(tree_mod, "_apply_kernel")
     t = Tree.stump(1, threshold=0.5, left_value=-1.0, right_value=2.0)
     X = np.random.default_rng(0).random((2, tree_mod._PARALLEL_MIN), dtype=np.float32)
     with n_threads(1):

@@ -421,22 +421,15 @@ def test_visit_order_is_a_stable_ascending_permutation(n, n_records, seed):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_split_planes_keep_the_callers_thread_count(rng, monkeypatch):
+def test_split_planes_keep_the_callers_thread_count(rng, monkeypatch, thread_counts):
     # a large image's planes are split between threads, but never more than the caller set
     # (a detector or trainer with threads=1 stays on one thread)
     from vjboost._threads import n_threads
     from vjboost.features import channels
 
-    seen = []
-    real = channels._integrate_gradient
-
-    def spy(*args):
-        seen.append(numba.get_num_threads())
-        return real(*args)
-
     monkeypatch.setattr(channels, "_SPLIT_PIXELS", 100)
     monkeypatch.setattr(channels, "_small", lambda images, n_planes: False)
-    monkeypatch.setattr(channels, "_integrate_gradient", spy)
+    seen = thread_counts(channels, "_integrate_gradient")
     img = rng.integers(0, 256, (40, 57), dtype=np.uint8)
     cs = ChannelSet(["orient(5,s)#3", "gradmag"])
     with n_threads(1):

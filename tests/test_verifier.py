@@ -160,21 +160,14 @@ def test_detector_verified_is_the_rescored_margin(face_model):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_detector_threads_cover_the_verifier(face_model, monkeypatch):
+def test_detector_threads_cover_the_verifier(face_model, thread_counts):
     # threads=1 is one thread for the whole detection, the verifier's HOG included (the
     # benchmarks time a detector against single-threaded peers by CPU seconds)
     from skimage import data
 
     from vjboost.features.hog import HOGFamily
 
-    seen = []
-    real = HOGFamily.compute
-
-    def spy(self, *args, **kwargs):
-        seen.append(numba.get_num_threads())
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(HOGFamily, "compute", spy)
+    seen = thread_counts(HOGFamily, "compute")
     img = data.astronaut()[..., 1]
     for threads in (1, 2):
         det = CascadeDetector(face_model, min_neighbors=1, score="model", threads=threads)
