@@ -13,6 +13,7 @@ __all__ = [
     "format_bytes",
     "memory_budget",
     "parse_bytes",
+    "parse_count",
 ]
 
 
@@ -35,6 +36,14 @@ def available_memory() -> int:
         return 8 * 1024**3
 
 
+def _scaled(s: str, units: str, base: int) -> float:
+    """``s`` (upper case) as a number with an optional unit suffix, one of ``units``, each
+    ``base`` times the one before; ValueError when it is not a number."""
+    unit = s[-1] if s and s[-1] in units else ""
+    value = float(s[:-1] if unit else s)
+    return value * (base ** (units.index(unit) + 1) if unit else 1)
+
+
 def parse_bytes(text: str | int | float) -> int:
     """Bytes from ``"4G"``, ``"512M"``, ``"2.5GiB"``, ``"1e9"`` or a number (binary units).
 
@@ -42,19 +51,30 @@ def parse_bytes(text: str | int | float) -> int:
     (4294967296, 536870912, 1000)
     """
     if isinstance(text, int | float) and not isinstance(text, bool):
-        value, unit = float(text), ""
+        value = float(text)
     else:
         s = str(text).strip().upper().removesuffix("IB").removesuffix("B")
-        unit = s[-1] if s and s[-1] in "KMGT" else ""
         try:
-            value = float(s[:-1] if unit else s)
+            value = _scaled(s, "KMGT", 1024)
         except ValueError:
             raise ValueError(f"expected a size such as 4G, 512M or a number of bytes, got "
                              f"{text!r}") from None
-    value *= 1024 ** ("KMGT".index(unit) + 1) if unit else 1
     if not value > 0 or value != value or value == float("inf"):
         raise ValueError(f"expected a positive size, got {text!r}")
     return int(value)
+
+
+def parse_count(text: str) -> float:
+    """A count such as ``"800M"``, ``"1.5G"``, ``"2e9"`` (decimal units: K, M, G), unchecked
+    (NaN when it is not a number; the caller checks the range it needs).
+
+    >>> parse_count("800M"), parse_count("1.5k"), parse_count("2e9")
+    (800000000.0, 1500.0, 2000000000.0)
+    """
+    try:
+        return _scaled(str(text).strip().upper(), "KMG", 1000)
+    except ValueError:
+        return float("nan")
 
 
 def format_bytes(n: float) -> str:

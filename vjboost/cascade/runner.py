@@ -423,15 +423,15 @@ class CascadeRunner:
         chans = self.compiled.program.channels
         buf = _planes_buffer((chans.n_planes, batch.rows, layout["row_stride"]), self._scratch)
         for lv, (y0, x0), (a, b) in zip(batch.levels, batch.origins, batch.held, strict=True):
-            if levels is not None and lv.index in levels:
-                img = levels[lv.index]
-            else:
+            band = (a, b) != (0, lv.height)
+            img = None if levels is None else levels.get(lv.index)
+            if img is None:
                 img = pyramid.level_image(image, lv)
-                if levels is not None and (a, b) != (0, lv.height):
+                if band and levels is not None:
                     levels[lv.index] = img  # resized once for all the bands of the level
-            if (a, b) != (0, img.shape[0]):
-                # a band: its rows' planes, integrated from its first row (rectangle sums
-                # inside the band's windows are the whole level's)
+            if band:
+                # its rows' planes, integrated from its first row (rectangle sums inside the
+                # band's windows are the whole level's)
                 img = img[a:b]
             chans.fill(img, buf, int(y0 + a), int(x0), split=layout.get("split", 0))
         return buf

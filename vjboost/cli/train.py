@@ -175,12 +175,9 @@ def _parse_count(value: str | None, name: str) -> int | None:
     """A count of windows such as ``800M``, ``1.5G`` or ``2e9`` (decimal units)."""
     if value is None:
         return None
-    s = value.strip().upper()
-    unit = s[-1] if s and s[-1] in "KMG" else ""
-    try:
-        n = float(s[:-1] if unit else s) * (1000 ** ("KMG".index(unit) + 1) if unit else 1)
-    except ValueError:
-        n = float("nan")
+    from vjboost._memory import parse_count
+
+    n = parse_count(value)
     if not (n >= 1 and n < 1e15):  # NaN fails too
         raise InputError(f"{name}: expected a number of windows of at least 1 (e.g. 800M, "
                          f"1.5G or 2e9), got {value!r}")
@@ -363,7 +360,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Once every grid offset of the backgrounds is scanned, scan them again "
                    "mirrored, rotated by 90 degrees, between the pyramid's scales and with a "
                    "seeded gamma change (new windows, so the backgrounds last longer).")
-@click.option("--min-std", "min_std", type=click.FloatRange(min=0),
+@click.option("--min-std", "min_std", type=float,
               help="σ gate in grey levels: background windows whose standard deviation is at "
                    "most this are never mined, and the model declares it so that detection "
                    "skips the same windows (default: OpenCV's 10). Lower it when the objects "
@@ -447,7 +444,12 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     if mining_step is not None:
         mining["step"] = mining_step
     if min_std is not None:
-        mining["min_std"] = min_std
+        from vjboost.cascade.scan import check_min_std
+
+        try:  # the detector's own check, under the option's name
+            mining["min_std"] = check_min_std(min_std, "--min-std")
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
     from vjboost.cascade.negatives import MiningParams
 
     try:
