@@ -299,14 +299,21 @@ def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mo
 
 
 def _min_std(value: str) -> float | str:
-    """``--min-std`` as :class:`CascadeDetector`'s argument (the detector checks the range)."""
+    """``--min-std`` as :class:`CascadeDetector`'s argument, checked by the detector's own
+    check under the option's name."""
+    from ..cascade.scan import check_min_std
+
     if value == "model":
         return value
     try:
-        return float(value)
+        grey = float(value)
     except ValueError:
-        raise click.BadParameter(f"expected grey levels (e.g. 10) or model, got {value!r}",
-                                 param_hint="--min-std") from None
+        raise click.UsageError(f"--min-std: expected grey levels (e.g. 10) or model, got "
+                               f"{value!r}") from None
+    try:
+        return check_min_std(grey, "--min-std")
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _coarse_to_fine(value: str) -> int | str | None:
