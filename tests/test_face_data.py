@@ -100,6 +100,22 @@ def test_window_of_and_outside_share():
     assert fd.outside_share([-5, -5, 20, 20], (10, 10)) == pytest.approx(0.75)
 
 
+def test_paste_blends_only_the_feathered_border():
+    """A pasted window is the face's own pixels inside its feathered border: with a thin
+    feather a detector that reads context around the face sees the face's surroundings, not
+    the scene fading in."""
+    scene = np.zeros((60, 60), np.uint8)
+    face = np.full((36, 36), 200, np.float32)
+    for feather, inner in ((1 / 6, 6), (0.05, 2)):
+        img = scene.copy()
+        fd._paste(img, face, (10, 10, 36, 36), feather=feather)
+        core = img[10 + inner:46 - inner, 10 + inner:46 - inner]
+        assert (core == 200).all(), feather  # whole inside the border
+        assert img[10, 10] < 50 and (img[:10] == 0).all()  # blended at the edge, scene outside
+        ring = img[10 + inner - 1, 10 + inner:46 - inner]
+        assert (ring < 200).all() and (ring > 0).all()  # the border's innermost row is blended
+
+
 def _components_reference(images, min_corr):
     n = len(images)
     z = images.reshape(n, -1).astype(float)

@@ -80,6 +80,10 @@ def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
          "--mining-budget"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--min-neg", "151", a[1]]), "--min-neg"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--min-std", "-1", a[1]]), "--min-std"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--object-box", "0.1,0.1,0", a[1]]),
+         "--object-box"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--object-box", "0.1,0.1,0,0.8", a[1]]),
+         "--object-box"),
     ],
 )
 def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, message):
@@ -143,6 +147,16 @@ def test_min_std_is_the_mining_gate_and_the_models(data_dir, tmp_path):
     cfg = json.loads((tmp_path / "out" / "report.json").read_text())["config"]
     assert cfg["mining"]["min_std"] == 4.5
     assert "σ gate of 10" in res.output  # its OpenCV XML twin cannot keep the lower gate
+
+
+def test_object_box_is_declared_and_the_detector_reports_it(data_dir, tmp_path):
+    res = CliRunner().invoke(main, [*_args(data_dir, tmp_path / "out", stages=1),
+                                    "--object-box", "0.125,0.125,0.75,0.75"])
+    assert res.exit_code == 0, res.output
+    model = load_model(tmp_path / "out" / "model.json")
+    assert model.params["object_box"] == [0.125, 0.125, 0.75, 0.75]
+    assert CascadeDetector(model).object_box == (0.125, 0.125, 0.75, 0.75)
+    assert "not this model's --object-box" in res.output  # its OpenCV XML twin reports windows
 
 
 def test_mining_budget_and_min_neg_reach_the_trainer(data_dir, tmp_path):

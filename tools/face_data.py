@@ -30,7 +30,9 @@ Outputs in ``--out`` (outside the repository):
 * The validation split is held out by group: about ``--val-frac`` of the WebFaces and CBCL
   groups, and whole NRC-IIT persons (``--val-persons``).
 * ``val/det/``: a validation detection set — held-out NRC-IIT frames with teacher boxes, synthetic
-  scenes (held-out faces pasted at 20–120 px into held-out background images) and face-free
+  scenes (held-out faces pasted at 20–120 px into held-out background images, each window
+  blended into the scene over ``--feather`` of its side at each border, by default over the
+  whole margin around the face's box) and face-free
   held-out backgrounds; ``val/det/boxes.csv`` (``image,x,y,w,h``, target-box convention, read by
   ``vjeval``) and ``val/det/images.txt`` (every image, face-free ones included).
 * ``val/det_scan/``: the same images and boxes as ``val/det``, each degraded as a photograph
@@ -417,6 +419,10 @@ class Params:
     seed: int = 0
     size: int = 32
     box_frac: float = 0.75
+    #: share of a pasted window's side blended into the scene at each border; None blends the
+    #: whole margin around the target box (then a detector that reads context around the face
+    #: sees the face's own surroundings fade into the background)
+    feather: float | None = None
     val_frac: float = 0.12
     val_persons: int = 2
     bg_val_frac: float = 0.15
@@ -554,7 +560,7 @@ def _scenes(p: Params, faces: list[tuple[np.ndarray, np.ndarray]], bgs: list[str
     n_empty = min(p.empty_scenes, len(bgs) - n_sc)
     folder.mkdir(parents=True, exist_ok=True)
     lo, hi = np.log(p.face_px[0]), np.log(p.face_px[1])
-    margin = (1 - p.box_frac) / 2
+    margin = (1 - p.box_frac) / 2 if p.feather is None else p.feather
     for k, bi in enumerate(bg_order[: n_sc + n_empty].tolist()):
         img = read_image(bgs[bi])
         s = p.scene_max_side / max(img.shape)
@@ -963,6 +969,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--size", type=int, default=32, help="window side in pixels")
     ap.add_argument("--box-frac", type=float, default=0.75, help="target box side / window side")
+    ap.add_argument("--feather", type=float, default=None,
+                    help="share of a pasted window's side blended into the scene at each border "
+                         "(default: the whole margin around the target box)")
     ap.add_argument("--val-frac", type=float, default=0.12, help="held-out share of crop groups")
     ap.add_argument("--val-persons", type=int, default=2, help="NRC-IIT persons held out")
     ap.add_argument("--bg-val-frac", type=float, default=0.15, help="held-out backgrounds")
@@ -988,7 +997,10 @@ def main(argv: list[str] | None = None) -> int:
         h = copy(out / "val" / "det", out / "val" / view, seed=args.seed)
         print("RESULT " + json.dumps({"out": str(out / "val" / view), "hash": h}))
         return 0
-    kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, val_frac=args.val_frac,
+    if args.feather is not None and not 0 < args.feather <= (1 - args.box_frac) / 2:
+        sys.exit(f"face_data: --feather {args.feather} must lie in (0, (1 - box_frac) / 2]")
+    kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, feather=args.feather,
+              val_frac=args.val_frac,
               val_persons=args.val_persons, bg_val_frac=args.bg_val_frac,
               teacher_min_score=args.teacher_min_score, dup_corr=args.dup_corr)
     if args.quick:

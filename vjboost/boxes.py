@@ -72,6 +72,7 @@ __all__ = [
     "coverage_matrix",
     "group_detections",
     "group_rectangles",
+    "inner_boxes",
     "iou_matrix",
     "nms",
     "overlap_counts",
@@ -199,6 +200,38 @@ def clip_boxes(boxes, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     ok = (x1 > x0) & (y1 > y0)
     out = np.stack([x0, y0, x1 - x0, y1 - y0], axis=1)[ok]
     return out.astype(np.int32), np.flatnonzero(ok)
+
+
+def inner_boxes(boxes, frame) -> np.ndarray:
+    """The sub-rectangle ``frame`` of every box, in pixels, rounded to integers.
+
+    A detector trained with context around its objects scans windows larger than the objects;
+    ``frame`` says where the object lies in its window (a model's ``params["box"]``), so that
+    it reports object boxes.
+
+    Parameters
+    ----------
+    boxes : array-like, shape (N, 4)
+        ``(x, y, w, h)`` windows in pixels.
+    frame : (fx, fy, fw, fh)
+        The object's box as fractions of a window's width and height (``(0, 0, 1, 1)``: the
+        window itself).
+
+    Returns
+    -------
+    ndarray of int32, shape (N, 4)
+        ``(x + fx·w, y + fy·h, fw·w, fh·h)``, each rounded half to even.
+
+    Examples
+    --------
+    >>> inner_boxes([[10, 20, 40, 40]], (0.125, 0.125, 0.75, 0.75)).tolist()
+    [[15, 25, 30, 30]]
+    """
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    fx, fy, fw, fh = (float(v) for v in frame)
+    out = np.stack([b[:, 0] + fx * b[:, 2], b[:, 1] + fy * b[:, 3], fw * b[:, 2], fh * b[:, 3]],
+                   axis=1)
+    return np.rint(out).astype(np.int32)
 
 
 # ------------------------------------------------------------------------------------------------

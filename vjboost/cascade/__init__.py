@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         CascadeDetector,
         Detections,
         detect_images,
+        object_box,
         operating_score,
     )
     from vjboost.cascade.exits import early_exits

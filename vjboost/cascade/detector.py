@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 
 from .._threads import n_threads
-from ..boxes import DETECTION_SCORES, group_detections
+from ..boxes import DETECTION_SCORES, group_detections, inner_boxes
 from .model import CascadeModel
 from .runner import CascadeRunner
 from .scan import (
@@ -46,8 +46,10 @@ from .verifier import DetectionVerifier
 __all__ = [
     "CascadeDetector",
     "Detections",
+    "check_object_box",
     "detect_images",
     "model_verifier",
+    "object_box",
     "opencv_scales",
     "operating_score",
     "to_gray",
@@ -190,6 +192,46 @@ def model_verifier(model: CascadeModel) -> DetectionVerifier:
     if d is None:
         raise ValueError("score 'verified': the model declares no verifier (params['verifier'])")
     return DetectionVerifier.from_dict(d, name="the model's params['verifier']")
+
+
+def object_box(model: CascadeModel) -> tuple[float, float, float, float] | None:
+    """Where a model's objects lie in its window (``params["object_box"]``), checked.
+
+    A cascade trained with context around its objects (``vjtrain --pos-crop`` wider than the
+    object, ``--object-box`` for the object inside it) declares its object's box as fractions
+    ``(x, y, w, h)`` of the window; its detector then reports object boxes, not windows.
+
+    Returns
+    -------
+    tuple of 4 float, or None
+        None when the model declares none (or the whole window): boxes are the windows.
+
+    Examples
+    --------
+    >>> from vjboost.cascade import load_model
+    >>> object_box(load_model("vjboost:frontalface")) is None
+    True
+    """
+    v = dict(getattr(model, "params", {}) or {}).get("object_box")
+    if v is None:
+        return None
+    return check_object_box(v, "the model's params['object_box']")
+
+
+def check_object_box(value: Any,
+                     name: str = "object_box") -> tuple[float, float, float, float] | None:
+    """``value`` as an object box ``(x, y, w, h)`` in fractions of the window (None for the
+    whole window); raises ValueError naming ``name`` unless it is four finite numbers with
+    ``0 < w, h <= 4`` and a corner within ``[-2, 2]``."""
+    try:
+        box = tuple(float(x) for x in value)
+    except (TypeError, ValueError):
+        box = ()
+    if (len(box) != 4 or not all(math.isfinite(x) for x in box)
+            or not (0 < box[2] <= 4 and 0 < box[3] <= 4) or not all(-2 <= x <= 2 for x in box[:2])):
+        raise ValueError(f"{name}: expected X,Y,W,H, fractions of the window with 0 < W, H <= 4 "
+                         f"and -2 <= X, Y <= 2, got {value!r}")
+    return None if box == (0.0, 0.0, 1.0, 1.0) else box  # type: ignore[return-value]
 
 
 def _min_std(value: Any, model: CascadeModel) -> float:
@@ -380,6 +422,7 @@ class CascadeDetector:
         # the declared ranking is read (and checked) only when asked for
         self.score = operating_score(model)["rank"] if score == "model" else score
         self.verifier = model_verifier(model) if self.score == "verified" else None
+        self.object_box = object_box(model)
         if n_stages is not None:
             model = model.truncated(int(n_stages))
         self.model = model
@@ -478,7 +521,9 @@ class CascadeDetector:
         Returns
         -------
         boxes : ndarray of int32, shape (N, 4)
-            ``(x, y, w, h)`` in image pixels (not clipped), ordered by scale, row, column.
+            ``(x, y, w, h)`` in image pixels (not clipped), ordered by scale, row, column: the
+            windows, or the object box inside each window that the model declares
+            (:func:`object_box`).
         scores : ndarray of float64, shape (N,)
             Last stage score of each window.
         positions : ndarray of int64, shape (N, 3)
@@ -491,6 +536,9 @@ class CascadeDetector:
                                         skip0=self.skip_after_stage0,
                                         coarse_to_fine=self.coarse_to_fine)
         boxes = pyr.boxes(pos)
+        if self.object_box is not None:
+            # every consumer (grouping, the verifier, evaluation, adaptation) sees object boxes
+            boxes = inner_boxes(boxes, self.object_box)
         return (boxes, scores, pos) if return_positions else (boxes, scores)
 
     # -- grouping -------------------------------------------------------------------------------

@@ -197,6 +197,17 @@ def _parse_crop(value: str | None) -> tuple[float, float, float, float] | None:
     return parts  # type: ignore[return-value]
 
 
+def _parse_object_box(value: str | None) -> tuple[float, float, float, float] | None:
+    if value is None:
+        return None
+    from vjboost.cascade.detector import check_object_box
+
+    try:  # the detector's own check, under the option's name
+        return check_object_box(value.split(","), "--object-box")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
 def _parse_jitter(copies: int | None, spec: str, seed: int):
     if copies is None:
         return None
@@ -336,6 +347,10 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
 @click.option("--pos-crop", "pos_crop", metavar="X,Y,W,H",
               help="Cut this sub-rectangle of every positive (fractions of its width and height) "
                    "before resizing to the window: train on a tighter framing than the crops'.")
+@click.option("--object-box", "object_box", metavar="X,Y,W,H",
+              help="Where the object lies in the training window (fractions of its width and "
+                   "height), when --pos-crop keeps context around it: the model declares it "
+                   "and its detector reports object boxes, not windows.")
 @click.option("--pos-format", type=click.Choice(["info", "csv", "json", "coco", "voc", "yolo",
                                                  "labelme", "cvat"]),
               help="Annotation format of POS (default: detected from the file or folder).")
@@ -394,7 +409,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             weak_learner: str, max_depth: int, weight_trim_rate: float,
             reservoir: int | None, reservoir_strategy: str, early_exits: bool,
             exit_every: int, exit_loss: float, mirror: bool,
-            pos_crop: str | None, pos_format: str | None, category: str | None,
+            pos_crop: str | None, object_box: str | None,
+            pos_format: str | None, category: str | None,
             jitter: int | None, jitter_range: str,
             shuffle_positives: bool, mining_scale_factor: float, mining_step: int | None,
             mining_augment: bool, min_std: float | None, memory: str | None, seed: int,
@@ -428,6 +444,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     if not 0.0 < weight_trim_rate <= 1.0:
         raise InputError(f"--weight-trim-rate: must be in (0, 1], got {weight_trim_rate}")
     max_scanned = _parse_count(mining_budget, "--mining-budget")
+    frame = _parse_object_box(object_box)
     if min_neg is not None and min_neg > num_neg:
         raise InputError(f"--min-neg: must be at most --num-neg {num_neg}, got {min_neg}")
     mining: dict[str, Any] = {"scale_factor": mining_scale_factor}
@@ -567,6 +584,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             bars.close()
         if executor is not None:
             executor.close()
+    if frame is not None and trainer.model_ is not None:
+        trainer.model_.params["object_box"] = list(frame)
     evaluation = _evaluate(trainer.model_, eval_set, threads, echo)
     _write_outputs(trainer, out, positives, echo, evaluation)
     _explain_stop(trainer, out, echo)
@@ -641,6 +660,8 @@ def _write_outputs(trainer, out: Path, positives: np.ndarray, echo, evaluation=N
 
             write_opencv_xml(model, out / "cascade.xml")
             echo(f"OpenCV cascade: {out / 'cascade.xml'}")
+            if model.params.get("object_box") is not None:
+                echo("note: OpenCV reports its whole windows, not this model's --object-box")
             from vjboost.cascade.scan import OPENCV_MIN_STD
 
             if (model.opencv_type == "HAAR"
