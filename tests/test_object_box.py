@@ -39,8 +39,13 @@ def test_windows_are_reported_as_their_object_boxes(scene):
     assert len(w) and (np.abs(w - h * 0.8 / 0.6) <= 2).all()
 
 
-def test_the_shipped_models_report_their_windows():
-    for name in ("vjboost:frontalface", "vjboost:frontalface_haar", "vjboost:car_side"):
+def test_the_default_face_model_reports_the_face_inside_its_window():
+    """The default face model's 24×24 window keeps a sixth of the face box of context on every
+    side and reports the middle 18×18; the other shipped models report their windows."""
+    model = vjboost.load_model("vjboost:frontalface")
+    assert model.window_shape == (24, 24)
+    assert object_box(model) == (0.125, 0.125, 0.75, 0.75)
+    for name in ("vjboost:frontalface_haar", "vjboost:car_side", "vjboost:car_side_lbp"):
         assert object_box(vjboost.load_model(name)) is None
 
 

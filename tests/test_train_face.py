@@ -60,7 +60,9 @@ def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch):
     # the shipped default: the first SHIPPED_STAGES of the stages its report records
     face = load_model(MODELS_DIR / "frontalface.json")
     report = json.loads((MODELS_DIR / "frontalface.report.json").read_text(encoding="utf-8"))
-    assert face.n_stages == tf.SHIPPED_STAGES["frontalface"] < len(report["stages"])
+    assert face.n_stages == tf.SHIPPED_STAGES["frontalface"] <= len(report["stages"])
+    assert [len(s.trees) for s in face.stages] == [
+        s["n_weak"] for s in report["stages"]][:face.n_stages]
 
 
 def test_degrade_is_seeded_keeps_shape_and_lowers_detail(monkeypatch):
@@ -103,12 +105,19 @@ def test_robustness_counts_accepted_windows_per_source(tmp_path, monkeypatch):
     assert set(got["webfaces"]) == {"clean", "scan", "relit", "turned", "n"}
     # a featureless window stays featureless when turned; grain alone does not make it a face
     assert got["webfaces"]["clean"] == got["webfaces"]["turned"] == got["webfaces"]["scan"] == 0.0
-    # the clean share is the cascade's own verdict on the target box resized to its window
+    # the clean share is the cascade's own verdict on the region it reads, resized to its
+    # window: the target box and, for the default model, the context its object box declares
+    # (a sixth of the box on every side: the whole 32-px window here)
     import cv2
 
-    crop = np.stack([cv2.resize(x[4:28, 4:28], (20, 20), interpolation=cv2.INTER_AREA)
+    crop = np.stack([cv2.resize(x, (24, 24), interpolation=cv2.INTER_AREA)
                      for x in windows["cbcl"]])
     assert got["cbcl"]["clean"] == round(float(cascade_accepts(model, crop)[0].mean()), 3)
+    haar = load_model("vjboost:frontalface_haar")
+    got = tf.robustness(["vjboost:frontalface_haar"], tmp_path)["vjboost:frontalface_haar"]
+    crop = np.stack([cv2.resize(x[4:28, 4:28], (20, 20), interpolation=cv2.INTER_AREA)
+                     for x in windows["cbcl"]])
+    assert got["cbcl"]["clean"] == round(float(cascade_accepts(haar, crop)[0].mean()), 3)
 
 
 def test_scaled_budgets_and_rates_at_match_the_evaluation(monkeypatch):

@@ -73,8 +73,12 @@ RECIPES: dict[str, dict] = {
     # the default model: Haar and gradient channels in one pool, depth-2 trees whose features
     # family-stratified Laminating chooses (about a quarter of the nodes are channels), on the
     # WebFaces and NRC-IIT windows with one side-lit copy of each, 16,000 positives per stage
-    # (docs/ablation.md, "The default face model")
+    # (docs/ablation.md, "The default face model"); a 24×24 window that keeps a sixth of the
+    # face box of context on every side (the middle 32 px of face_data's 36-px windows, whose
+    # face box is (6, 6, 24, 24)), reporting the face box inside it ("Context around the face")
     "frontalface": dict(COMMON, **{
+        "window": "24x24", "pos-crop": "0.0556,0.0556,0.8889,0.8889",
+        "object-box": "0.125,0.125,0.75,0.75",
         "sources": "webfaces,nrc", "relight": 1,
         "features": "haar,channels", "haar-mode": "ALL", "sampler": "stratified_laminating",
         "weak-learner": "tree", "max-depth": 2, "num-pos": 16000, "num-neg": 10000,
@@ -91,6 +95,28 @@ RECIPES: dict[str, dict] = {
         "stages": 19, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
     }),
 }
+#: the ``tools/face_data.py`` build each recipe's windows and framing are written for: window
+#: side, target box side / window side, and the pasted scenes' feather (None: the whole margin)
+DATA_BUILDS = {"frontalface": {"size": 36, "box_frac": 0.6667, "feather": 0.05},
+               "frontalface_haar": {"size": 32, "box_frac": 0.75, "feather": None}}
+
+
+def check_data(recipe: str, data: Path) -> None:
+    """Exit with a one-line message unless ``data`` was built as ``recipe`` needs."""
+    want = DATA_BUILDS.get(recipe)
+    if want is None:
+        return
+    try:
+        got = json.loads((data / "manifest.json").read_text())["params"]
+    except (OSError, ValueError, KeyError):
+        sys.exit(f"train_face: {data}/manifest.json not found or unreadable: run "
+                 "tools/face_data.py first")
+    if any(got.get(k) != v for k, v in want.items()):
+        opts = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in want.items() if v is not None)
+        sys.exit(f"train_face: recipe {recipe} needs the windows of tools/face_data.py {opts}; "
+                 f"{data} was built with " + ", ".join(f"{k}={got.get(k)}" for k in want))
+
+
 #: the operating score each recipe's model declares (chosen on validation)
 OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "verified"},
              "frontalface_haar": {"min_neighbors": 1, "rank": "margin"}}
@@ -108,7 +134,7 @@ VERIFIED = ("frontalface",)
 #: detections, the fewest whose validation score is within a quarter of a point of the best
 #: (a later stage that adds almost nothing on validation still costs faces that it was not
 #: trained on; vjboost/models/README.md)
-SHIPPED_STAGES = {"frontalface": 18}
+SHIPPED_STAGES = {"frontalface": 19}
 
 
 def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
@@ -277,6 +303,8 @@ def train(name: str, out: Path, *, overrides: dict, data: Path, quick: bool, nic
     """Run ``vjtrain`` with recipe ``name`` (and ``overrides``) into ``out``; ``resume``
     continues the checkpoint in ``out`` (e.g. with a larger ``stages``: the cascade is the one a
     run from scratch with that many stages trains)."""
+    if not quick:
+        check_data(name, data)
     config = dict(RECIPES[name], **overrides)
     pos, bg = data / "train" / "positives.npz", data / "backgrounds_train.txt"
     pos = prepare_positives(pos, config, out.with_name(out.name + "_data"))
@@ -337,6 +365,7 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
     from vjboost.cascade import load_model, save_model
     from vjboost.cascade.shipped import MODELS_DIR
 
+    check_data(name, data)
     model = load_model(out / "model.json")
     if name in SHIPPED_STAGES:
         model = model.truncated(SHIPPED_STAGES[name])
@@ -548,18 +577,29 @@ def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = Fal
     (``face_data.scan_like`` on the 32×32 window), lit from one side (``face_data.relight``)
     and turned in plane by 15° either way (about the target box's centre, edges replicated),
     each seeded per window: how much of its recall a cascade keeps on low-quality images, side
-    lighting and tilted heads, without any detection set. Only meaningful for cascades framed
-    like the training windows (the target box is the whole detection window).
+    lighting and tilted heads, without any detection set. A cascade sees the target box, or the
+    window around it that its object box declares (``params["object_box"]``: the context it was
+    trained with; edges replicated where that reaches past the stored windows).
     """
     import cv2
 
+    from vjboost.cascade.detector import object_box
     from vjboost.cascade.runner import cascade_accepts
 
-    def crop(stack: np.ndarray, box: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
-        """The target box of each window, resized to a cascade's window (height, width)."""
-        x, y, w, h = (int(round(v)) for v in box)
-        return np.stack([cv2.resize(g[y:y + h, x:x + w], shape[::-1],
-                                    interpolation=cv2.INTER_AREA) for g in stack])
+    def crop(stack: np.ndarray, box: np.ndarray, model) -> np.ndarray:
+        """Each window's region the cascade reads, resized to its window (height, width)."""
+        fx, fy, fw, fh = object_box(model) or (0.0, 0.0, 1.0, 1.0)
+        w, h = box[2] / fw, box[3] / fh
+        x, y = (int(round(v)) for v in (box[0] - fx * w, box[1] - fy * h))
+        w, h = int(round(w)), int(round(h))
+        pad = max(0, -x, -y, x + w - stack.shape[2], y + h - stack.shape[1])
+        shape = model.window_shape
+        out = []
+        for g in stack:
+            g = cv2.copyMakeBorder(g, pad, pad, pad, pad, cv2.BORDER_REPLICATE) if pad else g
+            out.append(cv2.resize(g[y + pad:y + pad + h, x + pad:x + pad + w], shape[::-1],
+                                  interpolation=cv2.INTER_AREA))
+        return np.stack(out)
 
     sets = {}
     for src in fd.SOURCES:
@@ -578,7 +618,7 @@ def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = Fal
     for spec in specs:
         model, _, _ = bp.vj_load(spec)
         out[spec] = {src: {kind: round(float(cascade_accepts(
-                               model, crop(stack, box, model.window_shape))[0].mean()), 3)
+                               model, crop(stack, box, model))[0].mean()), 3)
                            for kind, stack in stacks.items()} | {"n": len(stacks["clean"])}
                      for src, (stacks, box) in sets.items()}
     return out

@@ -209,7 +209,9 @@ def object_box(model: CascadeModel) -> tuple[float, float, float, float] | None:
     Examples
     --------
     >>> from vjboost.cascade import load_model
-    >>> object_box(load_model("vjboost:frontalface")) is None
+    >>> object_box(load_model("vjboost:frontalface"))  # a 24×24 window, the face 18×18 in it
+    (0.125, 0.125, 0.75, 0.75)
+    >>> object_box(load_model("vjboost:frontalface_haar")) is None
     True
     """
     v = dict(getattr(model, "params", {}) or {}).get("object_box")

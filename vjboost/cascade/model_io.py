@@ -417,7 +417,7 @@ def load_model(spec: str | os.PathLike[str], *, strict: bool = False,
     Examples
     --------
     >>> load_model("vjboost:frontalface").window_shape
-    (20, 20)
+    (24, 24)
     """
     from .shipped import resolve_model
 
