@@ -45,6 +45,7 @@ def test_the_default_face_model_reports_the_face_inside_its_window():
     model = vjboost.load_model("vjboost:frontalface")
     assert model.window_shape == (24, 24)
     assert object_box(model) == (0.125, 0.125, 0.75, 0.75)
+    assert "reports the object box (0.125, 0.125, 0.75, 0.75)" in model.summary()
     for name in ("vjboost:frontalface_haar", "vjboost:car_side", "vjboost:car_side_lbp"):
         assert object_box(vjboost.load_model(name)) is None
 

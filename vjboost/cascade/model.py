@@ -391,7 +391,18 @@ class CascadeModel:
         return (f"{self.family_name()} cascade, window {self.width}x{self.height}, "
                 f"{self.n_stages} stages, {self.n_trees} trees (max {self.max_nodes_per_tree} "
                 f"node(s) per tree), {self.n_features} features"
-                + (f", {self.n_exits} early exits" if self.n_exits else ""))
+                + (f", {self.n_exits} early exits" if self.n_exits else "")
+                + self._object_box_note())
+
+    def _object_box_note(self) -> str:
+        box = (self.params or {}).get("object_box")
+        if box is None:
+            return ""
+        try:
+            return ", reports the object box (" + ", ".join(f"{float(v):g}" for v in box) \
+                + ") of each window"
+        except (TypeError, ValueError):
+            return ", object_box unreadable"
 
     def __repr__(self) -> str:
         return f"CascadeModel({self.summary()})"
