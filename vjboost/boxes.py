@@ -206,7 +206,7 @@ def inner_boxes(boxes, frame) -> np.ndarray:
     """The sub-rectangle ``frame`` of every box, in pixels, rounded to integers.
 
     A detector trained with context around its objects scans windows larger than the objects;
-    ``frame`` says where the object lies in its window (a model's ``params["box"]``), so that
+    ``frame`` says where the object lies in its window (a model's ``params["object_box"]``), so that
     it reports object boxes.
 
     Parameters

@@ -222,9 +222,32 @@ def object_box(model: CascadeModel) -> tuple[float, float, float, float] | None:
 
 def check_object_box(value: Any,
                      name: str = "object_box") -> tuple[float, float, float, float] | None:
-    """``value`` as an object box ``(x, y, w, h)`` in fractions of the window (None for the
-    whole window); raises ValueError naming ``name`` unless it is four finite numbers with
-    ``0 < w, h <= 4`` and a corner within ``[-2, 2]``."""
+    """``value`` as an object box ``(x, y, w, h)`` in fractions of the window, checked.
+
+    Parameters
+    ----------
+    value : sequence of 4 numbers
+        Four finite numbers with ``0 < w, h <= 4`` and a corner within ``[-2, 2]``.
+    name : str
+        What the error message calls it (an option, or a model's param).
+
+    Returns
+    -------
+    tuple of 4 float, or None
+        None for the whole window ``(0, 0, 1, 1)``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` and the limits.
+
+    Examples
+    --------
+    >>> check_object_box(["0.125", "0.125", "0.75", "0.75"], "--object-box")
+    (0.125, 0.125, 0.75, 0.75)
+    >>> check_object_box([0, 0, 1, 1]) is None
+    True
+    """
     try:
         box = tuple(float(x) for x in value)
     except (TypeError, ValueError):
