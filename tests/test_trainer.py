@@ -250,3 +250,19 @@ def test_trainer_rejects_bad_settings(faces, backgrounds):
         CascadeTrainer(window_shape=WIN, num_pos=5000).fit(faces, backgrounds)
     with pytest.raises(TrainingError, match="unknown feature family"):
         CascadeTrainer(window_shape=WIN, features="nope", num_pos=10).fit(faces, backgrounds)
+    with pytest.raises(TrainingError, match="object_box"):
+        CascadeTrainer(window_shape=WIN, object_box=(0, 0, 0, 1)).fit(faces, backgrounds)
+
+
+def test_trainer_declares_the_object_box_and_the_detector_reports_it(faces, backgrounds):
+    """The box is declared by the model, changes nothing of the training, and the detector
+    reports that part of each window."""
+    from vjboost.cascade import CascadeDetector
+
+    kw = dict(window_shape=WIN, features="lbp", num_stages=1, num_pos=150, num_neg=300,
+              seed=1, max_weak_count=10)
+    plain = CascadeTrainer(**kw).fit(faces, backgrounds).model_
+    framed = CascadeTrainer(**kw, object_box=(0.25, 0, 0.5, 1)).fit(faces, backgrounds).model_
+    assert framed.stages == plain.stages and "object_box" not in plain.params
+    assert framed.params["object_box"] == [0.25, 0.0, 0.5, 1.0]
+    assert CascadeDetector(framed).object_box == (0.25, 0.0, 0.5, 1.0)

@@ -333,6 +333,11 @@ class CascadeTrainer:
         Share of the accepted exit positives the exits may reject.
     reservoir_strategy : {"geem", "wsam", "max", "rand"}, default="geem"
         How the reservoir keeps ``R`` of its ``2 R`` windows.
+    object_box : (x, y, w, h), optional
+        Where the object lies in the training window, as fractions of its width and height,
+        when the positives keep context around it: declared by the model
+        (``params["object_box"]``), so that its detector reports object boxes, not windows
+        (:func:`vjboost.cascade.detector.object_box`). Training does not use it.
 
     Attributes
     ----------
@@ -379,6 +384,7 @@ class CascadeTrainer:
         early_exits: bool = False,
         exit_every: int = 2,
         exit_loss: float = 0.01,
+        object_box: Sequence[float] | None = None,
     ) -> None:
         self.window_shape = window_shape
         self.features = features
@@ -412,6 +418,7 @@ class CascadeTrainer:
         self.early_exits = early_exits
         self.exit_every = exit_every
         self.exit_loss = exit_loss
+        self.object_box = object_box
 
     # -- validation -----------------------------------------------------------------------------
 
@@ -466,6 +473,13 @@ class CascadeTrainer:
             MiningParams(self.window_shape, **(self.mining or {}))
         except TypeError as exc:
             raise TrainingError(f"mining: {exc}") from None
+        if self.object_box is not None:
+            from .detector import check_object_box
+
+            try:  # the detector's own check
+                check_object_box(self.object_box)
+            except ValueError as exc:
+                raise TrainingError(str(exc)) from None
         self._check_reservoir()
 
     def _check_reservoir(self) -> None:
@@ -1006,9 +1020,16 @@ class CascadeTrainer:
 
     def _model_params(self) -> dict[str, Any]:
         gate = (self.mining or {}).get("min_std")
+        box = None
+        if self.object_box is not None:
+            from .detector import check_object_box
+
+            box = check_object_box(self.object_box)
         return {
             # the model detects with the σ gate its negatives were mined with
             **({} if gate is None else {"min_std": float(gate)}),
+            # and reports the object inside its window
+            **({} if box is None else {"object_box": list(box)}),
             "stageParams": {
                 "boostType": BOOST_TYPES[self.loss],
                 "minHitRate": float(self.min_hit_rate),

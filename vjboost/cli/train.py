@@ -547,6 +547,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         memory_budget=budget,
         reservoir=reservoir, reservoir_strategy=reservoir_strategy,
         early_exits=early_exits, exit_every=exit_every, exit_loss=exit_loss,
+        object_box=frame,
     )
     # the exits keep the centred positives: the jittered copies would hold them low
     exit_positives = (_load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop), None,
@@ -584,8 +585,6 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
             bars.close()
         if executor is not None:
             executor.close()
-    if frame is not None and trainer.model_ is not None:
-        trainer.model_.params["object_box"] = list(frame)
     evaluation = _evaluate(trainer.model_, eval_set, threads, echo)
     _write_outputs(trainer, out, positives, echo, evaluation)
     _explain_stop(trainer, out, echo)
