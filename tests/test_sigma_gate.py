@@ -27,9 +27,9 @@ def test_the_gate_is_opencvs_unless_the_model_declares_one():
 
 def test_the_default_model_declares_a_lower_gate_and_copies_keep_it():
     model = vjboost.load_model("vjboost:frontalface")
-    assert model.params["min_std"] == 6.0
-    assert CascadeDetector(model).min_std == 6.0
-    assert CascadeDetector(model.truncated(4)).min_std == 6.0
+    assert model.params["min_std"] == 8.0
+    assert CascadeDetector(model).min_std == 8.0
+    assert CascadeDetector(model.truncated(4)).min_std == 8.0
 
 
 def test_a_lower_gate_adds_exactly_the_windows_between_the_two_gates():
