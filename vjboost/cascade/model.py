@@ -395,14 +395,14 @@ class CascadeModel:
                 + self._object_box_note())
 
     def _object_box_note(self) -> str:
-        box = (self.params or {}).get("object_box")
-        if box is None:
-            return ""
+        from .detector import object_box  # the detector reads and checks the declaration
+
         try:
-            return ", reports the object box (" + ", ".join(f"{float(v):g}" for v in box) \
-                + ") of each window"
-        except (TypeError, ValueError):
+            box = object_box(self)
+        except ValueError:
             return ", object_box unreadable"
+        return "" if box is None else (", reports the object box ("
+                                       + ", ".join(f"{v:g}" for v in box) + ") of each window")
 
     def __repr__(self) -> str:
         return f"CascadeModel({self.summary()})"

@@ -473,11 +473,12 @@ class CascadeTrainer:
             MiningParams(self.window_shape, **(self.mining or {}))
         except TypeError as exc:
             raise TrainingError(f"mining: {exc}") from None
+        self._object_box = None  # the checked box the model declares (None: the window)
         if self.object_box is not None:
             from .detector import check_object_box
 
             try:  # the detector's own check
-                check_object_box(self.object_box)
+                self._object_box = check_object_box(self.object_box)
             except ValueError as exc:
                 raise TrainingError(str(exc)) from None
         self._check_reservoir()
@@ -1020,11 +1021,7 @@ class CascadeTrainer:
 
     def _model_params(self) -> dict[str, Any]:
         gate = (self.mining or {}).get("min_std")
-        box = None
-        if self.object_box is not None:
-            from .detector import check_object_box
-
-            box = check_object_box(self.object_box)
+        box = self._object_box
         return {
             # the model detects with the σ gate its negatives were mined with
             **({} if gate is None else {"min_std": float(gate)}),
