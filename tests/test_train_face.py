@@ -176,3 +176,51 @@ def test_prefix_spec(monkeypatch):
     assert tf._prefix("vjboost:frontalface:3") == 3
     assert tf._prefix("vjboost:frontalface") is None
     assert tf._prefix("runs/e1/model.json") is None
+
+
+def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, monkeypatch):
+    """``verify`` fits the recipe's verifier (its :data:`VERIFIER` options) on the model as
+    ``--ship`` does — negatives mined without the declared σ gate — and keeps the gate."""
+    import cv2
+    import numpy as np
+    from skimage import data
+
+    from vjboost.cascade.verifier import fit_verifier
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    monkeypatch.setitem(tf.RECIPES, "face", {"sources": "webfaces"})
+    opts = {"size": 24, "pixels_per_cell": 6, "weight": 0.5, "hard_per_image": 3,
+            "per_image": 4, "copies": 1}
+    monkeypatch.setitem(tf.VERIFIER, "face", opts)
+    rng = np.random.default_rng(0)
+    (tmp_path / "train").mkdir()
+    images = rng.integers(0, 256, (12, 36, 36), dtype=np.uint8)
+    box = np.array([6.0, 6.0, 24.0, 24.0])
+    source = np.array(["webfaces"] * 10 + ["cbcl"] * 2)
+    np.savez(tmp_path / "train" / "positives.npz", images=images, box=box, source=source)
+    # low-contrast copies have windows between the declared gate (8) and OpenCV's (10)
+    def low(g):
+        g = g.astype(float)
+        return np.clip(np.rint(120 + 0.12 * (g - g.mean())), 0, 255).astype(np.uint8)
+
+    bgs = [data.camera(), low(data.astronaut()[..., 1]), low(data.camera())]
+    for i, g in enumerate(bgs):
+        cv2.imwrite(str(tmp_path / f"bg{i}.png"), g)
+    (tmp_path / "backgrounds_train.txt").write_text(
+        "".join(f"{tmp_path / f'bg{i}.png'}\n" for i in range(len(bgs))))
+    model = load_model("vjboost:frontalface")
+    assert model.params["min_std"] == 8.0
+    save_model(model, tmp_path / "in.json")
+    got = tf.verify(str(tmp_path / "in.json"), "face", tmp_path / "out.json", tmp_path)
+    out = load_model(tmp_path / "out.json")
+    assert out.params["min_std"] == 8.0 and out.stages == model.stages
+    ver = out.params["verifier"]
+    assert (ver["size"], ver["pixels_per_cell"], ver["weight"]) == (24, 6, 0.5)
+    ungated = load_model(tmp_path / "in.json")
+    del ungated.params["min_std"]
+    ref = fit_verifier(ungated, images[:10], box, bgs, seed=0, **opts)
+    np.testing.assert_allclose(ver["coef"], ref.coef_)
+    gated = fit_verifier(model, images[:10], box, bgs, seed=0, **opts)
+    assert not np.allclose(gated.coef_, ref.coef_)
+    assert got["negatives"] == ref.n_negatives_ and got["hard_negatives"] == ref.n_hard_negatives_

@@ -198,3 +198,25 @@ def test_fit_verifier_on_a_cascade(face_model):
     flat = [np.full((60, 60), 128, np.uint8), rng.integers(0, 2, (40, 40)).astype(np.uint8)]
     with pytest.raises(ValueError, match="accept no window"):
         fit_verifier(face_model, pos, (4, 4, 24, 24), flat)
+
+
+def test_fit_verifier_hard_negatives_are_the_whole_cascades_windows(face_model):
+    """``hard_per_image`` adds, per background, at most that many windows that every stage
+    accepts: counted against the whole cascade's own raw windows, and kept in the fit."""
+    from skimage import data
+
+    pos, _ = _two_classes(30, size=32)
+    bgs = [data.camera(), data.astronaut()[..., 1], data.coins()]
+    whole = CascadeDetector(face_model, scale_factor=1.1, min_neighbors=0, grouping="none",
+                            coarse_to_fine=None)
+    accepted = [len(whole.raw_windows(g)[0]) for g in bgs]
+    assert sum(accepted) > 0
+    kw = dict(negative_stages=2, per_image=5, copies=1, seed=3)
+    plain = fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, **kw)
+    hard = fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_per_image=4, **kw)
+    assert plain.n_hard_negatives_ == 0
+    assert hard.n_hard_negatives_ == sum(min(4, a) for a in accepted)
+    assert hard.n_negatives_ == plain.n_negatives_ + hard.n_hard_negatives_
+    assert not np.array_equal(hard.coef_, plain.coef_)
+    with pytest.raises(ValueError, match="hard_per_image"):
+        fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_per_image=-1)

@@ -130,6 +130,12 @@ MIN_STD = {"frontalface": 8.0}
 #: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
 #: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
 VERIFIED = ("frontalface",)
+#: each verified recipe's verifier (``fit_verifier`` options): HOG of the detection crop with its
+#: cells and size, the verdict's weight, and the whole cascade's own false alarms on the training
+#: backgrounds among its negatives (``hard_per_image``); chosen on the validation views
+#: (vjboost/models/README.md, *The declared operating score*)
+VERIFIER = {"frontalface": {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
+                            "hard_per_image": 30}}
 #: the stages each recipe's shipped model keeps of those it trains: with a verifier ranking the
 #: detections, the fewest whose validation score is within a quarter of a point of the best
 #: (a later stage that adds almost nothing on validation still costs faces that it was not
@@ -140,7 +146,8 @@ SHIPPED_STAGES = {"frontalface": 19}
 def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
     """Fit a face cascade's detection verifier — its recipe's training faces (the sources it
     trains on, jittered) against the windows its first stages accept on the training
-    backgrounds (``vjboost.cascade.verifier.fit_verifier``) — and declare it in the model's
+    backgrounds and the whole cascade's false alarms there (``vjboost.cascade.verifier.
+    fit_verifier`` with the recipe's :data:`VERIFIER` options) — and declare it in the model's
     params with the verified operating score; returns the verifier."""
     from vjboost.cascade.verifier import fit_verifier
     from vjboost.io import read_bg_list
@@ -148,22 +155,31 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
     pos = np.load(data / "train" / "positives.npz")
     keep = np.isin(pos["source"], RECIPES[recipe]["sources"].split(","))
     ver = fit_verifier(model, pos["images"][keep], pos["box"],
-                       read_bg_list(data / "backgrounds_train.txt"), seed=seed)
+                       read_bg_list(data / "backgrounds_train.txt"), seed=seed,
+                       **VERIFIER.get(recipe, {}))
     model.params["verifier"] = ver.to_dict()
     model.params["operating_score"] = {"min_neighbors": 1, "rank": "verified"}
     return ver
 
 
 def verify(spec: str, recipe: str, out: Path, data: Path) -> dict:
-    """Fit the verifier of ``spec`` and write the model with it declared to ``out``."""
+    """Fit the verifier of ``spec`` and write the model with it declared to ``out``.
+
+    As ``--ship`` does, the verifier's negatives are mined before the σ gate is declared: a
+    gate the model already declares is lifted for the fit and declared again after it, so
+    that ``verify`` on a shipped model fits the verifier it ships."""
     from vjboost.cascade import load_model, save_model
 
     model = load_model(spec)
+    gate = model.params.pop("min_std", None)
     t0 = time.perf_counter()
     ver = declare_verifier(model, recipe, data)
+    if gate is not None:
+        model.params["min_std"] = gate
     save_model(model, out)
     return {"kind": "verify", "model": spec, "recipe": recipe, "out": str(out),
             "positives": ver.n_positives_, "negatives": ver.n_negatives_,
+            "hard_negatives": ver.n_hard_negatives_,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 

@@ -375,15 +375,17 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
 
 
 def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Sequence[Any], *,
-                 negative_stages: int = 12, per_image: int = 30, copies: int = 3,
-                 scale_factor: float = 1.1, seed: int = 0, threads: int | None = None,
-                 **params: Any) -> DetectionVerifier:
+                 negative_stages: int = 12, per_image: int = 30, hard_per_image: int = 0,
+                 copies: int = 3, scale_factor: float = 1.1, seed: int = 0,
+                 threads: int | None = None, **params: Any) -> DetectionVerifier:
     """Fit a :class:`DetectionVerifier` for a cascade.
 
     Negatives: up to ``per_image`` windows (a seeded choice) that the cascade's first
     ``negative_stages`` stages accept in each background image, the clutter that reaches the
-    later stages and sometimes passes them. Positives: the training faces, jittered
-    (:func:`jittered_windows`).
+    later stages and sometimes passes them; and, with ``hard_per_image``, up to that many
+    windows per image that the *whole* cascade accepts — its false alarms, the very windows
+    the verifier will have to rank below faces, of which a sample from the first stages holds
+    few. Positives: the training faces, jittered (:func:`jittered_windows`).
 
     Parameters
     ----------
@@ -398,6 +400,8 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
         Stages of the cascade whose accepted windows are the negatives (at most all).
     per_image, copies : int
         Negatives kept per background image; jittered copies per face.
+    hard_per_image : int, default=0
+        Windows accepted by every stage kept per background image, besides those (0: none).
     scale_factor : float, default=1.1
     seed : int, default=0
     threads : int, optional
@@ -408,7 +412,8 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     Returns
     -------
     DetectionVerifier
-        Fitted; ``n_positives_`` and ``n_negatives_`` record the sample sizes.
+        Fitted; ``n_positives_``, ``n_negatives_`` and ``n_hard_negatives_`` (those of
+        ``hard_per_image``, counted in ``n_negatives_``) record the sample sizes.
     """
     from ..io import read_image
     from .detector import CascadeDetector
@@ -418,25 +423,34 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
         raise ValueError(f"negative_stages: expected an integer >= 1, got {negative_stages!r}")
     if isinstance(per_image, bool) or not isinstance(per_image, int) or per_image < 1:
         raise ValueError(f"per_image: expected an integer >= 1, got {per_image!r}")
+    if isinstance(hard_per_image, bool) or not isinstance(hard_per_image, int) \
+            or hard_per_image < 0:
+        raise ValueError(f"hard_per_image: expected an integer >= 0, got {hard_per_image!r}")
     ver = DetectionVerifier(**params)
     pos = jittered_windows(windows, box, size=ver.size, context=ver.context, copies=copies,
                            seed=seed)
     part = model.truncated(min(negative_stages, model.n_stages))
-    det = CascadeDetector(part, scale_factor=scale_factor, min_neighbors=0, grouping="none",
-                          threads=threads, coarse_to_fine=None)
-    rng = np.random.default_rng([seed, 1])
-    neg = []
+    passes = [(CascadeDetector(part, scale_factor=scale_factor, min_neighbors=0,
+                               grouping="none", threads=threads, coarse_to_fine=None),
+               per_image, np.random.default_rng([seed, 1]))]
+    if hard_per_image:
+        passes.append((CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0,
+                                       grouping="none", threads=threads, coarse_to_fine=None),
+                       hard_per_image, np.random.default_rng([seed, 2])))
+    neg, n_hard = [], 0
     for bg in backgrounds:
         img = bg if isinstance(bg, np.ndarray) else read_image(bg)
-        boxes, _ = det.raw_windows(img)
-        if len(boxes) > per_image:
-            boxes = boxes[np.sort(rng.choice(len(boxes), per_image, replace=False))]
-        if len(boxes):
-            neg.append(ver.crops(img, boxes))
+        for k, (det, keep, rng) in enumerate(passes):
+            boxes, _ = det.raw_windows(img)
+            if len(boxes) > keep:
+                boxes = boxes[np.sort(rng.choice(len(boxes), keep, replace=False))]
+            if len(boxes):
+                neg.append(ver.crops(img, boxes))
+                n_hard += len(boxes) if k else 0
     if not neg:
         raise ValueError(f"backgrounds: the cascade's first {part.n_stages} stages accept no "
                          "window in any of them; nothing to learn the clutter from")
     neg_w = np.concatenate(neg)
     ver.fit(pos, neg_w)
-    ver.n_positives_, ver.n_negatives_ = len(pos), len(neg_w)
+    ver.n_positives_, ver.n_negatives_, ver.n_hard_negatives_ = len(pos), len(neg_w), n_hard
     return ver
