@@ -102,6 +102,7 @@ def test_model_card_states_how_it_was_trained(model):
 def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
     """The CMU-MIT figures the model cards report (evaluated once, after each model was chosen
     on the validation split), next to OpenCV's default cascade in the same code."""
+    from vjboost.eval.metrics import evaluate_detections
     from vjboost.eval.sweep import sweep_min_neighbors
     from vjboost.io import read_annotations, read_bg_list, read_image
 
@@ -123,16 +124,28 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
         pytest.approx(309 / 354), 52)  # anchor
     # the cards' figures: (faces found, false positives) at minNeighbors 1..4
     # (the default model with its declared coarse-to-fine scan)
-    cards = {"vjboost:frontalface": [(283, 40), (274, 24), (264, 18), (256, 14)],
+    cards = {"vjboost:frontalface": [(303, 117), (289, 58), (281, 44), (275, 33)],
              "vjboost:frontalface_haar": [(274, 32), (261, 12), (249, 3), (242, 3)]}
     for spec, want in cards.items():
         ours = curves[spec]
         got = [(round(ours.at(m).detection_rate * 354), ours.at(m).false_positives)
                for m in range(1, 5)]
         assert got == want, spec
-        # at few false positives, far more faces than OpenCV's default cascade
-        for fp in (2, 5, 10):
-            assert ours.detection_rate_at(fp) > ref.detection_rate_at(fp) + 0.25, spec
+    # each model's own curve at few false positives: far more faces than OpenCV's default
+    # cascade. The Haar cascade is read by minNeighbors; the default declares its operating
+    # score (minNeighbors 1, the verified margin), whose curve its card reports at 2 ... 50
+    default = CascadeDetector(load_model(resolve_model("vjboost:frontalface")),
+                              scale_factor=1.1, min_neighbors=1, score="model")
+    dets = {p: (d.boxes, d.scores) for p, d in ((p, default.detect(g)) for p, g in grays.items())}
+    scored = evaluate_detections(dets, gt, iou_threshold=0.3)
+    # faces found at 2 ... 50 false positives (the card's 0.743 / 0.765 / 0.780 / 0.811 / 0.836
+    # / 0.848, as bench_peers prints its rates rounded to four places)
+    assert [round(scored.detection_rate_at(b) * 354) for b in (2, 5, 10, 20, 30, 50)] == [
+        263, 271, 276, 287, 296, 300]
+    for fp in (2, 5, 10):
+        assert curves["vjboost:frontalface_haar"].detection_rate_at(fp) > \
+            ref.detection_rate_at(fp) + 0.25
+        assert scored.detection_rate_at(fp) > ref.detection_rate_at(fp) + 0.25
 
 
 def test_no_cascade_classifier_needed_and_clear_error_without_opencv_cascades(monkeypatch):

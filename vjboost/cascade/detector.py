@@ -186,7 +186,7 @@ def model_verifier(model: CascadeModel) -> DetectionVerifier:
     --------
     >>> from vjboost.cascade.model_io import load_model
     >>> model_verifier(load_model("vjboost:frontalface")).size
-    32
+    40
     """
     d = dict(getattr(model, "params", {}) or {}).get("verifier")
     if d is None:
