@@ -133,7 +133,7 @@ VERIFIED = ("frontalface",)
 #: each verified recipe's verifier (``fit_verifier`` options): HOG of the detection crop with its
 #: cells and size, the verdict's weight, and the whole cascade's own false alarms on the training
 #: backgrounds among its negatives (``hard_per_image``); chosen on the validation views
-#: (vjboost/models/README.md, *The declared operating score*)
+#: (vjboost/models/README.md, *Its verifier and its stages, chosen again*)
 VERIFIER = {"frontalface": {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
                             "hard_per_image": 30}}
 #: the stages each recipe's shipped model keeps of those it trains: with a verifier ranking the

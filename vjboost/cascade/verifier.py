@@ -8,7 +8,8 @@ of windows, so its cost is negligible) with a margin around its box, resizes it 
 ``size`` pixels, describes it by HOG (:class:`vjboost.features.hog.HOGFamily`) and scores
 it with an L2-regularised logistic regression, fitted on the training faces (jittered, as the
 detector's boxes lie around a face) against the windows that the cascade's first stages accept
-on the training backgrounds.
+on the training backgrounds and, optionally, the whole cascade's false alarms there
+(:func:`fit_verifier`'s ``hard_per_image``).
 
 The detection's verified score is ``log(max(margin, tiny)) + weight * v``: the cascade's margin
 scaled by ``exp(weight * v)``, so that neither replaces the other. A model declares it with
