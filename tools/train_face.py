@@ -148,34 +148,37 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
     trains on, jittered) against the windows its first stages accept on the training
     backgrounds and the whole cascade's false alarms there (``vjboost.cascade.verifier.
     fit_verifier`` with the recipe's :data:`VERIFIER` options) — and declare it in the model's
-    params with the verified operating score; returns the verifier."""
+    params with the verified operating score; returns the verifier.
+
+    The negatives are mined behind the detector's default σ gate, as the verifier was chosen:
+    a gate the model declares is lifted for the fit and declared again after it, so that a
+    shipped model's verifier is fitted again the same way (``verify``)."""
     from vjboost.cascade.verifier import fit_verifier
     from vjboost.io import read_bg_list
 
     pos = np.load(data / "train" / "positives.npz")
     keep = np.isin(pos["source"], RECIPES[recipe]["sources"].split(","))
-    ver = fit_verifier(model, pos["images"][keep], pos["box"],
-                       read_bg_list(data / "backgrounds_train.txt"), seed=seed,
-                       **VERIFIER.get(recipe, {}))
+    gate = model.params.pop("min_std", None)
+    try:
+        ver = fit_verifier(model, pos["images"][keep], pos["box"],
+                           read_bg_list(data / "backgrounds_train.txt"), seed=seed,
+                           **VERIFIER.get(recipe, {}))
+    finally:
+        if gate is not None:
+            model.params["min_std"] = gate
     model.params["verifier"] = ver.to_dict()
     model.params["operating_score"] = {"min_neighbors": 1, "rank": "verified"}
     return ver
 
 
 def verify(spec: str, recipe: str, out: Path, data: Path) -> dict:
-    """Fit the verifier of ``spec`` and write the model with it declared to ``out``.
-
-    As ``--ship`` does, the verifier's negatives are mined before the σ gate is declared: a
-    gate the model already declares is lifted for the fit and declared again after it, so
-    that ``verify`` on a shipped model fits the verifier it ships."""
+    """Fit the verifier of ``spec`` (as ``--ship`` does: :func:`declare_verifier`) and write
+    the model with it declared to ``out``."""
     from vjboost.cascade import load_model, save_model
 
     model = load_model(spec)
-    gate = model.params.pop("min_std", None)
     t0 = time.perf_counter()
     ver = declare_verifier(model, recipe, data)
-    if gate is not None:
-        model.params["min_std"] = gate
     save_model(model, out)
     return {"kind": "verify", "model": spec, "recipe": recipe, "out": str(out),
             "positives": ver.n_positives_, "negatives": ver.n_negatives_,
@@ -391,8 +394,8 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
     if name in COARSE_TO_FINE:
         model.params["coarse_to_fine"] = COARSE_TO_FINE[name]
     if name in MIN_STD:
-        # declared after the verifier is fitted: its negatives were mined, as it was chosen,
-        # behind OpenCV's gate
+        # the verifier's negatives are mined behind the detector's default gate whatever the
+        # model declares (declare_verifier)
         model.params["min_std"] = MIN_STD[name]
     save_model(model, MODELS_DIR / f"{name}.json")
     shipped = [MODELS_DIR / f"{name}.json"]
