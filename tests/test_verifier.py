@@ -220,3 +220,27 @@ def test_fit_verifier_hard_negatives_are_the_whole_cascades_windows(face_model):
     assert not np.array_equal(hard.coef_, plain.coef_)
     with pytest.raises(ValueError, match="hard_per_image"):
         fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_per_image=-1)
+
+
+def test_fit_verifier_hard_stages_mines_with_a_cut_of_the_cascade(face_model):
+    """``hard_stages`` takes the hard negatives from the cascade's first stages instead: their
+    count is the cut's own raw windows (capped per image), at least the whole cascade's."""
+    from skimage import data
+
+    pos, _ = _two_classes(30, size=32)
+    bgs = [data.camera(), data.astronaut()[..., 1], data.coins()]
+    k = face_model.n_stages - 1
+    cut = CascadeDetector(face_model.truncated(k), scale_factor=1.1, min_neighbors=0,
+                          grouping="none", coarse_to_fine=None)
+    accepted = [len(cut.raw_windows(g)[0]) for g in bgs]
+    kw = dict(negative_stages=2, per_image=5, copies=1, seed=3, hard_per_image=1000)
+    whole = fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, **kw)
+    mined = fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_stages=k, **kw)
+    assert mined.n_hard_negatives_ == sum(accepted)
+    assert mined.n_hard_negatives_ > whole.n_hard_negatives_
+    same = fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_stages=face_model.n_stages,
+                        **kw)
+    np.testing.assert_array_equal(same.coef_, whole.coef_)
+    for bad in (0, face_model.n_stages + 1, True, 2.0):
+        with pytest.raises(ValueError, match="hard_stages"):
+            fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_stages=bad, **kw)

@@ -8,8 +8,8 @@ of windows, so its cost is negligible) with a margin around its box, resizes it 
 ``size`` pixels, describes it by HOG (:class:`vjboost.features.hog.HOGFamily`) and scores
 it with an L2-regularised logistic regression, fitted on the training faces (jittered, as the
 detector's boxes lie around a face) against the windows that the cascade's first stages accept
-on the training backgrounds and, optionally, the whole cascade's false alarms there
-(:func:`fit_verifier`'s ``hard_per_image``).
+on the training backgrounds and, optionally, the whole cascade's false alarms there, or those
+of a cut a few stages shorter (:func:`fit_verifier`'s ``hard_per_image`` and ``hard_stages``).
 
 The detection's verified score is ``log(max(margin, tiny)) + weight * v``: the cascade's margin
 scaled by ``exp(weight * v)``, so that neither replaces the other. A model declares it with
@@ -377,16 +377,18 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
 
 def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Sequence[Any], *,
                  negative_stages: int = 12, per_image: int = 30, hard_per_image: int = 0,
-                 copies: int = 3, scale_factor: float = 1.1, seed: int = 0,
+                 hard_stages: int | None = None, copies: int = 3, scale_factor: float = 1.1,
+                 seed: int = 0,
                  threads: int | None = None, **params: Any) -> DetectionVerifier:
     """Fit a :class:`DetectionVerifier` for a cascade.
 
     Negatives: up to ``per_image`` windows (a seeded choice) that the cascade's first
     ``negative_stages`` stages accept in each background image, the clutter that reaches the
     later stages and sometimes passes them; and, with ``hard_per_image``, up to that many
-    windows per image that the *whole* cascade accepts — its false alarms, the very windows
-    the verifier will have to rank below faces, of which a sample from the first stages holds
-    few. Positives: the training faces, jittered (:func:`jittered_windows`).
+    windows per image that the *whole* cascade accepts (or its first ``hard_stages``) — its
+    false alarms, the very windows the verifier will have to rank below faces, of which a
+    sample from the first stages holds few. Positives: the training faces, jittered
+    (:func:`jittered_windows`).
 
     Parameters
     ----------
@@ -403,6 +405,9 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
         Negatives kept per background image; jittered copies per face.
     hard_per_image : int, default=0
         Windows accepted by every stage kept per background image, besides those (0: none).
+    hard_stages : int, optional
+        Stages whose accepted windows are those hard negatives (default: all). A cut of a few
+        stages less yields more of them, the near misses around the cascade's false alarms too.
     scale_factor : float, default=1.1
     seed : int, default=0
     threads : int, optional
@@ -427,6 +432,11 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     if isinstance(hard_per_image, bool) or not isinstance(hard_per_image, int) \
             or hard_per_image < 0:
         raise ValueError(f"hard_per_image: expected an integer >= 0, got {hard_per_image!r}")
+    if hard_stages is not None and (isinstance(hard_stages, bool)
+                                    or not isinstance(hard_stages, int)
+                                    or not 1 <= hard_stages <= model.n_stages):
+        raise ValueError(f"hard_stages: expected an integer in 1..{model.n_stages}, got "
+                         f"{hard_stages!r}")
     ver = DetectionVerifier(**params)
     pos = jittered_windows(windows, box, size=ver.size, context=ver.context, copies=copies,
                            seed=seed)
@@ -435,7 +445,8 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
                                grouping="none", threads=threads, coarse_to_fine=None),
                per_image, np.random.default_rng([seed, 1]))]
     if hard_per_image:
-        passes.append((CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0,
+        hard = model if hard_stages is None else model.truncated(hard_stages)
+        passes.append((CascadeDetector(hard, scale_factor=scale_factor, min_neighbors=0,
                                        grouping="none", threads=threads, coarse_to_fine=None),
                        hard_per_image, np.random.default_rng([seed, 2])))
     neg, n_hard = [], 0
