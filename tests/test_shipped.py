@@ -138,10 +138,10 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
                               scale_factor=1.1, min_neighbors=1, score="model")
     dets = {p: (d.boxes, d.scores) for p, d in ((p, default.detect(g)) for p, g in grays.items())}
     scored = evaluate_detections(dets, gt, iou_threshold=0.3)
-    # faces found at 2 ... 50 false positives (the card's 0.743 / 0.765 / 0.780 / 0.811 / 0.836
-    # / 0.848, as bench_peers prints its rates rounded to four places)
+    # faces found at 2 ... 50 false positives (the card's 0.754 / 0.768 / 0.782 / 0.814 / 0.836
+    # / 0.850, as bench_peers prints its rates rounded to four places)
     assert [round(scored.detection_rate_at(b) * 354) for b in (2, 5, 10, 20, 30, 50)] == [
-        263, 271, 276, 287, 296, 300]
+        267, 272, 277, 288, 296, 301]
     for fp in (2, 5, 10):
         assert curves["vjboost:frontalface_haar"].detection_rate_at(fp) > \
             ref.detection_rate_at(fp) + 0.25
