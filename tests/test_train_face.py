@@ -191,7 +191,7 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     tf = importlib.import_module("train_face")
     monkeypatch.setitem(tf.RECIPES, "face", {"sources": "webfaces"})
     opts = {"size": 24, "pixels_per_cell": 6, "weight": 0.5, "hard_per_image": 3,
-            "per_image": 4, "copies": 1}
+            "hard_stages": 15, "per_image": 4, "copies": 1}
     monkeypatch.setitem(tf.VERIFIER, "face", opts)
     rng = np.random.default_rng(0)
     (tmp_path / "train").mkdir()
@@ -223,4 +223,12 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     np.testing.assert_allclose(ver["coef"], ref.coef_)
     gated = fit_verifier(model, images[:10], box, bgs, seed=0, **opts)
     assert not np.allclose(gated.coef_, ref.coef_)
+    # a cascade shorter than the recipe's hard_stages (a --quick run) mines with all of it
+    short = ungated.truncated(10)
+    save_model(short, tmp_path / "short.json")
+    tf.verify(str(tmp_path / "short.json"), "face", tmp_path / "short_out.json", tmp_path)
+    whole = fit_verifier(short, images[:10], box, bgs, seed=0,
+                         **dict(opts, hard_stages=None))
+    np.testing.assert_allclose(load_model(tmp_path / "short_out.json").params["verifier"]["coef"],
+                               whole.coef_)
     assert got["negatives"] == ref.n_negatives_ and got["hard_negatives"] == ref.n_hard_negatives_

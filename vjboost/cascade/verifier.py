@@ -378,8 +378,8 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
 def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Sequence[Any], *,
                  negative_stages: int = 12, per_image: int = 30, hard_per_image: int = 0,
                  hard_stages: int | None = None, copies: int = 3, scale_factor: float = 1.1,
-                 seed: int = 0,
-                 threads: int | None = None, **params: Any) -> DetectionVerifier:
+                 seed: int = 0, threads: int | None = None,
+                 **params: Any) -> DetectionVerifier:
     """Fit a :class:`DetectionVerifier` for a cascade.
 
     Negatives: up to ``per_image`` windows (a seeded choice) that the cascade's first
@@ -404,7 +404,8 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     per_image, copies : int
         Negatives kept per background image; jittered copies per face.
     hard_per_image : int, default=0
-        Windows accepted by every stage kept per background image, besides those (0: none).
+        Windows accepted by every stage (of the first ``hard_stages``) kept per background
+        image, besides those (0: none).
     hard_stages : int, optional
         Stages whose accepted windows are those hard negatives (default: all). A cut of a few
         stages less yields more of them, the near misses around the cascade's false alarms too.
