@@ -232,3 +232,53 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     np.testing.assert_allclose(load_model(tmp_path / "short_out.json").params["verifier"]["coef"],
                                whole.coef_)
     assert got["negatives"] == ref.n_negatives_ and got["hard_negatives"] == ref.n_hard_negatives_
+
+
+def test_validation_by_image_kind_is_each_kinds_own_validation(monkeypatch):
+    """``validate_one`` and ``validate_dlib`` report their curve on each kind of image (the
+    folder: whole frames, pasted scenes): the same rates as validating that kind alone at
+    its share of the budgets."""
+    import numpy as np
+    import pytest
+    from skimage import data, transform
+
+    from vjboost.cascade.detector import CascadeDetector
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    astro = data.astronaut()[..., 1]
+    small = (transform.rescale(astro, 0.5) * 255).astype(np.uint8)
+    images = [astro, data.camera(), small, data.coins(), astro[::-1].copy()]
+    paths = ["v/frames/a.png", "v/scenes/b.png", "v/scenes/c.png", "v/frames/d.png",
+             "v/scenes/e.png"]
+    det = CascadeDetector(load_model("vjboost:frontalface"), min_neighbors=3)
+    # the faces the model finds, and one box it cannot: rates strictly between 0 and 1
+    gt = {p: det.detect(g).boxes.reshape(-1, 4).astype(float)
+          for p, g in zip(paths, images, strict=True)}
+    gt["v/scenes/b.png"] = np.array([[10.0, 10.0, 60.0, 60.0]])
+    assert sum(len(v) for v in gt.values()) >= 3
+    budgets = (1, 2, 5)
+    mp = sum(g.size for g in images) / 1e6
+
+    def alone(fn, kind, **kw):
+        idx = tf.image_parts(paths)[kind]
+        sub = [paths[i] for i in idx]
+        b = tf.part_budgets(budgets, sum(images[i].size for i in idx) / 1e6, mp, None)
+        return fn(sub, [images[i] for i in idx], {p: gt[p] for p in sub}, budgets=b, **kw)
+
+    res = tf.validate_one("vjboost:frontalface", paths, images, gt, budgets=budgets)
+    assert res["parts"]["curve"] == "verified@1"  # the model's declared curve
+    assert set(res["parts"]) == {"curve", "frames", "scenes"}
+    assert (res["parts"]["frames"]["images"], res["parts"]["scenes"]["images"]) == (2, 3)
+    for kind in ("frames", "scenes"):
+        own = alone(lambda *a, **k: tf.validate_one("vjboost:frontalface", *a, **k), kind)
+        assert res["parts"][kind]["rates"] == own["scores"]["verified@1"]
+    rates = [r for k in ("frames", "scenes") for r in res["parts"][k]["rates"].values()]
+    assert 0 < max(rates) and min(rates) < 1
+    one_kind = tf.validate_one("vjboost:frontalface", paths[1:3], images[1:3],
+                               {p: gt[p] for p in paths[1:3]}, budgets=budgets)
+    assert "parts" not in one_kind
+    pytest.importorskip("dlib")
+    res = tf.validate_dlib(paths, images, gt, budgets=budgets)
+    for kind in ("frames", "scenes"):
+        assert res["parts"][kind]["rates"] == alone(tf.validate_dlib, kind)["min_neighbors"]

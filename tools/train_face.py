@@ -17,7 +17,10 @@ Three sub-commands:
   (``bench_peers.OPERATING_SCORES``) at grouping thresholds 1–3, with the detection time (one
   thread, ms per megapixel). This is where configurations and operating scores are chosen.
   ``--split det_scan`` uses the same images degraded as scans, ``--split det_vary`` the same
-  images with faces lit from one side and turned in plane (``tools/face_data.py``).
+  images with faces lit from one side and turned in plane (``tools/face_data.py``). Each
+  model's declared (else best) curve is also read on each kind of image — whole NRC-IIT frames
+  and scenes with pasted faces — at its share of the budgets (:func:`image_parts`), since the
+  two kinds can rank vjboost and dlib in opposite orders.
 * ``robust MODEL...``: the share of the held-out face windows of each source a cascade accepts,
   clean and degraded as scans (:func:`robustness`).
 
@@ -466,11 +469,57 @@ def rates_at(false_positives, detection_rate, budgets) -> dict[str, float]:
             for b in budgets}
 
 
+def image_parts(paths) -> dict[str, np.ndarray]:
+    """Indices of a validation set's images by kind: the folder each image is in
+    (``tools/face_data.py`` writes whole NRC-IIT frames to ``nrc/`` and the scenes with pasted
+    faces to ``scenes/``).
+
+    >>> {k: v.tolist() for k, v in image_parts(["a/nrc/1.png", "a/scenes/2.png",
+    ...                                          "a/nrc/3.png"]).items()}
+    {'nrc': [0, 2], 'scenes': [1]}
+    """
+    kinds = np.array([Path(p).parent.name for p in paths])
+    return {k: np.flatnonzero(kinds == k) for k in sorted(set(kinds.tolist()))}
+
+
+def part_budgets(budgets, part_mp: float, mp: float,
+                 budget_mp: float | None) -> tuple[int, ...]:
+    """The false-positive budgets of a part of ``part_mp`` megapixels of a validation set of
+    ``mp``: at the benchmark's density with ``budget_mp`` (:func:`scaled_budgets`), else the
+    set's counts scaled to the part's area.
+
+    >>> part_budgets(None, 10.0, 80.0, 25.64), part_budgets((2, 50), 10.0, 80.0, None)
+    ((1, 2, 4, 8, 12, 20), (1, 6))
+    """
+    if budget_mp is not None:
+        return scaled_budgets(part_mp, budget_mp)
+    return tuple(max(1, int(round(b * part_mp / mp))) for b in budgets)
+
+
+def _by_part(paths, images, gt, budgets, budget_mp, rates_of) -> dict | None:
+    """``rates_of(indices, budgets)`` for each kind of image (:func:`image_parts`), with its
+    counts; None when the set holds one kind."""
+    parts = image_parts(paths)
+    if len(parts) < 2:
+        return None
+    mp = sum(g.size for g in images) / 1e6
+    out = {}
+    for kind, idx in parts.items():
+        part_mp = sum(images[i].size for i in idx) / 1e6
+        b = part_budgets(budgets or bp.BUDGETS, part_mp, mp, budget_mp)
+        out[kind] = {"images": len(idx), "faces": int(sum(len(gt[paths[i]]) for i in idx)),
+                     "megapixels": round(part_mp, 2), "rates": rates_of(idx, b)}
+    return out
+
+
 def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
-                 budgets: tuple[int, ...] | None = None) -> dict:
+                 budgets: tuple[int, ...] | None = None,
+                 budget_mp: float | None = None) -> dict:
     """Validation curves and detection time (one thread) of one cascade; ``spec`` may end in
     ``:K`` for the cascade's first ``K`` stages (what training with ``stages=K`` gives), and
-    ``budgets`` replaces the benchmark's false-positive counts (:func:`scaled_budgets`)."""
+    ``budgets`` replaces the benchmark's false-positive counts (:func:`scaled_budgets` of
+    ``budget_mp``). ``parts`` holds the declared curve (else the best) on each kind of image
+    (:func:`image_parts`): real frames and pasted scenes can disagree."""
     path, k = _split_spec(spec)
     model, window, _ = bp.vj_load(path)
     if k is not None:
@@ -484,10 +533,9 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
     secs = time.perf_counter() - t0
     mp = sum(g.size for g in images) / 1e6
     neigh, _ = bp.cascade_curves(raw, images, gt, paths, 1)
+    verifier = bp.model_verifier(model) if "verifier" in model.params else None
     scores = bp.score_curves(raw, images, gt, paths, min_neighbors=GROUPING,
-                             last_threshold=model.stages[-1].threshold,
-                             verifier=(bp.model_verifier(model) if "verifier" in model.params
-                                       else None))
+                             last_threshold=model.stages[-1].threshold, verifier=verifier)
     declared = (bp.operating_score(model) if "operating_score" in model.params else None)
     rates = {k: v["rates"] for k, v in scores.items()}
     if budgets is not None and tuple(budgets) != tuple(bp.BUDGETS):
@@ -501,10 +549,33 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
         key = f"{declared['rank']}@{declared['min_neighbors']}"
         if key in scores:
             ops = operating_points(scores[key]["points"], budgets or bp.BUDGETS, mp)
-    return {"model": spec, "kind": kind, "window": list(window), "stages": model.n_stages,
-            "ms_per_mp_1t": round(1000 * secs / mp, 1),
-            "min_neighbors": neigh["rates"], "neighbors_points": neigh["points"],
-            "scores": rates, "declared": declared, "operating_points": ops}
+    res = {"model": spec, "kind": kind, "window": list(window), "stages": model.n_stages,
+           "ms_per_mp_1t": round(1000 * secs / mp, 1),
+           "min_neighbors": neigh["rates"], "neighbors_points": neigh["points"],
+           "scores": rates, "declared": declared, "operating_points": ops}
+    key = (f"{declared['rank']}@{declared['min_neighbors']}" if declared is not None
+           and f"{declared['rank']}@{declared['min_neighbors']}" in scores
+           else best_score(res)[0])
+
+    def rates_of(idx, b):
+        sub = [paths[i] for i in idx]
+        if key == "min_neighbors":
+            pts, _ = bp.cascade_curves([raw[i] for i in idx], [images[i] for i in idx],
+                                       {p: gt[p] for p in sub}, sub, 1)
+            pts = pts["points"]
+        else:
+            rank, m = key.split("@")
+            pts = bp.score_curves([raw[i] for i in idx], [images[i] for i in idx],
+                                  {p: gt[p] for p in sub}, sub, ranks=() if rank == "verified"
+                                  else (rank,), min_neighbors=(int(m),),
+                                  last_threshold=model.stages[-1].threshold,
+                                  verifier=verifier)[key]["points"]
+        return rates_at(pts["false_positives"], pts["detection_rate"], b)
+
+    parts = _by_part(paths, images, gt, budgets, budget_mp, rates_of)
+    if parts is not None:
+        res["parts"] = {"curve": key, **parts}
+    return res
 
 
 def operating_points(points: dict, budgets, megapixels: float) -> list[dict]:
@@ -543,8 +614,10 @@ def _prefix(spec: str) -> int | None:
 
 
 def validate_dlib(paths, images, gt, *, upsample: int = 2,
-                  budgets: tuple[int, ...] | None = None) -> dict:
-    """dlib's HOG frontal-face detector on the validation set (score swept; one thread)."""
+                  budgets: tuple[int, ...] | None = None,
+                  budget_mp: float | None = None) -> dict:
+    """dlib's HOG frontal-face detector on the validation set (score swept; one thread), also
+    on each kind of image (``parts``, as :func:`validate_one`)."""
     import dlib
 
     hog = dlib.get_frontal_face_detector()
@@ -554,11 +627,21 @@ def validate_dlib(paths, images, gt, *, upsample: int = 2,
     secs = time.perf_counter() - t0
     mp = sum(g.size for g in images) / 1e6
     ev = bp.dlib_evaluation(paths, runs, gt)
-    return {"model": f"dlib HOG up{upsample}", "kind": "dlib", "window": None, "stages": None,
-            "ms_per_mp_1t": round(1000 * secs / mp, 1),
-            "min_neighbors": {str(b): round(ev.detection_rate_at(b), 4)
-                              for b in (budgets or bp.BUDGETS)},
-            "scores": {}, "declared": None}
+    res = {"model": f"dlib HOG up{upsample}", "kind": "dlib", "window": None, "stages": None,
+           "ms_per_mp_1t": round(1000 * secs / mp, 1),
+           "min_neighbors": {str(b): round(ev.detection_rate_at(b), 4)
+                             for b in (budgets or bp.BUDGETS)},
+           "scores": {}, "declared": None}
+
+    def rates_of(idx, b):
+        sub = [paths[i] for i in idx]
+        e = bp.dlib_evaluation(sub, [runs[i] for i in idx], {p: gt[p] for p in sub})
+        return {str(x): round(e.detection_rate_at(x), 4) for x in b}
+
+    parts = _by_part(paths, images, gt, budgets, budget_mp, rates_of)
+    if parts is not None:
+        res["parts"] = {"curve": "score", **parts}
+    return res
 
 
 def best_score(res: dict) -> tuple[str, dict]:
@@ -587,6 +670,12 @@ def print_validation(results: list[dict]) -> None:
                   + " ".join(f"{x:6.3f}" for x in v) + f"  {np.mean(v):6.3f} {tm}")
         k, _ = best_score(r)
         print(f"{'':<34s} best curve on validation: {k}")
+        if r.get("parts"):
+            parts = {n: p for n, p in r["parts"].items() if n != "curve"}
+            print(f"{'':<34s} {r['parts']['curve']} by image kind (mean of its budgets): "
+                  + ", ".join(f"{n} ({p['images']} images, {p['faces']} faces) "
+                              f"{np.mean(list(p['rates'].values())):.3f}"
+                              for n, p in parts.items()))
         if r.get("operating_points"):
             d = r["declared"]
             print(f"{'':<34s} declared {d['rank']}@{d['min_neighbors']}: --min-score per budget "
@@ -731,9 +820,11 @@ def main(argv: list[str] | None = None) -> int:
     specs = [(m, "vjboost") for m in args.models]
     if args.peers:
         specs += [(s, "opencv") for s in bp.OPENCV.values()]
-    results = [validate_one(s, paths, images, gt, kind=k, budgets=budgets) for s, k in specs]
+    results = [validate_one(s, paths, images, gt, kind=k, budgets=budgets,
+                            budget_mp=args.budget_mp) for s, k in specs]
     if args.dlib:
-        results.append(validate_dlib(paths, images, gt, upsample=2, budgets=budgets))
+        results.append(validate_dlib(paths, images, gt, upsample=2, budgets=budgets,
+                                     budget_mp=args.budget_mp))
     for r in results:  # logged first: the figures outlive any printing problem
         # the detector's own kind is logged as "detector" ("kind" names the log entry)
         log({**{k: v for k, v in r.items() if k not in ("neighbors_points", "kind")},
@@ -745,7 +836,9 @@ def main(argv: list[str] | None = None) -> int:
                "models": {r["model"]: {"min_neighbors": r["min_neighbors"],
                                        "best_curve": best_score(r)[0],
                                        "best_rates": best_score(r)[1],
-                                       "ms_per_mp_1t": r["ms_per_mp_1t"]} for r in results}}
+                                       "ms_per_mp_1t": r["ms_per_mp_1t"],
+                                       **({"parts": r["parts"]} if r.get("parts") else {})}
+                          for r in results}}
     print("RESULT " + json.dumps(summary))
     return 0
 
