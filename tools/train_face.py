@@ -544,18 +544,16 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
                                            budgets))
         rates = {k: rates_at(v["points"]["false_positives"], v["points"]["detection_rate"],
                              budgets) for k, v in scores.items()}
-    ops = None
-    if declared is not None:
-        key = f"{declared['rank']}@{declared['min_neighbors']}"
-        if key in scores:
-            ops = operating_points(scores[key]["points"], budgets or bp.BUDGETS, mp)
+    declared_key = (f"{declared['rank']}@{declared['min_neighbors']}" if declared is not None
+                    else None)
+    ops = (operating_points(scores[declared_key]["points"], budgets or bp.BUDGETS, mp)
+           if declared_key in scores else None)
     res = {"model": spec, "kind": kind, "window": list(window), "stages": model.n_stages,
            "ms_per_mp_1t": round(1000 * secs / mp, 1),
            "min_neighbors": neigh["rates"], "neighbors_points": neigh["points"],
            "scores": rates, "declared": declared, "operating_points": ops}
-    key = (f"{declared['rank']}@{declared['min_neighbors']}" if declared is not None
-           and f"{declared['rank']}@{declared['min_neighbors']}" in scores
-           else best_score(res)[0])
+    # the curve read on each kind of image: the declared one, else the best
+    key = declared_key if declared_key in scores else best_score(res)[0]
 
     def rates_of(idx, b):
         sub = [paths[i] for i in idx]
