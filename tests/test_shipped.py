@@ -11,7 +11,7 @@ import cv2
 import numpy as np
 import pytest
 
-from vjboost.cascade.detector import CascadeDetector
+from vjboost.cascade.detector import CascadeDetector, declared_suppression
 from vjboost.cascade.model_io import load_model
 from vjboost.cascade.shipped import (
     DEFAULT_MODEL,
@@ -114,17 +114,19 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
     curves = {}
     for spec in ("vjboost:frontalface", "vjboost:frontalface_haar",
                  "opencv:haarcascade_frontalface_default"):
-        det = CascadeDetector(load_model(resolve_model(spec)), scale_factor=1.1, min_neighbors=0,
-                              grouping="none")
+        model = load_model(resolve_model(spec))
+        det = CascadeDetector(model, scale_factor=1.1, min_neighbors=0, grouping="none")
         raw = {p: det.raw_windows(g) for p, g in grays.items()}
+        # with the detections inside better ones dropped as the detector drops them
         curves[spec] = sweep_min_neighbors(raw, gt, thresholds=range(1, 31), image_sizes=sizes,
-                                           iou_threshold=0.3)
+                                           iou_threshold=0.3,
+                                           suppress_inside=declared_suppression(model))
     ref = curves["opencv:haarcascade_frontalface_default"]
     assert (ref.at(3).detection_rate, ref.at(3).false_positives) == (
         pytest.approx(309 / 354), 52)  # anchor
     # the cards' figures: (faces found, false positives) at minNeighbors 1..4
     # (the default model with its declared coarse-to-fine scan)
-    cards = {"vjboost:frontalface": [(303, 117), (289, 58), (281, 44), (275, 33)],
+    cards = {"vjboost:frontalface": [(303, 102), (289, 51), (281, 38), (275, 28)],
              "vjboost:frontalface_haar": [(274, 32), (261, 12), (249, 3), (242, 3)]}
     for spec, want in cards.items():
         ours = curves[spec]
@@ -138,10 +140,10 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
                               scale_factor=1.1, min_neighbors=1, score="model")
     dets = {p: (d.boxes, d.scores) for p, d in ((p, default.detect(g)) for p, g in grays.items())}
     scored = evaluate_detections(dets, gt, iou_threshold=0.3)
-    # faces found at 2 ... 50 false positives (the card's 0.754 / 0.768 / 0.782 / 0.814 / 0.836
+    # faces found at 2 ... 50 false positives (the card's 0.754 / 0.768 / 0.782 / 0.822 / 0.839
     # / 0.850, as bench_peers prints its rates rounded to four places)
     assert [round(scored.detection_rate_at(b) * 354) for b in (2, 5, 10, 20, 30, 50)] == [
-        267, 272, 277, 288, 296, 301]
+        267, 272, 277, 291, 297, 301]
     for fp in (2, 5, 10):
         assert curves["vjboost:frontalface_haar"].detection_rate_at(fp) > \
             ref.detection_rate_at(fp) + 0.25

@@ -63,6 +63,13 @@ def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch):
     assert face.n_stages == tf.SHIPPED_STAGES["frontalface"] <= len(report["stages"])
     assert [len(s.trees) for s in face.stages] == [
         s["n_weak"] for s in report["stages"]][:face.n_stages]
+    # and it declares what --ship declares for its recipe
+    assert face.params["coarse_to_fine"] == tf.COARSE_TO_FINE["frontalface"]
+    assert face.params["min_std"] == tf.MIN_STD["frontalface"]
+    assert face.params["suppress_inside"] == tf.SUPPRESS_INSIDE["frontalface"]
+    monkeypatch.setitem(tf.SUPPRESS_INSIDE, "face", 0.5)
+    tf.ship_model("face", run)
+    assert load_model(models / "face.json").params["suppress_inside"] == 0.5
 
 
 def test_degrade_is_seeded_keeps_shape_and_lowers_detail(monkeypatch):

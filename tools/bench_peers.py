@@ -52,9 +52,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from vjboost.boxes import GROUP_SCORES  # noqa: E402
+from vjboost.boxes import GROUP_SCORES, suppress_inside  # noqa: E402
 from vjboost.cascade.detector import (  # noqa: E402,F401
     DEFAULT_OPERATING,
+    declared_suppression,
     model_verifier,
     operating_score,
 )
@@ -124,46 +125,46 @@ OPERATING_SCORES = GROUP_SCORES
 
 def ranked(groups, min_neighbors: int, size: tuple[int, int], rank: str, *,
            last_threshold: float = 0.0, image: np.ndarray | None = None,
-           verifier=None) -> tuple[np.ndarray, np.ndarray]:
+           verifier=None, suppress: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Detections at ``min_neighbors`` and their scores by ``rank``: a group score
     (:meth:`vjboost.boxes.WindowGroups.select`) or ``"verified"`` (the margin rescored by the
-    model's verifier on ``image``, as the detector's ``score="verified"``)."""
+    model's verifier on ``image``, as the detector's ``score="verified"``); with ``suppress``,
+    those inside a better one dropped as the detector drops them (its ``suppress_inside``)."""
     if rank != "verified":
         b, sc, _ = groups.select(min_neighbors, size, score=rank, offset=last_threshold)
-        return np.asarray(b), sc
-    b, sc, _ = groups.select(min_neighbors, size, score="margin", offset=last_threshold)
-    return np.asarray(b), (verifier.rescore(image, b, sc) if len(b) else sc)
+    else:
+        b, sc, _ = groups.select(min_neighbors, size, score="margin", offset=last_threshold)
+        sc = verifier.rescore(image, b, sc) if len(b) else sc
+    b = np.asarray(b)
+    return suppressed(b, np.asarray(sc), suppress)
 
 
-def group_scores(groups, min_neighbors: int, size: tuple[int, int], *,
-                 last_threshold: float = 0.0, image: np.ndarray | None = None,
-                 verifier=None) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Detections at ``min_neighbors`` (> 0) and every operating score of each (the detector's
-    ``score`` options; ``"verified"`` too when a ``verifier`` is given)."""
-    out = {}
-    for rank in OPERATING_SCORES + (("verified",) if verifier is not None else ()):
-        b, out[rank] = ranked(groups, min_neighbors, size, rank, last_threshold=last_threshold,
-                              image=image, verifier=verifier)
-    return b, out
+def suppressed(boxes: np.ndarray, scores: np.ndarray, share: float | None
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``boxes`` and ``scores`` without the boxes that lie ``share`` inside a better one
+    (:func:`vjboost.boxes.suppress_inside`; None: all of them)."""
+    if share is None or len(boxes) < 2:
+        return boxes, scores
+    keep = suppress_inside(boxes, scores, share)
+    return boxes[keep], scores[keep]
 
 
 def score_curves(raw, images, gt, paths, *, ranks=OPERATING_SCORES,
                  min_neighbors=(1,), last_threshold: float = 0.0,
-                 verifier=None) -> dict[str, dict]:
+                 verifier=None, suppress: float | None = None) -> dict[str, dict]:
     """``score`` curves of one cascade's raw windows: every ``rank`` at every grouping threshold
     (keys ``"<rank>@<m>"``; ``"verified"`` too with a ``verifier``), each with its rates at the
-    budgets and its envelope points."""
+    budgets and its envelope points; ``suppress`` as :func:`ranked`."""
     sizes = [(g.shape[1], g.shape[0]) for g in images]
     groups = [vj_groups(b, s) for b, s in raw]
     if verifier is not None:
         ranks = (*ranks, "verified")
     out = {}
     for m in min_neighbors:
-        per = [group_scores(g, m, sz, last_threshold=last_threshold, image=img,
-                            verifier=verifier)
-               for g, sz, img in zip(groups, sizes, images, strict=True)]
         for rank in ranks:
-            dets = {p: (b, sc[rank]) for p, (b, sc) in zip(paths, per, strict=True)}
+            dets = {p: ranked(g, m, sz, rank, last_threshold=last_threshold, image=img,
+                              verifier=verifier, suppress=suppress)
+                    for p, g, sz, img in zip(paths, groups, sizes, images, strict=True)}
             ev = evaluate_detections(dets, gt, iou_threshold=IOU)
             out[f"{rank}@{m}"] = {"rates": rates(ev), "points": curve_points(ev),
                                   "rank": rank, "min_neighbors": m}
@@ -254,6 +255,22 @@ class Cascade:
         return vj_detector(self.model, self.window, threads=threads,
                            min_neighbors=self.timed_neighbors, score=self.timed_score).detect
 
+    def expected(self, raw, images) -> list[np.ndarray]:
+        """The boxes the timed detector should return on each image, from the raw windows of
+        the curves: grouped at its ``min_neighbors``, ranked as it ranks them, and without the
+        boxes inside better ones that the model declares dropping."""
+        m = self.timed_neighbors
+        if self.timed_score == "model":
+            rank = operating_score(self.model)["rank"]
+            verifier = model_verifier(self.model) if rank == "verified" else None
+        else:
+            rank, verifier = self.timed_score, None
+        suppress = declared_suppression(self.model) if self.kind == "vjboost" else None
+        return [ranked(vj_groups(b, s), m, (g.shape[1], g.shape[0]), rank,
+                       last_threshold=self.model.stages[-1].threshold, image=g,
+                       verifier=verifier, suppress=suppress)[0]
+                for (b, s), g in zip(raw, images, strict=True)]
+
     def training_seconds(self) -> float | None:
         p = Path(self.path)
         for rep in (p.with_suffix(".report.json"), p.parent / "report.json"):
@@ -268,9 +285,12 @@ class Cascade:
 
 
 def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = "best",
-                   last_threshold: float = 0.0, verifier=None) -> tuple[dict, dict]:
+                   last_threshold: float = 0.0, verifier=None,
+                   suppress: float | None = None) -> tuple[dict, dict]:
     """min_neighbors and score curves of one cascade's raw windows (the score curve ranks the
-    groups at ``score_neighbors`` by ``rank``, one of :data:`OPERATING_SCORES`)."""
+    groups at ``score_neighbors`` by ``rank``, one of :data:`OPERATING_SCORES`); with
+    ``suppress``, the detections inside a better one are dropped as the detector drops them
+    (by the best window's score at each ``min_neighbors``, the detector's default ``score``)."""
     sizes = [(g.shape[1], g.shape[0]) for g in images]
     groups = [vj_groups(b, s) for b, s in raw]
     by_m = {}
@@ -278,6 +298,9 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = 
         dets = {}
         for p, g, sz in zip(paths, groups, sizes, strict=True):
             gb, gs, gn = vj_group(g, m, sz)
+            if m > 0 and suppress is not None and len(gb) > 1:
+                keep = suppress_inside(gb, gs, suppress)
+                gb, gn = gb[keep], gn[keep]
             dets[p] = (gb, gn.astype(np.float64) if m > 0 else gs)
         by_m[m] = evaluate_detections(dets, gt, iou_threshold=IOU)
     fp = np.array([by_m[m].false_positives for m in by_m])
@@ -289,7 +312,7 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = 
     dets = {}
     for p, g, sz, img in zip(paths, groups, sizes, images, strict=True):
         dets[p] = ranked(g, score_neighbors, sz, rank, last_threshold=last_threshold,
-                         image=img, verifier=verifier)
+                         image=img, verifier=verifier, suppress=suppress)
     ev = evaluate_detections(dets, gt, iou_threshold=IOU)
     score = {"rates": rates(ev), "points": curve_points(ev),
              "min_neighbors": score_neighbors, "rank": rank}
@@ -363,7 +386,8 @@ def main(argv: list[str] | None = None) -> int:
                                       rank=op["rank"],
                                       last_threshold=c.model.stages[-1].threshold,
                                       verifier=(model_verifier(c.model) if op["rank"]
-                                                == "verified" else None))
+                                                == "verified" else None),
+                                      suppress=declared_suppression(c.model))
         results[c.label] = {"kind": c.kind, "model": c.spec, "window": list(c.window),
                             "curves": {"min_neighbors": neigh, "score": score},
                             "primary": args.primary,
@@ -400,9 +424,8 @@ def main(argv: list[str] | None = None) -> int:
                 out = [fn(g) for g in images]
                 times.setdefault(label, {}).setdefault(th, []).append(clock() - t0)
                 if rep == 0 and th == threads[0]:
-                    m = next(c for c in cascades if c.label == label).timed_neighbors
-                    ref = [vj_group(vj_groups(b, s), m, (g.shape[1], g.shape[0]))[0]
-                           for (b, s), g in zip(raws[label], images, strict=True)]
+                    ref = next(c for c in cascades if c.label == label).expected(
+                        raws[label], images)
                     boxes = [o.boxes if hasattr(o, "boxes") else o for o in out]
                     identical[label] = sum(_same(a, b) for a, b in zip(boxes, ref, strict=True))
             if th == threads[0]:  # dlib is single-threaded: timed once

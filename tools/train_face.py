@@ -130,6 +130,10 @@ COARSE_TO_FINE = {"frontalface": 6}
 #: highest validation mean, a tie within 0.05 points going to the higher gate (OpenCV's 10
 #: turned away low-contrast faces of scanned photographs; vjboost/models/README.md)
 MIN_STD = {"frontalface": 8.0}
+#: the share of a detection's area inside a better-scored one that drops it, each recipe's model
+#: declares (``params["suppress_inside"]``; faces do not nest, and most of the best-ranked false
+#: alarms on the views were parts of faces inside them; vjboost/models/README.md)
+SUPPRESS_INSIDE = {"frontalface": 0.5}
 #: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
 #: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
 VERIFIED = ("frontalface",)
@@ -387,7 +391,8 @@ def _quick_data(pos: Path, bg: Path, out: Path) -> tuple[Path, Path]:
 
 def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
     """Copy a trained model into the shipped models' folder under ``name``, cut to its shipped
-    stages, with its declared operating score, verifier, coarse-to-fine scan and σ gate."""
+    stages, with its declared operating score, verifier, coarse-to-fine scan, σ gate and
+    suppression of detections inside better ones."""
     from vjboost.cascade import load_model, save_model
     from vjboost.cascade.shipped import MODELS_DIR
 
@@ -404,6 +409,8 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
         # the verifier's negatives are mined behind the detector's default gate whatever the
         # model declares (declare_verifier)
         model.params["min_std"] = MIN_STD[name]
+    if name in SUPPRESS_INSIDE:
+        model.params["suppress_inside"] = SUPPRESS_INSIDE[name]
     save_model(model, MODELS_DIR / f"{name}.json")
     shipped = [MODELS_DIR / f"{name}.json"]
     for src, suffix in (("cascade.xml", ".xml"), ("report.json", ".report.json")):
@@ -532,10 +539,12 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
     raw = [det.raw_windows(g) for g in images]
     secs = time.perf_counter() - t0
     mp = sum(g.size for g in images) / 1e6
-    neigh, _ = bp.cascade_curves(raw, images, gt, paths, 1)
+    suppress = bp.declared_suppression(model)
+    neigh, _ = bp.cascade_curves(raw, images, gt, paths, 1, suppress=suppress)
     verifier = bp.model_verifier(model) if "verifier" in model.params else None
     scores = bp.score_curves(raw, images, gt, paths, min_neighbors=GROUPING,
-                             last_threshold=model.stages[-1].threshold, verifier=verifier)
+                             last_threshold=model.stages[-1].threshold, verifier=verifier,
+                             suppress=suppress)
     declared = (bp.operating_score(model) if "operating_score" in model.params else None)
     rates = {k: v["rates"] for k, v in scores.items()}
     if budgets is not None and tuple(budgets) != tuple(bp.BUDGETS):
@@ -559,7 +568,7 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
         sub = [paths[i] for i in idx]
         if key == "min_neighbors":
             pts, _ = bp.cascade_curves([raw[i] for i in idx], [images[i] for i in idx],
-                                       {p: gt[p] for p in sub}, sub, 1)
+                                       {p: gt[p] for p in sub}, sub, 1, suppress=suppress)
             pts = pts["points"]
         else:
             rank, m = key.split("@")
@@ -567,7 +576,7 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
                                   {p: gt[p] for p in sub}, sub, ranks=() if rank == "verified"
                                   else (rank,), min_neighbors=(int(m),),
                                   last_threshold=model.stages[-1].threshold,
-                                  verifier=verifier)[key]["points"]
+                                  verifier=verifier, suppress=suppress)[key]["points"]
         return rates_at(pts["false_positives"], pts["detection_rate"], b)
 
     parts = _by_part(paths, images, gt, budgets, budget_mp, rates_of)

@@ -1,4 +1,5 @@
-"""Box maths in one place: IoU, non-maximum suppression, OpenCV's grouping, clipping.
+"""Box maths in one place: IoU, non-maximum suppression (by IoU, and of boxes inside better
+ones), OpenCV's grouping, clipping.
 
 Boxes are ``(x, y, w, h)`` rows: top-left corner and size, in pixels.
 
@@ -77,6 +78,7 @@ __all__ = [
     "nms",
     "overlap_counts",
     "similar_classes",
+    "suppress_inside",
 ]
 
 
@@ -299,6 +301,70 @@ def _nms(b, order, thr):
             if union > 0 and inter / union > thr:
                 dead[j] = True
     return keep[:m]
+
+
+def suppress_inside(boxes, scores, coverage: float = 0.5) -> np.ndarray:
+    """Which boxes lie outside every better-scored box: the mask of those to keep.
+
+    A box is dropped when at least ``coverage`` of its area lies inside another box that scores
+    higher (ties drop nothing). Objects such as faces do not nest, so a detection mostly inside
+    a better one is a part of the object passing for a whole one, or a duplicate that IoU-based
+    grouping kept because the two differ in size. Every box is compared with every better box,
+    dropped or not, so the result does not depend on the boxes' order.
+
+    Parameters
+    ----------
+    boxes : array-like, shape (N, 4)
+        ``(x, y, w, h)``, positive width and height.
+    scores : array-like, shape (N,)
+        Higher is better.
+    coverage : float in (0, 1], default=0.5
+        Share of a box's area (intersection / its own area) inside a better box that drops it.
+
+    Returns
+    -------
+    ndarray of bool, shape (N,)
+        True for the boxes kept, in the input order.
+
+    Examples
+    --------
+    >>> suppress_inside([[0, 0, 40, 40], [10, 10, 20, 20], [30, 30, 20, 20]],
+    ...                 [2.0, 3.0, 1.0]).tolist()
+    [True, True, True]
+    >>> suppress_inside([[0, 0, 40, 40], [10, 10, 20, 20], [30, 30, 20, 20]],
+    ...                 [4.0, 3.0, 1.0]).tolist()
+    [True, False, True]
+    """
+    b = check_boxes(boxes, "boxes")
+    s = check_array(scores, "scores", allow_empty=True, dtype=np.float64).reshape(-1)
+    if b.shape[0] != s.shape[0]:
+        raise ValueError(f"scores: {s.shape[0]} values for {b.shape[0]} boxes")
+    if not (isinstance(coverage, int | float) and 0.0 < coverage <= 1.0):
+        raise ValueError(f"coverage: expected a share in (0, 1], got {coverage!r}")
+    if not np.isfinite(s).all():
+        raise ValueError("scores: expected finite values")
+    return _suppress_inside(b, s, np.argsort(-s, kind="stable"), float(coverage))
+
+
+@njit(cache=True, nogil=True)
+def _suppress_inside(b, s, order, cov):
+    n = order.shape[0]
+    keep = np.ones(n, dtype=np.bool_)
+    for a in range(1, n):
+        i = order[a]
+        x1, y1 = b[i, 0], b[i, 1]
+        x2, y2 = x1 + b[i, 2], y1 + b[i, 3]
+        need = cov * b[i, 2] * b[i, 3]
+        for c in range(a):
+            j = order[c]
+            if s[j] <= s[i]:
+                break  # sorted: no better box follows
+            iw = min(x2, b[j, 0] + b[j, 2]) - max(x1, b[j, 0])
+            ih = min(y2, b[j, 1] + b[j, 3]) - max(y1, b[j, 1])
+            if iw > 0 and ih > 0 and iw * ih >= need:
+                keep[i] = False
+                break
+    return keep
 
 
 def overlap_counts(boxes, iou_threshold: float) -> np.ndarray:

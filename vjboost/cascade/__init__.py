@@ -10,7 +10,8 @@ Main entry points (exported lazily, :mod:`vjboost._lazy`):
   (``vjboost.cascade.model_io``);
 - :func:`detect`, :func:`train` — one call each (``vjboost.cascade.api``);
 - :class:`CascadeDetector`, :class:`Detections` — detection, and :func:`operating_score`,
-  the ranking of detections a model declares (``vjboost.cascade.detector``);
+  the ranking of detections a model declares, and :func:`declared_suppression`, the share of a
+  detection inside a better one that drops it (``vjboost.cascade.detector``);
   :class:`Pyramid`, :func:`opencv_scales` — the scan geometry (``vjboost.cascade.scan``);
   :class:`CascadeRunner`, :func:`cascade_accepts` — every window-level evaluation
   (``vjboost.cascade.runner``); box maths (grouping, NMS, IoU) is in :mod:`vjboost.boxes`;
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from vjboost.cascade.detector import (
         CascadeDetector,
         Detections,
+        declared_suppression,
         detect_images,
         object_box,
         operating_score,

@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 
 from .._threads import n_threads
-from ..boxes import DETECTION_SCORES, group_detections, inner_boxes
+from ..boxes import DETECTION_SCORES, group_detections, inner_boxes, suppress_inside
 from .model import CascadeModel
 from .runner import CascadeRunner
 from .scan import (
@@ -47,6 +47,8 @@ __all__ = [
     "CascadeDetector",
     "Detections",
     "check_object_box",
+    "check_suppress_inside",
+    "declared_suppression",
     "detect_images",
     "model_verifier",
     "object_box",
@@ -278,6 +280,32 @@ def _coarse_to_fine(value: Any, model: CascadeModel, runner: CascadeRunner) -> i
     return runner.check_coarse_to_fine(declared, "the model's params['coarse_to_fine']")
 
 
+def check_suppress_inside(value: Any, name: str = "suppress_inside") -> float | None:
+    """``suppress_inside`` as a share in (0, 1], or None (None or 0: off)."""
+    if value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                         and value == 0):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) \
+            or not 0.0 < float(value) <= 1.0:
+        raise ValueError(f"{name}: expected a share in (0, 1], 0 or None, got {value!r}")
+    return float(value)
+
+
+def declared_suppression(model: CascadeModel) -> float | None:
+    """The share of a detection's area inside a better one that drops it, as the model declares
+    (``params["suppress_inside"]``, :func:`vjboost.boxes.suppress_inside`; chosen on
+    validation), or None.
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> declared_suppression(load_model("vjboost:frontalface"))
+    0.5
+    """
+    declared = dict(getattr(model, "params", {}) or {}).get("suppress_inside")
+    return check_suppress_inside(declared, "the model's params['suppress_inside']")
+
+
 def operating_score(model: CascadeModel) -> dict[str, Any]:
     """The operating score a model declares: how its detections are best ranked.
 
@@ -353,7 +381,7 @@ class CascadeDetector:
         The σ gate in grey levels (OpenCV: 10; 0: none): windows whose inner-area standard
         deviation is at most this are rejected before the first stage. Applies to cascades
         whose features use OpenCV's variance normalisation (Haar). ``"model"``: what the model
-        declares (``params["min_std"]``; 6 for ``vjboost:frontalface``, whose low-contrast
+        declares (``params["min_std"]``; 8 for ``vjboost:frontalface``, whose low-contrast
         faces the gate of 10 turned away), else OpenCV's 10.
     n_stages : int, optional
         Use only the first ``n_stages`` stages (more, weaker detections).
@@ -372,6 +400,14 @@ class CascadeDetector:
         side by side, and the verifier. Results do not depend on it.
     channel_order : {"bgr", "rgb"}, default="bgr"
         Colour order of 3-channel input (OpenCV convention is BGR).
+    suppress_inside : float, None or "model", default="model"
+        Drop a grouped detection when at least this share of its area lies inside another
+        detection that scores higher (:func:`vjboost.boxes.suppress_inside`; faces do not
+        nest, so such a box is a part of a face passing for one); None or 0: off. Applies
+        after the final scores (and the verifier), before ``min_score``; not to raw windows
+        (``min_neighbors=0`` or ``grouping="none"``). ``"model"``: what the model declares
+        (:func:`declared_suppression`; 0.5 for ``vjboost:frontalface``, nothing for OpenCV's
+        cascades, whose detections stay OpenCV's).
     coarse_to_fine : int, None or "model", default="model"
         ``K``: scan each level's coarse grid (every second grid position, in rows and
         columns) with the first ``K`` stages, then the whole cascade on the grid positions
@@ -421,6 +457,7 @@ class CascadeDetector:
         threads: int | None = None,
         channel_order: str = "bgr",
         coarse_to_fine: int | str | None = "model",
+        suppress_inside: float | str | None = "model",
     ) -> None:
         if not isinstance(model, CascadeModel):
             raise TypeError(f"model: expected a CascadeModel, got {type(model).__name__}")
@@ -470,6 +507,9 @@ class CascadeDetector:
         self.border_margin = float(border_margin)
         self._runner = CascadeRunner(model, threads=threads)
         self.coarse_to_fine = _coarse_to_fine(coarse_to_fine, model, self._runner)
+        self.suppress_inside = (declared_suppression(model) if isinstance(suppress_inside, str)
+                                and suppress_inside == "model"
+                                else check_suppress_inside(suppress_inside))
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -603,6 +643,10 @@ class CascadeDetector:
                                       else self.score,
                                       offset=self.model.stages[-1].threshold)
         sc = self.rescore(img, b, sc)
+        if self.suppress_inside is not None and self.min_neighbors > 0 \
+                and self.grouping != "none" and len(b) > 1:
+            ok = suppress_inside(b, sc, self.suppress_inside)
+            b, sc, cnt = b[ok], sc[ok], cnt[ok]
         if self.min_score is not None:
             ok = sc >= self.min_score
             b, sc, cnt = b[ok], sc[ok], cnt[ok]

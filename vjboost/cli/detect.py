@@ -244,9 +244,14 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "cascades).")
 @click.option("--min-std", "min_std", default="model", show_default=True,
               help="The σ gate in grey levels: windows whose standard deviation is at most this "
-                   "are skipped (OpenCV: 10; 0: none); model: what the model declares (6 for "
+                   "are skipped (OpenCV: 10; 0: none); model: what the model declares (8 for "
                    "vjboost:frontalface, which finds low-contrast faces below OpenCV's 10), "
                    "else 10.")
+@click.option("--suppress-inside", "suppress_inside", default="model", show_default=True,
+              help="Drop a detection when at least this share of its area lies inside a "
+                   "better-scored one (faces do not nest); off (or 0): keep them; model: what "
+                   "the model declares (0.5 for vjboost:frontalface, off for OpenCV's "
+                   "cascades).")
 @click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
               show_default=True,
               help="Let windows extend past the image edge by --border-margin of their size "
@@ -283,17 +288,17 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-         score, min_score, stages, coarse_to_fine, min_std, border, border_margin, threads,
-         scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels, recursive,
-         max_frames, every, progress) -> None:
+         score, min_score, stages, coarse_to_fine, min_std, suppress_inside, border,
+         border_margin, threads, scheduler, workers, output_dir, fmt, save_path, json_path,
+         label, max_pixels, recursive, max_frames, every, progress) -> None:
     """Detect objects in INPUTS: image files, folders, glob patterns, list files (.txt, one
     image per line), video files or camera indexes (0, 1, ...). Prints one JSON line per
     detection (or writes --format coco|voc|yolo)."""
     try:
         _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode,
-              grouping, score, min_score, stages, coarse_to_fine, min_std, border, border_margin,
-              threads, scheduler, workers, output_dir, fmt, save_path, json_path, label,
-              max_pixels, recursive, max_frames, every, progress)
+              grouping, score, min_score, stages, coarse_to_fine, min_std, suppress_inside,
+              border, border_margin, threads, scheduler, workers, output_dir, fmt, save_path,
+              json_path, label, max_pixels, recursive, max_frames, every, progress)
     except (OutputError, LimitError, _ParameterLimit, ExecutorError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -316,6 +321,19 @@ def _min_std(value: str) -> float | str:
         raise click.UsageError(str(exc)) from None
 
 
+def _suppress_inside(value: str) -> float | str | None:
+    """``--suppress-inside`` as :class:`CascadeDetector`'s argument (checked there)."""
+    if value in ("model", "off"):
+        return None if value == "off" else value
+    from ..cascade.detector import check_suppress_inside
+
+    try:
+        return check_suppress_inside(float(value), "--suppress-inside")
+    except ValueError:
+        raise click.UsageError(f"--suppress-inside: expected a share in (0, 1], off or model, "
+                               f"got {value!r}") from None
+
+
 def _coarse_to_fine(value: str) -> int | str | None:
     """``--coarse-to-fine`` as :class:`CascadeDetector`'s argument."""
     if value in ("model", "off"):
@@ -328,7 +346,8 @@ def _coarse_to_fine(value: str) -> int | str | None:
 
 
 def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-          score, min_score, stages, coarse_to_fine, min_std, border, border_margin, threads,
+          score, min_score, stages, coarse_to_fine, min_std, suppress_inside, border,
+          border_margin, threads,
           scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels,
           recursive, max_frames, every, progress) -> None:
     from ..cascade.detector import CascadeDetector
@@ -367,6 +386,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
                       max_size=_parse_size(max_size, "--max-size"), mode=mode,
                       grouping=grouping, score=score, min_score=min_score, n_stages=stages,
                       coarse_to_fine=_coarse_to_fine(coarse_to_fine), min_std=_min_std(min_std),
+                      suppress_inside=_suppress_inside(suppress_inside),
                       threads=threads or None,
                       border=None if border == "none" else border, border_margin=border_margin)
         try:

@@ -241,7 +241,9 @@ def sweep_detector(
     curve = sweep_min_neighbors(windows(), eval_set.annotations, thresholds=thresholds,
                                 image_sizes=eval_set.sizes, iou_threshold=iou_threshold,
                                 ignore=eval_set.annotations.ignore, score=score, offset=offset,
-                                rescore=rescore)
+                                rescore=rescore,
+                                # the detector's own suppression of boxes inside better ones
+                                suppress_inside=getattr(detector, "suppress_inside", None))
     total = time.perf_counter() - t1
     return DetectorRun(curve, timing["detect"], total - timing["detect"], int(timing["raw"]),
                        kept)

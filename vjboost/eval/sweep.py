@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..boxes import WindowGroups
+from ..boxes import suppress_inside as suppress_inside_
 from .metrics import DetectionEvaluation, evaluate_detections
 
 __all__ = ["NeighborsCurve", "sweep_min_neighbors"]
@@ -65,6 +66,7 @@ def sweep_min_neighbors(
     score: str = "best",
     offset: float = 0.0,
     rescore: Callable[[str, np.ndarray, np.ndarray], np.ndarray] | None = None,
+    suppress_inside: float | None = None,
 ) -> NeighborsCurve:
     """Evaluate the grouped detections at several ``min_neighbors`` values.
 
@@ -93,6 +95,10 @@ def sweep_min_neighbors(
         ``rescore(image, boxes, scores) -> scores`` applied to each image's grouped detections
         right after its windows are grouped (a verified detector's
         :meth:`~vjboost.cascade.detector.CascadeDetector.rescore`).
+    suppress_inside : float, optional
+        Then drop, at every threshold above 0, the detections that lie this share inside a
+        better-scored one (:func:`vjboost.boxes.suppress_inside`), as the detector's own
+        ``suppress_inside`` does.
 
     Returns
     -------
@@ -118,6 +124,9 @@ def sweep_min_neighbors(
             boxes, scores, _ = groups.select(t, size, score=score, offset=offset)
             if rescore is not None:
                 scores = rescore(name, boxes, scores)
+            if suppress_inside is not None and t > 0 and len(boxes) > 1:
+                keep = suppress_inside_(boxes, scores, suppress_inside)
+                boxes, scores = boxes[keep], scores[keep]
             per_t[k][name] = (boxes, scores)
         if progress is not None:
             progress(name)
