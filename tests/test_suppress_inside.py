@@ -87,7 +87,7 @@ def _nested_windows():
 def test_detector_applies_the_declared_share_to_grouped_detections(monkeypatch):
     model = load_model("vjboost:frontalface_haar")
     assert declared_suppression(model) is None  # nothing declared: OpenCV's detections
-    assert declared_suppression(load_model("vjboost:frontalface")) == 0.5
+    assert declared_suppression(load_model("vjboost:frontalface")) == 0.3
     boxes, scores = _nested_windows()
     img = np.zeros((400, 400), np.uint8)
     out = {}

@@ -265,10 +265,9 @@ class Cascade:
             verifier = model_verifier(self.model) if rank == "verified" else None
         else:
             rank, verifier = self.timed_score, None
-        suppress = declared_suppression(self.model) if self.kind == "vjboost" else None
         return [ranked(vj_groups(b, s), m, (g.shape[1], g.shape[0]), rank,
                        last_threshold=self.model.stages[-1].threshold, image=g,
-                       verifier=verifier, suppress=suppress)[0]
+                       verifier=verifier, suppress=declared_suppression(self.model))[0]
                 for (b, s), g in zip(raw, images, strict=True)]
 
     def training_seconds(self) -> float | None:

@@ -133,7 +133,7 @@ MIN_STD = {"frontalface": 8.0}
 #: the share of a detection's area inside a better-scored one that drops it, each recipe's model
 #: declares (``params["suppress_inside"]``; faces do not nest, and most of the best-ranked false
 #: alarms on the views were parts of faces inside them; vjboost/models/README.md)
-SUPPRESS_INSIDE = {"frontalface": 0.5}
+SUPPRESS_INSIDE = {"frontalface": 0.3}
 #: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
 #: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
 VERIFIED = ("frontalface",)

@@ -300,7 +300,7 @@ def declared_suppression(model: CascadeModel) -> float | None:
     --------
     >>> from vjboost.cascade.model_io import load_model
     >>> declared_suppression(load_model("vjboost:frontalface"))
-    0.5
+    0.3
     """
     declared = dict(getattr(model, "params", {}) or {}).get("suppress_inside")
     return check_suppress_inside(declared, "the model's params['suppress_inside']")
@@ -402,11 +402,12 @@ class CascadeDetector:
         Colour order of 3-channel input (OpenCV convention is BGR).
     suppress_inside : float, None or "model", default="model"
         Drop a grouped detection when at least this share of its area lies inside another
-        detection that scores higher (:func:`vjboost.boxes.suppress_inside`; faces do not
-        nest, so such a box is a part of a face passing for one); None or 0: off. Applies
+        detection that scores higher (:func:`vjboost.boxes.suppress_inside`; objects such as
+        faces do not nest, so such a box is a part of one passing for a whole one); None or 0:
+        off. Applies
         after the final scores (and the verifier), before ``min_score``; not to raw windows
         (``min_neighbors=0`` or ``grouping="none"``). ``"model"``: what the model declares
-        (:func:`declared_suppression`; 0.5 for ``vjboost:frontalface``, nothing for OpenCV's
+        (:func:`declared_suppression`; 0.3 for ``vjboost:frontalface``, nothing for OpenCV's
         cascades, whose detections stay OpenCV's).
     coarse_to_fine : int, None or "model", default="model"
         ``K``: scan each level's coarse grid (every second grid position, in rows and

@@ -250,7 +250,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--suppress-inside", "suppress_inside", default="model", show_default=True,
               help="Drop a detection when at least this share of its area lies inside a "
                    "better-scored one (faces do not nest); off (or 0): keep them; model: what "
-                   "the model declares (0.5 for vjboost:frontalface, off for OpenCV's "
+                   "the model declares (0.3 for vjboost:frontalface, off for OpenCV's "
                    "cascades).")
 @click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
               show_default=True,
@@ -347,9 +347,8 @@ def _coarse_to_fine(value: str) -> int | str | None:
 
 def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
           score, min_score, stages, coarse_to_fine, min_std, suppress_inside, border,
-          border_margin, threads,
-          scheduler, workers, output_dir, fmt, save_path, json_path, label, max_pixels,
-          recursive, max_frames, every, progress) -> None:
+          border_margin, threads, scheduler, workers, output_dir, fmt, save_path, json_path,
+          label, max_pixels, recursive, max_frames, every, progress) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
