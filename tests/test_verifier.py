@@ -244,3 +244,77 @@ def test_fit_verifier_hard_stages_mines_with_a_cut_of_the_cascade(face_model):
     for bad in (0, face_model.n_stages + 1, True, 2.0):
         with pytest.raises(ValueError, match="hard_stages"):
             fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_stages=bad, **kw)
+
+
+def _astronaut_faces():
+    """The astronaut's face framed as the face windows of ``tools/face_data.py`` (36 px, the face
+    box (6, 6, 24, 24)), shifted by a pixel or two, and mirrored."""
+    import cv2
+    from skimage import data
+
+    g = data.astronaut()[..., 1]
+    x, y, s = 186 - 19.5, 84 - 19.5, 117.0  # the detected face (186, 84, 78, 78), a sixth more
+    out = []
+    for dx, dy in ((0, 0), (2, -1), (-2, 2)):
+        win = g[int(y + dy):int(y + dy + s), int(x + dx):int(x + dx + s)]
+        out.append(cv2.resize(win, (36, 36), interpolation=cv2.INTER_AREA))
+    out = np.stack(out)
+    return np.concatenate([out, out[:, :, ::-1]])
+
+
+def test_part_windows_are_the_cascades_windows_inside_each_face(face_model):
+    """``part_windows``: every accepted window at least half inside the (enlarged) face box
+    and at IoU < 0.3 with it, cut as detections are; ``per_face`` caps them per face and
+    factor by a seeded choice."""
+    import cv2
+
+    from vjboost.boxes import coverage_matrix, iou_matrix
+    from vjboost.cascade.verifier import crop_boxes, part_windows
+
+    faces, box = _astronaut_faces(), np.array([6.0, 6.0, 24.0, 24.0])
+    det = CascadeDetector(face_model, scale_factor=1.1, min_neighbors=0, grouping="none",
+                          coarse_to_fine=None)
+    want, counts = [], []
+    for f in (3, 4):
+        for w in faces:
+            big = cv2.resize(w, (36 * f, 36 * f), interpolation=cv2.INTER_CUBIC)
+            b, _ = det.raw_windows(big)
+            face = box[None] * f
+            keep = (coverage_matrix(b, face)[:, 0] >= 0.5) & (iou_matrix(b, face)[:, 0] < 0.3)
+            want.append(crop_boxes(big, b[keep], size=40, context=1 / 6))
+            counts.append(int(keep.sum()))
+    assert sum(counts) > 0
+    every = part_windows(face_model, faces, box, per_face=10**6, size=40)
+    np.testing.assert_array_equal(every, np.concatenate(want))
+    few = part_windows(face_model, faces, box, per_face=1, size=40, seed=5)
+    assert len(few) == sum(min(1, c) for c in counts)
+    assert all((few[i] == every).all(axis=(1, 2)).any() for i in range(len(few)))
+    np.testing.assert_array_equal(few, part_windows(face_model, faces, box, per_face=1, size=40,
+                                                    seed=5))
+    for kw, name in (({"per_face": 0}, "per_face"), ({"per_face": 1, "upscale": ()}, "upscale"),
+                     ({"per_face": 1, "upscale": (0,)}, "upscale"),
+                     ({"per_face": 1, "upscale": (2.5,)}, "upscale")):
+        with pytest.raises(ValueError, match=name):
+            part_windows(face_model, faces, box, **kw)
+
+
+def test_fit_verifier_part_negatives(face_model):
+    """``part_per_face`` adds those parts to the negatives (none: the fit as before)."""
+    from skimage import data
+
+    from vjboost.cascade.verifier import part_windows
+
+    faces, box = _astronaut_faces(), (6, 6, 24, 24)
+    bgs = [data.camera(), data.coins()]
+    kw = dict(negative_stages=2, per_image=5, copies=1, seed=3)
+    plain = fit_verifier(face_model, faces, box, bgs, **kw)
+    parts = fit_verifier(face_model, faces, box, bgs, part_per_face=2, **kw)
+    assert plain.n_part_negatives_ == 0
+    assert parts.n_part_negatives_ == len(part_windows(face_model, faces, box, per_face=2,
+                                                       seed=3)) > 0
+    assert parts.n_negatives_ == plain.n_negatives_ + parts.n_part_negatives_
+    assert not np.array_equal(parts.coef_, plain.coef_)
+    again = fit_verifier(face_model, faces, box, bgs, part_per_face=0, **kw)
+    np.testing.assert_array_equal(again.coef_, plain.coef_)
+    with pytest.raises(ValueError, match="part_per_face"):
+        fit_verifier(face_model, faces, box, bgs, part_per_face=-1)

@@ -140,11 +140,13 @@ VERIFIED = ("frontalface",)
 #: each verified recipe's verifier (``fit_verifier`` options): HOG of the detection crop with its
 #: cells and size, the verdict's weight, and among its negatives all the false alarms on the
 #: training backgrounds of the cascade cut two stages short of the 17 shipped (``hard_stages``:
-#: its false alarms and the near misses around them; ``hard_per_image`` only caps them); chosen
-#: on the validation views (vjboost/models/README.md, *Its verifier and its stages, chosen
-#: again* and *The false alarms of a shorter cut*)
+#: its false alarms and the near misses around them; ``hard_per_image`` only caps them) and three
+#: per training face and factor of the whole cascade's false alarms on the faces themselves
+#: (``part_per_face``: parts of a face found as a smaller face); chosen on the validation views
+#: (vjboost/models/README.md, *Its verifier and its stages, chosen again*, *The false alarms of
+#: a shorter cut* and *Parts of faces inside faces*)
 VERIFIER = {"frontalface": {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
-                            "hard_per_image": 300, "hard_stages": 15}}
+                            "hard_per_image": 300, "hard_stages": 15, "part_per_face": 3}}
 #: the stages each recipe's shipped model keeps of those it trains: with a verifier ranking the
 #: detections, the fewest whose validation score is within a quarter of a point of the best
 #: (a later stage that adds almost nothing on validation still costs faces that it was not
@@ -194,6 +196,7 @@ def verify(spec: str, recipe: str, out: Path, data: Path) -> dict:
     return {"kind": "verify", "model": spec, "recipe": recipe, "out": str(out),
             "positives": ver.n_positives_, "negatives": ver.n_negatives_,
             "hard_negatives": ver.n_hard_negatives_,
+            "part_negatives": ver.n_part_negatives_,
             "seconds": round(time.perf_counter() - t0, 1)}
 
 

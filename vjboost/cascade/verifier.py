@@ -9,7 +9,9 @@ of windows, so its cost is negligible) with a margin around its box, resizes it 
 it with an L2-regularised logistic regression, fitted on the training faces (jittered, as the
 detector's boxes lie around a face) against the windows that the cascade's first stages accept
 on the training backgrounds and, optionally, the whole cascade's false alarms there, or those
-of a cut a few stages shorter (:func:`fit_verifier`'s ``hard_per_image`` and ``hard_stages``).
+of a cut a few stages shorter (:func:`fit_verifier`'s ``hard_per_image`` and ``hard_stages``),
+and its false alarms on the training faces themselves: parts of a face found as a smaller face
+(``part_per_face``, :func:`part_windows`).
 
 The detection's verified score is ``log(max(margin, tiny)) + weight * v``: the cascade's margin
 scaled by ``exp(weight * v)``, so that neither replaces the other. A model declares it with
@@ -44,6 +46,7 @@ __all__ = [
     "crop_boxes",
     "fit_verifier",
     "jittered_windows",
+    "part_windows",
     "verified_scores",
 ]
 
@@ -377,8 +380,9 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
 
 def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Sequence[Any], *,
                  negative_stages: int = 12, per_image: int = 30, hard_per_image: int = 0,
-                 hard_stages: int | None = None, copies: int = 3, scale_factor: float = 1.1,
-                 seed: int = 0, threads: int | None = None,
+                 hard_stages: int | None = None, part_per_face: int = 0,
+                 part_upscale: Sequence[int] = (3, 4), copies: int = 3,
+                 scale_factor: float = 1.1, seed: int = 0, threads: int | None = None,
                  **params: Any) -> DetectionVerifier:
     """Fit a :class:`DetectionVerifier` for a cascade.
 
@@ -387,8 +391,10 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     later stages and sometimes passes them; and, with ``hard_per_image``, up to that many
     windows per image that the *whole* cascade accepts (or its first ``hard_stages``) — its
     false alarms, the very windows the verifier will have to rank below faces, of which a
-    sample from the first stages holds few. Positives: the training faces, jittered
-    (:func:`jittered_windows`).
+    sample from the first stages holds few; and, with ``part_per_face``, the whole cascade's
+    false alarms on the training faces themselves (:func:`part_windows`): parts of a face that
+    pass for a smaller face, which no face-free background can show. Positives: the training
+    faces, jittered (:func:`jittered_windows`).
 
     Parameters
     ----------
@@ -409,6 +415,12 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     hard_stages : int, optional
         Stages whose accepted windows are those hard negatives (default: all). A cut of a few
         stages less yields more of them, the near misses around the cascade's false alarms too.
+    part_per_face : int, default=0
+        Windows inside each training face that the whole cascade accepts, kept per face and
+        per factor of ``part_upscale`` (:func:`part_windows`; 0: none).
+    part_upscale : sequence of int, default=(3, 4)
+        Factors the training windows are enlarged by before they are scanned for those parts,
+        so that parts a third to a half of the face's size are at least the cascade's window.
     scale_factor : float, default=1.1
     seed : int, default=0
     threads : int, optional
@@ -419,8 +431,9 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     Returns
     -------
     DetectionVerifier
-        Fitted; ``n_positives_``, ``n_negatives_`` and ``n_hard_negatives_`` (those of
-        ``hard_per_image``, counted in ``n_negatives_``) record the sample sizes.
+        Fitted; ``n_positives_``, ``n_negatives_``, ``n_hard_negatives_`` (those of
+        ``hard_per_image``) and ``n_part_negatives_`` (those of ``part_per_face``; both counted
+        in ``n_negatives_``) record the sample sizes.
     """
     from ..io import read_image
     from .detector import CascadeDetector
@@ -438,6 +451,8 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
                                     or not 1 <= hard_stages <= model.n_stages):
         raise ValueError(f"hard_stages: expected an integer in 1..{model.n_stages}, got "
                          f"{hard_stages!r}")
+    if isinstance(part_per_face, bool) or not isinstance(part_per_face, int) or part_per_face < 0:
+        raise ValueError(f"part_per_face: expected an integer >= 0, got {part_per_face!r}")
     ver = DetectionVerifier(**params)
     pos = jittered_windows(windows, box, size=ver.size, context=ver.context, copies=copies,
                            seed=seed)
@@ -463,7 +478,91 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     if not neg:
         raise ValueError(f"backgrounds: the cascade's first {part.n_stages} stages accept no "
                          "window in any of them; nothing to learn the clutter from")
+    n_part = 0
+    if part_per_face:
+        parts = part_windows(model, windows, box, per_face=part_per_face, upscale=part_upscale,
+                             size=ver.size, context=ver.context, scale_factor=scale_factor,
+                             seed=seed, threads=threads)
+        neg.append(parts)
+        n_part = len(parts)
     neg_w = np.concatenate(neg)
     ver.fit(pos, neg_w)
-    ver.n_positives_, ver.n_negatives_, ver.n_hard_negatives_ = len(pos), len(neg_w), n_hard
+    ver.n_positives_, ver.n_negatives_ = len(pos), len(neg_w)
+    ver.n_hard_negatives_, ver.n_part_negatives_ = n_hard, n_part
     return ver
+
+
+def part_windows(model: Any, windows: Any, box: Sequence[float], *, per_face: int,
+                 upscale: Sequence[int] = (3, 4), size: int = 40, context: float = 1 / 6,
+                 scale_factor: float = 1.1, seed: int = 0,
+                 threads: int | None = None) -> np.ndarray:
+    """Parts of training faces that the cascade accepts as faces, cut as detections are.
+
+    Each window is enlarged by every factor of ``upscale`` (cubic) and scanned by the whole
+    cascade; its accepted windows that lie at least half inside the face box and overlap it at
+    IoU < 0.3 — an eye and the nose, the lower half of the face, found as a smaller face — are
+    false alarms no face-free background shows. Up to ``per_face`` of them (a seeded choice) are
+    kept per window and factor.
+
+    Parameters
+    ----------
+    model : CascadeModel
+    windows : array-like of uint8, shape (N, H, W)
+        Training faces with the face box at ``box``.
+    box : (x, y, w, h)
+        The face box in each window, in the detector's box convention.
+    per_face : int
+        Parts kept per window and factor (>= 1).
+    upscale : sequence of int
+        Enlargement factors (>= 1).
+    size, context : int, float
+        As :class:`DetectionVerifier`.
+    scale_factor : float, default=1.1
+    seed : int, default=0
+    threads : int, optional
+
+    Returns
+    -------
+    ndarray of uint8, shape (M, size, size)
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> from skimage import data
+    >>> face = cv2.resize(data.astronaut()[60:240, 150:330, 1], (36, 36))
+    >>> parts = part_windows(load_model("vjboost:frontalface"), face[None],
+    ...                      (6, 6, 24, 24), per_face=2)
+    >>> parts.shape[1:], parts.dtype
+    ((40, 40), dtype('uint8'))
+    """
+    from ..boxes import coverage_matrix, iou_matrix
+    from .detector import CascadeDetector
+
+    w = np.asarray(windows)
+    if w.ndim != 3 or w.dtype != np.uint8:
+        raise ValueError(f"windows: expected (N, H, W) uint8, got {w.dtype} {w.shape}")
+    if isinstance(per_face, bool) or not isinstance(per_face, int) or per_face < 1:
+        raise ValueError(f"per_face: expected an integer >= 1, got {per_face!r}")
+    factors = list(upscale)
+    if not factors or any(isinstance(f, bool) or not isinstance(f, int | np.integer) or f < 1
+                          for f in factors):
+        raise ValueError(f"upscale: expected integer factors >= 1, got {upscale!r}")
+    det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0, grouping="none",
+                          threads=threads, coarse_to_fine=None)
+    rng = np.random.default_rng([seed, 3])
+    face = np.asarray(box, np.float64).reshape(1, 4)
+    out = []
+    for f in factors:
+        for img in w:
+            big = img if f == 1 else cv2.resize(img, (img.shape[1] * f, img.shape[0] * f),
+                                                interpolation=cv2.INTER_CUBIC)
+            boxes, _ = det.raw_windows(big)
+            if len(boxes) == 0:
+                continue
+            part = ((coverage_matrix(boxes, face * f)[:, 0] >= 0.5)
+                    & (iou_matrix(boxes, face * f)[:, 0] < 0.3))
+            sel = np.flatnonzero(part)
+            if len(sel):
+                sel = np.sort(rng.permutation(sel)[:per_face])
+                out.append(crop_boxes(big, boxes[sel], size=size, context=context))
+    return np.concatenate(out) if out else np.zeros((0, size, size), np.uint8)
