@@ -131,7 +131,7 @@ COARSE_TO_FINE = {"frontalface": 6}
 #: turned away low-contrast faces of scanned photographs; vjboost/models/README.md)
 MIN_STD = {"frontalface": 8.0}
 #: the share of a detection's area inside a better-scored one that drops it, each recipe's model
-#: declares (``params["suppress_inside"]``; faces do not nest, and most of the best-ranked false
+#: declares (``params["suppress_inside"]``; faces do not nest, and many of the best-ranked false
 #: alarms on the views were parts of faces inside them; vjboost/models/README.md)
 SUPPRESS_INSIDE = {"frontalface": 0.3}
 #: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
