@@ -404,11 +404,10 @@ class CascadeDetector:
         Drop a grouped detection when at least this share of its area lies inside another
         detection that scores higher (:func:`vjboost.boxes.suppress_inside`; objects such as
         faces do not nest, so such a box is a part of one passing for a whole one); None or 0:
-        off. Applies
-        after the final scores (and the verifier), before ``min_score``; not to raw windows
-        (``min_neighbors=0`` or ``grouping="none"``). ``"model"``: what the model declares
-        (:func:`declared_suppression`; 0.3 for ``vjboost:frontalface``, nothing for OpenCV's
-        cascades, whose detections stay OpenCV's).
+        off. Applies after the final scores (and the verifier), before ``min_score``; not to
+        raw windows (``min_neighbors=0`` or ``grouping="none"``). ``"model"``: what the model
+        declares (:func:`declared_suppression`; 0.3 for ``vjboost:frontalface``, nothing for
+        OpenCV's cascades, whose detections stay OpenCV's).
     coarse_to_fine : int, None or "model", default="model"
         ``K``: scan each level's coarse grid (every second grid position, in rows and
         columns) with the first ``K`` stages, then the whole cascade on the grid positions

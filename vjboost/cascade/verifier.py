@@ -39,6 +39,7 @@ from typing import Any
 import cv2
 import numpy as np
 
+from .._limits import check_int
 from ..features.hog import HOGFamily
 
 __all__ = [
@@ -436,35 +437,22 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
         in ``n_negatives_``) record the sample sizes.
     """
     from ..io import read_image
-    from .detector import CascadeDetector
 
-    if isinstance(negative_stages, bool) or not isinstance(negative_stages, int) \
-            or negative_stages < 1:
-        raise ValueError(f"negative_stages: expected an integer >= 1, got {negative_stages!r}")
-    if isinstance(per_image, bool) or not isinstance(per_image, int) or per_image < 1:
-        raise ValueError(f"per_image: expected an integer >= 1, got {per_image!r}")
-    if isinstance(hard_per_image, bool) or not isinstance(hard_per_image, int) \
-            or hard_per_image < 0:
-        raise ValueError(f"hard_per_image: expected an integer >= 0, got {hard_per_image!r}")
-    if hard_stages is not None and (isinstance(hard_stages, bool)
-                                    or not isinstance(hard_stages, int)
-                                    or not 1 <= hard_stages <= model.n_stages):
-        raise ValueError(f"hard_stages: expected an integer in 1..{model.n_stages}, got "
-                         f"{hard_stages!r}")
-    if isinstance(part_per_face, bool) or not isinstance(part_per_face, int) or part_per_face < 0:
-        raise ValueError(f"part_per_face: expected an integer >= 0, got {part_per_face!r}")
+    check_int(negative_stages, "negative_stages", lo=1, error=ValueError)
+    check_int(per_image, "per_image", lo=1, error=ValueError)
+    check_int(hard_per_image, "hard_per_image", lo=0, error=ValueError)
+    if hard_stages is not None:
+        check_int(hard_stages, "hard_stages", lo=1, hi=model.n_stages, error=ValueError)
+    check_int(part_per_face, "part_per_face", lo=0, error=ValueError)
     ver = DetectionVerifier(**params)
     pos = jittered_windows(windows, box, size=ver.size, context=ver.context, copies=copies,
                            seed=seed)
     part = model.truncated(min(negative_stages, model.n_stages))
-    passes = [(CascadeDetector(part, scale_factor=scale_factor, min_neighbors=0,
-                               grouping="none", threads=threads, coarse_to_fine=None),
-               per_image, np.random.default_rng([seed, 1]))]
+    passes = [(_scanner(part, scale_factor, threads), per_image, np.random.default_rng([seed, 1]))]
     if hard_per_image:
         hard = model if hard_stages is None else model.truncated(hard_stages)
-        passes.append((CascadeDetector(hard, scale_factor=scale_factor, min_neighbors=0,
-                                       grouping="none", threads=threads, coarse_to_fine=None),
-                       hard_per_image, np.random.default_rng([seed, 2])))
+        passes.append((_scanner(hard, scale_factor, threads), hard_per_image,
+                       np.random.default_rng([seed, 2])))
     neg, n_hard = [], 0
     for bg in backgrounds:
         img = bg if isinstance(bg, np.ndarray) else read_image(bg)
@@ -490,6 +478,15 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     ver.n_positives_, ver.n_negatives_ = len(pos), len(neg_w)
     ver.n_hard_negatives_, ver.n_part_negatives_ = n_hard, n_part
     return ver
+
+
+def _scanner(model: Any, scale_factor: float, threads: int | None) -> Any:
+    """A detector returning every window the cascade accepts, on the full grid (the windows a
+    verifier's negatives are drawn from)."""
+    from .detector import CascadeDetector
+
+    return CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0, grouping="none",
+                           threads=threads, coarse_to_fine=None)
 
 
 def part_windows(model: Any, windows: Any, box: Sequence[float], *, per_face: int,
@@ -536,19 +533,15 @@ def part_windows(model: Any, windows: Any, box: Sequence[float], *, per_face: in
     ((40, 40), dtype('uint8'))
     """
     from ..boxes import coverage_matrix, iou_matrix
-    from .detector import CascadeDetector
 
     w = np.asarray(windows)
     if w.ndim != 3 or w.dtype != np.uint8:
         raise ValueError(f"windows: expected (N, H, W) uint8, got {w.dtype} {w.shape}")
-    if isinstance(per_face, bool) or not isinstance(per_face, int) or per_face < 1:
-        raise ValueError(f"per_face: expected an integer >= 1, got {per_face!r}")
-    factors = list(upscale)
-    if not factors or any(isinstance(f, bool) or not isinstance(f, int | np.integer) or f < 1
-                          for f in factors):
-        raise ValueError(f"upscale: expected integer factors >= 1, got {upscale!r}")
-    det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0, grouping="none",
-                          threads=threads, coarse_to_fine=None)
+    check_int(per_face, "per_face", lo=1, error=ValueError)
+    factors = [check_int(f, "upscale", lo=1, error=ValueError) for f in upscale]
+    if not factors:
+        raise ValueError("upscale: expected at least one enlargement factor")
+    det = _scanner(model, scale_factor, threads)
     rng = np.random.default_rng([seed, 3])
     face = np.asarray(box, np.float64).reshape(1, 4)
     out = []
