@@ -139,6 +139,28 @@ def test_benchmark_ranks_what_the_detector_returns():
     assert len(b1) == len(b0) - 1
 
 
+def test_benchmark_neighbour_curve_drops_what_the_detector_drops():
+    sys.path.insert(0, str(REPO / "tools"))
+    import bench_peers as bp
+
+    boxes, scores = _nested_windows()
+    gt = {"a": np.array([[100.0, 100.0, 80.0, 80.0]])}
+    img = np.zeros((400, 400), np.uint8)
+    curves = {share: bp.cascade_curves([(boxes, scores)], [img], gt, ["a"], 1, suppress=share)
+              for share in (None, 0.5)}
+    fp = {share: c[0]["points"]["false_positives"] for share, c in curves.items()}
+    # the part of the face (a group of 3) is dropped at minNeighbors 1 and 2 (the clutter's
+    # group of 2 is a false positive at 1 only); the raw windows (minNeighbors 0) stay
+    assert fp[None][:3] == [7, 2, 1] and fp[0.5][:3] == [7, 1, 0]
+    assert fp[None][3:] == fp[0.5][3:]
+    assert curves[0.5][0]["points"]["detection_rate"] == curves[None][0]["points"]["detection_rate"]
+    # extra arrays follow the boxes they belong to
+    b, s, n = bp.suppressed(boxes[[0, 3]], scores[[0, 3]], 0.5, np.array([10, 20]))
+    assert b.tolist() == boxes[[0]].tolist() and s.tolist() == [3.0] and n.tolist() == [10]
+    b, s, n = bp.suppressed(boxes[[0, 3]], scores[[0, 3]], None, np.array([10, 20]))
+    assert n.tolist() == [10, 20]
+
+
 def test_vjdetect_option(tmp_path):
     from PIL import Image
 

@@ -139,14 +139,15 @@ def ranked(groups, min_neighbors: int, size: tuple[int, int], rank: str, *,
     return suppressed(b, np.asarray(sc), suppress)
 
 
-def suppressed(boxes: np.ndarray, scores: np.ndarray, share: float | None
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """``boxes`` and ``scores`` without the boxes that lie ``share`` inside a better one
-    (:func:`vjboost.boxes.suppress_inside`; None: all of them)."""
+def suppressed(boxes: np.ndarray, scores: np.ndarray, share: float | None,
+               *others: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``boxes``, ``scores`` and any ``others`` (arrays with a row per box) without the boxes
+    that lie ``share`` inside a better one (:func:`vjboost.boxes.suppress_inside`; None: all
+    of them)."""
     if share is None or len(boxes) < 2:
-        return boxes, scores
+        return (boxes, scores, *others)
     keep = suppress_inside(boxes, scores, share)
-    return boxes[keep], scores[keep]
+    return tuple(a[keep] for a in (boxes, scores, *others))
 
 
 def score_curves(raw, images, gt, paths, *, ranks=OPERATING_SCORES,
@@ -297,10 +298,11 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = 
         dets = {}
         for p, g, sz in zip(paths, groups, sizes, strict=True):
             gb, gs, gn = vj_group(g, m, sz)
-            if m > 0 and suppress is not None and len(gb) > 1:
-                keep = suppress_inside(gb, gs, suppress)
-                gb, gn = gb[keep], gn[keep]
-            dets[p] = (gb, gn.astype(np.float64) if m > 0 else gs)
+            if m > 0:  # grouped detections, ranked by their neighbours
+                gb, _, gn = suppressed(gb, gs, suppress, gn)
+                dets[p] = (gb, gn.astype(np.float64))
+            else:  # raw windows are never dropped
+                dets[p] = (gb, gs)
         by_m[m] = evaluate_detections(dets, gt, iou_threshold=IOU)
     fp = np.array([by_m[m].false_positives for m in by_m])
     dr = np.array([by_m[m].detection_rate for m in by_m])

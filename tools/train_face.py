@@ -137,21 +137,23 @@ SUPPRESS_INSIDE = {"frontalface": 0.3}
 #: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
 #: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
 VERIFIED = ("frontalface",)
+#: the stages each recipe's shipped model keeps of those it trains: with a verifier ranking the
+#: detections, the fewest whose validation score is within a quarter of a point of the best
+#: (a later stage that adds almost nothing on validation still costs faces that it was not
+#: trained on; vjboost/models/README.md)
+SHIPPED_STAGES = {"frontalface": 17}
 #: each verified recipe's verifier (``fit_verifier`` options): HOG of the detection crop with its
 #: cells and size, the verdict's weight, and among its negatives all the false alarms on the
-#: training backgrounds of the cascade cut two stages short of the 17 shipped (``hard_stages``:
+#: training backgrounds of the cascade cut two stages short of the shipped ones (``hard_stages``:
 #: its false alarms and the near misses around them; ``hard_per_image`` only caps them) and three
 #: per training face and factor of the whole cascade's false alarms on the faces themselves
 #: (``part_per_face``: parts of a face found as a smaller face); chosen on the validation views
 #: (vjboost/models/README.md, *Its verifier and its stages, chosen again*, *The false alarms of
 #: a shorter cut* and *Parts of faces inside faces*)
 VERIFIER = {"frontalface": {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
-                            "hard_per_image": 300, "hard_stages": 15, "part_per_face": 3}}
-#: the stages each recipe's shipped model keeps of those it trains: with a verifier ranking the
-#: detections, the fewest whose validation score is within a quarter of a point of the best
-#: (a later stage that adds almost nothing on validation still costs faces that it was not
-#: trained on; vjboost/models/README.md)
-SHIPPED_STAGES = {"frontalface": 17}
+                            "hard_per_image": 300,
+                            "hard_stages": SHIPPED_STAGES["frontalface"] - 2,
+                            "part_per_face": 3}}
 
 
 def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
