@@ -156,7 +156,8 @@ VERIFIER = {"frontalface": {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
                             "part_per_face": 3}}
 
 
-def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
+def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0,
+                     options: dict | None = None):
     """Fit a face cascade's detection verifier — its recipe's training faces (the sources it
     trains on, jittered) against the windows its first stages accept on the training
     backgrounds and the whole cascade's false alarms there (``vjboost.cascade.verifier.
@@ -165,13 +166,14 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0):
 
     The negatives are mined behind the detector's default σ gate, as the verifier was chosen:
     a gate the model declares is lifted for the fit and declared again after it, so that a
-    shipped model's verifier is fitted again the same way (``verify``)."""
+    shipped model's verifier is fitted again the same way (``verify``). ``options`` override
+    the recipe's (``tools/rank_rounds.py --refit``)."""
     from vjboost.cascade.verifier import fit_verifier
     from vjboost.io import read_bg_list
 
     pos = np.load(data / "train" / "positives.npz")
     keep = np.isin(pos["source"], RECIPES[recipe]["sources"].split(","))
-    opts = dict(VERIFIER.get(recipe, {}))
+    opts = {**VERIFIER.get(recipe, {}), **(options or {})}
     if opts.get("hard_stages") is not None:  # a shorter cascade (--quick) mines with all of it
         opts["hard_stages"] = min(opts["hard_stages"], model.n_stages)
     gate = model.params.pop("min_std", None)

@@ -1,0 +1,108 @@
+"""tools/rank_rounds.py: the ranking rounds' cached windows and score, against the detector."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+from skimage import data, transform
+
+from vjboost.cascade import CascadeDetector, load_model
+from vjboost.eval import evaluate_detections
+
+TOOLS = Path(__file__).resolve().parents[1] / "tools"
+
+
+@pytest.fixture()
+def rr(monkeypatch):
+    monkeypatch.syspath_prepend(str(TOOLS))
+    return importlib.import_module("rank_rounds")
+
+
+def _views(root: Path, rr):
+    """Three small views (the same four images): faces the default model finds, and a box it
+    cannot find, so that the rates lie strictly between 0 and 1."""
+    astro = data.astronaut()[..., 1]
+    small = (transform.rescale(astro, 0.5) * 255).astype(np.uint8)
+    images = {"scenes/a.png": astro, "scenes/b.png": data.camera(), "nrc/c.png": small,
+              "nrc/d.png": data.coins()}
+    det = CascadeDetector(load_model("vjboost:frontalface"), min_neighbors=3)
+    gt = {p: det.detect(g).boxes.reshape(-1, 4) for p, g in images.items()}
+    gt["scenes/b.png"] = np.array([[10, 10, 60, 60]])
+    assert sum(len(v) for v in gt.values()) >= 3
+    for view in rr.VIEWS:
+        folder = root / "val" / view
+        for p, g in images.items():
+            (folder / p).parent.mkdir(parents=True, exist_ok=True)
+            Image.fromarray(g).save(folder / p)
+        (folder / "images.txt").write_text("".join(p + "\n" for p in images))
+        rows = ["image,x,y,w,h"] + [f"{p},{x},{y},{w},{h}" for p, b in gt.items()
+                                    for x, y, w, h in b.tolist()]
+        (folder / "boxes.csv").write_text("\n".join(rows) + "\n")
+    return images, gt
+
+
+def test_cache_holds_the_detectors_raw_windows_and_score_ranks_as_the_detector(tmp_path, rr,
+                                                                               capsys):
+    images, gt = _views(tmp_path, rr)
+    out = tmp_path / "cache"
+    assert rr.main(["--data", str(tmp_path), "cache", "vjboost:frontalface:15",
+                    "--out", str(out)]) == 0
+    model = load_model("vjboost:frontalface").truncated(15)
+    scan = CascadeDetector(model, min_neighbors=0, grouping="none", coarse_to_fine=None,
+                           min_std=10.0)
+    for view in rr.VIEWS:
+        paths, _, _ = rr._views(tmp_path, False, view)
+        cached = rr.load_cache(out, view, paths)
+        for p, (b, s) in zip(paths, cached, strict=True):
+            rb, rs = scan.raw_windows(np.asarray(Image.open(p)))
+            assert b.tolist() == rb.tolist() and s.tolist() == rs.tolist()
+    assert json.loads((out / "manifest.json").read_text())["stages"] == 15
+    capsys.readouterr()
+
+    # the score: the detector's own verified detections, what it drops included, evaluated
+    for share, declared in ((None, 0.3), ("off", None), ("0.5", 0.5)):
+        argv = ["--data", str(tmp_path), "score", str(out)]
+        assert rr.main(argv + ([] if share is None else ["--share", share])) == 0
+        res = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
+        assert res["share"] == declared
+        det = CascadeDetector(model, min_neighbors=1, score="verified", coarse_to_fine=None,
+                              min_std=10.0, suppress_inside=declared)
+        paths, _, _ = rr._views(tmp_path, False, "det")
+        dets = {}
+        for p in paths:
+            d = det.detect(np.asarray(Image.open(p)))
+            dets[p] = (d.boxes.reshape(-1, 4), d.scores)
+        truth = {p: gt[Path(p).relative_to(tmp_path / "val" / "det").as_posix()]
+                 for p in paths}
+        ev = evaluate_detections(dets, truth, iou_threshold=0.3)
+        for view in rr.VIEWS:
+            rates = res["views"][view]["rates"]
+            assert rates == {b: round(ev.detection_rate_at(int(b)), 4) for b in rates}
+        assert 0 < res["mean"] < 1
+
+
+def test_refused_inputs_are_one_line_errors(tmp_path, rr, capsys):
+    _views(tmp_path, rr)
+    out = tmp_path / "cache"
+    assert rr.main(["--data", str(tmp_path), "cache", "vjboost:frontalface",
+                    "--out", str(out)]) == 0
+    capsys.readouterr()
+    cases = [
+        (["cache", "vjboost:frontalface", "--out", str(out)], "already holds a cache"),
+        (["cache", "vjboost:frontalface:99", "--out", str(tmp_path / "x")], "has 17 stages"),
+        (["score", str(tmp_path)], "not a complete cache"),
+        (["score", str(out), "--share", "2"], "--share"),
+        (["score", str(out), "--weight", "-1"], "--weight"),
+        (["score", str(out), "--refit", "nokey"], "KEY=VALUE"),
+    ]
+    for argv, message in cases:
+        assert rr.main(["--data", str(tmp_path)] + argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and message in err and "\n" not in err
+    assert rr.main(["--data", str(tmp_path / "none"), "score", str(out)]) == 2
+    assert "val/det/images.txt" in capsys.readouterr().err
