@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vjboost.boxes import WindowGroups, coverage_matrix, suppress_inside
+from vjboost.boxes import WindowGroups, coverage_matrix, drop_inside, suppress_inside
 from vjboost.cascade import CascadeDetector, declared_suppression, load_model
 from vjboost.cascade.detector import check_suppress_inside
 from vjboost.eval import sweep_min_neighbors
@@ -155,9 +155,9 @@ def test_benchmark_neighbour_curve_drops_what_the_detector_drops():
     assert fp[None][3:] == fp[0.5][3:]
     assert curves[0.5][0]["points"]["detection_rate"] == curves[None][0]["points"]["detection_rate"]
     # extra arrays follow the boxes they belong to
-    b, s, n = bp.suppressed(boxes[[0, 3]], scores[[0, 3]], 0.5, np.array([10, 20]))
+    b, s, n = drop_inside(boxes[[0, 3]], scores[[0, 3]], 0.5, np.array([10, 20]))
     assert b.tolist() == boxes[[0]].tolist() and s.tolist() == [3.0] and n.tolist() == [10]
-    b, s, n = bp.suppressed(boxes[[0, 3]], scores[[0, 3]], None, np.array([10, 20]))
+    b, s, n = drop_inside(boxes[[0, 3]], scores[[0, 3]], None, np.array([10, 20]))
     assert n.tolist() == [10, 20]
 
 

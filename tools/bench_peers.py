@@ -52,7 +52,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from vjboost.boxes import GROUP_SCORES, suppress_inside  # noqa: E402
+from vjboost.boxes import GROUP_SCORES, drop_inside  # noqa: E402
 from vjboost.cascade.detector import (  # noqa: E402,F401
     DEFAULT_OPERATING,
     declared_suppression,
@@ -136,18 +136,7 @@ def ranked(groups, min_neighbors: int, size: tuple[int, int], rank: str, *,
         b, sc, _ = groups.select(min_neighbors, size, score="margin", offset=last_threshold)
         sc = verifier.rescore(image, b, sc) if len(b) else sc
     b = np.asarray(b)
-    return suppressed(b, np.asarray(sc), suppress)
-
-
-def suppressed(boxes: np.ndarray, scores: np.ndarray, share: float | None,
-               *others: np.ndarray) -> tuple[np.ndarray, ...]:
-    """``boxes``, ``scores`` and any ``others`` (arrays with a row per box) without the boxes
-    that lie ``share`` inside a better one (:func:`vjboost.boxes.suppress_inside`; None: all
-    of them)."""
-    if share is None or len(boxes) < 2:
-        return (boxes, scores, *others)
-    keep = suppress_inside(boxes, scores, share)
-    return tuple(a[keep] for a in (boxes, scores, *others))
+    return drop_inside(b, np.asarray(sc), suppress)
 
 
 def score_curves(raw, images, gt, paths, *, ranks=OPERATING_SCORES,
@@ -299,7 +288,7 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = 
         for p, g, sz in zip(paths, groups, sizes, strict=True):
             gb, gs, gn = vj_group(g, m, sz)
             if m > 0:  # grouped detections, ranked by their neighbours
-                gb, _, gn = suppressed(gb, gs, suppress, gn)
+                gb, _, gn = drop_inside(gb, gs, suppress, gn)
                 dets[p] = (gb, gn.astype(np.float64))
             else:  # raw windows are never dropped
                 dets[p] = (gb, gs)

@@ -78,6 +78,7 @@ __all__ = [
     "nms",
     "overlap_counts",
     "similar_classes",
+    "drop_inside",
     "suppress_inside",
 ]
 
@@ -344,6 +345,37 @@ def suppress_inside(boxes, scores, coverage: float = 0.5) -> np.ndarray:
     if not np.isfinite(s).all():
         raise ValueError("scores: expected finite values")
     return _suppress_inside(b, s, np.argsort(-s, kind="stable"), float(coverage))
+
+
+def drop_inside(boxes: np.ndarray, scores: np.ndarray, coverage: float | None,
+                *others: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``boxes``, ``scores`` and any ``others`` (arrays with a row per box) without the boxes
+    :func:`suppress_inside` drops: the one way the detector and every evaluation apply it.
+
+    Parameters
+    ----------
+    boxes : ndarray, shape (N, 4)
+    scores : ndarray, shape (N,)
+    coverage : float in (0, 1] or None
+        As :func:`suppress_inside`; None keeps every box.
+    *others : ndarray, shape (N, ...)
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(boxes, scores, *others)``, filtered alike.
+
+    Examples
+    --------
+    >>> b = np.array([[0, 0, 40, 40], [10, 10, 20, 20]])
+    >>> kept, sc, n = drop_inside(b, np.array([2.0, 1.0]), 0.5, np.array([5, 3]))
+    >>> kept.tolist(), sc.tolist(), n.tolist()
+    ([[0, 0, 40, 40]], [2.0], [5])
+    """
+    if coverage is None or len(boxes) < 2:
+        return (boxes, scores, *others)
+    keep = suppress_inside(boxes, scores, coverage)
+    return tuple(a[keep] for a in (boxes, scores, *others))
 
 
 @njit(cache=True, nogil=True)

@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 
 from .._threads import n_threads
-from ..boxes import DETECTION_SCORES, group_detections, inner_boxes, suppress_inside
+from ..boxes import DETECTION_SCORES, drop_inside, group_detections, inner_boxes
 from .model import CascadeModel
 from .runner import CascadeRunner
 from .scan import (
@@ -643,10 +643,8 @@ class CascadeDetector:
                                       else self.score,
                                       offset=self.model.stages[-1].threshold)
         sc = self.rescore(img, b, sc)
-        if self.suppress_inside is not None and self.min_neighbors > 0 \
-                and self.grouping != "none" and len(b) > 1:
-            ok = suppress_inside(b, sc, self.suppress_inside)
-            b, sc, cnt = b[ok], sc[ok], cnt[ok]
+        if self.min_neighbors > 0 and self.grouping != "none":  # never raw windows
+            b, sc, cnt = drop_inside(b, sc, self.suppress_inside, cnt)
         if self.min_score is not None:
             ok = sc >= self.min_score
             b, sc, cnt = b[ok], sc[ok], cnt[ok]

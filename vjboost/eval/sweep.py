@@ -14,8 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..boxes import WindowGroups
-from ..boxes import suppress_inside as suppress_inside_
+from ..boxes import WindowGroups, drop_inside
 from .metrics import DetectionEvaluation, evaluate_detections
 
 __all__ = ["NeighborsCurve", "sweep_min_neighbors"]
@@ -124,9 +123,8 @@ def sweep_min_neighbors(
             boxes, scores, _ = groups.select(t, size, score=score, offset=offset)
             if rescore is not None:
                 scores = rescore(name, boxes, scores)
-            if suppress_inside is not None and t > 0 and len(boxes) > 1:
-                keep = suppress_inside_(boxes, scores, suppress_inside)
-                boxes, scores = boxes[keep], scores[keep]
+            if t > 0:  # never raw windows
+                boxes, scores = drop_inside(boxes, scores, suppress_inside)
             per_t[k][name] = (boxes, scores)
         if progress is not None:
             progress(name)
