@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -43,6 +42,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_peers as bp  # noqa: E402
 import train_face as tf  # noqa: E402
+
+from vjboost._io import OutputError, atomic_open, atomic_write  # noqa: E402
+from vjboost.cascade.detector import check_suppress_inside  # noqa: E402
 
 #: the three validation views (tools/face_data.py): clean, scanned, side-lit and turned
 VIEWS = ("det", "det_scan", "det_vary")
@@ -79,12 +81,6 @@ def _views(data: Path, quick: bool, view: str):
     return tf.load_validation(data, quick, view)
 
 
-def _write_atomic(path: Path, write) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def cache(spec: str, out: Path, data: Path, *, quick: bool = False,
           threads: int | None = None) -> dict:
     """Scan the three views with ``spec`` and write its raw windows to ``out``.
@@ -114,19 +110,16 @@ def cache(spec: str, out: Path, data: Path, *, quick: bool = False,
         scores = (np.concatenate([s for _, s in raw]) if len(raw) else np.zeros(0))
         offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
 
-        def write(tmp, boxes=boxes, scores=scores, offsets=offsets, paths=paths):
-            with open(tmp, "wb") as f:
-                np.savez(f, boxes=boxes.astype(np.int32), scores=scores.astype(np.float64),
-                         offsets=offsets, paths=np.array(paths, dtype=str))
-
-        _write_atomic(out / f"{view}.npz", write)
+        with atomic_open(out / f"{view}.npz") as f:
+            np.savez(f, boxes=boxes.astype(np.int32), scores=scores.astype(np.float64),
+                     offsets=offsets, paths=np.array(paths, dtype=str))
         views[view] = {"images": len(paths), "windows": int(offsets[-1]),
                        "seconds": round(secs, 1)}
     entry = {"kind": "cache", "model": spec, "stages": model.n_stages, "quick": bool(quick),
              "data": str(data), "scan": {"scale_factor": bp.SCALE_FACTOR,
                                          "min_std": SCAN_MIN_STD, "coarse_to_fine": None},
              "views": views}
-    _write_atomic(out / MANIFEST, lambda tmp: tmp.write_text(json.dumps(entry, indent=1)))
+    atomic_write(out / MANIFEST, json.dumps(entry, indent=1))
     return entry
 
 
@@ -156,10 +149,10 @@ def _share(value: str | None, model) -> float | None:
     if value == "off":
         return None
     try:
-        share = float(value)
+        share = check_suppress_inside(float(value), "--share")
     except ValueError:
-        share = math.nan
-    if not 0 < share <= 1:
+        share = None
+    if share is None:  # 0 is the detector's "off"; here off is spelled out
         raise RoundError(f"--share: expected a share in (0, 1] or off, got {value!r}")
     return share
 
@@ -272,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{view:<9s} " + " ".join(f"@{b} {r:.4f}" for b, r in v["rates"].items())
                       + f"   mean {v['mean']:.4f}   curve end {v['curve_end']:.4f}")
             print(f"mean of the three views: {entry['mean']:.5f}")
-    except RoundError as e:
+    except (RoundError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print("RESULT " + json.dumps(entry))
