@@ -61,16 +61,12 @@ class RoundError(Exception):
 
 def _model(spec: str):
     """The cascade of ``MODEL`` or ``MODEL:K`` (its first K stages) and its window."""
-    path, k = tf._split_spec(spec)
     try:
-        model, window, _ = bp.vj_load(path)
-    except (OSError, ValueError) as e:
+        return tf.load_spec(spec)
+    except ValueError as e:
+        raise RoundError(str(e)) from None
+    except OSError as e:
         raise RoundError(f"{spec}: {e}") from None
-    if k is not None:
-        if not 0 < k <= model.n_stages:
-            raise RoundError(f"{spec}: the cascade has {model.n_stages} stages")
-        model = model.truncated(k)
-    return model, window
 
 
 def _views(data: Path, quick: bool, view: str):

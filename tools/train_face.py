@@ -534,12 +534,7 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
     ``budgets`` replaces the benchmark's false-positive counts (:func:`scaled_budgets` of
     ``budget_mp``). ``parts`` holds the declared curve (else the best) on each kind of image
     (:func:`image_parts`): real frames and pasted scenes can disagree."""
-    path, k = _split_spec(spec)
-    model, window, _ = bp.vj_load(path)
-    if k is not None:
-        if not 0 < k <= model.n_stages:
-            raise ValueError(f"{spec}: the cascade has {model.n_stages} stages")
-        model = model.truncated(k)
+    model, window = load_spec(spec)
     det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
     det.raw_windows(images[0])  # compile before timing
     t0 = time.perf_counter()
@@ -620,6 +615,18 @@ def _split_spec(spec: str) -> tuple[str, int | None]:
     """``(MODEL, K)`` of a ``MODEL:K`` spec (the first K stages), else ``(spec, None)``."""
     head, sep, tail = spec.rpartition(":")
     return (head, int(tail)) if sep and head and tail.isdigit() else (spec, None)
+
+
+def load_spec(spec: str):
+    """The cascade of a ``MODEL`` or ``MODEL:K`` spec (its first ``K`` stages) and its window
+    ``(w, h)``; ValueError when it has fewer than ``K`` stages."""
+    path, k = _split_spec(spec)
+    model, window, _ = bp.vj_load(path)
+    if k is not None:
+        if not 0 < k <= model.n_stages:
+            raise ValueError(f"{spec}: the cascade has {model.n_stages} stages")
+        model = model.truncated(k)
+    return model, window
 
 
 def _prefix(spec: str) -> int | None:
