@@ -116,6 +116,45 @@ def test_paste_blends_only_the_feathered_border():
         assert (ring < 200).all() and (ring > 0).all()  # the border's innermost row is blended
 
 
+def test_paste_leaves_protected_boxes_as_they_are():
+    scene = np.full((60, 60), 50, np.uint8)
+    face = np.full((36, 36), 200, np.float32)
+    fd._paste(scene, face, (10, 10, 36, 36), feather=0.05, protect=[(30.5, 4.0, 20.0, 20.0)])
+    assert (scene[4:24, 30:50] == 50).all()  # the protected box, widened to whole pixels
+    assert (scene[24:44, 12:44] == 200).all() and (scene[12:30, 12:30] == 200).all()
+
+
+def _crowd_windows(n=5):
+    """Windows whose 24×24 face box is 200 and whose context is 30."""
+    w = np.full((n, 36, 36), 30, np.uint8)
+    w[:, 6:30, 6:30] = 200
+    return w
+
+
+def test_crowd_scene_keeps_every_face_whole_apart_and_inside():
+    for seed in range(10):
+        bg = np.full((360, 520), 128, np.uint8)
+        scene, boxes = fd.crowd_scene(bg, _crowd_windows(), (6, 6, 24, 24),
+                                      np.random.default_rng(seed))
+        assert (bg == 128).all() and scene.shape == bg.shape and len(boxes) >= 3
+        h, w = scene.shape
+        assert (boxes[:, :2] >= 0).all() and (boxes[:, 0] + boxes[:, 2] <= w).all()
+        assert (boxes[:, 1] + boxes[:, 3] <= h).all()
+        side = boxes[:, 2]
+        assert side.min() >= 20 * 0.92 ** 3 * 0.9 - 1 and side.max() <= 56 * 1.1 + 1
+        for i, (x, y, bw, bh) in enumerate(boxes):
+            for q in np.delete(boxes, i, 0):  # no two face boxes share a pixel area
+                assert (min(x + bw, q[0] + q[2]) <= max(x, q[0])
+                        or min(y + bh, q[1] + q[3]) <= max(y, q[1]))
+            # the face is whole: no later window's context (30) or the scene (128) inside it
+            core = scene[int(np.ceil(y)) + 2:int(y + bh) - 2, int(np.ceil(x)) + 2:int(x + bw) - 2]
+            assert core.size and (core == 200).all(), (seed, i)
+        # a crowd: each face has a neighbour within 1.5 of its side, centre to centre
+        c = boxes[:, :2] + boxes[:, 2:] / 2
+        d = np.linalg.norm(c[:, None] - c[None], axis=2) + np.eye(len(c)) * 1e9
+        assert (d.min(1) <= 1.5 * side * 1.1 / 0.9 + 1).all()
+
+
 def _components_reference(images, min_corr):
     n = len(images)
     z = images.reshape(n, -1).astype(float)
@@ -176,7 +215,7 @@ def test_person_of_clips():
 def _tiny(out: Path, seed: int = 0):
     return fd.Params(out=out, seed=seed, n_webfaces=160, n_cbcl=120, n_persons=2,
                      clips_per_person=1, frame_step=16, n_backgrounds=60, ruler_sample=12,
-                     model_check_n=8, scenes=6, empty_scenes=3, val_persons=1)
+                     model_check_n=8, scenes=6, empty_scenes=3, crowd_scenes=4, val_persons=1)
 
 
 @pytest.fixture(scope="module")
@@ -341,3 +380,22 @@ def test_varied_copy_keeps_names_sizes_and_one_box_per_face(tiny_build, tmp_path
         a = cv2.imread(str(det / n), cv2.IMREAD_GRAYSCALE)
         assert cv2.imread(str(vary / n), cv2.IMREAD_GRAYSCALE).shape == a.shape
     assert fd.vary_copy(det, tmp_path / "v", seed=0) == fd.vary_copy(det, tmp_path / "w", seed=0)
+
+
+@pytest.mark.shared_data
+def test_crowd_view_holds_crowds_and_the_face_free_images(tiny_build, tmp_path):
+    out, m = tiny_build
+    det, crowd = out / "val" / "det", out / "val" / "det_crowd"
+    crowds = (crowd / "crowds.txt").read_text().split()
+    empty = (crowd / "empty.txt").read_text().split()
+    assert len(crowds) == 4 and empty == (det / "empty.txt").read_text().split()
+    assert (crowd / "images.txt").read_text().split() == crowds + empty
+    for n in empty:  # the face-free images as they are in val/det
+        assert (cv2.imread(str(crowd / n)) == cv2.imread(str(det / n))).all()
+    with open(crowd / "boxes.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["image"] for r in rows} == set(crowds) and len(rows) >= 3 * len(crowds)
+    assert m["hashes"]["val/det_crowd"] == fd.crowd_copy(out, tmp_path / "c", seed=0,
+                                                          scenes=4)
+    assert m["hashes"]["val/det_crowd"] != fd.crowd_copy(out, tmp_path / "d", seed=1,
+                                                          scenes=4)

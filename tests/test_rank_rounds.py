@@ -95,6 +95,8 @@ def test_refused_inputs_are_one_line_errors(tmp_path, rr, capsys):
     cases = [
         (["cache", "vjboost:frontalface", "--out", str(out)], "already holds a cache"),
         (["cache", "vjboost:frontalface:99", "--out", str(tmp_path / "x")], "has 17 stages"),
+        (["cache", "vjboost:frontalface", "--out", str(tmp_path / "y"), "--views", "det,no"],
+         "--views"),
         (["score", str(tmp_path)], "not a complete cache"),
         (["score", str(out), "--share", "2"], "--share"),
         (["score", str(out), "--weight", "-1"], "--weight"),
@@ -106,3 +108,18 @@ def test_refused_inputs_are_one_line_errors(tmp_path, rr, capsys):
         assert err.startswith("error: ") and message in err and "\n" not in err
     assert rr.main(["--data", str(tmp_path / "none"), "score", str(out)]) == 2
     assert "val/det/images.txt" in capsys.readouterr().err
+
+
+def test_a_cache_of_some_views_is_scored_on_those(tmp_path, rr, capsys):
+    _views(tmp_path, rr)
+    out = tmp_path / "cache"
+    argv = ["--data", str(tmp_path)]
+    assert rr.main(argv + ["cache", "vjboost:frontalface", "--out", str(out),
+                           "--views", "det_scan,det"]) == 0
+    assert list(json.loads((out / "manifest.json").read_text())["views"]) == ["det_scan", "det"]
+    capsys.readouterr()
+    assert rr.main(argv + ["score", str(out)]) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
+    assert list(res["views"]) == ["det_scan", "det"]
+    assert res["mean"] == round((res["views"]["det"]["mean"]
+                                 + res["views"]["det_scan"]["mean"]) / 2, 5)

@@ -45,6 +45,10 @@ Outputs in ``--out`` (outside the repository):
   moved with their centres. Training's jitter turns faces by up to 12° and changes their gamma,
   but never lights one side of a face; a detector that holds its rate here is less tied to the
   evenly lit, upright crops it learned from. ``--vary-only`` (re)writes it.
+* ``val/det_crowd/``: held-out faces standing in rows as in group photographs
+  (:func:`crowd_scene`) on held-out backgrounds, with ``val/det``'s face-free images. The other
+  views never let two pasted windows overlap, so no face there has another face in the context
+  around it, and no two faces stand close. ``--crowd-only`` (re)writes it from an existing build.
 * ``backgrounds_train.txt`` / ``backgrounds_val.txt``: the background images left for mining
   and those held out (by blocks of consecutive file names, which are often near-duplicates).
 * ``manifest.json``: parameters, seed, counts per source and split, the measured mappings, the
@@ -435,6 +439,7 @@ class Params:
     teacher_min_iou: float = 0.5
     scenes: int = 300
     empty_scenes: int = 150
+    crowd_scenes: int = 150
     faces_per_scene: tuple[int, int] = (1, 4)
     face_px: tuple[int, int] = (20, 120)
     scene_max_side: int = 640
@@ -451,7 +456,7 @@ class Params:
         """A small build of every part (under a minute)."""
         base = dict(n_webfaces=800, n_cbcl=400, n_persons=3, clips_per_person=1, frame_step=6,
                     n_backgrounds=300, ruler_sample=60, model_check_n=40, scenes=40,
-                    empty_scenes=15)
+                    empty_scenes=15, crowd_scenes=10)
         return cls(out=out, **{**base, **kw})
 
     def as_dict(self) -> dict:
@@ -534,14 +539,21 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
             "dlib_rel_alt2": (np.round(np.median(pairs, axis=0), 4).tolist() if pairs else None)}
 
 
-def _paste(scene: np.ndarray, face: np.ndarray, rect, feather: float) -> None:
-    """Alpha-blend a square window ``face`` (side n) into ``scene`` at integer ``rect``."""
+def _paste(scene: np.ndarray, face: np.ndarray, rect, feather: float,
+           protect=()) -> None:
+    """Alpha-blend a square window ``face`` (side n) into ``scene`` at integer ``rect``,
+    leaving the pixels inside each box (x, y, w, h) of ``protect`` as they are."""
     x, y, n = int(rect[0]), int(rect[1]), face.shape[0]
     u = (np.arange(n) + 0.5) / n
     edge = np.minimum(u, 1 - u) / feather  # 0 at the border, 1 inside the margin's inner edge
     ramp = np.clip(edge, 0, 1)
     a = np.minimum(ramp[:, None], ramp[None, :])
     a = 0.5 - 0.5 * np.cos(np.pi * a)
+    for bx, by, bw, bh in protect:
+        x0, y0 = max(int(np.floor(bx)) - x, 0), max(int(np.floor(by)) - y, 0)
+        x1, y1 = min(int(np.ceil(bx + bw)) - x, n), min(int(np.ceil(by + bh)) - y, n)
+        if x1 > x0 and y1 > y0:
+            a[y0:y1, x0:x1] = 0.0
     sub = scene[y:y + n, x:x + n].astype(np.float32)
     scene[y:y + n, x:x + n] = np.rint(a * face + (1 - a) * sub).astype(np.uint8)
 
@@ -752,6 +764,11 @@ def build(p: Params, log=print) -> dict:
     t = time.perf_counter()
     hashes["val/det_vary"] = vary_copy(det, p.out / "val" / "det_vary", seed=p.seed)
     timing["val_det_vary_s"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    hashes["val/det_crowd"] = crowd_copy(p.out, p.out / "val" / "det_crowd", seed=p.seed,
+                                         scenes=p.crowd_scenes,
+                                         scene_max_side=p.scene_max_side)
+    timing["val_det_crowd_s"] = round(time.perf_counter() - t, 1)
     timing["total_s"] = round(time.perf_counter() - t0, 1)
 
     st = nrc["stats"]
@@ -839,6 +856,140 @@ def scan_like(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         _, buf = cv2.imencode(".jpg", g, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(15, 51))])
         g = cv2.imdecode(buf, cv2.IMREAD_GRAYSCALE)
     return g
+
+
+def crowd_scene(background: np.ndarray, windows: np.ndarray, box, rng: np.random.Generator,
+                *, face_px: tuple[float, float] = (20.0, 56.0), feather: float = 0.05
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Faces standing in rows, as in a group photograph, pasted into ``background``.
+
+    Two to four rows, the back row pasted first; the base face side is log-uniform in
+    ``face_px`` and each row further back is 0.92 of the one in front of it. Along a row, 3 to
+    10 faces stand 1.1–1.5 sides apart (centre to centre), each 0.9–1.1 of its row's side and
+    up to 0.08 of it above or below the row; rows stand 1.15–1.5 sides apart. So a face's
+    context holds its neighbours' hair, cheeks and faces. Each face is a window of
+    ``windows`` (drawn at random, mirrored half of the time) resampled to its size and blended
+    over ``feather`` of its side at each border, but never over an earlier face's box: the
+    labelled faces keep all their pixels. A face whose window would leave the image, or whose
+    box would touch another face's box, is left out.
+
+    Parameters
+    ----------
+    background : ndarray of uint8, shape (H, W)
+        The scene; it is not modified.
+    windows : ndarray of uint8, shape (n, S, S)
+        Face windows with the face at ``box``.
+    box : sequence of 4 floats
+        The face box (x, y, w, h) inside a window, in pixels, centred.
+    rng : numpy.random.Generator
+        Every choice.
+    face_px : (float, float)
+        Range of the base face side, pixels.
+    feather : float
+        Share of a window's side blended into the scene at each border.
+
+    Returns
+    -------
+    scene : ndarray of uint8, shape (H, W)
+    boxes : ndarray of float64, shape (k, 4)
+        The face boxes (x, y, w, h), pixels.
+
+    Examples
+    --------
+    >>> wins = np.full((3, 36, 36), 90, np.uint8)
+    >>> scene, boxes = crowd_scene(np.full((300, 400), 128, np.uint8), wins, (6, 6, 24, 24),
+    ...                            np.random.default_rng(0))
+    >>> scene.shape, boxes.shape[1], len(boxes) >= 3
+    ((300, 400), 4, True)
+    """
+    img = background.copy()
+    h, w = img.shape
+    box_frac = float(box[2]) / windows.shape[1]
+    base = float(np.exp(rng.uniform(np.log(face_px[0]), np.log(face_px[1]))))
+    n_rows = int(rng.integers(2, 5))
+    sides = base * 0.92 ** np.arange(n_rows)[::-1]  # back row first
+    gaps = rng.uniform(1.15, 1.5, n_rows - 1) * (sides[:-1] + sides[1:]) / 2
+    reach = 0.5 / box_frac * 1.1 + 0.08  # a window's half side and its shift, in face sides
+    while n_rows > 1 and gaps[:n_rows - 1].sum() + reach * (sides[0] + sides[n_rows - 1]) > h:
+        n_rows -= 1  # drop front rows until the crowd fits the height
+    sides = sides[:n_rows]
+    top = reach * sides[0]
+    room = h - reach * sides[-1] - gaps[:n_rows - 1].sum() - top
+    cy = top + rng.uniform(0, max(room, 0.0))
+    placed: list[np.ndarray] = []
+    for r, s in enumerate(sides):
+        k = int(rng.integers(3, 11))
+        step = rng.uniform(1.1, 1.5, k - 1) * s
+        while k > 1 and step[:k - 1].sum() + 2 * reach * s > w:
+            k -= 1
+        span = step[:k - 1].sum()
+        x_first = reach * s + rng.uniform(0, max(w - 2 * reach * s - span, 0.0))
+        for cx in x_first + np.r_[0.0, np.cumsum(step[:k - 1])]:
+            side = s * rng.uniform(0.9, 1.1)
+            n = int(round(side / box_frac))
+            x = int(round(cx - n / 2))
+            y = int(round(cy + rng.uniform(-0.08, 0.08) * s - n / 2))
+            b = n * box_frac
+            fb = np.array([x + (n - b) / 2, y + (n - b) / 2, b, b])
+            win = windows[int(rng.integers(len(windows)))]
+            if rng.random() < 0.5:
+                win = win[:, ::-1]
+            if x < 0 or y < 0 or x + n > w or y + n > h or any(
+                    min(fb[0] + b, q[0] + q[2]) > max(fb[0], q[0])
+                    and min(fb[1] + b, q[1] + q[3]) > max(fb[1], q[1]) for q in placed):
+                continue
+            face = cut_window(win, (0, 0, win.shape[0], win.shape[0]), n)
+            _paste(img, face.astype(np.float32), (x, y, n, n), feather, protect=placed)
+            placed.append(fb)
+        if r < n_rows - 1:
+            cy += gaps[r]
+    return img, np.array(placed, np.float64).reshape(-1, 4)
+
+
+def crowd_copy(data: Path, out: Path, *, seed: int, scenes: int = 150,
+               scene_max_side: int = 640, feather: float = 0.05) -> str:
+    """Write ``out`` (``val/det_crowd``): ``scenes`` crowd scenes (:func:`crowd_scene`) of the
+    held-out faces (``val/webfaces.npz`` and ``val/nrc.npz`` of ``data``) on held-out
+    backgrounds (``backgrounds_val.txt``, shrunk to ``scene_max_side``), as
+    ``crowds/crowd_NNNN.png``, and the face-free images of ``val/det`` as they are; its
+    ``boxes.csv`` and image lists. Returns a hash of the written images and boxes."""
+    from vjboost.io import read_bg_list, read_image
+
+    parts = [np.load(data / "val" / f"{src}.npz") for src in ("webfaces", "nrc")]
+    windows = np.concatenate([z["images"] for z in parts if len(z["images"])])
+    box = parts[0]["box"]
+    bgs = read_bg_list(data / "backgrounds_val.txt")
+    rng = np.random.default_rng([seed, 10])
+    digest = hashlib.sha256()
+    lines, names = ["image,x,y,w,h"], []
+    (out / "crowds").mkdir(parents=True, exist_ok=True)
+    for k, bi in enumerate(rng.permutation(len(bgs))[:scenes].tolist()):
+        img = read_image(bgs[bi])
+        f = scene_max_side / max(img.shape)
+        if f < 1:
+            img = cv2.resize(img, (round(img.shape[1] * f), round(img.shape[0] * f)),
+                             interpolation=cv2.INTER_AREA)
+        scene, boxes = crowd_scene(img, windows, box, np.random.default_rng([seed, 10, k]),
+                                   feather=feather)
+        name = f"crowds/crowd_{k:04d}.png"
+        cv2.imwrite(str(out / name), scene)
+        names.append(name)
+        digest.update(scene.tobytes())
+        for x, y, bw, bh in np.rint(boxes).astype(np.int64).tolist():
+            lines.append(f"{name},{x},{y},{bw},{bh}")
+    det = data / "val" / "det"
+    empty = (det / "empty.txt").read_text().split() if (det / "empty.txt").is_file() else []
+    for name in empty:
+        g = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE)
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(out / name), g)
+        digest.update(g.tobytes())
+    digest.update("\n".join(lines).encode())
+    _write_text(out / "boxes.csv", "\n".join(lines) + "\n")
+    _write_text(out / "crowds.txt", "\n".join(names) + "\n")
+    _write_text(out / "empty.txt", "\n".join(empty) + "\n")
+    _write_text(out / "images.txt", "\n".join(names + empty) + "\n")
+    return digest.hexdigest()[:16]
 
 
 def _view_copy(det: Path, out: Path, change, *, seed: int, tag: int, moves_boxes: bool) -> str:
@@ -977,6 +1128,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bg-val-frac", type=float, default=0.15, help="held-out backgrounds")
     ap.add_argument("--scenes", type=int, default=300, help="synthetic validation scenes")
     ap.add_argument("--empty-scenes", type=int, default=150, help="face-free validation scenes")
+    ap.add_argument("--crowd-scenes", type=int, default=150,
+                    help="validation scenes of faces in rows (val/det_crowd)")
     ap.add_argument("--frame-step", type=int, default=2, help="teacher runs on every k-th frame")
     ap.add_argument("--teacher-min-score", type=float, default=0.5, help="dlib score to keep")
     ap.add_argument("--dup-corr", type=float, default=0.9,
@@ -985,16 +1138,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="only (re)write val/det_scan from an existing val/det")
     ap.add_argument("--vary-only", action="store_true",
                     help="only (re)write val/det_vary from an existing val/det")
+    ap.add_argument("--crowd-only", action="store_true",
+                    help="only (re)write val/det_crowd from an existing build")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     if REPO in out.parents or out == REPO:
         sys.exit(f"face_data: --out {out} is inside the repository; write data elsewhere")
-    if args.scan_only or args.vary_only:
+    if args.scan_only or args.vary_only or args.crowd_only:
         flag, view, copy = (("--scan-only", "det_scan", scan_copy) if args.scan_only
-                            else ("--vary-only", "det_vary", vary_copy))
+                            else ("--vary-only", "det_vary", vary_copy) if args.vary_only
+                            else ("--crowd-only", "det_crowd", None))
         if not (out / "val" / "det" / "images.txt").is_file():
             sys.exit(f"face_data: {flag} needs {out}/val/det (run face_data.py first)")
-        h = copy(out / "val" / "det", out / "val" / view, seed=args.seed)
+        if copy is None:
+            h = crowd_copy(out, out / "val" / view, seed=args.seed, scenes=args.crowd_scenes)
+        else:
+            h = copy(out / "val" / "det", out / "val" / view, seed=args.seed)
         print("RESULT " + json.dumps({"out": str(out / "val" / view), "hash": h}))
         return 0
     if args.feather is not None and not 0 < args.feather <= (1 - args.box_frac) / 2:
@@ -1007,7 +1166,7 @@ def main(argv: list[str] | None = None) -> int:
         p = Params.quick(out, **kw)
     else:
         p = Params(out=out, scenes=args.scenes, empty_scenes=args.empty_scenes,
-                   frame_step=args.frame_step, **kw)
+                   crowd_scenes=args.crowd_scenes, frame_step=args.frame_step, **kw)
     m = build(p)
     print(summary_line(m))
     print(f"manifest: {out / 'manifest.json'}; train with --pos-crop "

@@ -1,16 +1,16 @@
 """Ranking rounds of a face cascade on the validation views: raw windows cached once, ranking
 settings scored over them.
 
-A ranking round (docs/ablation.md, rounds 11 to 23) compares settings that act after the
+A ranking round (docs/ablation.md, rounds 11 to 24) compares settings that act after the
 scan on the same raw windows of one cascade: the verifier, the weight of its verdict, and the
 share of a detection lying inside a better one that drops it. ``cache`` scans the three
-validation views of ``tools/face_data.py`` once and writes the windows to a folder. The scan
-covers every grid window at scale factor 1.1, behind the detector's default σ gate (OpenCV's
-10), as the rounds were scored. ``score`` then groups the windows at minNeighbors 1, ranks the
-groups by the verified score (the margin rescored by the verifier) and drops those inside
-better ones. It reads the rounds' score: the mean over the three views of the verified@1
-curve's mean detection rate at the benchmark's six false-positive budgets, counted at
-CMU-MIT's density (``train_face.scaled_budgets``).
+validation views of ``tools/face_data.py`` (``--views`` adds the crowd view or picks others)
+once and writes the windows to a folder. The scan covers every grid window at scale factor
+1.1, behind the detector's default σ gate (OpenCV's 10), as the rounds were scored. ``score``
+then groups the windows at minNeighbors 1, ranks the groups by the verified score (the margin
+rescored by the verifier) and drops those inside better ones. It reads the rounds' score: the
+mean over the cached views of the verified@1 curve's mean detection rate at the benchmark's
+six false-positive budgets, counted at CMU-MIT's density (``train_face.scaled_budgets``).
 
 ::
 
@@ -46,7 +46,8 @@ import train_face as tf  # noqa: E402
 from vjboost._io import OutputError, atomic_open, atomic_write  # noqa: E402
 from vjboost.cascade.detector import check_suppress_inside  # noqa: E402
 
-#: the three validation views (tools/face_data.py): clean, scanned, side-lit and turned
+#: the three validation views of the rounds (tools/face_data.py): clean, scanned, side-lit and
+#: turned; ``cache --views`` may add the crowd view (``det_crowd``)
 VIEWS = ("det", "det_scan", "det_vary")
 #: the σ gate the rounds' windows were scanned behind: the detector's default (OpenCV's)
 SCAN_MIN_STD = 10.0
@@ -78,8 +79,9 @@ def _views(data: Path, quick: bool, view: str):
 
 
 def cache(spec: str, out: Path, data: Path, *, quick: bool = False,
-          threads: int | None = None) -> dict:
-    """Scan the three views with ``spec`` and write its raw windows to ``out``.
+          threads: int | None = None, views: tuple[str, ...] = VIEWS) -> dict:
+    """Scan the validation ``views`` (default the rounds' three) with ``spec`` and write its
+    raw windows to ``out``.
 
     Each view is one ``<view>.npz``: ``boxes`` (N, 4) int32 and ``scores`` (N,) float64 of
     every image's windows in turn, ``offsets`` (n_images + 1,) int64 where each image's
@@ -89,14 +91,18 @@ def cache(spec: str, out: Path, data: Path, *, quick: bool = False,
     from vjboost.cascade import CascadeDetector
 
     model, window = _model(spec)
+    bad = [v for v in views if v not in tf.SPLITS]
+    if bad or not views:
+        raise RoundError(f"--views: expected some of {', '.join(tf.SPLITS)}, got "
+                         f"{','.join(bad) or 'none'}")
     if (out / MANIFEST).exists():
         raise RoundError(f"{out}: already holds a cache (give a new folder)")
     out.mkdir(parents=True, exist_ok=True)
     det = CascadeDetector(model, scale_factor=bp.SCALE_FACTOR, min_neighbors=0,
                           grouping="none", min_size=window, threads=threads,
                           coarse_to_fine=None, min_std=SCAN_MIN_STD)
-    views = {}
-    for view in VIEWS:
+    done = {}
+    for view in views:
         paths, images, _ = _views(data, quick, view)
         t0 = time.perf_counter()
         raw = [det.raw_windows(g) for g in images]
@@ -109,12 +115,12 @@ def cache(spec: str, out: Path, data: Path, *, quick: bool = False,
         with atomic_open(out / f"{view}.npz") as f:
             np.savez(f, boxes=boxes.astype(np.int32), scores=scores.astype(np.float64),
                      offsets=offsets, paths=np.array(paths, dtype=str))
-        views[view] = {"images": len(paths), "windows": int(offsets[-1]),
-                       "seconds": round(secs, 1)}
+        done[view] = {"images": len(paths), "windows": int(offsets[-1]),
+                      "seconds": round(secs, 1)}
     entry = {"kind": "cache", "model": spec, "stages": model.n_stages, "quick": bool(quick),
              "data": str(data), "scan": {"scale_factor": bp.SCALE_FACTOR,
                                          "min_std": SCAN_MIN_STD, "coarse_to_fine": None},
-             "views": views}
+             "views": done}
     atomic_write(out / MANIFEST, json.dumps(entry, indent=1))
     return entry
 
@@ -176,8 +182,8 @@ def score(folder: Path, data: Path, *, weight: float | None = None, share: str |
     Returns
     -------
     dict
-        ``views``: each view's rates at its budgets and their ``mean``; ``mean``: the mean of
-        the three views' means.
+        ``views``: each cached view's rates at its budgets and their ``mean``; ``mean``: the
+        mean of the views' means.
     """
     man = _manifest(folder)
     model, _ = _model(man["model"])
@@ -196,7 +202,7 @@ def score(folder: Path, data: Path, *, weight: float | None = None, share: str |
         ver.weight = float(weight)
     suppress = _share(share, model)
     views = {}
-    for view in VIEWS:
+    for view in man["views"]:
         paths, images, gt = _views(data, man["quick"], view)
         raw = load_cache(folder, view, paths)
         mp = sum(g.size for g in images) / 1e6
@@ -232,10 +238,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true",
                     help="cache every tenth image of each view (score reads the cache's choice)")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("cache", help="scan the three views once and write the raw windows")
+    c = sub.add_parser("cache", help="scan the views once and write the raw windows")
     c.add_argument("model", help="vjboost:NAME, a model file, or either with :K (first K stages)")
     c.add_argument("--out", type=Path, required=True, help="a new folder")
     c.add_argument("--threads", type=int, default=None)
+    c.add_argument("--views", default=",".join(VIEWS),
+                   help=f"comma-separated views (default the rounds' three; of {tf.SPLITS})")
     s = sub.add_parser("score", help="the rounds' score of a ranking setting on a cache")
     s.add_argument("cache", type=Path)
     s.add_argument("--weight", type=float, default=None,
@@ -250,7 +258,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "cache":
             entry = cache(args.model, args.out, args.data, quick=args.quick,
-                          threads=args.threads)
+                          threads=args.threads,
+                          views=tuple(v for v in args.views.split(",") if v))
             for view, v in entry["views"].items():
                 print(f"{view:<9s} {v['images']:>4d} images {v['windows']:>8d} windows "
                       f"{v['seconds']:>7.1f} s")
@@ -260,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
             for view, v in entry["views"].items():
                 print(f"{view:<9s} " + " ".join(f"@{b} {r:.4f}" for b, r in v["rates"].items())
                       + f"   mean {v['mean']:.4f}   curve end {v['curve_end']:.4f}")
-            print(f"mean of the three views: {entry['mean']:.5f}")
+            print(f"mean of the {len(entry['views'])} views: {entry['mean']:.5f}")
     except (RoundError, OutputError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -17,7 +17,8 @@ Three sub-commands:
   (``bench_peers.OPERATING_SCORES``) at grouping thresholds 1–3, with the detection time (one
   thread, ms per megapixel). This is where configurations and operating scores are chosen.
   ``--split det_scan`` uses the same images degraded as scans, ``--split det_vary`` the same
-  images with faces lit from one side and turned in plane (``tools/face_data.py``). Each
+  images with faces lit from one side and turned in plane, ``--split det_crowd`` held-out
+  faces standing in rows as in group photographs (``tools/face_data.py``). Each
   model's declared (else best) curve is also read on each kind of image — whole NRC-IIT frames
   and scenes with pasted faces — at its share of the budgets (:func:`image_parts`), since the
   two kinds can rank vjboost and dlib in opposite orders.
@@ -436,10 +437,14 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
 # ------------------------------------------------------------------------------------------------
 
 
+#: the validation detection sets of ``tools/face_data.py`` (folders of ``val/``)
+SPLITS = ("det", "det_scan", "det_vary", "det_crowd")
+
+
 def load_validation(data: Path, quick: bool, split: str = "det"):
-    """Paths, grey images and boxes of a validation detection set: ``val/det`` or one of its
-    copies, ``val/det_scan`` (scanned) and ``val/det_vary`` (pose and lighting;
-    ``tools/face_data.py``)."""
+    """Paths, grey images and boxes of a validation detection set (:data:`SPLITS`): ``val/det``,
+    its copies ``val/det_scan`` (scanned) and ``val/det_vary`` (pose and lighting), or
+    ``val/det_crowd`` (faces in rows; ``tools/face_data.py``)."""
     from vjboost.io import read_annotations, read_bg_list, read_image
 
     det = data / "val" / split
@@ -781,9 +786,10 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--dlib", action="store_true",
                    help="also dlib's HOG detector (upsample 2; its score swept)")
     v.add_argument("--label", default=None, help="name of the configuration in the log")
-    v.add_argument("--split", default="det", choices=("det", "det_scan", "det_vary"),
-                   help="val/det, val/det_scan (the same images degraded as scans) or "
-                        "val/det_vary (faces lit from one side, images turned in plane)")
+    v.add_argument("--split", default="det", choices=SPLITS,
+                   help="val/det, val/det_scan (the same images degraded as scans), "
+                        "val/det_vary (faces lit from one side, images turned in plane) or "
+                        "val/det_crowd (faces standing in rows, as in group photographs)")
     v.add_argument("--budget-mp", type=float, default=None, metavar="MP",
                    help="count the false-positive budgets at the density of an image set of "
                         f"MP megapixels (CMU-MIT, bench_peers' set: {CMU_MIT_MP}) instead of "
