@@ -155,6 +155,20 @@ def test_crowd_scene_keeps_every_face_whole_apart_and_inside():
         assert (d.min(1) <= 1.5 * side * 1.1 / 0.9 + 1).all()
 
 
+def test_people_tiles_use_every_body_once_at_one_scale_per_image():
+    bodies = np.stack([np.full((92, 64), 10 + i, np.uint8) for i in range(23)])
+    tiles = fd.people_tiles(bodies, np.random.default_rng(4))
+    seen = []
+    for t in tiles:
+        assert t.shape[0] <= 480 and t.shape[1] <= 640
+        # each tile's cells: one body each, resized (flat bodies stay flat)
+        levels = [v for v in np.unique(t).tolist() if v > 0]
+        seen += levels
+        th = t.shape[0] // max(1, round(t.shape[0] / (92 * 1.5)))
+        assert 92 * 1.5 - 1 <= th <= 92 * 3.5 + 1
+    assert sorted(seen) == list(range(10, 33))
+
+
 def _components_reference(images, min_corr):
     n = len(images)
     z = images.reshape(n, -1).astype(float)
@@ -399,3 +413,20 @@ def test_crowd_view_holds_crowds_and_the_face_free_images(tiny_build, tmp_path):
                                                           scenes=4)
     assert m["hashes"]["val/det_crowd"] != fd.crowd_copy(out, tmp_path / "d", seed=1,
                                                           scenes=4)
+
+
+@pytest.mark.shared_data
+def test_people_split_by_photograph_and_their_view_adds_face_free_images(tiny_build):
+    out, m = tiny_build
+    tr, va = (np.load(out / split / "people.npz") for split in ("train", "val"))
+    assert set(tr["group"].tolist()).isdisjoint(va["group"].tolist())
+    assert tr["images"].shape[1:] == (fd.BODY_ROWS[1] - fd.BODY_ROWS[0], 64)
+    assert len(tr["images"]) + len(va["images"]) == 2 * 1208
+    assert m["counts"]["people"] == {"train": len(tr["images"]), "val": len(va["images"])}
+    det, people = out / "val" / "det", out / "val" / "det_people"
+    names = (det / "images.txt").read_text().split()
+    added = (people / "people.txt").read_text().split()
+    assert (people / "images.txt").read_text().split() == names + added
+    assert (people / "boxes.csv").read_text() == (det / "boxes.csv").read_text()
+    pixels = sum(cv2.imread(str(people / n), cv2.IMREAD_GRAYSCALE).size for n in added)
+    assert pixels >= len(va["images"]) * 92 * 64 * 1.5 ** 2 * 0.99

@@ -239,6 +239,16 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     np.testing.assert_allclose(load_model(tmp_path / "short_out.json").params["verifier"]["coef"],
                                whole.coef_)
     assert got["negatives"] == ref.n_negatives_ and got["hard_negatives"] == ref.n_hard_negatives_
+    # people=1: the training bodies, tiled as val/det_people tiles its own, join the backgrounds
+    bodies = np.stack([data.astronaut()[..., 1][r:r + 92, c:c + 64]
+                       for r in (200, 300) for c in (100, 200, 300)])
+    np.savez(tmp_path / "train" / "people.npz", images=bodies, group=np.arange(6))
+    m2 = load_model(tmp_path / "in.json")
+    with_people = tf.declare_verifier(m2, "face", tmp_path, options={"people": 1})
+    tiles = tf.fd.people_tiles(bodies, np.random.default_rng([0, 13]))
+    ref2 = fit_verifier(ungated, images[:10], box, bgs + tiles, seed=0, **opts)
+    np.testing.assert_allclose(with_people.coef_, ref2.coef_)
+    assert m2.params["min_std"] == 8.0
 
 
 def test_validation_by_image_kind_is_each_kinds_own_validation(monkeypatch):

@@ -49,6 +49,10 @@ Outputs in ``--out`` (outside the repository):
   (:func:`crowd_scene`) on held-out backgrounds, with ``val/det``'s face-free images. The other
   views never let two pasted windows overlap, so no face there has another face in the context
   around it, and no two faces stand close. ``--crowd-only`` (re)writes it from an existing build.
+* ``train/people.npz``, ``val/people.npz``: the bodies of the INRIA person crops (below the
+  chin, and mirrored; split by photograph), negatives the face-free backgrounds lack.
+  ``val/det_people/``: ``val/det`` and face-free images of the held-out bodies
+  (:func:`people_tiles`). ``--people-only`` (re)writes both.
 * ``backgrounds_train.txt`` / ``backgrounds_val.txt``: the background images left for mining
   and those held out (by blocks of consecutive file names, which are often near-duplicates).
 * ``manifest.json``: parameters, seed, counts per source and split, the measured mappings, the
@@ -769,6 +773,14 @@ def build(p: Params, log=print) -> dict:
                                          scenes=p.crowd_scenes,
                                          scene_max_side=p.scene_max_side)
     timing["val_det_crowd_s"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    if (SHARED / "data" / "inria").is_dir():
+        counts["people"] = people(p.out, seed=p.seed)
+        hashes["val/det_people"] = people_copy(p.out, p.out / "val" / "det_people",
+                                               seed=p.seed)
+    else:
+        log(f"no {SHARED / 'data' / 'inria'}: no bodies, no val/det_people")
+    timing["val_det_people_s"] = round(time.perf_counter() - t, 1)
     timing["total_s"] = round(time.perf_counter() - t0, 1)
 
     st = nrc["stats"]
@@ -992,6 +1004,89 @@ def crowd_copy(data: Path, out: Path, *, seed: int, scenes: int = 150,
     return digest.hexdigest()[:16]
 
 
+#: rows of an INRIA person crop (128×64) below its person's chin: the body, not the head
+BODY_ROWS = (36, 128)
+
+
+def people(data_out: Path, *, seed: int, val_frac: float = 0.15) -> dict:
+    """Write ``train/people.npz`` and ``val/people.npz`` in ``data_out``: the bodies of the INRIA
+    person crops (``../shared/data/inria``), rows :data:`BODY_ROWS` of each grey crop and its
+    mirror, split by photograph (the crop name without its letter; ``val_frac`` of the
+    photographs held out). ``images`` (n, 92, 64) uint8 and ``group``. The backgrounds hold no
+    people; these are the clothes, arms and legs of photographs of people, with the main
+    person's head cut off (smaller people behind may keep theirs). Returns the counts."""
+    z = np.load(SHARED / "data" / "inria" / "inria_train_pos_64x128.npz")
+    grey = np.array([cv2.cvtColor(im, cv2.COLOR_RGB2GRAY) for im in z["images"]])
+    body = grey[:, BODY_ROWS[0]:BODY_ROWS[1]]
+    photo = np.array([str(n)[:-5] for n in z["names"]])
+    _, group = np.unique(photo, return_inverse=True)
+    val = split_groups(group, val_frac, np.random.default_rng([seed, 11]))
+    counts = {}
+    for split, m in (("train", ~val), ("val", val)):
+        images = np.concatenate([body[m], body[m][:, :, ::-1]])
+        _save_npz(data_out / split / "people.npz", images=images,
+                  group=np.tile(photo[m], 2))
+        counts[split] = len(images)
+    return counts
+
+
+def people_tiles(bodies: np.ndarray, rng: np.random.Generator, *,
+                 max_side: tuple[int, int] = (480, 640),
+                 scale: tuple[float, float] = (1.5, 3.5)) -> list[np.ndarray]:
+    """Face-free images of people's bodies: ``bodies`` (n, h, w) uint8 in turn, tiled in a grid
+    at one scale per image drawn in ``scale``, each image at most ``max_side`` (height,
+    width), until every body is used.
+
+    >>> tiles = people_tiles(np.zeros((7, 92, 64), np.uint8), np.random.default_rng(0))
+    >>> all(t.shape[0] <= 480 and t.shape[1] <= 640 for t in tiles), len(tiles) >= 1
+    (True, True)
+    """
+    out, i = [], 0
+    h, w = bodies.shape[1:]
+    while i < len(bodies):
+        f = rng.uniform(*scale)
+        th, tw = int(round(h * f)), int(round(w * f))
+        rows, cols = max(1, max_side[0] // th), max(1, max_side[1] // tw)
+        take = bodies[i:i + rows * cols]
+        i += len(take)
+        img = np.zeros((rows * th, cols * tw), np.uint8)
+        for k, b in enumerate(take):
+            r, c = divmod(k, cols)
+            img[r * th:(r + 1) * th, c * tw:(c + 1) * tw] = cv2.resize(
+                b, (tw, th), interpolation=cv2.INTER_LINEAR)
+        used = -(-len(take) // cols)  # rows holding a body
+        out.append(img[:used * th, :min(len(take), cols) * tw])
+    return out
+
+
+def people_copy(data: Path, out: Path, *, seed: int) -> str:
+    """Write ``out`` (``val/det_people``): the images and boxes of ``val/det`` as they are, and
+    face-free images of the held-out bodies (``val/people.npz``; :func:`people_tiles`) as
+    ``people/people_NNNN.png``; its image lists. Returns a hash of the written tiles."""
+    import shutil
+
+    det = data / "val" / "det"
+    names = (det / "images.txt").read_text().split()
+    for name in names:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(det / name, out / name)
+    bodies = np.load(data / "val" / "people.npz")["images"]
+    digest = hashlib.sha256()
+    added = []
+    (out / "people").mkdir(parents=True, exist_ok=True)
+    for k, img in enumerate(people_tiles(bodies, np.random.default_rng([seed, 12]))):
+        name = f"people/people_{k:04d}.png"
+        cv2.imwrite(str(out / name), img)
+        digest.update(img.tobytes())
+        added.append(name)
+    for lst in ("boxes.csv", "nrc.txt", "scenes.txt", "empty.txt"):
+        if (det / lst).is_file():
+            _write_text(out / lst, (det / lst).read_text())
+    _write_text(out / "people.txt", "\n".join(added) + "\n")
+    _write_text(out / "images.txt", "\n".join(names + added) + "\n")
+    return digest.hexdigest()[:16]
+
+
 def _view_copy(det: Path, out: Path, change, *, seed: int, tag: int, moves_boxes: bool) -> str:
     """Write ``out``: every image of the detection set ``det`` through ``change(gray, boxes,
     rng) -> (gray, boxes)`` (seeded per image by ``[seed, tag, index]``) and ``det``'s image
@@ -1140,10 +1235,22 @@ def main(argv: list[str] | None = None) -> int:
                     help="only (re)write val/det_vary from an existing val/det")
     ap.add_argument("--crowd-only", action="store_true",
                     help="only (re)write val/det_crowd from an existing build")
+    ap.add_argument("--people-only", action="store_true",
+                    help="only (re)write the INRIA bodies and val/det_people in an existing build")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     if REPO in out.parents or out == REPO:
         sys.exit(f"face_data: --out {out} is inside the repository; write data elsewhere")
+    if args.people_only:
+        if not (out / "val" / "det" / "images.txt").is_file():
+            sys.exit(f"face_data: --people-only needs {out}/val/det (run face_data.py first)")
+        if not (SHARED / "data" / "inria").is_dir():
+            sys.exit(f"face_data: --people-only needs {SHARED / 'data' / 'inria'}")
+        counts = people(out, seed=args.seed)
+        h = people_copy(out, out / "val" / "det_people", seed=args.seed)
+        print("RESULT " + json.dumps({"out": str(out / "val" / "det_people"), "hash": h,
+                                      "people": counts}))
+        return 0
     if args.scan_only or args.vary_only or args.crowd_only:
         flag, view, copy = (("--scan-only", "det_scan", scan_copy) if args.scan_only
                             else ("--vary-only", "det_vary", vary_copy) if args.vary_only

@@ -18,7 +18,8 @@ Three sub-commands:
   thread, ms per megapixel). This is where configurations and operating scores are chosen.
   ``--split det_scan`` uses the same images degraded as scans, ``--split det_vary`` the same
   images with faces lit from one side and turned in plane, ``--split det_crowd`` held-out
-  faces standing in rows as in group photographs (``tools/face_data.py``). Each
+  faces standing in rows as in group photographs, ``--split det_people`` ``val/det`` with
+  face-free images of people's bodies (``tools/face_data.py``). Each
   model's declared (else best) curve is also read on each kind of image — whole NRC-IIT frames
   and scenes with pasted faces — at its share of the budgets (:func:`image_parts`), since the
   two kinds can rank vjboost and dlib in opposite orders.
@@ -177,10 +178,14 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0,
     opts = {**VERIFIER.get(recipe, {}), **(options or {})}
     if opts.get("hard_stages") is not None:  # a shorter cascade (--quick) mines with all of it
         opts["hard_stages"] = min(opts["hard_stages"], model.n_stages)
+    backgrounds = list(read_bg_list(data / "backgrounds_train.txt"))
+    if opts.pop("people", False):  # bodies of people, tiled as val/det_people tiles its own
+        bodies = np.load(data / "train" / "people.npz")["images"]
+        backgrounds += fd.people_tiles(bodies, np.random.default_rng([seed, 13]))
     gate = model.params.pop("min_std", None)
     try:
-        ver = fit_verifier(model, pos["images"][keep], pos["box"],
-                           read_bg_list(data / "backgrounds_train.txt"), seed=seed, **opts)
+        ver = fit_verifier(model, pos["images"][keep], pos["box"], backgrounds, seed=seed,
+                           **opts)
     finally:
         if gate is not None:
             model.params["min_std"] = gate
@@ -438,13 +443,14 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
 
 
 #: the validation detection sets of ``tools/face_data.py`` (folders of ``val/``)
-SPLITS = ("det", "det_scan", "det_vary", "det_crowd")
+SPLITS = ("det", "det_scan", "det_vary", "det_crowd", "det_people")
 
 
 def load_validation(data: Path, quick: bool, split: str = "det"):
     """Paths, grey images and boxes of a validation detection set (:data:`SPLITS`): ``val/det``,
-    its copies ``val/det_scan`` (scanned) and ``val/det_vary`` (pose and lighting), or
-    ``val/det_crowd`` (faces in rows; ``tools/face_data.py``)."""
+    its copies ``val/det_scan`` (scanned) and ``val/det_vary`` (pose and lighting),
+    ``val/det_crowd`` (faces in rows) or ``val/det_people`` (``val/det`` and people's bodies;
+    ``tools/face_data.py``)."""
     from vjboost.io import read_annotations, read_bg_list, read_image
 
     det = data / "val" / split
@@ -789,7 +795,8 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--split", default="det", choices=SPLITS,
                    help="val/det, val/det_scan (the same images degraded as scans), "
                         "val/det_vary (faces lit from one side, images turned in plane) or "
-                        "val/det_crowd (faces standing in rows, as in group photographs)")
+                        "val/det_crowd (faces standing in rows, as in group photographs) or "
+                        "val/det_people (val/det and face-free images of people's bodies)")
     v.add_argument("--budget-mp", type=float, default=None, metavar="MP",
                    help="count the false-positive budgets at the density of an image set of "
                         f"MP megapixels (CMU-MIT, bench_peers' set: {CMU_MIT_MP}) instead of "
