@@ -409,10 +409,12 @@ def test_crowd_view_holds_crowds_and_the_face_free_images(tiny_build, tmp_path):
     with open(crowd / "boxes.csv") as f:
         rows = list(csv.DictReader(f))
     assert {r["image"] for r in rows} == set(crowds) and len(rows) >= 3 * len(crowds)
-    assert m["hashes"]["val/det_crowd"] == fd.crowd_copy(out, tmp_path / "c", seed=0,
-                                                          scenes=4)
-    assert m["hashes"]["val/det_crowd"] != fd.crowd_copy(out, tmp_path / "d", seed=1,
-                                                          scenes=4)
+    # blended as the build's scenes are (no --feather: the whole margin around the box)
+    kw = dict(scenes=4, feather=(1 - m["params"]["box_frac"]) / 2)
+    assert m["hashes"]["val/det_crowd"] == fd.crowd_copy(out, tmp_path / "c", seed=0, **kw)
+    assert m["hashes"]["val/det_crowd"] != fd.crowd_copy(out, tmp_path / "d", seed=1, **kw)
+    assert m["hashes"]["val/det_crowd"] != fd.crowd_copy(out, tmp_path / "e", seed=0,
+                                                          scenes=4, feather=0.05)
 
 
 @pytest.mark.shared_data

@@ -544,7 +544,7 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
 
 
 def _paste(scene: np.ndarray, face: np.ndarray, rect, feather: float,
-           protect=()) -> None:
+           protect: list[np.ndarray] | tuple = ()) -> None:
     """Alpha-blend a square window ``face`` (side n) into ``scene`` at integer ``rect``,
     leaving the pixels inside each box (x, y, w, h) of ``protect`` as they are."""
     x, y, n = int(rect[0]), int(rect[1]), face.shape[0]
@@ -771,7 +771,8 @@ def build(p: Params, log=print) -> dict:
     t = time.perf_counter()
     hashes["val/det_crowd"] = crowd_copy(p.out, p.out / "val" / "det_crowd", seed=p.seed,
                                          scenes=p.crowd_scenes,
-                                         scene_max_side=p.scene_max_side)
+                                         scene_max_side=p.scene_max_side,
+                                         feather=p.feather or (1 - p.box_frac) / 2)
     timing["val_det_crowd_s"] = round(time.perf_counter() - t, 1)
     t = time.perf_counter()
     if (SHARED / "data" / "inria").is_dir():
@@ -868,6 +869,15 @@ def scan_like(gray: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         _, buf = cv2.imencode(".jpg", g, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(15, 51))])
         g = cv2.imdecode(buf, cv2.IMREAD_GRAYSCALE)
     return g
+
+
+def _copy_images(det: Path, out: Path, names: list[str]) -> None:
+    """Copy the image files ``names`` (relative to ``det``) to the same names in ``out``."""
+    import shutil
+
+    for name in names:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(det / name, out / name)
 
 
 def crowd_scene(background: np.ndarray, windows: np.ndarray, box, rng: np.random.Generator,
@@ -991,11 +1001,7 @@ def crowd_copy(data: Path, out: Path, *, seed: int, scenes: int = 150,
             lines.append(f"{name},{x},{y},{bw},{bh}")
     det = data / "val" / "det"
     empty = (det / "empty.txt").read_text().split() if (det / "empty.txt").is_file() else []
-    for name in empty:
-        g = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE)
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
-        cv2.imwrite(str(out / name), g)
-        digest.update(g.tobytes())
+    _copy_images(det, out, empty)
     digest.update("\n".join(lines).encode())
     _write_text(out / "boxes.csv", "\n".join(lines) + "\n")
     _write_text(out / "crowds.txt", "\n".join(names) + "\n")
@@ -1063,13 +1069,9 @@ def people_copy(data: Path, out: Path, *, seed: int) -> str:
     """Write ``out`` (``val/det_people``): the images and boxes of ``val/det`` as they are, and
     face-free images of the held-out bodies (``val/people.npz``; :func:`people_tiles`) as
     ``people/people_NNNN.png``; its image lists. Returns a hash of the written tiles."""
-    import shutil
-
     det = data / "val" / "det"
     names = (det / "images.txt").read_text().split()
-    for name in names:
-        (out / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(det / name, out / name)
+    _copy_images(det, out, names)
     bodies = np.load(data / "val" / "people.npz")["images"]
     digest = hashlib.sha256()
     added = []
@@ -1257,8 +1259,11 @@ def main(argv: list[str] | None = None) -> int:
                             else ("--crowd-only", "det_crowd", None))
         if not (out / "val" / "det" / "images.txt").is_file():
             sys.exit(f"face_data: {flag} needs {out}/val/det (run face_data.py first)")
-        if copy is None:
-            h = crowd_copy(out, out / "val" / view, seed=args.seed, scenes=args.crowd_scenes)
+        if copy is None:  # blended as the build's scenes were
+            built = json.loads((out / "manifest.json").read_text())["params"]
+            h = crowd_copy(out, out / "val" / view, seed=args.seed, scenes=args.crowd_scenes,
+                           scene_max_side=built["scene_max_side"],
+                           feather=built["feather"] or (1 - built["box_frac"]) / 2)
         else:
             h = copy(out / "val" / "det", out / "val" / view, seed=args.seed)
         print("RESULT " + json.dumps({"out": str(out / "val" / view), "hash": h}))
