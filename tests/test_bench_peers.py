@@ -36,3 +36,17 @@ def test_a_model_is_timed_at_its_declared_operating_score(bp):
     # OpenCV's cascades declare nothing: OpenCV's default minNeighbors and the best score
     ref = bp.Cascade("ref", "opencv:haarcascade_frontalface_default", kind="opencv")
     assert (ref.timed_neighbors, ref.timed_score) == (bp.OPERATING_NEIGHBORS, "best")
+
+
+def test_dlib_runs_on_a_strided_view_as_on_its_copy(bp):
+    """dlib reads a strided array's memory as if it were contiguous (a colour plane of an RGB
+    image gives no face, or what other memory holds); ``dlib_run`` hands it a contiguous copy."""
+    dlib = pytest.importorskip("dlib")
+    hog = dlib.get_frontal_face_detector()
+    plane = data.astronaut()[..., 1]
+    assert not plane.flags.c_contiguous
+    view = bp.dlib_run(hog, plane, 1)
+    copy = hog.run(np.ascontiguousarray(plane), 1, -1)
+    box = lambda rects: [(r.left(), r.top(), r.right(), r.bottom()) for r in rects]  # noqa: E731
+    assert len(copy[0]) >= 1 and box(view[0]) == box(copy[0])
+    assert list(view[1]) == list(copy[1]) and list(view[2]) == list(copy[2])

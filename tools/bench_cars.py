@@ -361,7 +361,8 @@ def dlib_detect(det, images: dict, multiscale: bool, upsample: int | None = None
     for key, img in images.items():
         t0 = time.perf_counter()
         # a low threshold: the curve must reach past as many detections as cars
-        rects, scores, _ = det.run(img, up, DLIB_THRESHOLD)
+        # (contiguous: dlib misreads a strided view's memory, tools/bench_peers.py dlib_run)
+        rects, scores, _ = det.run(np.ascontiguousarray(img), up, DLIB_THRESHOLD)
         seconds += time.perf_counter() - t0
         b = np.array([[r.left(), r.top(), r.width(), r.height()] for r in rects],
                      dtype=np.float64).reshape(-1, 4)

@@ -92,6 +92,13 @@ def vj_load(spec: str):
     return model, (int(model.width), int(model.height)), path
 
 
+def dlib_run(detector, gray: np.ndarray, upsample: int, threshold: float = -1.0):
+    """``detector.run(gray, upsample, threshold)`` of a dlib detector on a C-contiguous copy
+    of ``gray`` when it is a strided view (a colour plane, a flipped image): dlib reads such an
+    array's memory as if it were contiguous and returns nothing, or what other memory holds."""
+    return detector.run(np.ascontiguousarray(gray), upsample, threshold)
+
+
 def vj_detector(model, window: tuple[int, int], *, threads: int | None, min_neighbors: int,
                 score: str = "best"):
     """vjboost's detector at the benchmark's settings (scale 1.1, minimum size = window)."""
@@ -394,10 +401,10 @@ def main(argv: list[str] | None = None) -> int:
             print("dlib not installed (pip install dlib-bin): skipped")
         else:
             hog = dlib.get_frontal_face_detector()
-            hog.run(images[0], 1, -1)
+            dlib_run(hog, images[0], 1)
             for up in (2, 1):
                 dlib_runs[f"dlib HOG up{up}"] = (
-                    lambda g, up=up: hog.run(g, up, -1), up)
+                    lambda g, up=up: dlib_run(hog, g, up), up)
 
     # timing: every detector on the whole set, interleaved, median of the repeats
     times: dict[str, dict[int, list[float]]] = {}

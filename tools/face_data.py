@@ -256,7 +256,8 @@ class Rulers:
             sys.exit(f"face_data: OpenCV could not load {xml}")
 
     def dlib(self, gray: np.ndarray, upsample: int, min_score: float = 0.0) -> np.ndarray:
-        rects, scores, _ = self.hog.run(gray, upsample, min_score)
+        # dlib misreads a strided view's memory (tools/bench_peers.py, dlib_run)
+        rects, scores, _ = self.hog.run(np.ascontiguousarray(gray), upsample, min_score)
         return np.array([[r.left(), r.top(), r.right() - r.left() + 1, r.bottom() - r.top() + 1,
                           s] for r, s in zip(rects, scores, strict=True)],
                         np.float64).reshape(-1, 5)

@@ -653,9 +653,9 @@ def validate_dlib(paths, images, gt, *, upsample: int = 2,
     import dlib
 
     hog = dlib.get_frontal_face_detector()
-    hog.run(images[0], upsample, -1)
+    bp.dlib_run(hog, images[0], upsample)
     t0 = time.perf_counter()
-    runs = [hog.run(g, upsample, -1) for g in images]
+    runs = [bp.dlib_run(hog, g, upsample) for g in images]
     secs = time.perf_counter() - t0
     mp = sum(g.size for g in images) / 1e6
     ev = bp.dlib_evaluation(paths, runs, gt)
