@@ -299,3 +299,16 @@ def test_validation_by_image_kind_is_each_kinds_own_validation(monkeypatch):
     res = tf.validate_dlib(paths, images, gt, budgets=budgets)
     for kind in ("frames", "scenes"):
         assert res["parts"][kind]["rates"] == alone(tf.validate_dlib, kind)["min_neighbors"]
+
+
+def test_validate_names_a_missing_view_in_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    for split in tf.SPLITS:
+        argv = ["--data", str(tmp_path), "--log", str(tmp_path / "log.jsonl"), "validate",
+                "vjboost:frontalface", "--split", split]
+        assert tf.main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err == (f"error: --data {tmp_path}: no validation view val/{split}/images.txt "
+                       "(build it with tools/face_data.py)")
+    assert not (tmp_path / "log.jsonl").exists()

@@ -72,10 +72,10 @@ def _model(spec: str):
 
 def _views(data: Path, quick: bool, view: str):
     """``train_face.load_validation`` of one view, or a one-line error naming what is missing."""
-    if not (data / "val" / view / "images.txt").is_file():
-        raise RoundError(f"--data {data}: no validation view val/{view}/images.txt (build it "
-                         "with tools/face_data.py)")
-    return tf.load_validation(data, quick, view)
+    try:
+        return tf.load_validation(data, quick, view)
+    except ValueError as e:
+        raise RoundError(str(e)) from None
 
 
 def cache(spec: str, out: Path, data: Path, *, quick: bool = False,

@@ -454,6 +454,9 @@ def load_validation(data: Path, quick: bool, split: str = "det"):
     from vjboost.io import read_annotations, read_bg_list, read_image
 
     det = data / "val" / split
+    if not (det / "images.txt").is_file():
+        raise ValueError(f"--data {data}: no validation view val/{split}/images.txt (build it "
+                         "with tools/face_data.py)")
     paths = read_bg_list(det / "images.txt")
     if quick:  # every 10th image: NRC frames, scenes and face-free images alike
         paths = paths[::10]
@@ -840,7 +843,11 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(entry))
         return 0 if entry["rc"] == 0 else 1
 
-    paths, images, gt = load_validation(args.data, args.quick, args.split)
+    try:
+        paths, images, gt = load_validation(args.data, args.quick, args.split)
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     n_faces = int(sum(len(v) for v in gt.values()))
     mp = sum(g.size for g in images) / 1e6
     try:
