@@ -1,10 +1,10 @@
 """Ranking rounds of a face cascade on the validation views: raw windows cached once, ranking
 settings scored over them.
 
-A ranking round (docs/ablation.md, rounds 11 to 24) compares settings that act after the
+A ranking round (docs/ablation.md, rounds 11 to 25) compares settings that act after the
 scan on the same raw windows of one cascade: the verifier, the weight of its verdict, and the
 share of a detection lying inside a better one that drops it. ``cache`` scans the three
-validation views of ``tools/face_data.py`` (``--views`` adds the crowd view or picks others)
+validation views of ``tools/face_data.py`` (``--views`` adds the crowd and people views)
 once and writes the windows to a folder. The scan covers every grid window at scale factor
 1.1, behind the detector's default σ gate (OpenCV's 10), as the rounds were scored. ``score``
 then groups the windows at minNeighbors 1, ranks the groups by the verified score (the margin
@@ -47,7 +47,7 @@ from vjboost._io import OutputError, atomic_open, atomic_write  # noqa: E402
 from vjboost.cascade.detector import check_suppress_inside  # noqa: E402
 
 #: the three validation views of the rounds (tools/face_data.py): clean, scanned, side-lit and
-#: turned; ``cache --views`` may add the crowd view (``det_crowd``)
+#: turned; ``cache --views`` may add the crowd and people views (``det_crowd``, ``det_people``)
 VIEWS = ("det", "det_scan", "det_vary")
 #: the σ gate the rounds' windows were scanned behind: the detector's default (OpenCV's)
 SCAN_MIN_STD = 10.0
