@@ -312,3 +312,20 @@ def test_validate_names_a_missing_view_in_one_line(tmp_path, monkeypatch, capsys
         assert err == (f"error: --data {tmp_path}: no validation view val/{split}/images.txt "
                        "(build it with tools/face_data.py)")
     assert not (tmp_path / "log.jsonl").exists()
+
+
+def test_by_kind_readout_skips_face_free_kinds(monkeypatch):
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    paths = ["v/crowds/a.png", "v/scenes/b.png", "v/nrc/c.png", "v/scenes/d.png"]
+    images = [np.zeros((100, 100), np.uint8)] * 4
+    face = np.array([[10.0, 10.0, 20.0, 20.0]])
+    gt = {"v/crowds/a.png": face, "v/scenes/b.png": np.zeros((0, 4)),
+          "v/nrc/c.png": face, "v/scenes/d.png": np.zeros((0, 4))}
+    parts = tf._by_part(paths, images, gt, (2, 4), None, lambda idx, b: list(idx))
+    assert set(parts) == {"crowds", "nrc"}  # the face-free scenes are no kind to read
+    assert parts["crowds"]["rates"] == [0] and parts["nrc"]["rates"] == [2]
+    gt["v/nrc/c.png"] = np.zeros((0, 4))
+    assert tf._by_part(paths, images, gt, (2, 4), None, lambda idx, b: 0) is None

@@ -146,26 +146,39 @@ def ranked(groups, min_neighbors: int, size: tuple[int, int], rank: str, *,
     return drop_inside(b, np.asarray(sc), suppress)
 
 
-def score_curves(raw, images, gt, paths, *, ranks=OPERATING_SCORES,
-                 min_neighbors=(1,), last_threshold: float = 0.0,
-                 verifier=None, suppress: float | None = None) -> dict[str, dict]:
-    """``score`` curves of one cascade's raw windows: every ``rank`` at every grouping threshold
-    (keys ``"<rank>@<m>"``; ``"verified"`` too with a ``verifier``), each with its rates at the
-    budgets and its envelope points; ``suppress`` as :func:`ranked`."""
+def score_detections(raw, images, paths, *, ranks=OPERATING_SCORES, min_neighbors=(1,),
+                     last_threshold: float = 0.0, verifier=None,
+                     suppress: float | None = None) -> dict[str, dict]:
+    """The ranked detections behind :func:`score_curves`: for every ``rank`` at every grouping
+    threshold (keys ``"<rank>@<m>"``; ``"verified"`` too with a ``verifier``), each image's
+    ``(boxes, scores)`` by path; ``suppress`` as :func:`ranked`."""
     sizes = [(g.shape[1], g.shape[0]) for g in images]
     groups = [vj_groups(b, s) for b, s in raw]
     if verifier is not None:
         ranks = (*ranks, "verified")
+    return {f"{rank}@{m}": {p: ranked(g, m, sz, rank, last_threshold=last_threshold, image=img,
+                                      verifier=verifier, suppress=suppress)
+                            for p, g, sz, img in zip(paths, groups, sizes, images, strict=True)}
+            for m in min_neighbors for rank in ranks}
+
+
+def curves_of(detections: dict[str, dict], gt) -> dict[str, dict]:
+    """Each curve of :func:`score_detections` evaluated against ``gt`` (the images of
+    ``detections``; a subset of the images scores that subset): its rates at the budgets and
+    its envelope points."""
     out = {}
-    for m in min_neighbors:
-        for rank in ranks:
-            dets = {p: ranked(g, m, sz, rank, last_threshold=last_threshold, image=img,
-                              verifier=verifier, suppress=suppress)
-                    for p, g, sz, img in zip(paths, groups, sizes, images, strict=True)}
-            ev = evaluate_detections(dets, gt, iou_threshold=IOU)
-            out[f"{rank}@{m}"] = {"rates": rates(ev), "points": curve_points(ev),
-                                  "rank": rank, "min_neighbors": m}
+    for key, dets in detections.items():
+        rank, m = key.rsplit("@", 1)
+        ev = evaluate_detections(dets, gt, iou_threshold=IOU)
+        out[key] = {"rates": rates(ev), "points": curve_points(ev), "rank": rank,
+                    "min_neighbors": int(m)}
     return out
+
+
+def score_curves(raw, images, gt, paths, **kw) -> dict[str, dict]:
+    """``score`` curves of one cascade's raw windows (:func:`score_detections` with ``kw``,
+    evaluated by :func:`curves_of`)."""
+    return curves_of(score_detections(raw, images, paths, **kw), gt)
 
 
 # ------------------------------------------------------------------------------------------------

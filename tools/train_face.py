@@ -525,9 +525,10 @@ def part_budgets(budgets, part_mp: float, mp: float,
 
 
 def _by_part(paths, images, gt, budgets, budget_mp, rates_of) -> dict | None:
-    """``rates_of(indices, budgets)`` for each kind of image (:func:`image_parts`), with its
-    counts; None when the set holds one kind."""
-    parts = image_parts(paths)
+    """``rates_of(indices, budgets)`` for each kind of image that holds faces
+    (:func:`image_parts`), with its counts; None when the set holds one such kind."""
+    parts = {k: idx for k, idx in image_parts(paths).items()
+             if any(len(gt[paths[i]]) for i in idx)}  # a face-free kind has no rate to read
     if len(parts) < 2:
         return None
     mp = sum(g.size for g in images) / 1e6
@@ -558,9 +559,10 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
     suppress = bp.declared_suppression(model)
     neigh, _ = bp.cascade_curves(raw, images, gt, paths, 1, suppress=suppress)
     verifier = bp.model_verifier(model) if "verifier" in model.params else None
-    scores = bp.score_curves(raw, images, gt, paths, min_neighbors=GROUPING,
-                             last_threshold=model.stages[-1].threshold, verifier=verifier,
-                             suppress=suppress)
+    detections = bp.score_detections(raw, images, paths, min_neighbors=GROUPING,
+                                     last_threshold=model.stages[-1].threshold,
+                                     verifier=verifier, suppress=suppress)
+    scores = bp.curves_of(detections, gt)
     declared = (bp.operating_score(model) if "operating_score" in model.params else None)
     rates = {k: v["rates"] for k, v in scores.items()}
     if budgets is not None and tuple(budgets) != tuple(bp.BUDGETS):
@@ -586,13 +588,9 @@ def validate_one(spec: str, paths, images, gt, *, kind: str = "vjboost",
             pts, _ = bp.cascade_curves([raw[i] for i in idx], [images[i] for i in idx],
                                        {p: gt[p] for p in sub}, sub, 1, suppress=suppress)
             pts = pts["points"]
-        else:
-            rank, m = key.split("@")
-            pts = bp.score_curves([raw[i] for i in idx], [images[i] for i in idx],
-                                  {p: gt[p] for p in sub}, sub, ranks=() if rank == "verified"
-                                  else (rank,), min_neighbors=(int(m),),
-                                  last_threshold=model.stages[-1].threshold,
-                                  verifier=verifier, suppress=suppress)[key]["points"]
+        else:  # the kind's own detections, ranked (and verified) once above
+            part = {key: {p: detections[key][p] for p in sub}}
+            pts = bp.curves_of(part, {p: gt[p] for p in sub})[key]["points"]
         return rates_at(pts["false_positives"], pts["detection_rate"], b)
 
     parts = _by_part(paths, images, gt, budgets, budget_mp, rates_of)
