@@ -544,6 +544,16 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
             "dlib_rel_alt2": (np.round(np.median(pairs, axis=0), 4).tolist() if pairs else None)}
 
 
+def blend_share(feather: float | None, box_frac: float) -> float:
+    """The share of a pasted window's side blended into the scene at each border: ``feather``,
+    or (None) the whole margin around the target box.
+
+    >>> blend_share(None, 0.75), blend_share(0.05, 0.75)
+    (0.125, 0.05)
+    """
+    return (1 - box_frac) / 2 if feather is None else feather
+
+
 def _paste(scene: np.ndarray, face: np.ndarray, rect, feather: float,
            protect: list[np.ndarray] | tuple = ()) -> None:
     """Alpha-blend a square window ``face`` (side n) into ``scene`` at integer ``rect``,
@@ -577,7 +587,7 @@ def _scenes(p: Params, faces: list[tuple[np.ndarray, np.ndarray]], bgs: list[str
     n_empty = min(p.empty_scenes, len(bgs) - n_sc)
     folder.mkdir(parents=True, exist_ok=True)
     lo, hi = np.log(p.face_px[0]), np.log(p.face_px[1])
-    margin = (1 - p.box_frac) / 2 if p.feather is None else p.feather
+    margin = blend_share(p.feather, p.box_frac)
     for k, bi in enumerate(bg_order[: n_sc + n_empty].tolist()):
         img = read_image(bgs[bi])
         s = p.scene_max_side / max(img.shape)
@@ -773,7 +783,7 @@ def build(p: Params, log=print) -> dict:
     hashes["val/det_crowd"] = crowd_copy(p.out, p.out / "val" / "det_crowd", seed=p.seed,
                                          scenes=p.crowd_scenes,
                                          scene_max_side=p.scene_max_side,
-                                         feather=p.feather or (1 - p.box_frac) / 2)
+                                         feather=blend_share(p.feather, p.box_frac))
     timing["val_det_crowd_s"] = round(time.perf_counter() - t, 1)
     t = time.perf_counter()
     if (SHARED / "data" / "inria").is_dir():
@@ -1244,30 +1254,27 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out).resolve()
     if REPO in out.parents or out == REPO:
         sys.exit(f"face_data: --out {out} is inside the repository; write data elsewhere")
-    if args.people_only:
-        if not (out / "val" / "det" / "images.txt").is_file():
-            sys.exit(f"face_data: --people-only needs {out}/val/det (run face_data.py first)")
-        if not (SHARED / "data" / "inria").is_dir():
-            sys.exit(f"face_data: --people-only needs {SHARED / 'data' / 'inria'}")
-        counts = people(out, seed=args.seed)
-        h = people_copy(out, out / "val" / "det_people", seed=args.seed)
-        print("RESULT " + json.dumps({"out": str(out / "val" / "det_people"), "hash": h,
-                                      "people": counts}))
-        return 0
-    if args.scan_only or args.vary_only or args.crowd_only:
-        flag, view, copy = (("--scan-only", "det_scan", scan_copy) if args.scan_only
-                            else ("--vary-only", "det_vary", vary_copy) if args.vary_only
-                            else ("--crowd-only", "det_crowd", None))
-        if not (out / "val" / "det" / "images.txt").is_file():
-            sys.exit(f"face_data: {flag} needs {out}/val/det (run face_data.py first)")
-        if copy is None:  # blended as the build's scenes were
+    only = [k for k in ("scan", "vary", "crowd", "people") if getattr(args, f"{k}_only")]
+    if only:  # one view (re)written in an existing build
+        flag, det, dst = f"--{only[0]}-only", out / "val" / "det", out / "val" / f"det_{only[0]}"
+        if not (det / "images.txt").is_file():
+            sys.exit(f"face_data: {flag} needs {det} (run face_data.py first)")
+        extra = {}
+        if only[0] == "scan":
+            h = scan_copy(det, dst, seed=args.seed)
+        elif only[0] == "vary":
+            h = vary_copy(det, dst, seed=args.seed)
+        elif only[0] == "crowd":  # blended as the build's scenes were
             built = json.loads((out / "manifest.json").read_text())["params"]
-            h = crowd_copy(out, out / "val" / view, seed=args.seed, scenes=args.crowd_scenes,
+            h = crowd_copy(out, dst, seed=args.seed, scenes=args.crowd_scenes,
                            scene_max_side=built["scene_max_side"],
-                           feather=built["feather"] or (1 - built["box_frac"]) / 2)
+                           feather=blend_share(built["feather"], built["box_frac"]))
         else:
-            h = copy(out / "val" / "det", out / "val" / view, seed=args.seed)
-        print("RESULT " + json.dumps({"out": str(out / "val" / view), "hash": h}))
+            if not (SHARED / "data" / "inria").is_dir():
+                sys.exit(f"face_data: {flag} needs {SHARED / 'data' / 'inria'}")
+            extra["people"] = people(out, seed=args.seed)
+            h = people_copy(out, dst, seed=args.seed)
+        print("RESULT " + json.dumps({"out": str(dst), "hash": h, **extra}))
         return 0
     if args.feather is not None and not 0 < args.feather <= (1 - args.box_frac) / 2:
         sys.exit(f"face_data: --feather {args.feather} must lie in (0, (1 - box_frac) / 2]")
