@@ -3,6 +3,8 @@ replay: the whole cascade on every grid window near a coarse window that passes 
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from skimage import data
 
 import vjboost
@@ -43,6 +45,65 @@ def test_coarse_to_fine_matches_brute_force(k, threads, batch, monkeypatch):
     assert len(exp_pos) > 0
     np.testing.assert_array_equal(pos, exp_pos)
     np.testing.assert_array_equal(scores, exp_scores)
+
+
+@pytest.mark.parametrize("name", ["vjboost:car_side_lbp", "vjboost:car_side"])
+def test_coarse_to_fine_of_cascades_off_the_row_pass_matches_brute_force(name):
+    # MB-LBP codes (and their mix with rectangle sums) run the window kernel, not the list
+    # pass, on the neighbourhoods
+    from vjboost.cascade.prefilter import suits
+    from vjboost.cascade.runner import CascadeRunner
+
+    model = vjboost.load_model(name).truncated(8)
+    assert not suits(CascadeRunner(model).compiled)
+    img = data.astronaut()[::2, ::2, 0].copy()
+    det = CascadeDetector(model, min_neighbors=0, grouping="none", mode="clean", threads=1,
+                          coarse_to_fine=3)
+    _, scores, pos = det.raw_windows(img, return_positions=True)
+    exp_pos, exp_scores = _expected(model, img, 3)
+    assert len(exp_pos) > 0
+    np.testing.assert_array_equal(pos, exp_pos)
+    np.testing.assert_array_equal(scores, exp_scores)
+
+
+@settings(max_examples=60, deadline=None)
+@given(w=st.integers(24, 160), h=st.integers(24, 120), budget=st.sampled_from([None, 20_000]),
+       share=st.floats(0.0, 1.0), seed=st.integers(0, 2**16))
+def test_fine_windows_are_the_coarse_hits_neighbourhoods(w, h, budget, share, seed):
+    # the second pass's windows against a set computation over the grid: the grid windows
+    # within one grid step of a coarse hit, none of the hits, each once, on the band's own rows
+    from vjboost.cascade.runner import _coarse_rows, _fine_windows, _items
+    from vjboost.cascade.scan import Pyramid
+
+    pyr = Pyramid((20, 20), (w, h), scale_factor=1.2)
+    rng = np.random.default_rng(seed)
+    for batch in pyr.batches(3, budget, context=1):
+        t = batch._table
+        own = np.array([lv.ny if lv.own_ny is None else lv.own_ny for lv in batch.levels])
+        lvl, xs, ys, steps = _coarse_rows(t)
+        items, n_out = _items(batch, lvl, xs, ys, t[lvl, 5] - xs, 2 * steps)
+        hits = np.flatnonzero(rng.random(n_out) < share)
+        fk, fx, fy, fpos, ck, cx, cy, cpos, keep = _fine_windows(
+            t, batch.origins, batch.cols, batch.out_offsets, batch.n_out, own, items, lvl, xs,
+            ys, 2 * steps, hits)
+        coarse, hit = set(), set(hits.tolist())
+        for j, (_, n, step, o) in enumerate(items.tolist()):
+            for i in range(o, o + (n + step - 1) // step):
+                if i in hit:
+                    coarse.add((int(lvl[j]), int(xs[j] + (i - o) * step), int(ys[j])))
+        grid = {(k, int(t[k, 1] + c * t[k, 3]), int(t[k, 2] + r * t[k, 4]))
+                for k in range(len(t)) for r in range(t[k, 7]) for c in range(t[k, 6])}
+        near = {(k, x + dx * t[k, 3], y + dy * t[k, 4]) for k, x, y in coarse
+                for dx in (-1, 0, 1) for dy in (-1, 0, 1)}
+        expected = {(k, x, y) for k, x, y in (near & grid) - coarse if y < own[k]}
+        got = list(zip(fk.tolist(), fx.tolist(), fy.tolist(), strict=True))
+        assert len(got) == len(set(got)) and set(got) == expected
+        kept = {(k, x, y) for k, x, y in coarse if y < own[k]}
+        assert set(zip(ck.tolist(), cx.tolist(), cy.tolist(), strict=True)) == kept
+        assert keep.sum() == len(kept) == len(ck)
+        for k, x, y, q in [*zip(fk, fx, fy, fpos, strict=True), *zip(ck, cx, cy, cpos,
+                                                                     strict=True)]:
+            assert q == (batch.origins[k, 0] + y) * batch.cols + batch.origins[k, 1] + x
 
 
 def test_coarse_to_fine_declared_and_checked():

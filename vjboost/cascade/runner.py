@@ -39,6 +39,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+from numba import njit
 from numba.core.errors import NumbaPerformanceWarning
 
 from .._memory import check_memory
@@ -451,9 +452,11 @@ class CascadeRunner:
                 prefilter.MIN_LIST,
                 prefilter.SPARSE0)
         n_t = resolve_threads(self.threads if threads is None else threads)
-        # one task per thread would leave a thread idle on the last, costliest rows
-        n_tasks = 1 if n_t == 1 else 16 * n_t
-        cuts = np.linspace(0, len(items), min(len(items), n_tasks) + 1).astype(int)
+        if n_t == 1:
+            cuts = np.array([0, len(items)])  # one task: nothing to balance
+        else:
+            # one task per thread would leave a thread idle on the last, costliest rows
+            cuts = np.linspace(0, len(items), min(len(items), 16 * n_t) + 1).astype(int)
         tasks = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
         found: list[tuple[np.ndarray, np.ndarray]] = [None] * len(tasks)
 
@@ -477,16 +480,26 @@ class CascadeRunner:
         """The accepted slots of short rows of windows and their scores, as one list of
         windows (:func:`vjboost.cascade.prefilter.scan_list`; the slots are numbered in item
         order, which keeps neighbours together)."""
-        bound = cc.bind(**layout)
-        gate = float(gate) if cc.variance else np.inf
         n = (items[:, 1] + items[:, 2] - 1) // items[:, 2]
         j = np.repeat(np.arange(len(items)), n)
         pos = items[j, 0] + (np.arange(n_out) - items[j, 3]) * items[j, 2]
+        return self._scan_positions(buf, pos, layout, gate, cc, threads)
+
+    def _scan_positions(self, buf: np.ndarray, pos: np.ndarray, layout: dict[str, int],
+                        gate: float, cc: kernels.CompiledCascade,
+                        threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The accepted entries of ``pos`` (windows' offsets in the planes) and their scores
+        (:func:`vjboost.cascade.prefilter.scan_list`)."""
+        bound = cc.bind(**layout)
+        gate = float(gate) if cc.variance else np.inf
+        n_out = len(pos)
         args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, cc.stage_first,
                 cc.stage_thr, cc.stage_carry, cc.tree_node0, cc.leaves, prefilter.MIN_LIST,
                 prefilter.LIST_BLOCK)
         n_t = resolve_threads(self.threads if threads is None else threads)
-        cuts = np.linspace(0, n_out, min(n_out, 1 if n_t == 1 else 16 * n_t) + 1).astype(int)
+        # one task with one thread, or when the list is too short to be worth splitting
+        n_tasks = 1 if n_t == 1 or n_out < 2 * prefilter.LIST_BLOCK else 16 * n_t
+        cuts = np.linspace(0, n_out, min(n_out, n_tasks) + 1).astype(int)
         found: list[tuple[np.ndarray, np.ndarray]] = [None] * (len(cuts) - 1)
 
         def task(k: int) -> None:
@@ -512,6 +525,19 @@ class CascadeRunner:
                                      **layout)
         hits = np.flatnonzero(passed == cc.n_stages)
         return hits, score[hits]
+
+    def _run_list(self, cc, buf, pos, layout, gate, threads) -> tuple[np.ndarray, np.ndarray]:
+        """Accepted entries of ``pos`` (windows' offsets in the planes) and their scores
+        under ``cc`` (the list pass where it applies, else the window kernel)."""
+        if len(pos) == 0:
+            return np.zeros(0, np.int64), np.zeros(0)
+        if prefilter.suits(cc) and _rows_fit_memory(len(pos)):
+            return self._scan_positions(buf, pos, layout, gate, cc, threads)
+        items = np.zeros((len(pos), 4), np.int64)
+        items[:, 0] = pos
+        items[:, 1:3] = 1
+        items[:, 3] = np.arange(len(pos))
+        return self._run_items(cc, buf, items, layout, gate, len(pos), threads=threads)
 
     def _compiled_part(self, a: int, b: int) -> kernels.CompiledCascade:
         """Stages ``a .. b - 1`` of the runner's stages compiled (cached: coarse-to-fine
@@ -545,26 +571,18 @@ class CascadeRunner:
             # (with k = every stage, these scores are the final ones: no tail runs below)
             hits, score = self._run_items(head, flat, items, layout, gate, n_out,
                                           threads=threads)
-            ck, cx, cy = _item_positions(items, lvl, xs, ys, 2 * steps, hits)
-            if not len(ck):
+            if not len(hits):
                 return none
             # the grid windows around every coarse window that passed the first k stages:
             # the whole cascade; the coarse windows themselves: the stages after the k first
-            fk, fx, fy = _neighbours(batch, t, ck, cx, cy)
-            mine = fy < own[fk]
-            fk, fx, fy = fk[mine], fx[mine], fy[mine]
-            mine = cy < own[ck]
-            ck, cx, cy, score = ck[mine], cx[mine], cy[mine], score[mine]
-            ones = np.ones(len(fk), np.int64)
-            items, n_out = _items(batch, fk, fx, fy, ones, ones)
-            hits, score_f = self._run_items(cc, flat, items, layout, gate, n_out,
-                                            threads=threads)
+            fk, fx, fy, fpos, ck, cx, cy, cpos, mine = _fine_windows(
+                t, batch.origins, batch.cols, batch.out_offsets, batch.n_out, own, items, lvl,
+                xs, ys, 2 * steps, hits)
+            score = score[mine]
+            hits, score_f = self._run_list(cc, flat, fpos, layout, gate, threads)
             fk, fx, fy = fk[hits], fx[hits], fy[hits]
             if tail is not None and len(ck):
-                ones = np.ones(len(ck), np.int64)
-                items, n_out = _items(batch, ck, cx, cy, ones, ones)
-                hits, score = self._run_items(tail, flat, items, layout, gate, n_out,
-                                              threads=threads)
+                hits, score = self._run_list(tail, flat, cpos, layout, gate, threads)
             else:
                 hits = np.arange(len(ck))
             fk, fx, fy = (np.concatenate([f, c[hits]]) for f, c in ((fk, ck), (fx, cx),
@@ -629,34 +647,78 @@ def _items(batch, lvl, xs, ys, extent, step) -> tuple[np.ndarray, int]:
     return items, int(n.sum())
 
 
-def _item_positions(items, lvl, xs, ys, step, slots) -> tuple[np.ndarray, ...]:
-    """Batch-local level, column and row of result ``slots`` of :func:`_items`."""
-    j = np.searchsorted(items[:, 3], slots, side="right") - 1
-    return lvl[j], xs[j] + (slots - items[j, 3]) * step[j], ys[j]
-
-
 def _offsets(batch, lvl, xs, ys) -> np.ndarray:
     """Offsets in the batch's planes of windows ``(lvl, xs, ys)`` (batch-local level, column,
     row): unique within the batch (its levels do not overlap)."""
     return (batch.origins[lvl, 0] + ys) * batch.cols + batch.origins[lvl, 1] + xs
 
 
-def _neighbours(batch, t, k, x, y) -> tuple[np.ndarray, ...]:
-    """The grid windows within one grid step (rows, columns, diagonals) of windows
-    ``(k, x, y)`` (batch-local level, column, row), each once and none of those windows
-    themselves: batch-local level, column and row, in buffer order (neighbours together)."""
-    s, rs = t[k, 3], t[k, 4]
-    d = np.arange(-1, 2)
-    kk = np.repeat(k, 9)
-    xx = (x[:, None, None] + s[:, None, None] * d[None, None, :]).repeat(3, axis=1).ravel()
-    yy = (y[:, None, None] + rs[:, None, None] * d[None, :, None]).repeat(3, axis=2).ravel()
-    inside = ((xx >= t[kk, 1]) & (xx <= t[kk, 1] + (t[kk, 6] - 1) * t[kk, 3])
-              & (yy >= t[kk, 2]) & (yy <= t[kk, 2] + (t[kk, 7] - 1) * t[kk, 4]))
-    kk, xx, yy = kk[inside], xx[inside], yy[inside]
-    key = _offsets(batch, kk, xx, yy)
-    key, first = np.unique(key, return_index=True)
-    keep = first[~np.isin(key, _offsets(batch, k, x, y))]
-    return kk[keep], xx[keep], yy[keep]
+@njit(cache=True, nogil=True)
+def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, steps,
+                  hits):  # pragma: no cover - numba
+    """The windows a coarse-to-fine scan runs after its coarse pass, for one batch.
+
+    ``hits`` are the ascending result slots of the coarse rows ``items`` (:func:`_items` of
+    rows ``lvl``, ``xs``, ``ys``, ``steps``) that passed the first stages. Returns the grid
+    windows within one grid step (rows, columns, diagonals) of those coarse windows, each once
+    and none of the coarse windows themselves, level by level and row by row (neighbours
+    together), and the coarse windows; both as batch-local level, column, row and offset in a
+    plane (``origins``, ``cols``), and each only where its level's rows are this batch's
+    (``own``: rows above it; a band also holds the next band's first coarse row). The last
+    output says which coarse windows are kept. ``t``: the batch's level table
+    (:func:`~vjboost.cascade.scan._table`); ``offsets``, ``n_slots``: its grid slots (every
+    grid window of a level, row by row)."""
+    m = hits.shape[0]
+    ck = np.empty(m, np.int64)
+    cx = np.empty(m, np.int64)
+    cy = np.empty(m, np.int64)
+    j = 0
+    for i in range(m):
+        while j + 1 < items.shape[0] and items[j + 1, 3] <= hits[i]:
+            j += 1
+        ck[i] = lvl[j]
+        cx[i] = xs[j] + (hits[i] - items[j, 3]) * steps[j]
+        cy[i] = ys[j]
+    mark = np.zeros(n_slots, np.uint8)
+    for rep in range(2):  # mark the neighbourhoods, then unmark the coarse windows
+        for i in range(m):
+            k = ck[i]
+            s, rs, nc, nr = t[k, 3], t[k, 4], t[k, 6], t[k, 7]
+            c = (cx[i] - t[k, 1]) // s
+            r = (cy[i] - t[k, 2]) // rs
+            if rep == 1:
+                mark[offsets[k] + r * nc + c] = 0
+                continue
+            for rr in range(max(r - 1, 0), min(r + 2, nr)):
+                for cc in range(max(c - 1, 0), min(c + 2, nc)):
+                    mark[offsets[k] + rr * nc + cc] = 1
+    n = 0
+    for q in range(n_slots):
+        n += mark[q]
+    fk = np.empty(n, np.int64)
+    fx = np.empty(n, np.int64)
+    fy = np.empty(n, np.int64)
+    fpos = np.empty(n, np.int64)
+    n = 0
+    for k in range(t.shape[0]):
+        nc = t[k, 6]
+        for r in range(t[k, 7]):
+            y = t[k, 2] + r * t[k, 4]
+            if y >= own[k]:
+                break
+            base = offsets[k] + r * nc
+            for c in range(nc):
+                if mark[base + c]:
+                    x = t[k, 1] + c * t[k, 3]
+                    fk[n] = k
+                    fx[n] = x
+                    fy[n] = y
+                    fpos[n] = (origins[k, 0] + y) * cols + origins[k, 1] + x
+                    n += 1
+    keep = cy < own[ck]
+    ck, cx, cy = ck[keep], cx[keep], cy[keep]
+    cpos = (origins[ck, 0] + cy) * cols + origins[ck, 1] + cx
+    return fk[:n], fx[:n], fy[:n], fpos[:n], ck, cx, cy, cpos, keep
 
 
 def _split_layout(items: np.ndarray, rows: int, cols: int

@@ -1314,7 +1314,6 @@ class Program:
         raw = np.empty(q * REC + 16, dtype=np.int32)
         start = (-raw.ctypes.data % 64) // 4
         tab = raw[start:start + q * REC].reshape(q, REC)
-        tab[...] = template
 
         def cols(x):  # column offsets from a window's left edge
             x = np.asarray(x, dtype=np.int64)
@@ -1323,12 +1322,15 @@ class Program:
             c = phase + x
             return (c % 2) * split + c // 2 - (phase % 2) * split - phase // 2
 
-        # corners not read are (0, 0) of plane 0: offset 0 in every layout
-        ofs = lay["planes"] * plane_stride + lay["cy"] * row_stride + cols(lay["cx"])
-        if q and (np.abs(ofs).max() >= 2**31 or plane_stride * self.channels.n_planes >= 2**31):
+        # corners not read are (0, 0) of plane 0: offset 0 in every layout. One compiled
+        # pass: a detection binds its cascade to each buffer layout of every image (two to
+        # three dozen a photograph), and the array expressions took about 4 % of it
+        big = _bind_offsets(tab, np.ascontiguousarray(template, dtype=np.int32),
+                            lay["planes"], lay["cy"], lay["cx"], lay["keep"],
+                            int(plane_stride), int(row_stride), int(split), int(phase))
+        if q and (big >= 2**31 or plane_stride * self.channels.n_planes >= 2**31):
             raise InputError("program: the buffer is too large for 32-bit record offsets; "
                              "process the image in smaller parts")
-        tab[:, _OFS:_OFS + 16] = np.where(lay["keep"], template[:, _OFS:_OFS + 16], ofs)
         local = lay["local"]
         if len(local):
             g2 = self.channels.index("gray2")
@@ -1364,6 +1366,29 @@ class Program:
 #: guards the kept bindings: mining scans units on several threads, and two threads evicting
 #: the same oldest layout, or iterating while the other inserts, would fail
 _KEPT_LOCK = threading.Lock()
+
+
+@numba.njit(cache=True, nogil=True)
+def _bind_offsets(tab, template, planes, cy, cx, keep, plane_stride, row_stride, split,
+                  phase):  # pragma: no cover - numba
+    """``template`` copied into ``tab`` (Q, REC) with the 16 corner offsets of each record
+    for the layout written in (the words ``keep`` marks stay the template's); returns the
+    largest absolute offset (refused by the caller when it needs more than 32 bits, before
+    the table is used). Columns as :meth:`Program.bind_records`'s ``cols``."""
+    big = 0
+    for i in range(tab.shape[0]):
+        for j in range(REC):
+            tab[i, j] = template[i, j]
+        for j in range(16):
+            x = cx[i, j]
+            if split:
+                c = phase + x
+                x = (c % 2) * split + c // 2 - (phase % 2) * split - phase // 2
+            o = planes[i, j] * plane_stride + cy[i, j] * row_stride + x
+            big = max(big, abs(o))
+            if not keep[i, j]:
+                tab[i, _OFS + j] = o
+    return big
 
 
 def _kept_binding(owner: Any, key: tuple, bind: Any, *, keep: int) -> BoundProgram:
