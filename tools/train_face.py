@@ -127,7 +127,7 @@ OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "verified"},
              "frontalface_haar": {"min_neighbors": 1, "rank": "margin"}}
 #: the coarse-to-fine scan each recipe's model declares (``params["coarse_to_fine"]``): the
 #: fewest coarse stages that meet the detection-time target (vjboost/models/README.md)
-COARSE_TO_FINE = {"frontalface": 7}
+COARSE_TO_FINE = {"frontalface": 5}
 #: the σ gate each recipe's model declares (``params["min_std"]``, grey levels): the gate with the
 #: highest validation mean, a tie within 0.05 points going to the higher gate (OpenCV's 10
 #: turned away low-contrast faces of scanned photographs; vjboost/models/README.md)
