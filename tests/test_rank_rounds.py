@@ -85,6 +85,24 @@ def test_cache_holds_the_detectors_raw_windows_and_score_ranks_as_the_detector(t
             assert rates == {b: round(ev.detection_rate_at(int(b)), 4) for b in rates}
         assert 0 < res["mean"] < 1
 
+    # the verifier reading each detection and its mirror: the detector with that verifier
+    assert rr.main(["--data", str(tmp_path), "score", str(out), "--mirror"]) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
+    assert res["mirror"] is True
+    mirrored = load_model("vjboost:frontalface").truncated(15)
+    mirrored.params["verifier"] = dict(mirrored.params["verifier"], mirror=True)
+    det = CascadeDetector(mirrored, min_neighbors=1, score="verified", coarse_to_fine=None,
+                          min_std=10.0)
+    paths, _, _ = rr._views(tmp_path, False, "det")
+    dets = {}
+    for p in paths:
+        d = det.detect(np.asarray(Image.open(p)))
+        dets[p] = (d.boxes.reshape(-1, 4), d.scores)
+    truth = {p: gt[Path(p).relative_to(tmp_path / "val" / "det").as_posix()] for p in paths}
+    ev = evaluate_detections(dets, truth, iou_threshold=0.3)
+    rates = res["views"]["det"]["rates"]
+    assert rates == {b: round(ev.detection_rate_at(int(b)), 4) for b in rates}
+
 
 def test_refused_inputs_are_one_line_errors(tmp_path, rr, capsys):
     _views(tmp_path, rr)

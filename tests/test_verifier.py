@@ -110,6 +110,26 @@ def test_round_trip_and_bad_input():
         ver.features(np.zeros((2, 20, 20), np.uint8))
 
 
+def test_mirror_reads_each_detection_and_its_mirror():
+    pos, neg = _two_classes(40)
+    ver = DetectionVerifier(size=24, pixels_per_cell=6).fit(pos, neg)
+    assert "mirror" not in ver.to_dict()  # declared models without the key read as before
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (90, 120), dtype=np.uint8)
+    boxes = np.array([[5, 7, 30, 30], [60, 20, 41, 41], [80, 50, 22, 22]])
+    crops = ver.crops(img, boxes)
+    plain = ver.verdicts(img, boxes)
+    np.testing.assert_array_equal(plain, ver.decision_function(crops))
+    both = DetectionVerifier.from_dict(dict(ver.to_dict(), mirror=True))
+    assert both.mirror and both.to_dict()["mirror"] is True
+    want = (ver.decision_function(crops)
+            + ver.decision_function(np.ascontiguousarray(crops[:, :, ::-1]))) / 2
+    np.testing.assert_allclose(both.verdicts(img, boxes), want, rtol=0, atol=1e-12)
+    assert not np.allclose(both.verdicts(img, boxes), plain)  # the mirror was read
+    with pytest.raises(ValueError, match="mirror"):
+        DetectionVerifier(mirror=1)
+
+
 @given(st.lists(st.floats(-5, 50), min_size=1, max_size=20), st.floats(0, 3))
 def test_verified_scores_order(margins, weight):
     m = np.asarray(margins)

@@ -1,9 +1,10 @@
 """Ranking rounds of a face cascade on the validation views: raw windows cached once, ranking
 settings scored over them.
 
-A ranking round (docs/ablation.md, rounds 11 to 25) compares settings that act after the
-scan on the same raw windows of one cascade: the verifier, the weight of its verdict, and the
-share of a detection lying inside a better one that drops it. ``cache`` scans the three
+A ranking round (docs/ablation.md, rounds 11 to 25 and 28) compares settings that act after
+the scan on the same raw windows of one cascade: the verifier (``--mirror``: reading each
+detection and its mirror), the weight of its verdict, and the share of a detection lying
+inside a better one that drops it. ``cache`` scans the three
 validation views of ``tools/face_data.py`` (``--views`` adds the crowd and people views)
 once and writes the windows to a folder. The scan covers every grid window at scale factor
 1.1, behind the detector's default σ gate (OpenCV's 10), as the rounds were scored. ``score``
@@ -160,7 +161,8 @@ def _share(value: str | None, model) -> float | None:
 
 
 def score(folder: Path, data: Path, *, weight: float | None = None, share: str | None = None,
-          refit: dict | None = None, recipe: str = "frontalface") -> dict:
+          refit: dict | None = None, recipe: str = "frontalface",
+          mirror: bool | None = None) -> dict:
     """The rounds' score of one ranking setting over the cached windows of ``folder``.
 
     Parameters
@@ -178,6 +180,9 @@ def score(folder: Path, data: Path, *, weight: float | None = None, share: str |
         (default: the model's declared verifier).
     recipe : str
         Whose training faces a refit uses.
+    mirror : bool, optional
+        Whether the verifier reads each detection and its mirror (default: the verifier's
+        own setting).
 
     Returns
     -------
@@ -200,6 +205,8 @@ def score(folder: Path, data: Path, *, weight: float | None = None, share: str |
         if not (math.isfinite(weight) and weight >= 0):
             raise RoundError(f"--weight: expected a finite number >= 0, got {weight}")
         ver.weight = float(weight)
+    if mirror is not None:
+        ver.mirror = bool(mirror)
     suppress = _share(share, model)
     views = {}
     for view in man["views"]:
@@ -216,6 +223,7 @@ def score(folder: Path, data: Path, *, weight: float | None = None, share: str |
                        "curve_end": round(float(max(pts["detection_rate"], default=0.0)), 4)}
     return {"kind": "score", "cache": str(folder), "model": man["model"],
             "stages": man["stages"], "quick": man["quick"], "weight": ver.weight,
+            "mirror": ver.mirror,
             "share": suppress, "refit": refit, "views": views,
             "mean": round(float(np.mean([v["mean"] for v in views.values()])), 5)}
 
@@ -254,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--refit", action="append", default=[], metavar="KEY=VALUE",
                    help="fit the verifier again with this train_face.VERIFIER option (repeatable)")
     s.add_argument("--recipe", choices=sorted(tf.VERIFIER), default="frontalface")
+    s.add_argument("--mirror", action="store_true",
+                   help="the verifier reads each detection and its mirror (the mean log-odds)")
     args = ap.parse_args(argv)
     try:
         if args.cmd == "cache":
@@ -265,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{v['seconds']:>7.1f} s")
         else:
             entry = score(args.cache, args.data, weight=args.weight, share=args.share,
-                          refit=_refit_options(args.refit), recipe=args.recipe)
+                          refit=_refit_options(args.refit), recipe=args.recipe,
+                          mirror=True if args.mirror else None)
             for view, v in entry["views"].items():
                 print(f"{view:<9s} " + " ".join(f"@{b} {r:.4f}" for b, r in v["rates"].items())
                       + f"   mean {v['mean']:.4f}   curve end {v['curve_end']:.4f}")
