@@ -640,17 +640,19 @@ def _items(batch, lvl, xs, ys, extent, step) -> tuple[np.ndarray, int]:
     ... < xs + extent`` of row ``ys`` of batch-local level ``lvl``; slots numbered in order."""
     n = (extent + step - 1) // step
     items = np.empty((len(lvl), 4), dtype=np.int64)
-    items[:, 0] = _offsets(batch, lvl, xs, ys)
+    items[:, 0] = _offsets(batch.origins, batch.cols, lvl, xs, ys)
     items[:, 1] = extent
     items[:, 2] = step
     items[:, 3] = np.cumsum(n) - n
     return items, int(n.sum())
 
 
-def _offsets(batch, lvl, xs, ys) -> np.ndarray:
-    """Offsets in the batch's planes of windows ``(lvl, xs, ys)`` (batch-local level, column,
-    row): unique within the batch (its levels do not overlap)."""
-    return (batch.origins[lvl, 0] + ys) * batch.cols + batch.origins[lvl, 1] + xs
+@njit(cache=True, nogil=True)
+def _offsets(origins, cols, lvl, xs, ys):  # pragma: no cover - numba
+    """Offsets in a batch's planes (``Batch.origins``, ``Batch.cols``) of windows ``(lvl, xs,
+    ys)`` (batch-local level, column, row): unique within the batch (its levels do not
+    overlap)."""
+    return (origins[lvl, 0] + ys) * cols + origins[lvl, 1] + xs
 
 
 @njit(cache=True, nogil=True)
@@ -698,7 +700,6 @@ def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, s
     fk = np.empty(n, np.int64)
     fx = np.empty(n, np.int64)
     fy = np.empty(n, np.int64)
-    fpos = np.empty(n, np.int64)
     n = 0
     for k in range(t.shape[0]):
         nc = t[k, 6]
@@ -713,12 +714,12 @@ def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, s
                     fk[n] = k
                     fx[n] = x
                     fy[n] = y
-                    fpos[n] = (origins[k, 0] + y) * cols + origins[k, 1] + x
                     n += 1
+    fk, fx, fy = fk[:n], fx[:n], fy[:n]
     keep = cy < own[ck]
     ck, cx, cy = ck[keep], cx[keep], cy[keep]
-    cpos = (origins[ck, 0] + cy) * cols + origins[ck, 1] + cx
-    return fk[:n], fx[:n], fy[:n], fpos[:n], ck, cx, cy, cpos, keep
+    return (fk, fx, fy, _offsets(origins, cols, fk, fx, fy), ck, cx, cy,
+            _offsets(origins, cols, ck, cx, cy), keep)
 
 
 def _split_layout(items: np.ndarray, rows: int, cols: int
