@@ -100,13 +100,15 @@ def dlib_run(detector, gray: np.ndarray, upsample: int, threshold: float = -1.0)
 
 
 def vj_detector(model, window: tuple[int, int], *, threads: int | None, min_neighbors: int,
-                score: str = "best"):
-    """vjboost's detector at the benchmark's settings (scale 1.1, minimum size = window)."""
+                score: str = "best", coarse_to_fine: int | str | None = "model"):
+    """vjboost's detector at the benchmark's settings (scale 1.1, minimum size = window; the
+    scan the model declares unless ``coarse_to_fine`` says otherwise)."""
     from vjboost.cascade import CascadeDetector
 
     return CascadeDetector(model, scale_factor=SCALE_FACTOR, min_neighbors=min_neighbors,
                            min_size=window, threads=threads, score=score,
-                           grouping="opencv" if min_neighbors > 0 else "none")
+                           grouping="opencv" if min_neighbors > 0 else "none",
+                           coarse_to_fine=coarse_to_fine)
 
 
 def vj_groups(boxes: np.ndarray, scores: np.ndarray):
@@ -255,7 +257,10 @@ class Cascade:
         det = vj_detector(self.model, self.window, threads=None, min_neighbors=0)
         return [det.raw_windows(g) for g in images]
 
-    def timer(self, threads: int) -> Callable[[np.ndarray], object]:
+    def timer(self, threads: int, coarse_to_fine: int | str | None = "model"
+              ) -> Callable[[np.ndarray], object]:
+        """The timed detection of one image (a vjboost model with the scan it declares, or
+        ``coarse_to_fine``: a stage count, None for every grid window)."""
         if self.cv is not None:
             cc, win = self.cv, self.window
 
@@ -263,7 +268,8 @@ class Cascade:
                 return cc.detectMultiScale(g, SCALE_FACTOR, OPERATING_NEIGHBORS, minSize=win)
             return run
         return vj_detector(self.model, self.window, threads=threads,
-                           min_neighbors=self.timed_neighbors, score=self.timed_score).detect
+                           min_neighbors=self.timed_neighbors, score=self.timed_score,
+                           coarse_to_fine=coarse_to_fine).detect
 
     def expected(self, raw, images) -> list[np.ndarray]:
         """The boxes the timed detector should return on each image, from the raw windows of
