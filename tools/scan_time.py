@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     repeats = args.repeats or (1 if args.quick else 3)
-    _, images, _ = bp.load_cmu(args.quick)  # the ground truth is not read
+    _, images, _ = bp.load_cmu(args.quick)  # its ground truth is left unused
     mp = sum(g.size for g in images) / 1e6
     try:
         import dlib
