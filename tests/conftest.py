@@ -110,3 +110,37 @@ def model_json(tmp_path) -> str:
     p = tmp_path / "m.json"
     save_model(random_cascade(seed=1, window=(20, 20)), p)
     return str(p)
+
+
+@pytest.fixture
+def face_views():
+    """A function writing small validation views (``tools/face_data.py``'s layout) under a
+    folder: the same four images in each named view, with boxes where the default face model
+    finds faces and one box it cannot find, so that detection rates lie strictly between 0 and
+    1. Returns the images and boxes by relative path."""
+    from PIL import Image
+    from skimage import data, transform
+
+    from vjboost.cascade import CascadeDetector, load_model
+
+    def write(root: Path, views) -> tuple[dict, dict]:
+        astro = data.astronaut()[..., 1]
+        small = (transform.rescale(astro, 0.5) * 255).astype(np.uint8)
+        images = {"scenes/a.png": astro, "scenes/b.png": data.camera(), "nrc/c.png": small,
+                  "nrc/d.png": data.coins()}
+        det = CascadeDetector(load_model("vjboost:frontalface"), min_neighbors=3)
+        gt = {p: det.detect(g).boxes.reshape(-1, 4) for p, g in images.items()}
+        gt["scenes/b.png"] = np.array([[10, 10, 60, 60]])
+        assert sum(len(v) for v in gt.values()) >= 3
+        for view in views:
+            folder = root / "val" / view
+            for p, g in images.items():
+                (folder / p).parent.mkdir(parents=True, exist_ok=True)
+                Image.fromarray(g).save(folder / p)
+            (folder / "images.txt").write_text("".join(p + "\n" for p in images))
+            rows = ["image,x,y,w,h"] + [f"{p},{x},{y},{w},{h}" for p, b in gt.items()
+                                        for x, y, w, h in b.tolist()]
+            (folder / "boxes.csv").write_text("\n".join(rows) + "\n")
+        return images, gt
+
+    return write

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
-from skimage import data, transform
 
 from vjboost.cascade import CascadeDetector, load_model
 from vjboost.eval import evaluate_detections
@@ -23,32 +22,10 @@ def rr(monkeypatch):
     return importlib.import_module("rank_rounds")
 
 
-def _views(root: Path, rr):
-    """Three small views (the same four images): faces the default model finds, and a box it
-    cannot find, so that the rates lie strictly between 0 and 1."""
-    astro = data.astronaut()[..., 1]
-    small = (transform.rescale(astro, 0.5) * 255).astype(np.uint8)
-    images = {"scenes/a.png": astro, "scenes/b.png": data.camera(), "nrc/c.png": small,
-              "nrc/d.png": data.coins()}
-    det = CascadeDetector(load_model("vjboost:frontalface"), min_neighbors=3)
-    gt = {p: det.detect(g).boxes.reshape(-1, 4) for p, g in images.items()}
-    gt["scenes/b.png"] = np.array([[10, 10, 60, 60]])
-    assert sum(len(v) for v in gt.values()) >= 3
-    for view in rr.VIEWS:
-        folder = root / "val" / view
-        for p, g in images.items():
-            (folder / p).parent.mkdir(parents=True, exist_ok=True)
-            Image.fromarray(g).save(folder / p)
-        (folder / "images.txt").write_text("".join(p + "\n" for p in images))
-        rows = ["image,x,y,w,h"] + [f"{p},{x},{y},{w},{h}" for p, b in gt.items()
-                                    for x, y, w, h in b.tolist()]
-        (folder / "boxes.csv").write_text("\n".join(rows) + "\n")
-    return images, gt
-
-
 def test_cache_holds_the_detectors_raw_windows_and_score_ranks_as_the_detector(tmp_path, rr,
+                                                                               face_views,
                                                                                capsys):
-    images, gt = _views(tmp_path, rr)
+    images, gt = face_views(tmp_path, rr.VIEWS)
     out = tmp_path / "cache"
     assert rr.main(["--data", str(tmp_path), "cache", "vjboost:frontalface:15",
                     "--out", str(out)]) == 0
@@ -104,8 +81,8 @@ def test_cache_holds_the_detectors_raw_windows_and_score_ranks_as_the_detector(t
     assert rates == {b: round(ev.detection_rate_at(int(b)), 4) for b in rates}
 
 
-def test_refused_inputs_are_one_line_errors(tmp_path, rr, capsys):
-    _views(tmp_path, rr)
+def test_refused_inputs_are_one_line_errors(tmp_path, rr, face_views, capsys):
+    face_views(tmp_path, rr.VIEWS)
     out = tmp_path / "cache"
     assert rr.main(["--data", str(tmp_path), "cache", "vjboost:frontalface",
                     "--out", str(out)]) == 0
@@ -128,8 +105,8 @@ def test_refused_inputs_are_one_line_errors(tmp_path, rr, capsys):
     assert "val/det/images.txt" in capsys.readouterr().err
 
 
-def test_a_cache_of_some_views_is_scored_on_those(tmp_path, rr, capsys):
-    _views(tmp_path, rr)
+def test_a_cache_of_some_views_is_scored_on_those(tmp_path, rr, face_views, capsys):
+    face_views(tmp_path, rr.VIEWS)
     out = tmp_path / "cache"
     argv = ["--data", str(tmp_path)]
     assert rr.main(argv + ["cache", "vjboost:frontalface", "--out", str(out),

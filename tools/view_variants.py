@@ -1,0 +1,182 @@
+"""Detection-time variants of a face model scored on the validation views, the model unchanged
+(rounds 30 and 31 of docs/ablation.md).
+
+* ``smooth``: the grey image smoothed by a Gaussian of ``--sigma`` px (``cv2.GaussianBlur``,
+  kernel from σ, border reflected) before the scan; the verifier reads the image as it is
+  (as it was fitted). ``0`` is the model as shipped.
+* ``groups``: the declared ranking over OpenCV's groups at minNeighbors 1 (as shipped) and
+  over every group, single windows included (:func:`every_group`: OpenCV's partition and its
+  containment filter at threshold 0, where ``groupRectangles`` would return the raw windows).
+
+Each variant is scored as the rounds score a candidate: on each view of ``tools/face_data.py``
+(``--views``, default all five), the declared curve's mean detection rate at the benchmark's
+six false-positive budgets counted at CMU-MIT's density (``train_face.scaled_budgets``), and
+the mean over the views. The scan, the σ gate, the verifier and the share of a detection
+inside a better one that drops it are the model's. ``--quick`` takes every tenth image of
+each view (under a minute with ``--views det``).
+
+::
+
+    python tools/view_variants.py --data /work/data/faces_ctx smooth --sigma 0,0.5,0.7,1
+    python tools/view_variants.py --data /work/data/faces_ctx groups
+    python tools/view_variants.py --data /work/data/faces_ctx --quick --views det groups
+
+The last line is ``RESULT {json}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_peers as bp  # noqa: E402
+import train_face as tf  # noqa: E402
+
+from vjboost.boxes import WindowGroups, clip_boxes  # noqa: E402
+
+#: the largest σ accepted (px): beyond it a 20-px face is a blur
+MAX_SIGMA = 4.0
+
+
+def parse_sigmas(text: str) -> list[float]:
+    """``--sigma``'s values: distinct numbers in ``[0, MAX_SIGMA]`` (0: no smoothing)."""
+    out: list[float] = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            v = float(part)
+        except ValueError:
+            v = float("nan")
+        if not 0.0 <= v <= MAX_SIGMA:
+            raise ValueError(f"--sigma: expected numbers in [0, {MAX_SIGMA}] px, got {part!r}")
+        out.append(v)
+    if len(set(out)) != len(out):
+        raise ValueError(f"--sigma: expected distinct values, got {text!r}")
+    return out
+
+
+def parse_views(text: str) -> list[str]:
+    """``--views``: distinct names of ``train_face.SPLITS``."""
+    out = [p.strip() for p in text.split(",")]
+    bad = [v for v in out if v not in tf.SPLITS]
+    if bad or not out or len(set(out)) != len(out):
+        raise ValueError(f"--views: expected distinct names of {', '.join(tf.SPLITS)}, "
+                         f"got {text!r}")
+    return out
+
+
+def smoothed(image: np.ndarray, sigma: float) -> np.ndarray:
+    """``image`` (H, W) uint8 smoothed by a Gaussian of ``sigma`` px (itself for 0)."""
+    return image if sigma == 0 else cv2.GaussianBlur(image, (0, 0), sigma)
+
+
+def every_group(groups: WindowGroups, image_size: tuple[int, int], *, offset: float
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """Every group of one image's windows, groups of a single window included: OpenCV's
+    averaged boxes of the classes its containment filter keeps at threshold 0, clipped to the
+    image, each scored by the sum of its windows' margins over ``offset``.
+
+    Parameters
+    ----------
+    groups : WindowGroups
+        The partition of the image's raw windows.
+    image_size : (width, height)
+    offset : float
+        The cascade's last-stage threshold.
+
+    Returns
+    -------
+    boxes : ndarray of int32, shape (M, 4)
+    margins : ndarray of float64, shape (M,)
+    """
+    if len(groups.counts_) == 0:
+        return np.zeros((0, 4), np.int32), np.zeros(0)
+    margin = np.bincount(groups.labels_, weights=groups.scores - offset,
+                         minlength=len(groups.counts_))
+    keep = groups._kept(0)
+    b, kept = clip_boxes(groups.averages_[keep].astype(np.int32), *image_size)
+    return b, margin[keep][kept]
+
+
+def _score(detections: dict, gt, budgets) -> float:
+    pts = bp.curves_of({"v@1": detections}, gt)["v@1"]["points"]
+    rates = tf.rates_at(pts["false_positives"], pts["detection_rate"], budgets)
+    return round(float(np.mean(list(rates.values()))), 4)
+
+
+def score_view(model, window, variants: dict, data: Path, view: str, quick: bool
+               ) -> dict[str, float]:
+    """Each variant's score on one view. ``variants`` maps a name to ``("smooth", σ)`` or
+    ``("groups", "1" | "all")``."""
+    paths, images, gt = tf.load_validation(data, quick, view)
+    budgets = tf.scaled_budgets(sum(g.size for g in images) / 1e6, tf.CMU_MIT_MP)
+    det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
+    suppress = bp.declared_suppression(model)
+    verifier = bp.model_verifier(model) if "verifier" in model.params else None
+    rank = "verified" if verifier is not None else "margin"
+    last = model.stages[-1].threshold
+    raw: dict[float, list] = {}
+    out = {}
+    for name, (kind, value) in variants.items():
+        sigma = value if kind == "smooth" else 0.0
+        if sigma not in raw:
+            raw[sigma] = [det.raw_windows(smoothed(g, sigma)) for g in images]
+        dets = {}
+        for p, g, (b, s) in zip(paths, images, raw[sigma], strict=True):
+            size = (g.shape[1], g.shape[0])
+            groups = bp.vj_groups(b, s)
+            if kind == "groups" and value == "all":
+                boxes, sc = every_group(groups, size, offset=last)
+                if verifier is not None and len(boxes):
+                    sc = verifier.rescore(g, boxes, sc)
+                dets[p] = bp.drop_inside(boxes, sc, suppress)
+            else:  # the model's own ranking at minNeighbors 1, on the image as it is
+                dets[p] = bp.ranked(groups, 1, size, rank, last_threshold=last, image=g,
+                                    verifier=verifier, suppress=suppress)
+        out[name] = _score(dets, gt, budgets)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=tf.DATA, help="tools/face_data.py's output")
+    ap.add_argument("--model", default="vjboost:frontalface", help="name or model file")
+    ap.add_argument("--views", default=",".join(tf.SPLITS), help="comma list of views")
+    ap.add_argument("--quick", action="store_true", help="every tenth image of each view")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sm = sub.add_parser("smooth", help="the image smoothed before the scan")
+    sm.add_argument("--sigma", default="0,0.5,0.7,1", help="comma list of σ in px (0: none)")
+    sub.add_parser("groups", help="minNeighbors 1 against every group")
+    args = ap.parse_args(argv)
+    try:
+        views = parse_views(args.views)
+        if args.cmd == "smooth":
+            variants = {f"sigma={s:g}": ("smooth", s) for s in parse_sigmas(args.sigma)}
+        else:
+            variants = {"min_neighbors=1": ("groups", "1"), "every_group": ("groups", "all")}
+        model, window = tf.load_spec(args.model)
+        per_view = {v: score_view(model, window, variants, args.data, v, args.quick)
+                    for v in views}
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    mean = {n: round(float(np.mean([per_view[v][n] for v in views])), 4) for n in variants}
+    print(f"{args.model}: {args.cmd}, mean of the six budgets per view" +
+          (" (quick: every tenth image)" if args.quick else ""))
+    print(f"  {'variant':<16s}" + "".join(f"{v:>11s}" for v in views) + f"{'mean':>9s}")
+    for n in variants:
+        print(f"  {n:<16s}" + "".join(f"{per_view[v][n]:11.4f}" for v in views)
+              + f"{mean[n]:9.4f}")
+    result = {"quick": args.quick, "model": args.model, "variants": args.cmd, "views": views,
+              "scores": per_view, "mean": mean}
+    print("RESULT " + json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
