@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from vjboost.cascade.positives import Jitter, jittered_cut, load_positives, resize_to_window
 from vjboost.io import write_vec
@@ -47,6 +48,34 @@ def test_vec_and_npz(tmp_path, rng):
         load_positives(tmp_path / "p.vec", (24, 24))
     np.savez(tmp_path / "p.npz", images=s)
     assert load_positives(tmp_path / "p.npz", (19, 19), max_count=2).samples.shape == (2, 19, 19)
+
+
+def test_colour_npz_reads_as_a_folder_of_the_same_crops(tmp_path, rng):
+    # RGB crops (as PIL and scikit-image give them): grey by OpenCV's weights, then resized;
+    # the same crops as PNG files (grey decoded by libpng's own fixed-point weights) agree
+    # within one grey level
+    rgb = rng.integers(0, 256, (4, 30, 20, 3), dtype=np.uint8)
+    folder = tmp_path / "crops"
+    folder.mkdir()
+    for i, im in enumerate(rgb):
+        Image.fromarray(im).save(folder / f"{i}.png")
+    np.savez(tmp_path / "rgb.npz", images=rgb)
+    want = np.stack([resize_to_window(cv2.cvtColor(im, cv2.COLOR_RGB2GRAY), (24, 16))
+                     for im in rgb])
+    got = load_positives(tmp_path / "rgb.npz", (24, 16))
+    np.testing.assert_array_equal(got.samples, want)
+    from_png = load_positives(folder, (24, 16)).samples.astype(int)
+    assert np.abs(from_png - want).max() <= 1
+    # RGBA too, and max_count before the conversion
+    rgba = np.concatenate([rgb, np.full((4, 30, 20, 1), 255, np.uint8)], axis=3)
+    np.savez(tmp_path / "rgba.npz", images=rgba)
+    np.testing.assert_array_equal(
+        load_positives(tmp_path / "rgba.npz", (24, 16), max_count=2).samples, want[:2])
+    for bad in (rng.integers(0, 256, (2, 8, 8, 2), dtype=np.uint8),
+                rng.random((2, 8, 8, 3)).astype(np.float32)):
+        np.savez(tmp_path / "bad.npz", images=bad)
+        with pytest.raises(ValueError, match=r"bad.npz: 'images' must be .* RGB\(A\)"):
+            load_positives(tmp_path / "bad.npz", (8, 8))
 
 
 def test_bad_sources(tmp_path):

@@ -366,7 +366,8 @@ def load_positives(
         A folder of crops, annotations in any format :func:`vjboost.io.read_annotations`
         reads (``info.dat``, CSV, JSON, COCO, a Pascal VOC / YOLO / LabelMe folder, CVAT XML:
         every object box is cut out, ignore regions are not), a ``.vec`` file or an ``.npz``
-        holding ``images`` (n, h, w) uint8.
+        holding ``images`` (n, h, w) uint8, or (n, h, w, 3|4) uint8 RGB(A) crops, read as grey
+        (OpenCV's weights, as the detector reads a colour image).
     window : (height, width)
         Sample size in pixels.
     mirror : bool, default=False
@@ -418,10 +419,20 @@ def load_positives(
         else:
             # not a zip, a pickle, a damaged member, over the memory budget: one line
             imgs = read_npz(path, ["images"], what="positives file")["images"]
-            if imgs.ndim != 3 or imgs.dtype != np.uint8:
+            colour = imgs.ndim == 4 and imgs.shape[3] in (3, 4)
+            if not (imgs.ndim == 3 or colour) or imgs.dtype != np.uint8:
                 raise ValueError(
-                    f"{path}: 'images' must be (n, h, w) uint8, got {imgs.shape} {imgs.dtype}"
+                    f"{path}: 'images' must be (n, h, w) uint8 grey or (n, h, w, 3|4) uint8 "
+                    f"RGB(A), got {imgs.shape} {imgs.dtype}"
                 )
+            if colour:
+                from .detector import to_gray
+
+                # NumPy arrays of colour images are RGB (PIL, scikit-image); grey by OpenCV's
+                # weights, as the detector reads a colour image
+                imgs = imgs[:max_count]
+                imgs = [to_gray(im, channel_order="rgb", name=f"{path}: images[{i}]")
+                        for i, im in enumerate(imgs)]
         for im in imgs[:max_count]:
             cut.add(im)
     elif suffix in _ANNOTATION_SUFFIXES or annotation_format is not None:
