@@ -26,10 +26,11 @@ def _similar(a, b, eps):
             and abs(a[0] + a[2] - b[0] - b[2]) <= delta and abs(a[1] + a[3] - b[1] - b[3]) <= delta)
 
 
-def _reference(rects, thr, eps=0.2):
-    """Plain-Python groupRectangles written from the specification (components by flood fill)."""
+def _reference(rects, thr, eps=0.2, singles=False):
+    """Plain-Python groupRectangles written from the specification (components by flood fill);
+    ``singles``: at threshold 0 the groups too, not the raw windows."""
     rects = [tuple(int(v) for v in r) for r in rects]
-    if thr <= 0 or not rects:
+    if (thr <= 0 and not singles) or not rects:
         return Counter(rects)
     n = len(rects)
     label = [-1] * n
@@ -100,6 +101,36 @@ def test_group_rectangles_matches_cv2(rects, thr):
     boxes, _, _ = group_rectangles(np.array(rects, dtype=np.int64).reshape(-1, 4), thr, 0.2)
     assert Counter(map(tuple, boxes.tolist())) == Counter(
         map(tuple, np.asarray(ref).reshape(-1, 4).tolist()))
+
+
+@settings(max_examples=60)
+@given(rects=rect_lists, thr=st.integers(-1, 3), eps=st.sampled_from([0.2, 0.35]),
+       data=st.data())
+def test_every_group_with_singles_matches_reference(rects, thr, eps, data):
+    """``select(m, singles=True)``: at m <= 0 every group of the partition (single windows
+    too) that OpenCV's containment filter keeps at threshold 0, each with its windows' margin
+    sum; above 0, the groups ``select(m)`` gives."""
+    rects = rects + [(x + 1, y, w, h) for (x, y, w, h) in rects[::2]]
+    scores = np.array(data.draw(st.lists(st.floats(-5, 5), min_size=len(rects),
+                                         max_size=len(rects))), np.float64)
+    r = np.array(rects, dtype=np.int64).reshape(-1, 4)
+    g = WindowGroups(r, scores, eps=eps)
+    b, sc, n = g.select(thr, score="margin", offset=0.5, singles=True)
+    assert Counter(map(tuple, b.tolist())) == _reference(rects, max(thr, 0), eps, singles=True)
+    if thr > 0:
+        b1, s1, n1 = g.select(thr, score="margin", offset=0.5)
+        assert b1.tolist() == b.tolist() and np.allclose(s1, sc) and n1.tolist() == n.tolist()
+        return
+    # each group's margin: its windows' scores less the offset, summed over its class
+    lab = similar_classes(r, eps)
+    sums = {}
+    for c in np.unique(lab):
+        m = r[lab == c]
+        inv = np.float32(1.0) / np.float32(len(m))
+        avg = tuple(int(np.rint(np.float32(m[:, d].sum()) * inv)) for d in range(4))
+        sums.setdefault(avg, []).append((len(m), float((scores[lab == c] - 0.5).sum())))
+    for box, v, k in zip(map(tuple, b.tolist()), sc, n.tolist(), strict=True):
+        assert any(k == kk and v == pytest.approx(vv) for kk, vv in sums[box])
 
 
 def test_group_scores_are_group_maxima():

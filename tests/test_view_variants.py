@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vjboost.boxes import WindowGroups
 from vjboost.cascade import CascadeDetector, load_model
 from vjboost.eval import evaluate_detections
 
@@ -21,30 +20,6 @@ TOOLS = Path(__file__).resolve().parents[1] / "tools"
 def vv(monkeypatch):
     monkeypatch.syspath_prepend(str(TOOLS))
     return importlib.import_module("view_variants")
-
-
-def test_every_group_keeps_single_windows_with_their_margins(vv):
-    # two windows that OpenCV groups, one alone far away, one alone inside the pair's box
-    rects = np.array([[10, 10, 40, 40], [12, 11, 40, 40], [200, 150, 30, 30],
-                      [20, 20, 10, 10]])
-    scores = np.array([2.5, 3.0, 1.75, 4.0])
-    g = WindowGroups(rects, scores)
-    boxes, margins = vv.every_group(g, (640, 480), offset=1.5)
-    # the pair averaged (OpenCV rounds the mean corner and size), the lone window as it is;
-    # the small window inside the pair's box has fewer than 3 windows and is dropped as
-    # groupRectangles drops it
-    assert sorted(boxes.tolist()) == [[11, 10, 40, 40], [200, 150, 30, 30]]
-    by_box = {tuple(b): m for b, m in zip(boxes.tolist(), margins.tolist(), strict=True)}
-    assert by_box[(11, 10, 40, 40)] == pytest.approx((2.5 - 1.5) + (3.0 - 1.5))
-    assert by_box[(200, 150, 30, 30)] == pytest.approx(1.75 - 1.5)
-    # at minNeighbors 1 the same partition keeps only the pair, with the same margin
-    b1, s1, _ = g.select(1, (640, 480), score="margin", offset=1.5)
-    assert b1.tolist() == [[11, 10, 40, 40]] and s1[0] == pytest.approx(by_box[(11, 10, 40, 40)])
-    # boxes past the image are clipped; none at all gives empty arrays
-    b, _ = vv.every_group(WindowGroups([[630, 470, 30, 30]], [2.0]), (640, 480), offset=0.0)
-    assert b.tolist() == [[630, 470, 10, 10]]
-    b, m = vv.every_group(WindowGroups(np.zeros((0, 4)), np.zeros(0)), (64, 48), offset=0.0)
-    assert b.shape == (0, 4) and m.shape == (0,)
 
 
 def test_arguments_are_refused_in_one_line(vv, tmp_path, capsys):

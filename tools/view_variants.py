@@ -5,8 +5,9 @@
   kernel from σ, border reflected) before the scan; the verifier reads the image as it is
   (as it was fitted). ``0`` is the model as shipped.
 * ``groups``: the declared ranking over OpenCV's groups at minNeighbors 1 (as shipped) and
-  over every group, single windows included (:func:`every_group`: OpenCV's partition and its
-  containment filter at threshold 0, where ``groupRectangles`` would return the raw windows).
+  over every group, single windows included (``WindowGroups.select(0, singles=True)``: OpenCV's
+  partition and its containment filter at threshold 0, where ``groupRectangles`` would return
+  the raw windows).
 
 Each variant is scored as the rounds score a candidate: on each view of ``tools/face_data.py``
 (``--views``, default all five), the declared curve's mean detection rate at the benchmark's
@@ -37,8 +38,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_peers as bp  # noqa: E402
 import train_face as tf  # noqa: E402
-
-from vjboost.boxes import WindowGroups, clip_boxes  # noqa: E402
 
 #: the largest σ accepted (px): beyond it a 20-px face is a blur
 MAX_SIGMA = 4.0
@@ -75,34 +74,6 @@ def smoothed(image: np.ndarray, sigma: float) -> np.ndarray:
     return image if sigma == 0 else cv2.GaussianBlur(image, (0, 0), sigma)
 
 
-def every_group(groups: WindowGroups, image_size: tuple[int, int], *, offset: float
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """Every group of one image's windows, groups of a single window included: OpenCV's
-    averaged boxes of the classes its containment filter keeps at threshold 0, clipped to the
-    image, each scored by the sum of its windows' margins over ``offset``.
-
-    Parameters
-    ----------
-    groups : WindowGroups
-        The partition of the image's raw windows.
-    image_size : (width, height)
-    offset : float
-        The cascade's last-stage threshold.
-
-    Returns
-    -------
-    boxes : ndarray of int32, shape (M, 4)
-    margins : ndarray of float64, shape (M,)
-    """
-    if len(groups.counts_) == 0:
-        return np.zeros((0, 4), np.int32), np.zeros(0)
-    margin = np.bincount(groups.labels_, weights=groups.scores - offset,
-                         minlength=len(groups.counts_))
-    keep = groups._kept(0)
-    b, kept = clip_boxes(groups.averages_[keep].astype(np.int32), *image_size)
-    return b, margin[keep][kept]
-
-
 def _score(detections: dict, gt, budgets) -> float:
     pts = bp.curves_of({"v@1": detections}, gt)["v@1"]["points"]
     rates = tf.rates_at(pts["false_positives"], pts["detection_rate"], budgets)
@@ -131,7 +102,8 @@ def score_view(model, window, variants: dict, data: Path, view: str, quick: bool
             size = (g.shape[1], g.shape[0])
             groups = bp.vj_groups(b, s)
             if kind == "groups" and value == "all":
-                boxes, sc = every_group(groups, size, offset=last)
+                boxes, sc, _ = groups.select(0, size, score="margin", offset=last,
+                                             singles=True)
                 if verifier is not None and len(boxes):
                     sc = verifier.rescore(g, boxes, sc)
                 dets[p] = bp.drop_inside(boxes, sc, suppress)

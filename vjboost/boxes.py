@@ -895,7 +895,7 @@ class WindowGroups:
         return self._keep[thr]
 
     def select(self, min_neighbors: int, image_size: tuple[int, int] | None = None, *,
-               score: str = "best", offset: float = 0.0
+               score: str = "best", offset: float = 0.0, singles: bool = False
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The detections at one threshold, as ``detectMultiScale`` returns them.
 
@@ -911,6 +911,10 @@ class WindowGroups:
         offset : float, default=0.0
             Subtracted from every window score for ``score="margin"`` (a cascade's last-stage
             threshold, so that each window counts by how far it passed).
+        singles : bool, default=False
+            With ``min_neighbors <= 0``: every group instead of the raw windows, groups of a
+            single window included (OpenCV's averaged boxes and containment filter, at
+            threshold 0; ``groupRectangles`` itself has no such threshold).
 
         Returns
         -------
@@ -929,8 +933,8 @@ class WindowGroups:
         """
         _check_score(score)
         off = float(offset) if score == "margin" else 0.0
-        thr = int(min_neighbors)
-        if thr <= 0:
+        thr = max(int(min_neighbors), 0) if singles else int(min_neighbors)
+        if thr <= 0 and not singles:
             b = self.rects.astype(np.int32)
             best = self.scores.copy()
             cnt = np.ones(len(b), dtype=np.int32)
