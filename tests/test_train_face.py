@@ -72,6 +72,39 @@ def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch):
     assert load_model(models / "face.json").params["suppress_inside"] == 0.5
 
 
+def test_declare_writes_the_model_as_ship_would(tmp_path, monkeypatch, capsys):
+    """``declare`` writes what ``ship_model`` ships (stages and declarations), to any path;
+    a folder without a model is a one-line error."""
+    import json
+
+    import vjboost.cascade.shipped as shipped
+
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    models = tmp_path / "models"
+    models.mkdir()
+    monkeypatch.setattr(shipped, "MODELS_DIR", models)
+    monkeypatch.setattr(tf, "REPO", tmp_path)
+    for table, value in ((tf.SHIPPED_STAGES, 4), (tf.COARSE_TO_FINE, 2), (tf.MIN_STD, 7.0),
+                         (tf.SUPPRESS_INSIDE, 0.4)):
+        monkeypatch.setitem(table, "face", value)
+    monkeypatch.setitem(tf.RECIPES, "face", tf.RECIPES["frontalface_haar"])
+    run = tmp_path / "run"
+    run.mkdir()
+    save_model(load_model(MODELS_DIR / "frontalface_haar.json"), run / "model.json")
+    tf.ship_model("face", run)
+    argv = ["--log", str(tmp_path / "log.jsonl"), "declare", "face", str(run), "--to",
+            str(tmp_path / "cand.json")]
+    assert tf.main(argv) == 0
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
+    assert res["stages"] == 4
+    got, want = load_model(tmp_path / "cand.json"), load_model(models / "face.json")
+    assert got.stages == want.stages and got.params == want.params
+    assert got.params["coarse_to_fine"] == 2 and got.params["min_std"] == 7.0
+    assert tf.main(argv[:4] + [str(tmp_path), "--to", str(tmp_path / "x.json")]) == 2
+    assert "no model.json" in capsys.readouterr().err
+
+
 def test_degrade_is_seeded_keeps_shape_and_lowers_detail(monkeypatch):
     import numpy as np
 

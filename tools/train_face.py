@@ -1,6 +1,6 @@
 """The face models' recipes: train them with ``vjtrain`` and choose them on the validation split.
 
-Three sub-commands:
+Sub-commands:
 
 * ``train NAME`` runs ``vjtrain`` with the recipe ``NAME`` of :data:`RECIPES` (the exact
   command of a shipped model; ``--set key=value`` overrides one setting for an experiment) on the
@@ -25,6 +25,10 @@ Three sub-commands:
   two kinds can rank vjboost and dlib in opposite orders.
 * ``robust MODEL...``: the share of the held-out face windows of each source a cascade accepts,
   clean and degraded as scans (:func:`robustness`).
+* ``declare NAME RUN --to FILE`` writes training run ``RUN``'s model as ``--ship`` would ship
+  it under ``NAME`` (:func:`declared_model`: the shipped stages, the verifier fitted on the
+  recipe's training data, the declared scan, gate and suppression), for validating a candidate
+  exactly as it would be shipped.
 
 Every run appends one JSON line to ``--log`` (default ``runs/face_log.jsonl``): the command,
 seconds, peak memory, or the validation figures. The last line printed is ``RESULT {json}``;
@@ -402,12 +406,11 @@ def _quick_data(pos: Path, bg: Path, out: Path) -> tuple[Path, Path]:
     return qp, qb
 
 
-def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
-    """Copy a trained model into the shipped models' folder under ``name``, cut to its shipped
+def declared_model(name: str, out: Path, data: Path = DATA):
+    """The model of training run ``out`` as recipe ``name`` ships it: cut to its shipped
     stages, with its declared operating score, verifier, coarse-to-fine scan, σ gate and
-    suppression of detections inside better ones."""
-    from vjboost.cascade import load_model, save_model
-    from vjboost.cascade.shipped import MODELS_DIR
+    suppression of detections inside better ones (what a round's candidate is validated as)."""
+    from vjboost.cascade import load_model
 
     check_data(name, data)
     model = load_model(out / "model.json")
@@ -424,6 +427,16 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
         model.params["min_std"] = MIN_STD[name]
     if name in SUPPRESS_INSIDE:
         model.params["suppress_inside"] = SUPPRESS_INSIDE[name]
+    return model
+
+
+def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
+    """Copy a trained model into the shipped models' folder under ``name``, as
+    :func:`declared_model` declares it, with its report and OpenCV XML twin."""
+    from vjboost.cascade import save_model
+    from vjboost.cascade.shipped import MODELS_DIR
+
+    model = declared_model(name, out, data)
     save_model(model, MODELS_DIR / f"{name}.json")
     shipped = [MODELS_DIR / f"{name}.json"]
     for src, suffix in (("cascade.xml", ".xml"), ("report.json", ".report.json")):
@@ -808,6 +821,11 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--recipe", choices=sorted(RECIPES), default="frontalface",
                    help="whose training faces (sources) to use")
     f.add_argument("--out", type=Path, required=True, help="model file to write")
+    d = sub.add_parser("declare", help="write a training run's model as its recipe ships it "
+                                       "(a round's candidate)")
+    d.add_argument("recipe", choices=sorted(RECIPES))
+    d.add_argument("run", type=Path, help="the training run's folder (its model.json)")
+    d.add_argument("--to", type=Path, required=True, help="model file to write")
     r = sub.add_parser("robust", help="share of held-out face windows accepted, clean and "
                                       "degraded as scans")
     r.add_argument("models", nargs="+")
@@ -823,6 +841,21 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'/'.join(f'{per[s][k]:.3f}' for k in kinds):>32s}" for s in per))
         log({"kind": "robust", "quick": args.quick, "results": res}, args.log)
         print("RESULT " + json.dumps({"quick": args.quick, "accepted": res}))
+        return 0
+    if args.cmd == "declare":
+        from vjboost.cascade import save_model
+
+        if not (args.run / "model.json").is_file():
+            print(f"error: {args.run}: no model.json (a vjtrain output folder)", file=sys.stderr)
+            return 2
+        t0 = time.perf_counter()
+        model = declared_model(args.recipe, args.run, args.data)
+        save_model(model, args.to)
+        entry = {"kind": "declare", "recipe": args.recipe, "run": str(args.run),
+                 "out": str(args.to), "stages": model.n_stages,
+                 "params": sorted(model.params), "seconds": round(time.perf_counter() - t0, 1)}
+        log(entry, args.log)
+        print("RESULT " + json.dumps(entry))
         return 0
     if args.cmd == "verify":
         entry = verify(args.model, args.recipe, args.out, args.data)
