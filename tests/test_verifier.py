@@ -89,6 +89,26 @@ def test_fit_matches_scikit_learn():
     assert (ver.decision_function(neg) < 0).mean() > 0.95
 
 
+def test_features_in_batches_are_the_whole_stacks(monkeypatch):
+    """Descriptors computed a few windows at a time (the memory bound) equal the family's on
+    the whole stack; a stack whose descriptors exceed the budget is refused in one line."""
+    import vjboost.cascade.verifier as vmod
+    from vjboost._memory import MemoryBudgetError
+
+    pos, neg = _two_classes(30)
+    ver = DetectionVerifier(size=24, pixels_per_cell=6)
+    stack = np.concatenate([pos, neg])
+    whole = ver._hog.compute(stack).T
+    monkeypatch.setattr(vmod, "FEATURE_BATCH_BYTES", 3 * ver._hog.channels_nbytes(1))
+    got = ver.features(stack)
+    assert got.dtype == np.float32 and got.shape == whole.shape
+    np.testing.assert_array_equal(got, whole)
+    assert ver.features(stack[:0]).shape == (0, whole.shape[1])
+    monkeypatch.setenv("VJBOOST_MEMORY_BUDGET", str(4 * whole.shape[1] * 10))
+    with pytest.raises(MemoryBudgetError, match=r"HOG descriptors of 60 windows.*hard_per_image"):
+        ver.features(stack)
+
+
 def test_round_trip_and_bad_input():
     pos, neg = _two_classes(40)
     ver = DetectionVerifier(size=24, pixels_per_cell=6, weight=0.5).fit(pos, neg)

@@ -849,8 +849,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {args.run}: no model.json (a vjtrain output folder)", file=sys.stderr)
             return 2
         t0 = time.perf_counter()
-        model = declared_model(args.recipe, args.run, args.data)
-        save_model(model, args.to)
+        try:
+            model = declared_model(args.recipe, args.run, args.data)
+            save_model(model, args.to)
+        except (ValueError, OSError) as e:  # over the memory budget, an unwritable --to
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         entry = {"kind": "declare", "recipe": args.recipe, "run": str(args.run),
                  "out": str(args.to), "stages": model.n_stages,
                  "params": sorted(model.params), "seconds": round(time.perf_counter() - t0, 1)}
@@ -858,7 +862,11 @@ def main(argv: list[str] | None = None) -> int:
         print("RESULT " + json.dumps(entry))
         return 0
     if args.cmd == "verify":
-        entry = verify(args.model, args.recipe, args.out, args.data)
+        try:
+            entry = verify(args.model, args.recipe, args.out, args.data)
+        except (ValueError, OSError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
         log(entry, args.log)
         print("RESULT " + json.dumps(entry))
         return 0

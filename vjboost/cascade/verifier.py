@@ -40,6 +40,7 @@ import cv2
 import numpy as np
 
 from .._limits import check_int
+from .._memory import check_memory
 from ..features.hog import HOGFamily
 
 __all__ = [
@@ -54,6 +55,9 @@ __all__ = [
 #: margins at or below zero (a group whose windows all scored at the last threshold) are
 #: clamped to this before the logarithm, so that they rank below every positive margin
 TINY_MARGIN = 1e-6
+#: the HOG channels of one batch of windows stay within this many bytes
+#: (:meth:`DetectionVerifier.features` computes descriptors batch by batch)
+FEATURE_BATCH_BYTES = 256 << 20
 
 
 def crop_boxes(image: np.ndarray, boxes: Any, *, size: int, context: float) -> np.ndarray:
@@ -212,10 +216,17 @@ class DetectionVerifier:
         if w.ndim != 3 or w.shape[1:] != (self.size, self.size) or w.dtype != np.uint8:
             raise ValueError(f"windows: expected (N, {self.size}, {self.size}) uint8, got "
                              f"{w.dtype} {w.shape}")
-        if len(w) == 0:
-            return np.zeros((0, self._hog.n_features), np.float32)
-        # vjboost.features.hog.hog_descriptor's layout: (S, n_features)
-        return np.ascontiguousarray(self._hog.compute(w).T)
+        q = self._hog.n_features
+        check_memory(4 * q * len(w), f"HOG descriptors of {len(w)} windows ({q} values each)",
+                     advice="Fit on fewer windows (hard_per_image, part_per_face).")
+        out = np.empty((len(w), q), np.float32)
+        # batch by batch: the channels of every window at once can need more memory than the
+        # descriptors (a weak cascade's false alarms run to hundreds of thousands)
+        step = max(1, FEATURE_BATCH_BYTES // max(1, self._hog.channels_nbytes(1)))
+        for a in range(0, len(w), step):
+            # the family gives (n_features, S)
+            out[a:a + step] = self._hog.compute(w[a:a + step]).T
+        return out
 
     # -- fitting and scoring --------------------------------------------------------------------
 
@@ -238,6 +249,9 @@ class DetectionVerifier:
         xp, xn = self.features(positives), self.features(negatives)
         if len(xp) == 0 or len(xn) == 0:
             raise ValueError(f"fit: need positives and negatives, got {len(xp)} and {len(xn)}")
+        check_memory(8 * (len(xp) + len(xn)) * xp.shape[1],
+                     f"the verifier's design matrix ({len(xp) + len(xn)} x {xp.shape[1]} "
+                     "float64)", advice="Fit on fewer windows (hard_per_image, part_per_face).")
         x = np.concatenate([xp, xn]).astype(np.float64)
         y = np.r_[np.ones(len(xp)), -np.ones(len(xn))]
         cw = np.r_[np.full(len(xp), len(x) / (2 * len(xp))),
