@@ -104,6 +104,8 @@ def test_features_in_batches_are_the_whole_stacks(monkeypatch):
     assert got.dtype == np.float32 and got.shape == whole.shape
     np.testing.assert_array_equal(got, whole)
     assert ver.features(stack[:0]).shape == (0, whole.shape[1])
+    # a stack of descriptors over one batch's bytes is checked against the budget first
+    monkeypatch.setattr(vmod, "FEATURE_BATCH_BYTES", 4 * whole.shape[1])
     monkeypatch.setenv("VJBOOST_MEMORY_BUDGET", str(4 * whole.shape[1] * 10))
     with pytest.raises(MemoryBudgetError, match=r"HOG descriptors of 60 windows.*hard_per_image"):
         ver.features(stack)

@@ -217,8 +217,9 @@ class DetectionVerifier:
             raise ValueError(f"windows: expected (N, {self.size}, {self.size}) uint8, got "
                              f"{w.dtype} {w.shape}")
         q = self._hog.n_features
-        check_memory(4 * q * len(w), f"HOG descriptors of {len(w)} windows ({q} values each)",
-                     advice="Fit on fewer windows (hard_per_image, part_per_face).")
+        if 4 * q * len(w) > FEATURE_BATCH_BYTES:  # a detection's few crops read no meminfo
+            check_memory(4 * q * len(w), f"HOG descriptors of {len(w)} windows ({q} values "
+                         "each)", advice="Fit on fewer windows (hard_per_image, part_per_face).")
         out = np.empty((len(w), q), np.float32)
         # batch by batch: the channels of every window at once can need more memory than the
         # descriptors (a weak cascade's false alarms run to hundreds of thousands)
