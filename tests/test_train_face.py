@@ -5,15 +5,18 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+import pytest
+
 from vjboost.cascade import load_model, save_model
 from vjboost.cascade.shipped import MODELS_DIR
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 
-def test_ship_model_replaces_every_file_of_the_name(tmp_path, monkeypatch):
-    """A model without an XML twin (a multi-family cascade) must not leave the previous model's
-    XML behind under its name."""
+@pytest.fixture
+def shipping(tmp_path, monkeypatch):
+    """``train_face`` with its shipped models' folder (and the repository it reports paths
+    against) moved under ``tmp_path``: the module and that folder."""
     import vjboost.cascade.shipped as shipped
 
     monkeypatch.syspath_prepend(str(TOOLS))
@@ -22,6 +25,13 @@ def test_ship_model_replaces_every_file_of_the_name(tmp_path, monkeypatch):
     models.mkdir()
     monkeypatch.setattr(shipped, "MODELS_DIR", models)
     monkeypatch.setattr(tf, "REPO", tmp_path)
+    return tf, models
+
+
+def test_ship_model_replaces_every_file_of_the_name(tmp_path, shipping):
+    """A model without an XML twin (a multi-family cascade) must not leave the previous model's
+    XML behind under its name."""
+    tf, models = shipping
     (models / "face.xml").write_text("<opencv_storage/>")  # a previous model's twin
     run = tmp_path / "run"
     run.mkdir()
@@ -36,19 +46,12 @@ def test_ship_model_replaces_every_file_of_the_name(tmp_path, monkeypatch):
     assert shipped_model.stages == model.stages
 
 
-def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch):
+def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch, shipping):
     """A recipe with a shipped stage count ships the first stages of its training run, and
     the shipped default model is exactly that cut of its report's cascade."""
     import json
 
-    import vjboost.cascade.shipped as shipped
-
-    monkeypatch.syspath_prepend(str(TOOLS))
-    tf = importlib.import_module("train_face")
-    models = tmp_path / "models"
-    models.mkdir()
-    monkeypatch.setattr(shipped, "MODELS_DIR", models)
-    monkeypatch.setattr(tf, "REPO", tmp_path)
+    tf, models = shipping
     monkeypatch.setitem(tf.SHIPPED_STAGES, "face", 5)
     run = tmp_path / "run"
     run.mkdir()
@@ -72,19 +75,12 @@ def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch):
     assert load_model(models / "face.json").params["suppress_inside"] == 0.5
 
 
-def test_declare_writes_the_model_as_ship_would(tmp_path, monkeypatch, capsys):
+def test_declare_writes_the_model_as_ship_would(tmp_path, monkeypatch, shipping, capsys):
     """``declare`` writes what ``ship_model`` ships (stages and declarations), to any path;
     a folder without a model is a one-line error."""
     import json
 
-    import vjboost.cascade.shipped as shipped
-
-    monkeypatch.syspath_prepend(str(TOOLS))
-    tf = importlib.import_module("train_face")
-    models = tmp_path / "models"
-    models.mkdir()
-    monkeypatch.setattr(shipped, "MODELS_DIR", models)
-    monkeypatch.setattr(tf, "REPO", tmp_path)
+    tf, models = shipping
     for table, value in ((tf.SHIPPED_STAGES, 4), (tf.COARSE_TO_FINE, 2), (tf.MIN_STD, 7.0),
                          (tf.SUPPRESS_INSIDE, 0.4)):
         monkeypatch.setitem(table, "face", value)
