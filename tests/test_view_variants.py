@@ -47,6 +47,8 @@ def test_the_unchanged_variants_score_what_the_detector_finds(vv, tmp_path, face
     smooth = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
     assert vv.main(argv + ["groups"]) == 0
     groups = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
+    assert vv.main(argv + ["relax", "--delta", "0,0.4"]) == 0
+    relax = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
 
     # the reference: the detector as a user runs it (declared scan, gate, verifier, share),
     # its detections evaluated at the view's budgets
@@ -65,9 +67,42 @@ def test_the_unchanged_variants_score_what_the_detector_finds(vv, tmp_path, face
     for view in ("det", "det_scan"):
         assert smooth["scores"][view]["sigma=0"] == want
         assert groups["scores"][view]["min_neighbors=1"] == want
+        assert relax["scores"][view]["delta=0"] == want
+        assert 0 <= relax["scores"][view]["delta=0.4"] <= 1
         assert 0 <= groups["scores"][view]["every_group"] <= 1
     assert smooth["mean"]["sigma=0"] == want and smooth["views"] == ["det", "det_scan"]
     # smoothing changes what the scan sees: the smoothed image's windows, not the original's
     blurred = vv.smoothed(np.asarray(Image.open(paths[0])), 1.5)
     assert blurred.dtype == np.uint8 and not np.array_equal(blurred, images[0])
     assert vv.smoothed(images[0], 0.0) is images[0]
+
+
+def test_relaxed_stages_lower_only_their_thresholds_and_accept_more(vv, capsys):
+    from skimage import data
+
+    model = load_model("vjboost:frontalface")
+    n = model.n_stages
+    assert vv.parse_stages("6-16", n) == (6, 16) and vv.parse_stages("1-1", n) == (1, 1)
+    for bad in ("0-3", "5-2", f"1-{n + 1}", "7", "a-b"):
+        with pytest.raises(ValueError, match="--stages"):
+            vv.parse_stages(bad, n)
+    relaxed = vv.relaxed(model, 0.25, (2, n - 1))
+    for i, (a, b) in enumerate(zip(model.stages, relaxed.stages, strict=True), start=1):
+        assert b.trees is a.trees or b.trees == a.trees
+        want = np.float32(a.threshold - 0.25) if 2 <= i <= n - 1 else np.float32(a.threshold)
+        assert np.float32(b.threshold) == want
+    assert relaxed.params == model.params and relaxed.feature_ids.tolist() == \
+        model.feature_ids.tolist()
+    # every window the shipped stages accept, the relaxed ones accept too (with the same last
+    # stage, the same score), and they accept more
+    img = data.astronaut()[..., 1]
+    det = CascadeDetector(model, min_neighbors=0, grouping="none")
+    rel = CascadeDetector(relaxed, min_neighbors=0, grouping="none")
+    b0, s0, p0 = det.raw_windows(img, return_positions=True)
+    b1, s1, p1 = rel.raw_windows(img, return_positions=True)
+    got = {tuple(p): s for p, s in zip(p1.tolist(), s1, strict=True)}
+    assert all(got.get(tuple(p)) == s for p, s in zip(p0.tolist(), s0, strict=True))
+    assert len(p1) > len(p0)
+    assert vv.main(["relax", "--delta", "0,-1"]) == 2
+    assert "--delta" in capsys.readouterr().err
+

@@ -1,5 +1,5 @@
-"""Detection-time variants of a face model scored on the validation views, the model unchanged
-(rounds 30 and 31 of docs/ablation.md).
+"""Detection-time variants of a face model scored on the validation views, the trained model
+unchanged (rounds 26, 27, 30 and 31 of docs/ablation.md).
 
 * ``smooth``: the grey image smoothed by a Gaussian of ``--sigma`` px (``cv2.GaussianBlur``,
   kernel from σ, border reflected) before the scan; the verifier reads the image as it is
@@ -8,6 +8,8 @@
   over every group, single windows included (``WindowGroups.select(0, singles=True)``: OpenCV's
   partition and its containment filter at threshold 0, where ``groupRectangles`` would return
   the raw windows).
+* ``relax``: the thresholds of stages ``--stages A-B`` (default all but the last, whose
+  threshold the verified score reads) lowered by each ``--delta`` (rounds 26 and 27).
 
 Each variant is scored as the rounds score a candidate: on each view of ``tools/face_data.py``
 (``--views``, default all five), the declared curve's mean detection rate at the benchmark's
@@ -21,6 +23,7 @@ each view (under a minute with ``--views det``).
     python tools/view_variants.py --data /work/data/faces_ctx smooth --sigma 0,0.5,0.7,1
     python tools/view_variants.py --data /work/data/faces_ctx groups
     python tools/view_variants.py --data /work/data/faces_ctx --quick --views det groups
+    python tools/view_variants.py --data /work/data/faces_ctx relax --delta 0,0.2 --stages 6-16
 
 The last line is ``RESULT {json}``.
 """
@@ -39,12 +42,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_peers as bp  # noqa: E402
 import train_face as tf  # noqa: E402
 
-#: the largest σ accepted (px): beyond it a 20-px face is a blur
+#: the largest σ (px) or δ accepted: a 20-px face blurred by 4 px is a blur, and stage sums
+#: lowered by 4 no longer reject
 MAX_SIGMA = 4.0
 
 
-def parse_sigmas(text: str) -> list[float]:
-    """``--sigma``'s values: distinct numbers in ``[0, MAX_SIGMA]`` (0: no smoothing)."""
+def parse_sigmas(text: str, *, what: str = "--sigma") -> list[float]:
+    """Distinct numbers in ``[0, MAX_SIGMA]``: ``--sigma``'s σ in px (0: no smoothing), or
+    ``--delta``'s amounts (``what``)."""
     out: list[float] = []
     for part in (p.strip() for p in text.split(",")):
         try:
@@ -52,10 +57,10 @@ def parse_sigmas(text: str) -> list[float]:
         except ValueError:
             v = float("nan")
         if not 0.0 <= v <= MAX_SIGMA:
-            raise ValueError(f"--sigma: expected numbers in [0, {MAX_SIGMA}] px, got {part!r}")
+            raise ValueError(f"{what}: expected numbers in [0, {MAX_SIGMA}], got {part!r}")
         out.append(v)
     if len(set(out)) != len(out):
-        raise ValueError(f"--sigma: expected distinct values, got {text!r}")
+        raise ValueError(f"{what}: expected distinct values, got {text!r}")
     return out
 
 
@@ -80,28 +85,49 @@ def _score(detections: dict, gt, budgets) -> float:
     return round(float(np.mean(list(rates.values()))), 4)
 
 
-def score_view(model, window, variants: dict, data: Path, view: str, quick: bool
-               ) -> dict[str, float]:
-    """Each variant's score on one view. ``variants`` maps a name to ``("smooth", σ)`` or
-    ``("groups", "1" | "all")``."""
+def relaxed(model, delta: float, stages: tuple[int, int]):
+    """A copy of ``model`` with the thresholds of stages ``stages[0] .. stages[1]`` (counted
+    from 1, inclusive) lowered by ``delta`` (round 26: every stage but the last)."""
+    from vjboost.cascade.model import Stage
+
+    a, b = stages
+    return model.with_stages([
+        Stage(st.trees, threshold=st.threshold - delta * (a <= i <= b), exits=st.exits)
+        for i, st in enumerate(model.stages, start=1)])
+
+
+def parse_stages(text: str, n_stages: int) -> tuple[int, int]:
+    """``--stages A-B``: a range of stage numbers in ``1..n_stages``."""
+    a, sep, b = text.partition("-")
+    if not (sep and a.strip().isdigit() and b.strip().isdigit()
+            and 1 <= int(a) <= int(b) <= n_stages):
+        raise ValueError(f"--stages: expected A-B with 1 <= A <= B <= {n_stages}, got {text!r}")
+    return int(a), int(b)
+
+
+def score_view(variants: dict, window, data: Path, view: str, quick: bool) -> dict[str, float]:
+    """Each variant's score on one view. ``variants`` maps a name to ``(model, sigma,
+    singles)``: the model scanned (its declared scan, gate, verifier and share), the σ of the
+    smoothing before the scan (0: none) and whether every group is ranked (``singles``) or the
+    groups of minNeighbors 1."""
     paths, images, gt = tf.load_validation(data, quick, view)
     budgets = tf.scaled_budgets(sum(g.size for g in images) / 1e6, tf.CMU_MIT_MP)
-    det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
-    suppress = bp.declared_suppression(model)
-    verifier = bp.model_verifier(model) if "verifier" in model.params else None
-    rank = "verified" if verifier is not None else "margin"
-    last = model.stages[-1].threshold
-    raw: dict[float, list] = {}
+    raw: dict[tuple, list] = {}
     out = {}
-    for name, (kind, value) in variants.items():
-        sigma = value if kind == "smooth" else 0.0
-        if sigma not in raw:
-            raw[sigma] = [det.raw_windows(smoothed(g, sigma)) for g in images]
+    for name, (model, sigma, singles) in variants.items():
+        key = (id(model), sigma)
+        if key not in raw:
+            det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
+            raw[key] = [det.raw_windows(smoothed(g, sigma)) for g in images]
+        suppress = bp.declared_suppression(model)
+        verifier = bp.model_verifier(model) if "verifier" in model.params else None
+        rank = "verified" if verifier is not None else "margin"
+        last = model.stages[-1].threshold
         dets = {}
-        for p, g, (b, s) in zip(paths, images, raw[sigma], strict=True):
+        for p, g, (b, s) in zip(paths, images, raw[key], strict=True):
             size = (g.shape[1], g.shape[0])
             groups = bp.vj_groups(b, s)
-            if kind == "groups" and value == "all":
+            if singles:
                 boxes, sc, _ = groups.select(0, size, score="margin", offset=last,
                                              singles=True)
                 if verifier is not None and len(boxes):
@@ -124,16 +150,26 @@ def main(argv: list[str] | None = None) -> int:
     sm = sub.add_parser("smooth", help="the image smoothed before the scan")
     sm.add_argument("--sigma", default="0,0.5,0.7,1", help="comma list of σ in px (0: none)")
     sub.add_parser("groups", help="minNeighbors 1 against every group")
+    rl = sub.add_parser("relax", help="stage thresholds lowered at detection time")
+    rl.add_argument("--delta", default="0,0.1,0.2,0.4",
+                    help="comma list of amounts the thresholds are lowered by (0: as shipped)")
+    rl.add_argument("--stages", default=None,
+                    help="A-B: the stages lowered, counted from 1 (default: all but the last)")
     args = ap.parse_args(argv)
     try:
         views = parse_views(args.views)
-        if args.cmd == "smooth":
-            variants = {f"sigma={s:g}": ("smooth", s) for s in parse_sigmas(args.sigma)}
-        else:
-            variants = {"min_neighbors=1": ("groups", "1"), "every_group": ("groups", "all")}
         model, window = tf.load_spec(args.model)
-        per_view = {v: score_view(model, window, variants, args.data, v, args.quick)
-                    for v in views}
+        if args.cmd == "smooth":
+            variants = {f"sigma={s:g}": (model, s, False) for s in parse_sigmas(args.sigma)}
+        elif args.cmd == "groups":
+            variants = {"min_neighbors=1": (model, 0.0, False),
+                        "every_group": (model, 0.0, True)}
+        else:
+            n = model.n_stages
+            stages = parse_stages(args.stages or f"1-{max(n - 1, 1)}", n)
+            variants = {f"delta={d:g}": (relaxed(model, d, stages) if d else model, 0.0, False)
+                        for d in parse_sigmas(args.delta, what="--delta")}
+        per_view = {v: score_view(variants, window, args.data, v, args.quick) for v in views}
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
