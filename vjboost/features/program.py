@@ -1315,13 +1315,6 @@ class Program:
         start = (-raw.ctypes.data % 64) // 4
         tab = raw[start:start + q * REC].reshape(q, REC)
 
-        def cols(x):  # column offsets from a window's left edge
-            x = np.asarray(x, dtype=np.int64)
-            if not split:
-                return x
-            c = phase + x
-            return (c % 2) * split + c // 2 - (phase % 2) * split - phase // 2
-
         # corners not read are (0, 0) of plane 0: offset 0 in every layout. One compiled
         # pass: a detection binds its cascade to each buffer layout of every image (two to
         # three dozen a photograph), and the array expressions took about 4 % of it
@@ -1340,7 +1333,8 @@ class Program:
         pro = np.zeros(12, dtype=np.int64)
         prof = np.zeros(2, dtype=np.float64)
         inner = (np.array([1, 1, h - 1, h - 1], np.int64) * row_stride
-                 + cols([1, w - 1, 1, w - 1]))
+                 + np.array([_split_column(x, split, phase) for x in (1, w - 1, 1, w - 1)],
+                            np.int64))
         if lay["variance"]:
             pro[0:4] = self.channels.index("gray") * plane_stride + inner
             pro[4:8] = self.channels.index("gray2") * plane_stride + inner
@@ -1369,21 +1363,29 @@ _KEPT_LOCK = threading.Lock()
 
 
 @numba.njit(cache=True, nogil=True)
+def _split_column(x, split, phase):  # pragma: no cover - numba
+    """The offset of column ``x`` of a window (from its left edge) in a row stored with its
+    even columns first and its odd ones ``split`` entries after them, for windows starting on
+    columns of parity ``phase`` (``split`` 0: the usual layout, ``x`` itself)."""
+    if not split:
+        return x
+    c = phase + x
+    return (c % 2) * split + c // 2 - (phase % 2) * split - phase // 2
+
+
+@numba.njit(cache=True, nogil=True)
 def _bind_offsets(tab, template, planes, cy, cx, keep, plane_stride, row_stride, split,
                   phase):  # pragma: no cover - numba
     """``template`` copied into ``tab`` (Q, REC) with the 16 corner offsets of each record
     for the layout written in (the words ``keep`` marks stay the template's); returns the
     largest absolute offset (refused by the caller when it needs more than 32 bits, before
-    the table is used). Columns as :meth:`Program.bind_records`'s ``cols``."""
+    the table is used). Columns by :func:`_split_column`."""
     big = 0
     for i in range(tab.shape[0]):
         for j in range(REC):
             tab[i, j] = template[i, j]
         for j in range(16):
-            x = cx[i, j]
-            if split:
-                c = phase + x
-                x = (c % 2) * split + c // 2 - (phase % 2) * split - phase // 2
+            x = _split_column(cx[i, j], split, phase)
             o = planes[i, j] * plane_stride + cy[i, j] * row_stride + x
             big = max(big, abs(o))
             if not keep[i, j]:
