@@ -452,11 +452,7 @@ class CascadeRunner:
                 prefilter.MIN_LIST,
                 prefilter.SPARSE0)
         n_t = resolve_threads(self.threads if threads is None else threads)
-        if n_t == 1:
-            cuts = np.array([0, len(items)])  # one task: nothing to balance
-        else:
-            # one task per thread would leave a thread idle on the last, costliest rows
-            cuts = np.linspace(0, len(items), min(len(items), 16 * n_t) + 1).astype(int)
+        cuts = _task_cuts(len(items), n_t)
         tasks = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
         found: list[tuple[np.ndarray, np.ndarray]] = [None] * len(tasks)
 
@@ -497,9 +493,8 @@ class CascadeRunner:
                 cc.stage_thr, cc.stage_carry, cc.tree_node0, cc.leaves, prefilter.MIN_LIST,
                 prefilter.LIST_BLOCK)
         n_t = resolve_threads(self.threads if threads is None else threads)
-        # one task with one thread, or when the list is too short to be worth splitting
-        n_tasks = 1 if n_t == 1 or n_out < 2 * prefilter.LIST_BLOCK else 16 * n_t
-        cuts = np.linspace(0, n_out, min(n_out, n_tasks) + 1).astype(int)
+        # a list too short for two blocks is not worth splitting
+        cuts = _task_cuts(n_out, 1 if n_out < 2 * prefilter.LIST_BLOCK else n_t)
         found: list[tuple[np.ndarray, np.ndarray]] = [None] * (len(cuts) - 1)
 
         def task(k: int) -> None:
@@ -619,6 +614,15 @@ class CascadeRunner:
                 lvl = np.full(alive.size, lv.index, dtype=np.int64)
                 parts_p.append(np.stack([lvl, pos[alive, 1], pos[alive, 0]], axis=1))
                 parts_s.append(score)
+
+
+def _task_cuts(n: int, threads: int) -> np.ndarray:
+    """Bounds of the tasks that share ``n`` work items between ``threads``: one task for one
+    thread; else 16 per thread (one per thread would leave a thread idle on the last,
+    costliest items), never more than the items."""
+    if threads == 1:
+        return np.array([0, n])
+    return np.linspace(0, n, min(n, 16 * threads) + 1).astype(int)
 
 
 def _rows_fit_memory(n_out: int) -> bool:
