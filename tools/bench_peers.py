@@ -134,15 +134,19 @@ OPERATING_SCORES = GROUP_SCORES
 
 def ranked(groups, min_neighbors: int, size: tuple[int, int], rank: str, *,
            last_threshold: float = 0.0, image: np.ndarray | None = None,
-           verifier=None, suppress: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+           verifier=None, suppress: float | None = None,
+           singles: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Detections at ``min_neighbors`` and their scores by ``rank``: a group score
     (:meth:`vjboost.boxes.WindowGroups.select`) or ``"verified"`` (the margin rescored by the
     model's verifier on ``image``, as the detector's ``score="verified"``); with ``suppress``,
-    those inside a better one dropped as the detector drops them (its ``suppress_inside``)."""
+    those inside a better one dropped as the detector drops them (its ``suppress_inside``);
+    ``singles``: at minNeighbors 0 every group rather than the raw windows (``select``'s)."""
     if rank != "verified":
-        b, sc, _ = groups.select(min_neighbors, size, score=rank, offset=last_threshold)
+        b, sc, _ = groups.select(min_neighbors, size, score=rank, offset=last_threshold,
+                                 singles=singles)
     else:
-        b, sc, _ = groups.select(min_neighbors, size, score="margin", offset=last_threshold)
+        b, sc, _ = groups.select(min_neighbors, size, score="margin", offset=last_threshold,
+                                 singles=singles)
         sc = verifier.rescore(image, b, sc) if len(b) else sc
     b = np.asarray(b)
     return drop_inside(b, np.asarray(sc), suppress)

@@ -218,8 +218,8 @@ def score(folder: Path, data: Path, *, weight: float | None = None, share: str |
         pts = bp.score_curves(raw, images, gt, paths, ranks=(), min_neighbors=(MIN_NEIGHBORS,),
                               last_threshold=model.stages[-1].threshold, verifier=ver,
                               suppress=suppress)[key]["points"]
-        rates = tf.rates_at(pts["false_positives"], pts["detection_rate"], budgets)
-        views[view] = {"rates": rates, "mean": round(float(np.mean(list(rates.values()))), 5),
+        rates, mean = tf.budget_mean(pts, budgets)
+        views[view] = {"rates": rates, "mean": round(mean, 5),
                        "curve_end": round(float(max(pts["detection_rate"], default=0.0)), 4)}
     return {"kind": "score", "cache": str(folder), "model": man["model"],
             "stages": man["stages"], "quick": man["quick"], "weight": ver.weight,

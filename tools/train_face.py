@@ -510,6 +510,13 @@ def rates_at(false_positives, detection_rate, budgets) -> dict[str, float]:
             for b in budgets}
 
 
+def budget_mean(points: dict, budgets) -> tuple[dict[str, float], float]:
+    """A curve's rates at ``budgets`` (:func:`rates_at` of its envelope ``points``) and their
+    mean: the score every round reads on a view."""
+    rates = rates_at(points["false_positives"], points["detection_rate"], budgets)
+    return rates, float(np.mean(list(rates.values())))
+
+
 def image_parts(paths) -> dict[str, np.ndarray]:
     """Indices of a validation set's images by kind: the folder each image is in
     (``tools/face_data.py`` writes whole NRC-IIT frames to ``nrc/`` and the scenes with pasted

@@ -81,8 +81,7 @@ def smoothed(image: np.ndarray, sigma: float) -> np.ndarray:
 
 def _score(detections: dict, gt, budgets) -> float:
     pts = bp.curves_of({"v@1": detections}, gt)["v@1"]["points"]
-    rates = tf.rates_at(pts["false_positives"], pts["detection_rate"], budgets)
-    return round(float(np.mean(list(rates.values()))), 4)
+    return round(tf.budget_mean(pts, budgets)[1], 4)
 
 
 def relaxed(model, delta: float, stages: tuple[int, int]):
@@ -123,19 +122,12 @@ def score_view(variants: dict, window, data: Path, view: str, quick: bool) -> di
         verifier = bp.model_verifier(model) if "verifier" in model.params else None
         rank = "verified" if verifier is not None else "margin"
         last = model.stages[-1].threshold
-        dets = {}
-        for p, g, (b, s) in zip(paths, images, raw[key], strict=True):
-            size = (g.shape[1], g.shape[0])
-            groups = bp.vj_groups(b, s)
-            if singles:
-                boxes, sc, _ = groups.select(0, size, score="margin", offset=last,
-                                             singles=True)
-                if verifier is not None and len(boxes):
-                    sc = verifier.rescore(g, boxes, sc)
-                dets[p] = bp.drop_inside(boxes, sc, suppress)
-            else:  # the model's own ranking at minNeighbors 1, on the image as it is
-                dets[p] = bp.ranked(groups, 1, size, rank, last_threshold=last, image=g,
-                                    verifier=verifier, suppress=suppress)
+        # the model's own ranking (on the image as it is) of its groups at minNeighbors 1,
+        # or of every group
+        dets = {p: bp.ranked(bp.vj_groups(b, s), 0 if singles else 1, (g.shape[1], g.shape[0]),
+                             rank, last_threshold=last, image=g, verifier=verifier,
+                             suppress=suppress, singles=singles)
+                for p, g, (b, s) in zip(paths, images, raw[key], strict=True)}
         out[name] = _score(dets, gt, budgets)
     return out
 
