@@ -265,3 +265,19 @@ def test_min_std_option(face_png):
     _check_option(face_png, "--min-std", lambda m: [
         ("model", {"min_std": m.params["min_std"]}), ("10", {"min_std": 10.0}),
         ("0", {"min_std": 0.0})], ("x", "-1", "nan"), "min")
+
+
+def test_help_states_what_the_default_model_declares():
+    # the help names the default model's declared scan, σ gate and share; a new model must
+    # not leave them stale
+    import re
+
+    params = load_model("vjboost:frontalface").params
+    text = " ".join(CliRunner().invoke(main, ["--help"], terminal_width=400).output.split())
+    for option, key in (("--coarse-to-fine", "coarse_to_fine"), ("--min-std", "min_std"),
+                        ("--suppress-inside", "suppress_inside")):
+        part = text[text.index(option + " "):]
+        part = part[:part.index(" --", 3)]  # this option's help only
+        stated = re.search(r"\((\S+) for vjboost:frontalface", part)
+        assert stated is not None, option
+        assert float(stated.group(1)) == float(params[key]), option

@@ -240,7 +240,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
               help="K: run each level's coarse grid (every second position) through the first K "
                    "stages and the whole cascade only around the coarse windows that pass them "
                    "(faster, nearly the same detections); off (or 0): every grid window; model: "
-                   "what the model declares (6 for vjboost:frontalface, off for OpenCV's "
+                   "what the model declares (5 for vjboost:frontalface, off for OpenCV's "
                    "cascades).")
 @click.option("--min-std", "min_std", default="model", show_default=True,
               help="The σ gate in grey levels: windows whose standard deviation is at most this "
