@@ -106,3 +106,39 @@ def test_relaxed_stages_lower_only_their_thresholds_and_accept_more(vv, capsys):
     assert vv.main(["relax", "--delta", "0,-1"]) == 2
     assert "--delta" in capsys.readouterr().err
 
+
+
+def test_thresholds_read_the_detector_at_each_grouping_threshold(vv, tmp_path, face_views,
+                                                                 capsys):
+    assert vv.parse_thresholds("none, 2.5,-1") == [-np.inf, 2.5, -1.0]
+    for bad in ("x", "inf", "nan", "1,1", ""):
+        with pytest.raises(ValueError, match="--min-score"):
+            vv.parse_thresholds(bad)
+    _, gt = face_views(tmp_path, ("det",))
+    assert vv.main(["--data", str(tmp_path), "--views", "det", "threshold", "--min-score",
+                    "none,3"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
+
+    # the reference: the detector at each grouping threshold and min_score, as a user runs it
+    model = load_model("vjboost:frontalface")
+    paths, images, _ = vv.tf.load_validation(tmp_path, False, "det")
+    truth = {p: gt[Path(p).relative_to(tmp_path / "val" / "det").as_posix()] for p in paths}
+    budgets = vv.tf.scaled_budgets(sum(g.size for g in images) / 1e6, vv.tf.CMU_MIT_MP)
+    for name, t in (("none", None), ("min_score=3", 3.0)):
+        evs = {}
+        for n in vv.SWEEP_NEIGHBORS:
+            det = CascadeDetector(model, min_neighbors=n, score="model", min_score=t,
+                                  min_size=(24, 24))
+            dets = {p: (d.boxes.reshape(-1, 4), d.scores)
+                    for p, d in ((p, det.detect(g)) for p, g in zip(paths, images,
+                                                                   strict=True))}
+            evs[n] = evaluate_detections(dets, truth, iou_threshold=0.3)
+        score = np.mean([evs[1].detection_rate_at(b) for b in budgets])
+        sweep = np.mean([max([e.detection_rate for e in evs.values() if e.false_positives <= b],
+                             default=0.0) for b in budgets])
+        got = out["scores"]["det"][name]
+        assert got["score"] == round(float(score), 4) and got["sweep"] == round(float(sweep), 4)
+        assert got["both"] == round((got["score"] + got["sweep"]) / 2, 4)
+    # a threshold keeps a subset: here it drops faces the curve without it reaches
+    assert 0 < out["scores"]["det"]["min_score=3"]["score"] \
+        < out["scores"]["det"]["none"]["score"] < 1

@@ -1,5 +1,5 @@
 """Detection-time variants of a face model scored on the validation views, the trained model
-unchanged (rounds 26, 27, 30 and 31 of docs/ablation.md).
+unchanged (rounds 26, 27, 30, 31 and 35 of docs/ablation.md).
 
 * ``smooth``: the grey image smoothed by a Gaussian of ``--sigma`` px (``cv2.GaussianBlur``,
   kernel from σ, border reflected) before the scan; the verifier reads the image as it is
@@ -10,6 +10,12 @@ unchanged (rounds 26, 27, 30 and 31 of docs/ablation.md).
   the raw windows).
 * ``relax``: the thresholds of stages ``--stages A-B`` (default all but the last, whose
   threshold the verified score reads) lowered by each ``--delta`` (rounds 26 and 27).
+* ``threshold``: the model read at ``min_score`` t (each of ``--min-score``; ``none``: no
+  threshold) in the two ways an evaluation reads a cascade (round 35): its declared curve
+  (minNeighbors 1, its declared ranking) cut at t (``score``), and the curve of a grouping
+  threshold swept over minNeighbors 1 to 11 with every detection scored below t dropped
+  (``sweep``: what ``CascadeDetector(min_neighbors=n, score="model", min_score=t)`` returns for
+  each n, all of it kept), and the mean of the two (``both``).
 
 Each variant is scored as the rounds score a candidate: on each view of ``tools/face_data.py``
 (``--views``, default all five), the declared curve's mean detection rate at the benchmark's
@@ -24,6 +30,7 @@ each view (under a minute with ``--views det``).
     python tools/view_variants.py --data /work/data/faces_ctx groups
     python tools/view_variants.py --data /work/data/faces_ctx --quick --views det groups
     python tools/view_variants.py --data /work/data/faces_ctx relax --delta 0,0.2 --stages 6-16
+    python tools/view_variants.py --data /work/data/faces_ctx threshold --min-score none,2.14
 
 The last line is ``RESULT {json}``.
 """
@@ -38,9 +45,15 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from vjboost.eval import evaluate_detections
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_peers as bp  # noqa: E402
 import train_face as tf  # noqa: E402
+
+#: the grouping thresholds of ``threshold``'s sweep (minNeighbors 1 to 11: vjeval's default
+#: curve without its raw windows)
+SWEEP_NEIGHBORS = tuple(range(1, 12))
 
 #: the largest σ (px) or δ accepted: a 20-px face blurred by 4 px is a blur, and stage sums
 #: lowered by 4 no longer reject
@@ -104,6 +117,56 @@ def parse_stages(text: str, n_stages: int) -> tuple[int, int]:
     return int(a), int(b)
 
 
+def parse_thresholds(text: str) -> list[float]:
+    """``--min-score``: distinct finite numbers, or ``none`` (no threshold: ``-inf``)."""
+    out: list[float] = []
+    for part in (p.strip() for p in text.split(",")):
+        try:
+            v = -np.inf if part == "none" else float(part)
+        except ValueError:
+            v = float("nan")
+        if np.isnan(v) or v == np.inf:
+            raise ValueError(f"--min-score: expected numbers or 'none', got {part!r}")
+        out.append(v)
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"--min-score: expected distinct values, got {text!r}")
+    return out
+
+
+def threshold_view(model, window, data: Path, view: str, quick: bool,
+                   thresholds: list[float]) -> dict[str, dict[str, float]]:
+    """Round 35's three scores of each ``min_score`` on one view: ``score`` (the declared
+    curve cut at it), ``sweep`` (minNeighbors :data:`SWEEP_NEIGHBORS` under it) and ``both``
+    (their mean)."""
+    paths, images, gt = tf.load_validation(data, quick, view)
+    budgets = tf.scaled_budgets(sum(g.size for g in images) / 1e6, tf.CMU_MIT_MP)
+    det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
+    groups = [bp.vj_groups(*det.raw_windows(g)) for g in images]
+    verifier = bp.model_verifier(model) if "verifier" in model.params else None
+    rank = "verified" if verifier is not None else "margin"
+    # each grouping threshold's detections, scored and pruned as the detector does them
+    by_n = {n: {p: bp.ranked(gr, n, (g.shape[1], g.shape[0]), rank,
+                             last_threshold=model.stages[-1].threshold, image=g,
+                             verifier=verifier, suppress=bp.declared_suppression(model))
+                for p, g, gr in zip(paths, images, groups, strict=True)}
+            for n in SWEEP_NEIGHBORS}
+    out = {}
+    for t in thresholds:
+        kept = {n: {p: (b[s >= t], s[s >= t]) for p, (b, s) in d.items()}
+                for n, d in by_n.items()}
+        score = _score(kept[1], gt, budgets)
+        evs = [evaluate_detections(kept[n], gt, iou_threshold=bp.IOU) for n in SWEEP_NEIGHBORS]
+        _, sweep = tf.budget_mean({"false_positives": [e.false_positives for e in evs],
+                                   "detection_rate": [e.detection_rate for e in evs]}, budgets)
+        out[_t_name(t)] = {"score": score, "sweep": round(sweep, 4),
+                           "both": round((score + sweep) / 2, 4)}
+    return out
+
+
+def _t_name(t: float) -> str:
+    return "none" if t == -np.inf else f"min_score={t:g}"
+
+
 def score_view(variants: dict, window, data: Path, view: str, quick: bool) -> dict[str, float]:
     """Each variant's score on one view. ``variants`` maps a name to ``(model, sigma,
     singles)``: the model scanned (its declared scan, gate, verifier and share), the σ of the
@@ -147,7 +210,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="comma list of amounts the thresholds are lowered by (0: as shipped)")
     rl.add_argument("--stages", default=None,
                     help="A-B: the stages lowered, counted from 1 (default: all but the last)")
+    th = sub.add_parser("threshold", help="the declared curve and a minNeighbors sweep under "
+                        "a min_score")
+    th.add_argument("--min-score", default="none,3.07,2.52,2.14,1.62,1.23,0.82",
+                    help="comma list of thresholds on the declared score ('none': no threshold;"
+                         " default: the card's operating points)")
     args = ap.parse_args(argv)
+    if args.cmd == "threshold":
+        return _threshold_main(args)
     try:
         views = parse_views(args.views)
         model, window = tf.load_spec(args.model)
@@ -173,6 +243,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {n:<16s}" + "".join(f"{per_view[v][n]:11.4f}" for v in views)
               + f"{mean[n]:9.4f}")
     result = {"quick": args.quick, "model": args.model, "variants": args.cmd, "views": views,
+              "scores": per_view, "mean": mean}
+    print("RESULT " + json.dumps(result))
+    return 0
+
+
+def _threshold_main(args) -> int:
+    try:
+        views = parse_views(args.views)
+        model, window = tf.load_spec(args.model)
+        ts = parse_thresholds(args.min_score)
+        per_view = {v: threshold_view(model, window, args.data, v, args.quick, ts)
+                    for v in views}
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    names = [_t_name(t) for t in ts]
+    mean = {n: {k: round(float(np.mean([per_view[v][n][k] for v in views])), 4)
+                for k in ("score", "sweep", "both")} for n in names}
+    print(f"{args.model}: threshold, mean of the six budgets per view (score / sweep)" +
+          (" (quick: every tenth image)" if args.quick else ""))
+    print(f"  {'variant':<16s}" + "".join(f"{v:>16s}" for v in views)
+          + f"{'score':>8s}{'sweep':>8s}{'both':>8s}")
+    for n in names:
+        print(f"  {n:<16s}" + "".join(f"{per_view[v][n]['score']:8.4f}"
+                                      f"{per_view[v][n]['sweep']:8.4f}" for v in views)
+              + "".join(f"{mean[n][k]:8.4f}" for k in ("score", "sweep", "both")))
+    result = {"quick": args.quick, "model": args.model, "variants": "threshold", "views": views,
               "scores": per_view, "mean": mean}
     print("RESULT " + json.dumps(result))
     return 0
