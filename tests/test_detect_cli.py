@@ -281,3 +281,32 @@ def test_help_states_what_the_default_model_declares():
         stated = re.search(r"\((\S+) for vjboost:frontalface", part)
         assert stated is not None, option
         assert float(stated.group(1)) == float(params[key]), option
+
+
+def test_unset_settings_run_the_models_default_operating_point(face_png):
+    img = cv2.imread(str(face_png / "astronaut.png"))
+    model = load_model("vjboost:frontalface")
+    t = model.params["operating_score"]["min_score"]
+    args = [str(face_png / "astronaut.png"), "--no-progress"]
+
+    def boxes(extra):
+        r = CliRunner().invoke(main, [*args, *extra])
+        assert r.exit_code == 0, r.output
+        return [(d["x"], d["y"], d["w"], d["h"], d["score"]) for d in _lines(r.stdout)]
+
+    default = boxes([])
+    assert default == boxes(["-n", "1", "--score", "verified", "--min-score", str(t)])
+    assert default == boxes(["-n", "auto", "--score", "auto", "--min-score", "auto"]) and default
+    curve = CascadeDetector(model, min_neighbors=1, score="model", min_score=None).detect(img)
+    whole = boxes(["--min-score", "none"])
+    assert [b[:4] for b in whole] == [tuple(b) for b in curve.boxes.tolist()]
+    assert len(whole) > len(default) and all(b[4] >= t for b in default)
+    # the Haar twin declares no threshold: OpenCV's minNeighbors 3 and best-window scores
+    haar = boxes(["-m", "vjboost:frontalface_haar"])
+    want = CascadeDetector(load_model("vjboost:frontalface_haar"), min_neighbors=3,
+                           score="best", min_score=None).detect(img)
+    assert [b[:4] for b in haar] == [tuple(b) for b in want.boxes.tolist()]
+    for bad, hint in ((["-n", "x"], "--min-neighbors"), (["-n", "-1"], "--min-neighbors"),
+                      (["--min-score", "x"], "--min-score"), (["--min-score", "nan"], "min_score")):
+        r = CliRunner().invoke(main, [*args, *bad])
+        assert r.exit_code == 2 and hint in r.output, r.output

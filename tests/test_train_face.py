@@ -70,6 +70,7 @@ def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch, shipping):
     assert face.params["coarse_to_fine"] == tf.COARSE_TO_FINE["frontalface"]
     assert face.params["min_std"] == tf.MIN_STD["frontalface"]
     assert face.params["suppress_inside"] == tf.SUPPRESS_INSIDE["frontalface"]
+    assert face.params["operating_score"] == tf.OPERATING["frontalface"]
     monkeypatch.setitem(tf.SUPPRESS_INSIDE, "face", 0.5)
     tf.ship_model("face", run)
     assert load_model(models / "face.json").params["suppress_inside"] == 0.5

@@ -201,6 +201,46 @@ def test_detector_verified_is_the_rescored_margin(face_model):
     assert 150 < best[0] + best[2] / 2 < 260 and 40 < best[1] + best[3] / 2 < 160
 
 
+def test_unset_settings_run_the_declared_default_operating_point(face_model):
+    from skimage import data
+
+    from vjboost.cascade.detector import OPENCV_DEFAULTS, default_operating
+
+    img = data.astronaut()[..., 1]
+    declared = face_model.params["operating_score"]
+    assert default_operating(face_model) == {"min_neighbors": declared["min_neighbors"],
+                                             "score": declared["rank"],
+                                             "min_score": declared["min_score"]}
+    auto = CascadeDetector(face_model)
+    assert (auto.min_neighbors, auto.score, auto.min_score) == (1, "verified",
+                                                                declared["min_score"])
+    explicit = CascadeDetector(face_model, min_neighbors=1, score="verified",
+                               min_score=declared["min_score"])
+    got, want = auto.detect(img), explicit.detect(img)
+    np.testing.assert_array_equal(got.boxes, want.boxes)
+    np.testing.assert_array_equal(got.scores, want.scores)
+    assert len(got) >= 1 and (got.scores >= declared["min_score"]).all()
+    # the threshold is a subset of the declared curve: every detection above it, no other
+    curve = CascadeDetector(face_model, min_neighbors=1, score="model").detect(img)
+    assert CascadeDetector(face_model, score="model").min_score is None
+    above = curve.scores >= declared["min_score"]
+    np.testing.assert_array_equal(got.boxes, curve.boxes[above])
+    assert len(curve) > len(got)
+    # a score given explicitly (to read a curve) takes no default threshold; None keeps all
+    for kw in ({"score": "margin"}, {"score": "verified"}, {"min_score": None}):
+        assert CascadeDetector(face_model, **kw).min_score is None
+    assert CascadeDetector(face_model, min_neighbors=4).min_neighbors == 4
+    # a model declaring no threshold (the Haar twin, OpenCV's cascades) keeps OpenCV's defaults
+    for name in ("vjboost:frontalface_haar", "opencv:haarcascade_frontalface_default"):
+        d = CascadeDetector(load_model(name))
+        assert (d.min_neighbors, d.score, d.min_score) == tuple(OPENCV_DEFAULTS.values())
+    for bad in (float("nan"), "3", True, None):
+        odd = face_model.with_stages(face_model.stages, {
+            **face_model.params, "operating_score": {**declared, "min_score": bad}})
+        with pytest.raises(ValueError, match="min_score"):
+            CascadeDetector(odd)
+
+
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
 def test_detector_threads_cover_the_verifier(face_model, thread_counts):
     # threads=1 is one thread for the whole detection, the verifier's HOG included (the

@@ -78,7 +78,7 @@ def evaluate(model, grays, gts) -> dict:
     Also counts the detections per frame in the frames without one (``unlabelled_dets``: mostly
     faces the teacher missed, but an adaptation that fired on background would show here).
     """
-    det = CascadeDetector(model, min_neighbors=3)
+    det = CascadeDetector(model, min_neighbors=3, score="best")
     dets, gt, n_unl, n_unl_frames = {}, {}, 0, 0
     for i, (g, b) in enumerate(zip(grays, gts, strict=True)):
         d = det.detect(g)

@@ -350,7 +350,7 @@ def model_check(windows: np.ndarray, box, spec: str = "vjboost:frontalface_haar"
     from vjboost.cascade.shipped import resolve_model
 
     model = load_model(resolve_model(spec))
-    det = CascadeDetector(model, scale_factor=1.1, min_neighbors=1,
+    det = CascadeDetector(model, scale_factor=1.1, min_neighbors=1, score="best",
                           min_size=(int(model.width), int(model.height)))
     up, pad = 3, windows.shape[1] * 3 // 2
     t = np.asarray(box, np.float64) * up + [pad, pad, 0, 0]

@@ -126,8 +126,9 @@ def check_data(recipe: str, data: Path) -> None:
                  f"{data} was built with " + ", ".join(f"{k}={got.get(k)}" for k in want))
 
 
-#: the operating score each recipe's model declares (chosen on validation)
-OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "verified"},
+#: the operating score each recipe's model declares (chosen on validation; a ``min_score`` is
+#: the model's default threshold, what a detector left at ``score="auto"`` applies: round 35)
+OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "verified", "min_score": 3.07},
              "frontalface_haar": {"min_neighbors": 1, "rank": "margin"}}
 #: the coarse-to-fine scan each recipe's model declares (``params["coarse_to_fine"]``): the
 #: fewest coarse stages that meet the detection-time target (vjboost/models/README.md)
@@ -194,7 +195,9 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0,
         if gate is not None:
             model.params["min_std"] = gate
     model.params["verifier"] = ver.to_dict()
-    model.params["operating_score"] = {"min_neighbors": 1, "rank": "verified"}
+    # a declared default threshold (``min_score``) stays: it is the recipe's, not the verifier's
+    model.params["operating_score"] = {**model.params.get("operating_score", {}),
+                                       "min_neighbors": 1, "rank": "verified"}
     return ver
 
 

@@ -10,7 +10,8 @@ Main entry points (exported lazily, :mod:`vjboost._lazy`):
   (``vjboost.cascade.model_io``);
 - :func:`detect`, :func:`train` — one call each (``vjboost.cascade.api``);
 - :class:`CascadeDetector`, :class:`Detections` — detection, and :func:`operating_score`,
-  the ranking of detections a model declares, and :func:`declared_suppression`, the share of a
+  the ranking of detections a model declares, :func:`default_operating`, the settings a
+  detector left unset runs it at, and :func:`declared_suppression`, the share of a
   detection inside a better one that drops it (``vjboost.cascade.detector``);
   :class:`Pyramid`, :func:`opencv_scales` — the scan geometry (``vjboost.cascade.scan``);
   :class:`CascadeRunner`, :func:`cascade_accepts` — every window-level evaluation
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
         CascadeDetector,
         Detections,
         declared_suppression,
+        default_operating,
         detect_images,
         object_box,
         operating_score,

@@ -442,7 +442,7 @@ class StreamCollector:
                                            max_size=max_size, min_neighbors=0, grouping="none",
                                            coarse_to_fine=None)  # every candidate window
         self._full = CascadeDetector(model, scale_factor=scale_factor, min_size=min_size,
-                                     max_size=max_size, min_neighbors=3)
+                                     max_size=max_size, min_neighbors=3, score="best")
         self._depth = (CascadeRunner(model, first_stage=self.candidate_stages,
                                      last_stage=self.hard_stage)
                        if self.hard_stage > self.candidate_stages else None)

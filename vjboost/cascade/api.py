@@ -41,8 +41,10 @@ def detect(
         Search only inside this rectangle of the image (pixels).
     **params
         :class:`~vjboost.cascade.detector.CascadeDetector` settings: ``scale_factor`` (1.1),
-        ``min_neighbors`` (3), ``min_size``/``max_size`` (pixels), ``mode``, ``grouping``,
-        ``threads``...
+        ``min_neighbors``, ``score`` and ``min_score`` (unset: the model's default operating
+        point, :func:`~vjboost.cascade.detector.default_operating`; OpenCV's minNeighbors 3
+        for models that declare none), ``min_size``/``max_size`` (pixels), ``mode``,
+        ``grouping``, ``threads``...
 
     Returns
     -------

@@ -49,6 +49,7 @@ __all__ = [
     "check_object_box",
     "check_suppress_inside",
     "declared_suppression",
+    "default_operating",
     "detect_images",
     "model_verifier",
     "object_box",
@@ -170,6 +171,11 @@ def _size_pair(v: Any, name: str) -> tuple[int, int]:
 #: a model's operating score when its ``params`` declare none: OpenCV's grouping at
 #: ``min_neighbors`` 1, detections ranked by their best window
 DEFAULT_OPERATING = {"min_neighbors": 1, "rank": "best"}
+
+#: what a detector's ``min_neighbors``, ``score`` and ``min_score`` left at ``"auto"`` mean for
+#: a model that declares no default threshold: ``cv2.CascadeClassifier.detectMultiScale``'s
+#: defaults
+OPENCV_DEFAULTS = {"min_neighbors": 3, "score": "best", "min_score": None}
 
 
 def model_verifier(model: CascadeModel) -> DetectionVerifier:
@@ -341,6 +347,49 @@ def operating_score(model: CascadeModel) -> dict[str, Any]:
     return {"min_neighbors": int(d["min_neighbors"]), "rank": str(d["rank"])}
 
 
+def default_operating(model: CascadeModel) -> dict[str, Any]:
+    """The settings a :class:`CascadeDetector` of ``model`` uses for ``min_neighbors``,
+    ``score`` and ``min_score`` left at ``"auto"``.
+
+    A model whose ``params["operating_score"]`` declares a ``min_score`` (a threshold on its
+    declared ranking, chosen on validation) is run at that operating point: its
+    ``min_neighbors``, its ``rank`` as the score and the threshold. Any other model (OpenCV's
+    cascades among them) gets :data:`OPENCV_DEFAULTS`, ``detectMultiScale``'s.
+
+    Parameters
+    ----------
+    model : CascadeModel
+
+    Returns
+    -------
+    dict
+        ``{"min_neighbors": int, "score": str, "min_score": float or None}``.
+
+    Raises
+    ------
+    ValueError
+        A declared ``min_score`` that is not a finite number.
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> default_operating(load_model("vjboost:frontalface_haar"))
+    {'min_neighbors': 3, 'score': 'best', 'min_score': None}
+    """
+    declared = dict(getattr(model, "params", {}) or {}).get("operating_score", {})
+    if "min_score" not in declared:
+        return dict(OPENCV_DEFAULTS)
+    t = declared["min_score"]
+    if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
+        raise ValueError(f"operating_score: min_score {t!r} is not a finite number")
+    op = operating_score(model)
+    return {"min_neighbors": op["min_neighbors"], "score": op["rank"], "min_score": float(t)}
+
+
+def _auto(value: Any) -> bool:
+    return isinstance(value, str) and value == "auto"
+
+
 class CascadeDetector:
     """Multi-scale detector for a :class:`~vjboost.cascade.model.CascadeModel`.
 
@@ -349,9 +398,10 @@ class CascadeDetector:
     model : CascadeModel
     scale_factor : float, default=1.1
         Ratio between successive scales (> 1).
-    min_neighbors : int, default=3
+    min_neighbors : int or "auto", default="auto"
         Grouping threshold: a group needs more than ``min_neighbors`` raw windows. ``0`` returns
-        the raw windows.
+        the raw windows. ``"auto"``: the model's default operating point
+        (:func:`default_operating`: 1 for ``vjboost:frontalface``), else OpenCV's 3.
     min_size, max_size : (width, height) or int, optional
         Object size limits in pixels (``None``/0: no limit), OpenCV's ``minSize``/``maxSize``.
     mode : {"opencv", "clean"}, default="opencv"
@@ -385,16 +435,22 @@ class CascadeDetector:
         faces the gate of 10 turned away), else OpenCV's 10.
     n_stages : int, optional
         Use only the first ``n_stages`` stages (more, weaker detections).
-    score : {"best", "sum", "margin", "neighbors", "verified", "model"}, default="best"
+    score : {"best", "sum", "margin", "neighbors", "verified", "model", "auto"}, default="auto"
         Each detection's score (:meth:`vjboost.boxes.WindowGroups.select`): the best window's
         last-stage score; the sum of the group's; the sum of their margins over the last
         stage's threshold; the window count. ``"verified"``: the margin rescored by the
         verifier the model declares (:mod:`vjboost.cascade.verifier`: ``log(margin) + weight
         * verdict``, the verdict a HOG logistic regression on the detection's crop).
         ``"model"``: the ranking the model declares (:func:`operating_score`; the default face
-        model declares ``"verified"``, the Haar one ``"margin"``).
-    min_score : float, optional
-        Drop detections whose score is below this (an operating point on the score's curve).
+        model declares ``"verified"``, the Haar one ``"margin"``). ``"auto"``: the model's
+        default operating point (:func:`default_operating`: ``"verified"`` for
+        ``vjboost:frontalface``), else ``"best"``.
+    min_score : float, None or "auto", default="auto"
+        Drop detections whose score is below this (an operating point on the score's curve);
+        None: keep them all. ``"auto"``: with ``score="auto"``, the threshold of the model's
+        default operating point (:func:`default_operating`: ``vjboost:frontalface`` declares
+        one, chosen on its validation views), else None. A ``score`` given explicitly (to
+        read a curve) gets no threshold unless one is given too.
     threads : int, optional
         Threads of the whole detection (``None``: all of numba's): the pyramid's batches
         side by side, and the verifier. Results do not depend on it.
@@ -429,10 +485,10 @@ class CascadeDetector:
     --------
     >>> from skimage import data
     >>> from vjboost.cascade.model_io import load_model
-    >>> detector = CascadeDetector(load_model("vjboost:frontalface"), min_neighbors=3)
+    >>> detector = CascadeDetector(load_model("vjboost:frontalface"))  # its operating point
     >>> faces = detector.detect(data.astronaut()[..., 1])   # gray (H, W) uint8
-    >>> faces.boxes.dtype, faces.boxes.shape[1]
-    (dtype('int32'), 4)
+    >>> faces.boxes.dtype, faces.boxes.shape[1], detector.min_neighbors, detector.score
+    (dtype('int32'), 4, 1, 'verified')
     """
 
     def __init__(
@@ -440,7 +496,7 @@ class CascadeDetector:
         model: CascadeModel,
         *,
         scale_factor: float = 1.1,
-        min_neighbors: int = 3,
+        min_neighbors: int | str = "auto",
         min_size: Any = None,
         max_size: Any = None,
         mode: str = "opencv",
@@ -452,8 +508,8 @@ class CascadeDetector:
         border_margin: float = 0.25,
         min_std: float | str = "model",
         n_stages: int | None = None,
-        score: str = "best",
-        min_score: float | None = None,
+        score: str = "auto",
+        min_score: float | str | None = "auto",
         threads: int | None = None,
         channel_order: str = "bgr",
         coarse_to_fine: int | str | None = "model",
@@ -461,6 +517,13 @@ class CascadeDetector:
     ) -> None:
         if not isinstance(model, CascadeModel):
             raise TypeError(f"model: expected a CascadeModel, got {type(model).__name__}")
+        if _auto(min_neighbors) or _auto(score) or _auto(min_score):
+            auto = default_operating(model)
+            if _auto(min_score):
+                # a threshold belongs to its score: only the default score gets the default one
+                min_score = auto["min_score"] if _auto(score) else None
+            min_neighbors = auto["min_neighbors"] if _auto(min_neighbors) else min_neighbors
+            score = auto["score"] if _auto(score) else score
         if not (isinstance(scale_factor, int | float) and scale_factor > 1.0
                 and math.isfinite(scale_factor)):
             raise ValueError(f"scale_factor: must be a number > 1, got {scale_factor!r}")

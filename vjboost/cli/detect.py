@@ -211,8 +211,9 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "vjboost's frontal-face model.")
 @click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True,
               help="Ratio between successive scales (> 1).")
-@click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
-              help="Raw windows a detection needs (0: raw windows).")
+@click.option("--min-neighbors", "-n", default="auto", show_default=True,
+              help="Raw windows a detection needs (0: raw windows); auto: the model's default "
+                   "operating point (1 for vjboost:frontalface), else OpenCV's 3.")
 @click.option("--min-size", help="Smallest object, N or WxH pixels (default: the cascade's "
               "window, e.g. 20x20).")
 @click.option("--max-size", help="Largest object, N or WxH pixels (default: no limit).")
@@ -224,16 +225,19 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
               show_default=True,
               help="opencv: groupRectangles (windows averaged per cluster); nms: keep the "
                    "best-scored window of each overlapping set; none: raw windows.")
-@click.option("--score", type=click.Choice([*DETECTION_SCORES, "model"]), default="best",
-              show_default=True,
+@click.option("--score", type=click.Choice([*DETECTION_SCORES, "model", "auto"]),
+              default="auto", show_default=True,
               help="Each detection's score: best (its best window's last-stage score), "
                    "neighbors (its window count), sum (of its windows' scores), margin (of "
                    "their margins over the last stage's threshold), verified (the margin "
-                   "rescored by the model's HOG verifier) or model (the ranking the model "
-                   "declares: verified for the default face model).")
-@click.option("--min-score", type=float, default=None,
+                   "rescored by the model's HOG verifier), model (the ranking the model "
+                   "declares: verified for the default face model) or auto (the model's "
+                   "default operating point: verified for the default face model, else best).")
+@click.option("--min-score", default="auto", show_default=True,
               help="Drop detections scored below this (an operating point of --score; the "
-                   "model cards list the shipped face models').")
+                   "model cards list the shipped face models'); none: keep every detection; "
+                   "auto: with --score auto, the model's default threshold (3.07 for "
+                   "vjboost:frontalface), else none.")
 @click.option("--stages", type=click.IntRange(min=1), default=None,
               help="Use only the cascade's first N stages (more, weaker detections).")
 @click.option("--coarse-to-fine", "coarse_to_fine", default="model", show_default=True,
@@ -334,6 +338,31 @@ def _suppress_inside(value: str) -> float | str | None:
                                f"got {value!r}") from None
 
 
+def _min_neighbors(value: str) -> int | str:
+    """``--min-neighbors`` as :class:`CascadeDetector`'s argument."""
+    if value == "auto":
+        return value
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise click.BadParameter(f"expected an integer >= 0 or auto, got {value!r}",
+                                 param_hint="--min-neighbors")
+    return n
+
+
+def _min_score(value: str) -> float | str | None:
+    """``--min-score`` as :class:`CascadeDetector`'s argument (checked there)."""
+    if value in ("auto", "none"):
+        return None if value == "none" else value
+    try:
+        return float(value)
+    except ValueError:
+        raise click.BadParameter(f"expected a number, none or auto, got {value!r}",
+                                 param_hint="--min-score") from None
+
+
 def _coarse_to_fine(value: str) -> int | str | None:
     """``--coarse-to-fine`` as :class:`CascadeDetector`'s argument."""
     if value in ("model", "off"):
@@ -380,10 +409,11 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
             model = load_model(resolve_model(model_path))
         except (ModelNotFound, CascadeFormatError, VJBoostError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
-        params = dict(scale_factor=scale_factor, min_neighbors=min_neighbors,
+        params = dict(scale_factor=scale_factor, min_neighbors=_min_neighbors(min_neighbors),
                       min_size=_parse_size(min_size, "--min-size"),
                       max_size=_parse_size(max_size, "--max-size"), mode=mode,
-                      grouping=grouping, score=score, min_score=min_score, n_stages=stages,
+                      grouping=grouping, score=score, min_score=_min_score(min_score),
+                      n_stages=stages,
                       coarse_to_fine=_coarse_to_fine(coarse_to_fine), min_std=_min_std(min_std),
                       suppress_inside=_suppress_inside(suppress_inside),
                       threads=threads or None,
