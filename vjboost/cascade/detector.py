@@ -387,6 +387,7 @@ def default_operating(model: CascadeModel) -> dict[str, Any]:
 
 
 def _auto(value: Any) -> bool:
+    """Whether a detector setting was left at ``"auto"`` (numbers never compare to it)."""
     return isinstance(value, str) and value == "auto"
 
 
@@ -539,7 +540,7 @@ class CascadeDetector:
             raise ValueError(f"nms_iou: expected a value in [0, 1], got {nms_iou!r}")
         min_std = _min_std(min_std, model)
         if score not in (*DETECTION_SCORES, "model"):
-            raise ValueError(f"score: expected one of {(*DETECTION_SCORES, 'model')}, "
+            raise ValueError(f"score: expected one of {(*DETECTION_SCORES, 'model', 'auto')}, "
                              f"got {score!r}")
         if min_score is not None and not (isinstance(min_score, int | float)
                                           and math.isfinite(min_score)):
