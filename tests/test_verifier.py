@@ -239,6 +239,11 @@ def test_unset_settings_run_the_declared_default_operating_point(face_model):
             **face_model.params, "operating_score": {**declared, "min_score": bad}})
         with pytest.raises(ValueError, match="min_score"):
             CascadeDetector(odd)
+    for bad in ("min_score", ["min_score"], 3.07):
+        odd = face_model.with_stages(face_model.stages, {**face_model.params,
+                                                         "operating_score": bad})
+        with pytest.raises(ValueError, match="operating_score"):
+            CascadeDetector(odd)
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")

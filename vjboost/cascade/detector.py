@@ -337,7 +337,10 @@ def operating_score(model: CascadeModel) -> dict[str, Any]:
     {'min_neighbors': 1, 'rank': 'verified'}
     """
     d = dict(DEFAULT_OPERATING)
-    d.update(dict(getattr(model, "params", {}) or {}).get("operating_score", {}))
+    declared = dict(getattr(model, "params", {}) or {}).get("operating_score", {})
+    if not isinstance(declared, dict):
+        raise ValueError(f"operating_score: expected a mapping, got {type(declared).__name__}")
+    d.update(declared)
     if d["rank"] not in DETECTION_SCORES:
         raise ValueError(f"operating_score: rank {d['rank']!r} not in {DETECTION_SCORES}")
     if isinstance(d["min_neighbors"], bool) or not isinstance(d["min_neighbors"], int) \
@@ -368,7 +371,8 @@ def default_operating(model: CascadeModel) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        A declared ``min_score`` that is not a finite number.
+        A declared operating score that is not a mapping, or a ``min_score`` that is not a
+        finite number.
 
     Examples
     --------
@@ -376,13 +380,13 @@ def default_operating(model: CascadeModel) -> dict[str, Any]:
     >>> default_operating(load_model("vjboost:frontalface_haar"))
     {'min_neighbors': 3, 'score': 'best', 'min_score': None}
     """
+    op = operating_score(model)  # checks the declaration
     declared = dict(getattr(model, "params", {}) or {}).get("operating_score", {})
     if "min_score" not in declared:
         return dict(OPENCV_DEFAULTS)
     t = declared["min_score"]
     if isinstance(t, bool) or not isinstance(t, int | float) or not math.isfinite(t):
         raise ValueError(f"operating_score: min_score {t!r} is not a finite number")
-    op = operating_score(model)
     return {"min_neighbors": op["min_neighbors"], "score": op["rank"], "min_score": float(t)}
 
 
