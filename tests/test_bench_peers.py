@@ -50,3 +50,29 @@ def test_dlib_runs_on_a_strided_view_as_on_its_copy(bp):
     box = lambda rects: [(r.left(), r.top(), r.right(), r.bottom()) for r in rects]  # noqa: E731
     assert len(copy[0]) >= 1 and box(view[0]) == box(copy[0])
     assert list(view[1]) == list(copy[1]) and list(view[2]) == list(copy[2])
+
+
+def test_a_detector_with_nothing_set_is_read_where_it_runs(bp):
+    from vjboost.eval import evaluate_detections
+
+    gt = {"a": np.array([[0, 0, 10, 10], [50, 50, 10, 10]])}
+    dets = {"a": (np.array([[0, 0, 10, 10], [90, 90, 10, 10], [50, 50, 10, 10]]),
+                  np.array([3.0, 2.0, 1.0]))}
+    ev = evaluate_detections(dets, gt)
+    assert bp.point_at(ev, 2.5) == {"detection_rate": 0.5, "false_positives": 0}
+    assert bp.point_at(ev, 2.0) == {"detection_rate": 0.5, "false_positives": 1}
+    assert bp.point_at(ev, -1.0) == {"detection_rate": 1.0, "false_positives": 1}
+    assert bp.point_at(ev, 9.0) is None
+    neigh = {"points": {"min_neighbors": [0, 1, 2, 3, 4], "false_positives": [9, 7, 5, 3, 1],
+                        "detection_rate": [1.0, 0.9, 0.8, 0.7, 0.6]}}
+    score = {"at_min_score": {"detection_rate": 0.85, "false_positives": 2}}
+    # a model without a default threshold: OpenCV's minNeighbors 3 on the neighbours curve
+    got = bp.at_defaults(load_model("vjboost:frontalface_haar"), neigh, score)
+    assert got == {"min_neighbors": 3, "score": "best", "min_score": None,
+                   "detection_rate": 0.7, "false_positives": 3}
+    # the default face model: its declared threshold on its score curve
+    face = load_model("vjboost:frontalface")
+    got = bp.at_defaults(face, neigh, score)
+    assert got == {"min_neighbors": 1, "score": "verified",
+                   "min_score": face.params["operating_score"]["min_score"],
+                   "detection_rate": 0.85, "false_positives": 2}

@@ -56,6 +56,7 @@ from vjboost.boxes import GROUP_SCORES, drop_inside  # noqa: E402
 from vjboost.cascade.detector import (  # noqa: E402,F401
     DEFAULT_OPERATING,
     declared_suppression,
+    default_operating,
     model_verifier,
     operating_score,
 )
@@ -231,6 +232,16 @@ def rates_on_grid(ev: DetectionEvaluation, step: float) -> dict[str, float]:
     return out
 
 
+def point_at(ev: DetectionEvaluation, min_score: float) -> dict[str, float] | None:
+    """The detection rate and false positives of the detections scored at least ``min_score``
+    (None when none is)."""
+    i = np.flatnonzero(np.asarray(ev.thresholds) >= min_score)
+    if not i.size:
+        return None
+    return {"detection_rate": round(float(ev.curve_detection_rate[i[-1]]), 4),
+            "false_positives": int(ev.curve_false_positives[i[-1]])}
+
+
 def curve_points(ev: DetectionEvaluation, max_fp: int = 200) -> dict[str, list]:
     """The upper envelope of a score curve (best rate at each false-positive count), with the
     score threshold of each point (``min_score``: detections scored at least this)."""
@@ -305,11 +316,14 @@ class Cascade:
 
 def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = "best",
                    last_threshold: float = 0.0, verifier=None,
-                   suppress: float | None = None) -> tuple[dict, dict]:
+                   suppress: float | None = None,
+                   min_score: float | None = None) -> tuple[dict, dict]:
     """min_neighbors and score curves of one cascade's raw windows (the score curve ranks the
     groups at ``score_neighbors`` by ``rank``, one of :data:`OPERATING_SCORES`); with
     ``suppress``, the detections inside a better one are dropped as the detector drops them
-    (by the best window's score at each ``min_neighbors``, the detector's default ``score``)."""
+    (by the best window's score at each ``min_neighbors``, OpenCV's ``score``). With
+    ``min_score``, the score curve also gives its point at that threshold
+    (``at_min_score``: :func:`point_at`)."""
     sizes = [(g.shape[1], g.shape[0]) for g in images]
     groups = [vj_groups(b, s) for b, s in raw]
     by_m = {}
@@ -336,7 +350,24 @@ def cascade_curves(raw, images, gt, paths, score_neighbors: int, *, rank: str = 
     ev = evaluate_detections(dets, gt, iou_threshold=IOU)
     score = {"rates": rates(ev), "points": curve_points(ev),
              "min_neighbors": score_neighbors, "rank": rank}
+    if min_score is not None:
+        score["at_min_score"] = point_at(ev, min_score)
     return neigh, score
+
+
+def at_defaults(model, neigh: dict, score: dict) -> dict:
+    """Where a detector with nothing set runs ``model`` on the curves of
+    :func:`cascade_curves` (the score curve computed at the model's declared operating score
+    and default threshold): :func:`vjboost.cascade.detector.default_operating`'s settings with
+    their detection rate and false positives."""
+    d = default_operating(model)
+    if d["min_score"] is not None:
+        point = score["at_min_score"]
+    else:
+        k = neigh["points"]["min_neighbors"].index(d["min_neighbors"])
+        point = {"detection_rate": neigh["points"]["detection_rate"][k],
+                 "false_positives": neigh["points"]["false_positives"][k]}
+    return {**d, **(point or {"detection_rate": 0.0, "false_positives": 0})}
 
 
 def dlib_boxes(rects) -> np.ndarray:
@@ -407,11 +438,13 @@ def main(argv: list[str] | None = None) -> int:
                                       last_threshold=c.model.stages[-1].threshold,
                                       verifier=(model_verifier(c.model) if op["rank"]
                                                 == "verified" else None),
-                                      suppress=declared_suppression(c.model))
+                                      suppress=declared_suppression(c.model),
+                                      min_score=default_operating(c.model)["min_score"])
         results[c.label] = {"kind": c.kind, "model": c.spec, "window": list(c.window),
                             "curves": {"min_neighbors": neigh, "score": score},
                             "primary": args.primary,
-                            "rates": (neigh if args.primary == "min_neighbors" else score)["rates"]}
+                            "rates": (neigh if args.primary == "min_neighbors" else score)["rates"],
+                            "at_defaults": at_defaults(c.model, neigh, score)}
         if c.kind == "vjboost":
             results[c.label]["training_seconds"] = c.training_seconds()
 
@@ -458,9 +491,7 @@ def main(argv: list[str] | None = None) -> int:
 
     for label, (_, up) in dlib_runs.items():
         ev = dlib_evaluation(paths, dlib_out[label], gt)
-        i0 = np.flatnonzero(ev.thresholds >= 0)
-        at0 = ({"detection_rate": round(float(ev.curve_detection_rate[i0[-1]]), 4),
-                "false_positives": int(ev.curve_false_positives[i0[-1]])} if i0.size else None)
+        at0 = point_at(ev, 0.0)  # dlib's default threshold
         results[label] = {"kind": "dlib", "upsample": up, "rates": rates(ev),
                           "rates_grid_0.05": rates_on_grid(ev, ANCHOR_GRID),
                           "at_threshold_0": at0, "curves": {"score": {"rates": rates(ev),
@@ -522,6 +553,10 @@ def main(argv: list[str] | None = None) -> int:
           f"upsample 2 at {threads[0]} thread(s); xdefault: / OpenCV default at {threads[-1]}; "
           f"cascades timed at minNeighbors {OPERATING_NEIGHBORS} or their declared operating "
           "score)")
+    print("at their defaults (nothing set): " + "; ".join(
+        f"{label} {a['detection_rate']:.3f} with {a['false_positives']} FP" for label, a in (
+            (lb, results[lb].get("at_defaults") or results[lb].get("at_threshold_0"))
+            for lb in order) if a))
     for label, n in identical.items():
         c = next(c for c in cascades if c.label == label)
         print(f"  {label}: timed at minNeighbors {c.timed_neighbors}, score {c.timed_score!r}; "
