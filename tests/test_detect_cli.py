@@ -268,19 +268,20 @@ def test_min_std_option(face_png):
 
 
 def test_help_states_what_the_default_model_declares():
-    # the help names the default model's declared scan, σ gate and share; a new model must
-    # not leave them stale
+    # the help names the default model's declared scan, σ gate, share and default operating
+    # point; a new model must not leave them stale
     import re
 
     params = load_model("vjboost:frontalface").params
-    text = " ".join(CliRunner().invoke(main, ["--help"], terminal_width=400).output.split())
-    for option, key in (("--coarse-to-fine", "coarse_to_fine"), ("--min-std", "min_std"),
-                        ("--suppress-inside", "suppress_inside")):
-        part = text[text.index(option + " "):]
-        part = part[:part.index(" --", 3)]  # this option's help only
-        stated = re.search(r"\((\S+) for vjboost:frontalface", part)
+    helps = {o: " ".join((p.help or "").split()) for p in main.params for o in p.opts}
+    for option, value in (("--coarse-to-fine", params["coarse_to_fine"]),
+                          ("--min-std", params["min_std"]),
+                          ("--suppress-inside", params["suppress_inside"]),
+                          ("--min-score", params["operating_score"]["min_score"]),
+                          ("--min-neighbors", params["operating_score"]["min_neighbors"])):
+        stated = re.search(r"\((\S+) for vjboost:frontalface", helps[option])
         assert stated is not None, option
-        assert float(stated.group(1)) == float(params[key]), option
+        assert float(stated.group(1)) == float(value), option
 
 
 def test_unset_settings_run_the_models_default_operating_point(face_png):

@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="A-B: the stages lowered, counted from 1 (default: all but the last)")
     th = sub.add_parser("threshold", help="the declared curve and a minNeighbors sweep under "
                         "a min_score")
-    th.add_argument("--min-score", default="none,3.07,2.52,2.14,1.62,1.23,0.82",
+    th.add_argument("--min-score", default="none,3.27,2.62,2.06,1.43,0.96,0.31",
                     help="comma list of thresholds on the declared score ('none': no threshold;"
                          " default: the card's operating points)")
     args = ap.parse_args(argv)
