@@ -203,3 +203,59 @@ def test_vjeval_score_option(scene):
     res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface",
                                     "--score", "mean"])
     assert res.exit_code == 2 and "--score" in res.output
+
+
+def test_vjeval_reads_each_model_where_it_runs_with_nothing_set(scene):
+    from vjboost.cascade import CascadeDetector, load_model
+
+    tmp, small = scene
+    images = {str(tmp / "astro.png"): small,
+              str(tmp / "flat.png"): np.full((80, 80), 128, np.uint8)}
+    truth = {str(tmp / "astro.png"): np.array([[86, 36, 56, 56]])}
+    face = load_model("vjboost:frontalface")
+
+    def reference(**kw):  # the detector as a user runs it
+        det = CascadeDetector(face, **kw)
+        found = {p: det.detect(g) for p, g in images.items()}
+        return evaluate_detections({p: (d.boxes.reshape(-1, 4), d.scores)
+                                    for p, d in found.items()}, truth, iou_threshold=0.3)
+
+    def run(out, *extra):
+        res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface",
+                                        "--images", str(tmp / "list.txt"), "-o", str(tmp / out),
+                                        "--report-samples", "2", *extra])
+        assert res.exit_code == 0, res.output
+        return json.loads((tmp / out / "eval.json").read_text())
+
+    declared = face.params["operating_score"]
+    auto = run("auto")
+    m = auto["models"][0]
+    assert (auto["min_neighbors"], auto["score"], auto["min_score"]) == ("auto", "auto", "auto")
+    assert (m["score"], m["min_score"]) == (declared["rank"], declared["min_score"])
+    got, want = m["at_min_neighbors"], reference()
+    assert got["min_neighbors"] == declared["min_neighbors"]
+    assert (got["true_positives"], got["false_positives"]) == (want.true_positives,
+                                                               want.false_positives)
+    assert (tmp / "auto" / "report.html").stat().st_size > 1000
+    # OpenCV's settings, given: the evaluation of vjboost before the default threshold
+    cv = run("cv", "-n", "3", "--score", "best", "--min-score", "none")
+    got, want = cv["models"][0]["at_min_neighbors"], reference(min_neighbors=3, score="best",
+                                                               min_score=None)
+    assert got["min_neighbors"] == 3 and cv["models"][0]["min_score"] is None
+    assert (got["true_positives"], got["false_positives"]) == (want.true_positives,
+                                                               want.false_positives)
+    # the threshold drops detections at every point of the curve: never more false positives
+    fp_auto = auto["models"][0]["curve"]["false_positives"]
+    fp_all = run("all", "--min-score", "none", "--score", "verified")["models"][0]["curve"][
+        "false_positives"]
+    assert all(a <= b for a, b in zip(fp_auto, fp_all, strict=True)) and fp_auto != fp_all
+    # a model without a default threshold keeps OpenCV's minNeighbors 3
+    res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", _cascade_path(), "--images",
+                                    str(tmp / "list.txt"), "-o", str(tmp / "ocv"),
+                                    "--no-report"])
+    assert res.exit_code == 0, res.output
+    ocv = json.loads((tmp / "ocv" / "eval.json").read_text())["models"][0]
+    assert ocv["at_min_neighbors"]["min_neighbors"] == 3 and ocv["score"] == "best"
+    for bad, hint in ((["-n", "x"], "--min-neighbors"), (["--min-score", "y"], "--min-score")):
+        res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface", *bad])
+        assert res.exit_code == 2 and hint in res.output, res.output

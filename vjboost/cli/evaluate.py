@@ -97,13 +97,21 @@ def _image_list(images: str | None, annotations) -> list[str]:
                    "their size (edge pixels repeated or mirrored), for objects the edge cuts.")
 @click.option("--border-margin", type=click.FloatRange(0, 1), default=0.25, show_default=True,
               help="Share of a window that may lie past the edge (with --border).")
-@click.option("--min-neighbors", "-n", type=click.IntRange(min=0), default=3, show_default=True,
-              help="The operating point reported in the table.")
-@click.option("--score", type=click.Choice([*DETECTION_SCORES, "model"]), default="best",
-              show_default=True,
+@click.option("--min-neighbors", "-n", default="auto", show_default=True,
+              help="The operating point reported in the table; auto: each model's default "
+                   "(as vjdetect runs it with nothing set: 1 for vjboost:frontalface, else "
+                   "OpenCV's 3).")
+@click.option("--score", type=click.Choice([*DETECTION_SCORES, "model", "auto"]),
+              default="auto", show_default=True,
               help="How each model's detections are scored, hence ranked in the average "
                    "precision and in detection_rate_at_fp (as vjdetect --score; model: the "
-                   "ranking the model declares).")
+                   "ranking the model declares; auto: each model's default, verified for "
+                   "vjboost:frontalface, else best).")
+@click.option("--min-score", default="auto", show_default=True,
+              help="Drop each model's detections scored below this, at every point of the "
+                   "curve (as vjdetect --min-score); none: keep them all (the whole curve); "
+                   "auto: with --score auto, each model's default threshold (3.27 for "
+                   "vjboost:frontalface), else none.")
 @click.option("--max-neighbors", type=click.IntRange(min=1), default=10, show_default=True,
               help="Sweep min_neighbors from 0 to this value for the curve.")
 @click.option("--iou", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
@@ -130,23 +138,27 @@ def _image_list(images: str | None, annotations) -> list[str]:
                    "recall at the equal-error rate; detections ranked by group size) and "
                    "--images its TestImages folder.")
 def main(annotations, fmt, category, image_root, models, detection_files, labels, images,
-         scale_factor, min_size, border, border_margin, min_neighbors, score, max_neighbors,
-         iou, threads, max_pixels, output_dir, progress, report, report_samples,
+         scale_factor, min_size, border, border_margin, min_neighbors, score, min_score,
+         max_neighbors, iou, threads, max_pixels, output_dir, progress, report, report_samples,
          protocol) -> None:
     """Evaluate cascades (--model) or saved detections (--detections) on ANNOTATIONS: an
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
+    from .detect import _min_neighbors, _min_score
+
     scan = {"border": None if border == "none" else border, "border_margin": border_margin}
+    min_neighbors, min_score = _min_neighbors(min_neighbors), _min_score(min_score)
     with compile_notice():
         if protocol == "uiuc":
-            if score != "best":
-                raise click.UsageError("--score: the UIUC protocol ranks detections by group "
-                                       "size; --score applies to --protocol boxes")
+            if score not in ("best", "auto") or min_score not in ("auto", None):
+                raise click.UsageError("--score, --min-score: the UIUC protocol ranks "
+                                       "detections by group size; they apply to --protocol "
+                                       "boxes")
             _main_uiuc(annotations, models, labels, images, scale_factor, min_size,
                        min_neighbors, threads, output_dir, scan)
             return
-        scan["score"] = score
+        scan["score"], scan["min_score"] = score, min_score
         try:
             _main(annotations, fmt, category, image_root, models, detection_files, labels,
                   images, scale_factor, min_size, min_neighbors, max_neighbors, iou, threads,
@@ -158,11 +170,11 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
           scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
           output_dir, progress, report, report_samples, scan) -> None:
-    from ..cascade.detector import CascadeDetector
+    from ..cascade.detector import CascadeDetector, default_operating
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
     from ..eval import evaluate_detections
-    from ..eval.report import detection_samples, write_evaluation_report
+    from ..eval.report import detection_samples, operating_points, write_evaluation_report
     from ..eval.run import (
         RATE_AT_FP,
         EvaluationSet,
@@ -192,9 +204,12 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
             det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0,
                                   grouping="none", min_size=min_size or None,
                                   threads=threads or None, **scan)
+            # the table's operating point: the one given, or where the model runs by default
+            at = (default_operating(model)["min_neighbors"] if min_neighbors == "auto"
+                  else min_neighbors)
         except (CascadeFormatError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
-        loaded.append((labels[k] if labels else Path(spec.split(":")[-1]).stem, spec, det))
+        loaded.append((labels[k] if labels else Path(spec.split(":")[-1]).stem, spec, det, at))
 
     limits = Limits.from_env()
     if max_pixels is not None:
@@ -223,7 +238,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                    f"{len(failed)} unreadable", err=True)
         results, curves, samples = [], {}, {}
         drawn = sample_images(gt, list(grays), report_samples) if report else []
-        for label, spec, det in loaded:
+        for label, spec, det, at in loaded:
             task = bar.add_task(f"{label}: detecting and grouping", total=len(grays)) \
                 if bar else None
 
@@ -243,7 +258,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                     bar.update(task, advance=1, description=f"{label}: detecting and "
                                f"grouping ({n_raw} raw windows)")
 
-            ts = sorted(set(range(0, max_neighbors + 1)) | {min_neighbors})
+            ts = sorted(set(range(0, max_neighbors + 1)) | {at})
             run = sweep_detector(det, es, thresholds=ts, iou_threshold=iou, keep=drawn,
                                  progress=advance)
             if task is not None:
@@ -254,10 +269,11 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                                         curve.detection_rate[keep],
                                         [e for e, k in zip(curve.evaluations, keep,
                                                            strict=True) if k])
-            run.curve = curves[label] if min_neighbors <= max_neighbors else curve
-            results.append({"label": label, "model": spec, **run.as_dict(min_neighbors)})
+            run.curve = curves[label] if at <= max_neighbors else curve
+            results.append({"label": label, "model": spec, "score": det.score,
+                            "min_score": det.min_score, **run.as_dict(at)})
             if drawn:
-                samples[label] = detection_samples(run, es, min_neighbors=min_neighbors,
+                samples[label] = detection_samples(run, es, min_neighbors=at,
                                                    iou_threshold=iou)
         for k, path in enumerate(detection_files):
             label = labels[len(models) + k] if labels else Path(path).stem
@@ -274,7 +290,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
             bar.stop()
     summary = {**es.as_dict(), "annotations": str(annotations), "iou_threshold": iou,
                "scale_factor": scale_factor, "min_neighbors": min_neighbors,
-               "score": scan["score"],
+               "score": scan["score"], "min_score": scan["min_score"],
                "models": results}
     atomic_write(out / "eval.json", json.dumps(summary, indent=2))
     wrote = [out / "eval.json"]
@@ -285,7 +301,8 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
         from .._html import figure_png
         from ..eval.plot import curve_figure
 
-        fig = curve_figure(curves, iou=iou, mark=min_neighbors, n_images=len(grays))
+        fig = curve_figure(curves, iou=iou, mark=operating_points(results),
+                           n_images=len(grays))
         png = figure_png(fig)
         plt.close(fig)
         wrote.append(out / "curve.png")
@@ -299,7 +316,9 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
         sec = f"{r['detect_seconds'] + r['sweep_seconds']:>7.2f}" if "model" in r else "      -"
         click.echo(f"{r['label'][:34]:<34} {a['detection_rate']:>8.3f} {a['false_positives']:>5d} "
                    f"{a['precision']:>9.3f} {a['average_precision']:>6.3f} {sec}")
-    click.echo(f"(models at min_neighbors {min_neighbors}, detection files with every "
+    where = ("each model at its default operating point" if min_neighbors == "auto"
+             else f"models at min_neighbors {min_neighbors}")
+    click.echo(f"({where}, detection files with every "
                f"detection; IoU >= {iou:g}); wrote {', '.join(str(p) for p in wrote)}")
 
 
@@ -312,6 +331,7 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
     import matplotlib.pyplot as plt
 
     from .._io import save_png
+    from ..cascade.detector import default_operating
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
     from ..eval.uiuc import plot_uiuc_curves, run_uiuc
@@ -334,9 +354,11 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
         except (CascadeFormatError, AnnotationError, VJBoostError, ValueError) as exc:
             raise click.ClickException(str(exc)) from None
         evs[label] = ev
-        op = ev.at_threshold(min_neighbors + 1)  # groups of more than min_neighbors windows
+        at = (default_operating(model)["min_neighbors"] if min_neighbors == "auto"
+              else min_neighbors)
+        op = ev.at_threshold(at + 1)  # groups of more than min_neighbors windows
         rows.append({"label": label, "model": spec, **ev.as_dict(), "at_min_neighbors": {
-            "min_neighbors": min_neighbors, **op}, "detect_seconds": info["detect_seconds"]})
+            "min_neighbors": at, **op}, "detect_seconds": info["detect_seconds"]})
         write_uiuc_locations(out / f"foundLocations-{label}.txt", info["locations"])
     atomic_write(out / "eval.json", json.dumps({"protocol": "uiuc", "truth": str(annotations),
                                                 "scale_factor": scale_factor, "models": rows},
@@ -354,7 +376,8 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
                    f"{a['precision']:>9.3f} {a['f_measure']:>6.3f} {a['false_positives']:>5d} "
                    f"{r['detect_seconds']:>7.2f}")
     n = rows[0]["n_objects"] if rows else 0
-    click.echo(f"({n} cars; recall/precision/F at min_neighbors {min_neighbors}; EER recall "
+    where = "each model's default" if min_neighbors == "auto" else min_neighbors
+    click.echo(f"({n} cars; recall/precision/F at min_neighbors {where}; EER recall "
                f"over all group sizes); wrote {out / 'eval.json'} and {out / 'curve.png'}")
 
 

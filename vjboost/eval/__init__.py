@@ -10,6 +10,6 @@ if TYPE_CHECKING:
     from ..boxes import iou_matrix
     from .matching import IGNORED, match_detections
     from .metrics import DetectionEvaluation, evaluate_detections
-    from .sweep import NeighborsCurve, sweep_min_neighbors
+    from .sweep import NeighborsCurve, select_detections, sweep_min_neighbors
 
 __getattr__, __dir__, __all__ = attach(__name__, __file__)

@@ -13,7 +13,8 @@ __all__ = ["curve_figure", "plot_neighbors_curves"]
 
 
 def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou: float,
-                          mark: int | None = 3, n_images: int | None = None) -> None:
+                          mark: int | Mapping[str, int] | None = 3,
+                          n_images: int | None = None) -> None:
     """Draw one ``min_neighbors`` sweep per model: detection rate against false positives.
 
     Parameters
@@ -23,8 +24,9 @@ def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou:
         ``min_neighbors = 0`` (ungrouped windows) is left out of the line.
     iou : float
         The matching threshold the curves were computed with (axis label).
-    mark : int, optional
-        ``min_neighbors`` value circled on every curve (the usual operating point).
+    mark : int or mapping label -> int, optional
+        ``min_neighbors`` value circled on every curve (the usual operating point), or on each
+        curve its own.
     n_images : int, optional
         Shown in the x label.
     """
@@ -32,7 +34,8 @@ def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou:
         keep = c.min_neighbors >= 1
         (line,) = ax.plot(c.false_positives[keep], c.detection_rate[keep], marker=".",
                           label=label)
-        k = np.flatnonzero(c.min_neighbors == mark) if mark is not None else []
+        at = mark.get(label) if isinstance(mark, Mapping) else mark
+        k = np.flatnonzero(c.min_neighbors == at) if at is not None else []
         if len(k):
             ax.plot([c.false_positives[k[0]]], [c.detection_rate[k[0]]], "o", mfc="none", ms=9,
                     color=line.get_color())
@@ -45,7 +48,8 @@ def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou:
     ax.legend(loc="best", fontsize=8)
 
 
-def curve_figure(curves: Mapping[str, NeighborsCurve], *, iou: float, mark: int = 3,
+def curve_figure(curves: Mapping[str, NeighborsCurve], *, iou: float,
+                 mark: int | Mapping[str, int] | None = 3,
                  n_images: int | None = None) -> Any:
     """A matplotlib figure (Agg) of :func:`plot_neighbors_curves`, titled with the circled
     operating point; the caller closes it.
@@ -56,8 +60,8 @@ def curve_figure(curves: Mapping[str, NeighborsCurve], *, iou: float, mark: int 
         One sweep per model.
     iou : float
         The matching threshold the curves were computed with (axis label).
-    mark : int, default 3
-        ``min_neighbors`` value circled on every curve.
+    mark : int or mapping label -> int, default 3
+        ``min_neighbors`` value circled on every curve, or on each curve its own.
     n_images : int, optional
         Shown in the x label.
 
@@ -73,6 +77,8 @@ def curve_figure(curves: Mapping[str, NeighborsCurve], *, iou: float, mark: int 
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
     plot_neighbors_curves(ax, curves, iou=iou, mark=mark, n_images=n_images)
-    ax.set_title(f"min_neighbors sweep (circle: min_neighbors {mark})")
+    circled = ("each model's operating point" if isinstance(mark, Mapping)
+               else f"min_neighbors {mark}")
+    ax.set_title(f"min_neighbors sweep (circle: {circled})")
     fig.tight_layout()
     return fig

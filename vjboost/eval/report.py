@@ -25,6 +25,7 @@ __all__ = [
     "COLOURS",
     "add_evaluation",
     "detection_samples",
+    "operating_points",
     "draw_detections",
     "write_evaluation_report",
 ]
@@ -129,8 +130,12 @@ def detection_samples(run: DetectorRun, eval_set: EvaluationSet, *, min_neighbor
     for name in eval_set.images:
         if name not in run.kept:
             continue
-        boxes, scores = run.kept[name]
-        det, sc, _ = WindowGroups(boxes, scores).select(min_neighbors, eval_set.sizes.get(name))
+        if run.select is not None:  # as the curve's detections
+            det, sc = run.select(name, min_neighbors)
+        else:
+            boxes, scores = run.kept[name]
+            det, sc, _ = WindowGroups(boxes, scores).select(min_neighbors,
+                                                            eval_set.sizes.get(name))
         gt = ann.get(name, np.zeros((0, 4), np.int64))
         ign = ann.ignore_for(name)
         matched, _ = match_detections(det, sc, gt, iou_threshold=iou_threshold,
@@ -140,6 +145,18 @@ def detection_samples(run: DetectorRun, eval_set: EvaluationSet, *, min_neighbor
         img = draw_detections(eval_set.images[name], det, matched, gt, ign)
         out.append((img, f"{Path(name).name}: {tp} found, {fp} false, {len(gt) - tp} missed"))
     return out
+
+
+def operating_points(results: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The ``min_neighbors`` each model's evaluation reports (``vjeval``'s results, by label),
+    for the plot to circle.
+
+    >>> operating_points([{"label": "a", "at_min_neighbors": {"min_neighbors": 1}},
+    ...                   {"label": "file", "all_detections": {}}])
+    {'a': 1}
+    """
+    return {r["label"]: int(r["at_min_neighbors"]["min_neighbors"]) for r in results
+            if "at_min_neighbors" in r}
 
 
 def _results_rows(results: Sequence[Mapping[str, Any]]) -> list[list[Any]]:
@@ -173,13 +190,16 @@ def add_evaluation(page: Page, summary: Mapping[str, Any],
     """
     from .plot import curve_figure
 
+    marks = operating_points(summary.get("models", []))
     mn = summary.get("min_neighbors", 3)
+    where = ("each at its default operating point" if mn == "auto"
+             else f"at min_neighbors {mn}")
     iou = float(summary.get("iou_threshold", 0.3))
     s = page.section(title, intro=(
         f"Detections on {summary.get('n_images')} image(s) of {summary.get('annotations')} "
         f"({summary.get('n_objects')} annotated objects, "
         f"{summary.get('n_ignore_regions', 0)} ignore regions), matched at IoU >= {iou:g}. "
-        f"Models are scored at min_neighbors {mn}; detection files with every detection."))
+        f"Models are scored {where}; detection files with every detection."))
     s.table(["model", "detection rate", "false positives", "precision", "AP", "raw windows",
              "seconds"], _results_rows(summary.get("models", [])),
             caption="AP: area under the precision/recall curve of the detections ranked by "
@@ -188,7 +208,7 @@ def add_evaluation(page: Page, summary: Mapping[str, Any],
         if curve_png is None:
             import matplotlib.pyplot as plt
 
-            fig = curve_figure(curves, iou=iou, mark=mn, n_images=summary.get("n_images"))
+            fig = curve_figure(curves, iou=iou, mark=marks, n_images=summary.get("n_images"))
             s.figure(fig, _CURVE_CAPTION)
             plt.close(fig)
         else:
@@ -196,8 +216,8 @@ def add_evaluation(page: Page, summary: Mapping[str, Any],
     for label, items in samples.items():
         if not items:
             continue
-        d = page.section(f"Detections: {label}", intro=f"Detections at min_neighbors {mn} on "
-                         f"{len(items)} image(s) of the set. {LEGEND}")
+        d = page.section(f"Detections: {label}", intro=f"Detections at min_neighbors "
+                         f"{marks.get(label, mn)} on {len(items)} image(s) of the set. {LEGEND}")
         for img, cap in items:
             d.figure(img, cap)
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from ..boxes import WindowGroups
 from ..io import AnnotationSet, ImageReadError, list_images, read_image
-from .sweep import NeighborsCurve, sweep_min_neighbors
+from .sweep import NeighborsCurve, select_detections, sweep_min_neighbors
 
 #: false-positive counts at which an evaluation's detection rate is reported (``vjeval``)
 RATE_AT_FP = (0, 10, 50, 100)
@@ -143,6 +144,10 @@ class DetectorRun:
         Raw windows over all images.
     kept : dict of str to (boxes (n, 4), scores (n,))
         Raw windows of the images asked for with ``keep``.
+    select : callable, optional
+        ``select(image, min_neighbors) -> (boxes, scores)``: a kept image's detections at a
+        threshold, scored and pruned as the curve's (None: the best window's score, nothing
+        pruned).
     """
 
     curve: NeighborsCurve
@@ -150,6 +155,7 @@ class DetectorRun:
     sweep_seconds: float
     raw_windows: int
     kept: dict[str, tuple[np.ndarray, np.ndarray]]
+    select: Callable[[str, int], tuple[np.ndarray, np.ndarray]] | None = None
 
     def as_dict(self, min_neighbors: int) -> dict[str, Any]:
         """JSON-friendly summary: times, raw windows, the evaluation at ``min_neighbors`` and
@@ -237,16 +243,25 @@ def sweep_detector(
         score = "margin"
         rescore = lambda name, b, s: detector.rescore(eval_set.images[name], b, s)  # noqa: E731
     offset = model.stages[-1].threshold if model is not None and score == "margin" else 0.0
+    # the detector's own pruning: boxes inside better ones, and its threshold
+    pruning = {"suppress_inside": getattr(detector, "suppress_inside", None),
+               "min_score": getattr(detector, "min_score", None)}
     t1 = time.perf_counter()
     curve = sweep_min_neighbors(windows(), eval_set.annotations, thresholds=thresholds,
                                 image_sizes=eval_set.sizes, iou_threshold=iou_threshold,
                                 ignore=eval_set.annotations.ignore, score=score, offset=offset,
-                                rescore=rescore,
-                                # the detector's own suppression of boxes inside better ones
-                                suppress_inside=getattr(detector, "suppress_inside", None))
+                                rescore=rescore, **pruning)
     total = time.perf_counter() - t1
+
+    def select(name: str, min_neighbors: int) -> tuple[np.ndarray, np.ndarray]:
+        b, s = kept[name]
+        return select_detections(
+            WindowGroups(b, s), min_neighbors, size=eval_set.sizes.get(name), score=score,
+            offset=offset, rescore=None if rescore is None else (
+                lambda bb, ss: rescore(name, bb, ss)), **pruning)
+
     return DetectorRun(curve, timing["detect"], total - timing["detect"], int(timing["raw"]),
-                       kept)
+                       kept, select)
 
 
 def sample_images(annotations: Mapping[str, np.ndarray], names: Sequence[str], n: int

@@ -17,7 +17,7 @@ import numpy as np
 from ..boxes import WindowGroups, drop_inside
 from .metrics import DetectionEvaluation, evaluate_detections
 
-__all__ = ["NeighborsCurve", "sweep_min_neighbors"]
+__all__ = ["NeighborsCurve", "select_detections", "sweep_min_neighbors"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,61 @@ class NeighborsCurve:
         return float(self.detection_rate[ok].max()) if ok.any() else 0.0
 
 
+def select_detections(
+    groups: WindowGroups,
+    min_neighbors: int,
+    *,
+    size: tuple[int, int] | None = None,
+    score: str = "best",
+    offset: float = 0.0,
+    rescore: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    suppress_inside: float | None = None,
+    min_score: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The detections of one image's window groups at one ``min_neighbors``, as
+    :class:`~vjboost.cascade.detector.CascadeDetector` returns them: selected and scored
+    (:meth:`WindowGroups.select`), rescored (a verified detector), those inside a better one
+    dropped (above 0: never raw windows), then those scored below ``min_score``.
+
+    Parameters
+    ----------
+    groups : WindowGroups
+        The image's raw windows, partitioned.
+    min_neighbors : int
+    size : (width, height), optional
+        The image's, for clipping grouped boxes as OpenCV does.
+    score : {"best", "neighbors", "sum", "margin"}, default="best"
+    offset : float, default=0.0
+        The last stage's threshold, for ``score="margin"``.
+    rescore : callable, optional
+        ``rescore(boxes, scores) -> scores``.
+    suppress_inside : float, optional
+    min_score : float, optional
+
+    Returns
+    -------
+    boxes : ndarray, shape (N, 4)
+    scores : ndarray, shape (N,)
+
+    Examples
+    --------
+    >>> face = np.array([[10, 10, 20, 20], [11, 10, 20, 20], [10, 11, 20, 20]])
+    >>> b, s = select_detections(WindowGroups(face, np.array([1.0, 2.0, 3.0])), 2,
+    ...                          min_score=2.5)
+    >>> b.tolist(), s.tolist()
+    ([[10, 10, 20, 20]], [3.0])
+    """
+    boxes, scores, _ = groups.select(min_neighbors, size, score=score, offset=offset)
+    if rescore is not None:
+        scores = rescore(boxes, scores)
+    if min_neighbors > 0:  # never raw windows
+        boxes, scores = drop_inside(boxes, scores, suppress_inside)
+    if min_score is not None:
+        keep = np.asarray(scores) >= min_score
+        boxes, scores = np.asarray(boxes)[keep], np.asarray(scores)[keep]
+    return boxes, scores
+
+
 def sweep_min_neighbors(
     raw: Mapping[str, tuple[np.ndarray, np.ndarray]]
     | Iterable[tuple[str, tuple[np.ndarray, np.ndarray]]],
@@ -66,6 +121,7 @@ def sweep_min_neighbors(
     offset: float = 0.0,
     rescore: Callable[[str, np.ndarray, np.ndarray], np.ndarray] | None = None,
     suppress_inside: float | None = None,
+    min_score: float | None = None,
 ) -> NeighborsCurve:
     """Evaluate the grouped detections at several ``min_neighbors`` values.
 
@@ -98,6 +154,8 @@ def sweep_min_neighbors(
         Then drop, at every threshold above 0, the detections that lie this share inside a
         better-scored one (:func:`vjboost.boxes.suppress_inside`), as the detector's own
         ``suppress_inside`` does.
+    min_score : float, optional
+        Then drop the detections scored below this, as the detector's ``min_score`` does.
 
     Returns
     -------
@@ -119,13 +177,13 @@ def sweep_min_neighbors(
     for name, (b, s) in (raw.items() if isinstance(raw, Mapping) else raw):
         groups = WindowGroups(b, s)
         size = None if image_sizes is None else image_sizes.get(name)
+        on_image = None if rescore is None else (
+            lambda b, sc, name=name: rescore(name, b, sc))
         for k, t in enumerate(ts):
-            boxes, scores, _ = groups.select(t, size, score=score, offset=offset)
-            if rescore is not None:
-                scores = rescore(name, boxes, scores)
-            if t > 0:  # never raw windows
-                boxes, scores = drop_inside(boxes, scores, suppress_inside)
-            per_t[k][name] = (boxes, scores)
+            per_t[k][name] = select_detections(groups, t, size=size, score=score,
+                                               offset=offset, rescore=on_image,
+                                               suppress_inside=suppress_inside,
+                                               min_score=min_score)
         if progress is not None:
             progress(name)
     evals = [evaluate_detections(d, ground_truth, iou_threshold=iou_threshold, ignore=ignore)
