@@ -259,3 +259,17 @@ def test_vjeval_reads_each_model_where_it_runs_with_nothing_set(scene):
     for bad, hint in ((["-n", "x"], "--min-neighbors"), (["--min-score", "y"], "--min-score")):
         res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface", *bad])
         assert res.exit_code == 2 and hint in res.output, res.output
+
+
+def test_vjeval_help_states_the_default_models_operating_point():
+    import re
+
+    from vjboost.cascade import load_model
+
+    declared = load_model("vjboost:frontalface").params["operating_score"]
+    helps = {o: " ".join((p.help or "").split()) for p in main.params for o in p.opts}
+    for option, value in (("--min-score", declared["min_score"]),
+                          ("--min-neighbors", declared["min_neighbors"])):
+        stated = re.search(r"\((?:as vjdetect runs it with nothing set: )?(\S+) for "
+                           r"vjboost:frontalface", helps[option])
+        assert stated is not None and float(stated.group(1)) == float(value), option
