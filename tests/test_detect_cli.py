@@ -308,6 +308,8 @@ def test_unset_settings_run_the_models_default_operating_point(face_png):
                            score="best", min_score=None).detect(img)
     assert [b[:4] for b in haar] == [tuple(b) for b in want.boxes.tolist()]
     for bad, hint in ((["-n", "x"], "--min-neighbors"), (["-n", "-1"], "--min-neighbors"),
-                      (["--min-score", "x"], "--min-score"), (["--min-score", "nan"], "min_score")):
+                      (["--min-score", "x"], "--min-score"),
+                      (["--min-score", "nan"], "--min-score"),
+                      (["--min-score", "inf"], "--min-score")):
         r = CliRunner().invoke(main, [*args, *bad])
         assert r.exit_code == 2 and hint in r.output, r.output

@@ -19,6 +19,7 @@ Examples::
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -357,10 +358,13 @@ def _min_score(value: str) -> float | str | None:
     if value in ("auto", "none"):
         return None if value == "none" else value
     try:
-        return float(value)
+        t = float(value)
     except ValueError:
-        raise click.BadParameter(f"expected a number, none or auto, got {value!r}",
-                                 param_hint="--min-score") from None
+        t = float("nan")
+    if not math.isfinite(t):
+        raise click.BadParameter(f"expected a finite number, none or auto, got {value!r}",
+                                 param_hint="--min-score")
+    return t
 
 
 def _coarse_to_fine(value: str) -> int | str | None:
