@@ -142,3 +142,32 @@ def test_thresholds_read_the_detector_at_each_grouping_threshold(vv, tmp_path, f
     # a threshold keeps a subset: here it drops faces the curve without it reaches
     assert 0 < out["scores"]["det"]["min_score=3"]["score"] \
         < out["scores"]["det"]["none"]["score"] < 1
+
+
+def test_face_free_alarms_are_the_detectors_on_images_without_faces(vv, tmp_path, face_views,
+                                                                    capsys):
+    from skimage import data
+
+    _, gt = face_views(tmp_path, ("det",))
+    view = tmp_path / "val" / "det"
+    # two face-free images (no annotated box) where OpenCV's settings find a false alarm each:
+    # the astronaut's flag and shoulder, and a clock
+    free_images = {"scenes/flag.png": data.astronaut()[40:200, 320:500, 1],
+                   "scenes/clock.png": data.clock()}
+    for name, img in free_images.items():
+        Image.fromarray(img).save(view / name)
+    with open(view / "images.txt", "a") as f:
+        f.write("".join(n + "\n" for n in free_images))
+    assert vv.main(["--data", str(tmp_path), "--views", "det", "facefree"]) == 0
+    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1][len("RESULT "):])
+    got = out["views"]["det"]
+    paths, images, truth = vv.tf.load_validation(tmp_path, False, "det")
+    free = [g for p, g in zip(paths, images, strict=True) if not len(truth[p])]
+    assert got["images"] == len(free) >= 2
+    model = load_model("vjboost:frontalface")
+    for name, det in (("nothing set", CascadeDetector(model)),
+                      ("OpenCV's settings", CascadeDetector(model, min_neighbors=3,
+                                                            score="best", min_score=None))):
+        assert got["false_alarms"][name] == sum(len(det.detect(g)) for g in free)
+    assert got["false_alarms"]["nothing set"] < got["false_alarms"]["OpenCV's settings"]
+    assert {"OpenCV default", "OpenCV alt2"} <= set(got["false_alarms"])

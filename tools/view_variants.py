@@ -16,6 +16,12 @@ unchanged (rounds 26, 27, 30, 31 and 35 of docs/ablation.md).
   threshold swept over minNeighbors 1 to 11 with every detection scored below t dropped
   (``sweep``: what ``CascadeDetector(min_neighbors=n, score="model", min_score=t)`` returns for
   each n, all of it kept), and the mean of the two (``both``).
+* ``facefree``: the false alarms on each view's face-free images (``--views``, default
+  ``det,det_people``: the held-out backgrounds, and those with the tiles of people's bodies) of
+  the model with nothing set (its default operating point) and at OpenCV's settings
+  (minNeighbors 3, the best window's score, no threshold), beside OpenCV's default and alt2
+  cascades (minNeighbors 3) and dlib's HOG detector at its threshold 0 (upsample 2), each as
+  ``tools/bench_peers.py`` runs it.
 
 Each variant is scored as the rounds score a candidate: on each view of ``tools/face_data.py``
 (``--views``, default all five), the declared curve's mean detection rate at the benchmark's
@@ -31,6 +37,7 @@ each view (under a minute with ``--views det``).
     python tools/view_variants.py --data /work/data/faces_ctx --quick --views det groups
     python tools/view_variants.py --data /work/data/faces_ctx relax --delta 0,0.2 --stages 6-16
     python tools/view_variants.py --data /work/data/faces_ctx threshold --min-score none,2.14
+    python tools/view_variants.py --data /work/data/faces_ctx facefree
 
 The last line is ``RESULT {json}``.
 """
@@ -163,6 +170,51 @@ def threshold_view(model, window, data: Path, view: str, quick: bool,
     return out
 
 
+def face_free_alarms(model, window, data: Path, view: str, quick: bool) -> dict:
+    """The false alarms of the model (nothing set, and OpenCV's settings) and of the peers on
+    the face-free images of one view (those with no box): ``{"images", "megapixels",
+    "false_alarms": {detector: count}}``; dlib is left out when it is not installed."""
+    from vjboost.cascade import CascadeDetector
+
+    paths, images, gt = tf.load_validation(data, quick, view)
+    free = [g for p, g in zip(paths, images, strict=True) if not len(gt[p])]
+    kw = {"scale_factor": bp.SCALE_FACTOR, "min_size": window}
+    runs = {"nothing set": CascadeDetector(model, **kw).detect,
+            "OpenCV's settings": CascadeDetector(model, min_neighbors=bp.OPERATING_NEIGHBORS,
+                                                 score="best", min_score=None, **kw).detect}
+    for label, spec in bp.OPENCV.items():
+        runs[label] = bp.Cascade(label, spec, kind="opencv").timer(1)
+    try:
+        import dlib
+    except ImportError:
+        pass
+    else:
+        hog = dlib.get_frontal_face_detector()
+        runs["dlib HOG up2"] = lambda g: bp.dlib_run(hog, g, 2, 0.0)[0]
+    return {"images": len(free), "megapixels": round(sum(g.size for g in free) / 1e6, 2),
+            "false_alarms": {k: int(sum(len(run(g)) for g in free)) for k, run in runs.items()}}
+
+
+def _facefree_main(args) -> int:
+    try:
+        views = parse_views(args.views or "det,det_people")  # where the face-free images are
+        model, window = tf.load_spec(args.model)
+        per_view = {v: face_free_alarms(model, window, args.data, v, args.quick) for v in views}
+    except (ValueError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    names = list(next(iter(per_view.values()))["false_alarms"])
+    print(f"{args.model}: false alarms on the face-free images of each view" +
+          (" (quick: every tenth image)" if args.quick else ""))
+    print(f"  {'detector':<22s}" + "".join(
+        f"{v + ' (' + str(per_view[v]['images']) + ')':>22s}" for v in views))
+    for n in names:
+        print(f"  {n:<22s}" + "".join(f"{per_view[v]['false_alarms'][n]:22d}" for v in views))
+    print("RESULT " + json.dumps({"quick": args.quick, "model": args.model,
+                                  "variants": "facefree", "views": per_view}))
+    return 0
+
+
 def _t_name(t: float) -> str:
     return "none" if t == -np.inf else f"min_score={t:g}"
 
@@ -199,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=tf.DATA, help="tools/face_data.py's output")
     ap.add_argument("--model", default="vjboost:frontalface", help="name or model file")
-    ap.add_argument("--views", default=",".join(tf.SPLITS), help="comma list of views")
+    ap.add_argument("--views", default=None,
+                    help="comma list of views (default: all five; facefree: det,det_people)")
     ap.add_argument("--quick", action="store_true", help="every tenth image of each view")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sm = sub.add_parser("smooth", help="the image smoothed before the scan")
@@ -215,7 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     th.add_argument("--min-score", default="none,3.27,2.62,2.06,1.43,0.96,0.31",
                     help="comma list of thresholds on the declared score ('none': no threshold;"
                          " default: the card's operating points)")
+    sub.add_parser("facefree", help="false alarms on the views' face-free images, beside the "
+                   "peers")
     args = ap.parse_args(argv)
+    if args.cmd == "facefree":
+        return _facefree_main(args)
+    args.views = args.views or ",".join(tf.SPLITS)
     if args.cmd == "threshold":
         return _threshold_main(args)
     try:
