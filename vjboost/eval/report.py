@@ -25,8 +25,8 @@ __all__ = [
     "COLOURS",
     "add_evaluation",
     "detection_samples",
-    "operating_points",
     "draw_detections",
+    "operating_points",
     "write_evaluation_report",
 ]
 
