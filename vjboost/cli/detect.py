@@ -19,7 +19,6 @@ Examples::
 
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +46,7 @@ from ..io import (
 )
 from ._command import Command
 from ._dask import dask_options, open_executor
+from ._operating import parse_min_neighbors, parse_min_score
 
 __all__ = ["EXIT_SOME_SKIPPED", "default_model_path", "main"]
 
@@ -339,34 +339,6 @@ def _suppress_inside(value: str) -> float | str | None:
                                f"got {value!r}") from None
 
 
-def _min_neighbors(value: str) -> int | str:
-    """``--min-neighbors`` as :class:`CascadeDetector`'s argument."""
-    if value == "auto":
-        return value
-    try:
-        n = int(value)
-    except ValueError:
-        n = -1
-    if n < 0:
-        raise click.BadParameter(f"expected an integer >= 0 or auto, got {value!r}",
-                                 param_hint="--min-neighbors")
-    return n
-
-
-def _min_score(value: str) -> float | str | None:
-    """``--min-score`` as :class:`CascadeDetector`'s argument (checked there)."""
-    if value in ("auto", "none"):
-        return None if value == "none" else value
-    try:
-        t = float(value)
-    except ValueError:
-        t = float("nan")
-    if not math.isfinite(t):
-        raise click.BadParameter(f"expected a finite number, none or auto, got {value!r}",
-                                 param_hint="--min-score")
-    return t
-
-
 def _coarse_to_fine(value: str) -> int | str | None:
     """``--coarse-to-fine`` as :class:`CascadeDetector`'s argument."""
     if value in ("model", "off"):
@@ -413,10 +385,10 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
             model = load_model(resolve_model(model_path))
         except (ModelNotFound, CascadeFormatError, VJBoostError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
-        params = dict(scale_factor=scale_factor, min_neighbors=_min_neighbors(min_neighbors),
+        params = dict(scale_factor=scale_factor, min_neighbors=parse_min_neighbors(min_neighbors),
                       min_size=_parse_size(min_size, "--min-size"),
                       max_size=_parse_size(max_size, "--max-size"), mode=mode,
-                      grouping=grouping, score=score, min_score=_min_score(min_score),
+                      grouping=grouping, score=score, min_score=parse_min_score(min_score),
                       n_stages=stages,
                       coarse_to_fine=_coarse_to_fine(coarse_to_fine), min_std=_min_std(min_std),
                       suppress_inside=_suppress_inside(suppress_inside),

@@ -27,6 +27,7 @@ from ..io import (
     read_annotations,
 )
 from ._command import Command
+from ._operating import operating_neighbors, parse_min_neighbors, parse_min_score
 
 __all__ = ["main", "resolve_model_path"]
 
@@ -145,10 +146,8 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
-    from .detect import _min_neighbors, _min_score
-
     scan = {"border": None if border == "none" else border, "border_margin": border_margin}
-    min_neighbors, min_score = _min_neighbors(min_neighbors), _min_score(min_score)
+    min_neighbors, min_score = parse_min_neighbors(min_neighbors), parse_min_score(min_score)
     with compile_notice():
         if protocol == "uiuc":
             if score not in ("best", "auto") or min_score not in ("auto", None):
@@ -170,7 +169,7 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
           scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
           output_dir, progress, report, report_samples, scan) -> None:
-    from ..cascade.detector import CascadeDetector, default_operating
+    from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
     from ..eval import evaluate_detections
@@ -204,9 +203,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
             det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0,
                                   grouping="none", min_size=min_size or None,
                                   threads=threads or None, **scan)
-            # the table's operating point: the one given, or where the model runs by default
-            at = (default_operating(model)["min_neighbors"] if min_neighbors == "auto"
-                  else min_neighbors)
+            at = operating_neighbors(model, min_neighbors)  # the table's operating point
         except (CascadeFormatError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
         loaded.append((labels[k] if labels else Path(spec.split(":")[-1]).stem, spec, det, at))
@@ -331,7 +328,6 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
     import matplotlib.pyplot as plt
 
     from .._io import save_png
-    from ..cascade.detector import default_operating
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
     from ..eval.uiuc import plot_uiuc_curves, run_uiuc
@@ -354,8 +350,7 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
         except (CascadeFormatError, AnnotationError, VJBoostError, ValueError) as exc:
             raise click.ClickException(str(exc)) from None
         evs[label] = ev
-        at = (default_operating(model)["min_neighbors"] if min_neighbors == "auto"
-              else min_neighbors)
+        at = operating_neighbors(model, min_neighbors)
         op = ev.at_threshold(at + 1)  # groups of more than min_neighbors windows
         rows.append({"label": label, "model": spec, **ev.as_dict(), "at_min_neighbors": {
             "min_neighbors": at, **op}, "detect_seconds": info["detect_seconds"]})
