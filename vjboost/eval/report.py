@@ -16,7 +16,6 @@ from typing import Any
 import numpy as np
 
 from .._html import Page
-from ..boxes import WindowGroups
 from .matching import IGNORED, match_detections
 from .run import DetectorRun, EvaluationSet
 from .sweep import NeighborsCurve
@@ -130,12 +129,7 @@ def detection_samples(run: DetectorRun, eval_set: EvaluationSet, *, min_neighbor
     for name in eval_set.images:
         if name not in run.kept:
             continue
-        if run.select is not None:  # as the curve's detections
-            det, sc = run.select(name, min_neighbors)
-        else:
-            boxes, scores = run.kept[name]
-            det, sc, _ = WindowGroups(boxes, scores).select(min_neighbors,
-                                                            eval_set.sizes.get(name))
+        det, sc = run.select(name, min_neighbors)  # as the curve's detections
         gt = ann.get(name, np.zeros((0, 4), np.int64))
         ign = ann.ignore_for(name)
         matched, _ = match_detections(det, sc, gt, iou_threshold=iou_threshold,

@@ -144,10 +144,9 @@ class DetectorRun:
         Raw windows over all images.
     kept : dict of str to (boxes (n, 4), scores (n,))
         Raw windows of the images asked for with ``keep``.
-    select : callable, optional
+    select : callable
         ``select(image, min_neighbors) -> (boxes, scores)``: a kept image's detections at a
-        threshold, scored and pruned as the curve's (None: the best window's score, nothing
-        pruned).
+        threshold, scored and pruned as the curve's.
     """
 
     curve: NeighborsCurve
@@ -155,7 +154,7 @@ class DetectorRun:
     sweep_seconds: float
     raw_windows: int
     kept: dict[str, tuple[np.ndarray, np.ndarray]]
-    select: Callable[[str, int], tuple[np.ndarray, np.ndarray]] | None = None
+    select: Callable[[str, int], tuple[np.ndarray, np.ndarray]]
 
     def as_dict(self, min_neighbors: int) -> dict[str, Any]:
         """JSON-friendly summary: times, raw windows, the evaluation at ``min_neighbors`` and
