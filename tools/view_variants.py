@@ -140,6 +140,16 @@ def parse_thresholds(text: str) -> list[float]:
     return out
 
 
+def declared_ranking(model) -> tuple[str, dict]:
+    """How the rounds rank a model's groups (:func:`bench_peers.ranked`'s ``rank`` and keyword
+    arguments): its verifier's score (the margin without one), over its last stage's
+    threshold, those inside a better one dropped at its declared share."""
+    verifier = bp.model_verifier(model) if "verifier" in model.params else None
+    return ("verified" if verifier is not None else "margin",
+            {"last_threshold": model.stages[-1].threshold, "verifier": verifier,
+             "suppress": bp.declared_suppression(model)})
+
+
 def threshold_view(model, window, data: Path, view: str, quick: bool,
                    thresholds: list[float]) -> dict[str, dict[str, float]]:
     """Round 35's three scores of each ``min_score`` on one view: ``score`` (the declared
@@ -149,12 +159,9 @@ def threshold_view(model, window, data: Path, view: str, quick: bool,
     budgets = tf.scaled_budgets(sum(g.size for g in images) / 1e6, tf.CMU_MIT_MP)
     det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
     groups = [bp.vj_groups(*det.raw_windows(g)) for g in images]
-    verifier = bp.model_verifier(model) if "verifier" in model.params else None
-    rank = "verified" if verifier is not None else "margin"
+    rank, kw = declared_ranking(model)
     # each grouping threshold's detections, scored and pruned as the detector does them
-    by_n = {n: {p: bp.ranked(gr, n, (g.shape[1], g.shape[0]), rank,
-                             last_threshold=model.stages[-1].threshold, image=g,
-                             verifier=verifier, suppress=bp.declared_suppression(model))
+    by_n = {n: {p: bp.ranked(gr, n, (g.shape[1], g.shape[0]), rank, image=g, **kw)
                 for p, g, gr in zip(paths, images, groups, strict=True)}
             for n in SWEEP_NEIGHBORS}
     out = {}
@@ -195,14 +202,7 @@ def face_free_alarms(model, window, data: Path, view: str, quick: bool) -> dict:
             "false_alarms": {k: int(sum(len(run(g)) for g in free)) for k, run in runs.items()}}
 
 
-def _facefree_main(args) -> int:
-    try:
-        views = parse_views(args.views or "det,det_people")  # where the face-free images are
-        model, window = tf.load_spec(args.model)
-        per_view = {v: face_free_alarms(model, window, args.data, v, args.quick) for v in views}
-    except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+def _print_facefree(args, views: list[str], per_view: dict) -> None:
     names = list(next(iter(per_view.values()))["false_alarms"])
     print(f"{args.model}: false alarms on the face-free images of each view" +
           (" (quick: every tenth image)" if args.quick else ""))
@@ -212,7 +212,6 @@ def _facefree_main(args) -> int:
         print(f"  {n:<22s}" + "".join(f"{per_view[v]['false_alarms'][n]:22d}" for v in views))
     print("RESULT " + json.dumps({"quick": args.quick, "model": args.model,
                                   "variants": "facefree", "views": per_view}))
-    return 0
 
 
 def _t_name(t: float) -> str:
@@ -233,15 +232,11 @@ def score_view(variants: dict, window, data: Path, view: str, quick: bool) -> di
         if key not in raw:
             det = bp.vj_detector(model, window, threads=1, min_neighbors=0)
             raw[key] = [det.raw_windows(smoothed(g, sigma)) for g in images]
-        suppress = bp.declared_suppression(model)
-        verifier = bp.model_verifier(model) if "verifier" in model.params else None
-        rank = "verified" if verifier is not None else "margin"
-        last = model.stages[-1].threshold
+        rank, kw = declared_ranking(model)
         # the model's own ranking (on the image as it is) of its groups at minNeighbors 1,
         # or of every group
         dets = {p: bp.ranked(bp.vj_groups(b, s), 0 if singles else 1, (g.shape[1], g.shape[0]),
-                             rank, last_threshold=last, image=g, verifier=verifier,
-                             suppress=suppress, singles=singles)
+                             rank, image=g, singles=singles, **kw)
                 for p, g, (b, s) in zip(paths, images, raw[key], strict=True)}
         out[name] = _score(dets, gt, budgets)
     return out
@@ -271,28 +266,41 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("facefree", help="false alarms on the views' face-free images, beside the "
                    "peers")
     args = ap.parse_args(argv)
-    if args.cmd == "facefree":
-        return _facefree_main(args)
-    args.views = args.views or ",".join(tf.SPLITS)
-    if args.cmd == "threshold":
-        return _threshold_main(args)
     try:
-        views = parse_views(args.views)
+        # the face-free images are those of val/det and val/det_people
+        views = parse_views(args.views or ("det,det_people" if args.cmd == "facefree"
+                                           else ",".join(tf.SPLITS)))
         model, window = tf.load_spec(args.model)
-        if args.cmd == "smooth":
-            variants = {f"sigma={s:g}": (model, s, False) for s in parse_sigmas(args.sigma)}
-        elif args.cmd == "groups":
-            variants = {"min_neighbors=1": (model, 0.0, False),
-                        "every_group": (model, 0.0, True)}
+        if args.cmd == "facefree":
+            per_view = {v: face_free_alarms(model, window, args.data, v, args.quick)
+                        for v in views}
+        elif args.cmd == "threshold":
+            ts = parse_thresholds(args.min_score)
+            per_view = {v: threshold_view(model, window, args.data, v, args.quick, ts)
+                        for v in views}
         else:
-            n = model.n_stages
-            stages = parse_stages(args.stages or f"1-{max(n - 1, 1)}", n)
-            variants = {f"delta={d:g}": (relaxed(model, d, stages) if d else model, 0.0, False)
-                        for d in parse_sigmas(args.delta, what="--delta")}
-        per_view = {v: score_view(variants, window, args.data, v, args.quick) for v in views}
+            if args.cmd == "smooth":
+                variants = {f"sigma={s:g}": (model, s, False) for s in parse_sigmas(args.sigma)}
+            elif args.cmd == "groups":
+                variants = {"min_neighbors=1": (model, 0.0, False),
+                            "every_group": (model, 0.0, True)}
+            else:
+                n = model.n_stages
+                stages = parse_stages(args.stages or f"1-{max(n - 1, 1)}", n)
+                variants = {f"delta={d:g}": (relaxed(model, d, stages) if d else model, 0.0,
+                                             False)
+                            for d in parse_sigmas(args.delta, what="--delta")}
+            per_view = {v: score_view(variants, window, args.data, v, args.quick)
+                        for v in views}
     except (ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    if args.cmd == "facefree":
+        _print_facefree(args, views, per_view)
+        return 0
+    if args.cmd == "threshold":
+        _print_threshold(args, views, per_view, [_t_name(t) for t in ts])
+        return 0
     mean = {n: round(float(np.mean([per_view[v][n] for v in views])), 4) for n in variants}
     print(f"{args.model}: {args.cmd}, mean of the six budgets per view" +
           (" (quick: every tenth image)" if args.quick else ""))
@@ -306,17 +314,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _threshold_main(args) -> int:
-    try:
-        views = parse_views(args.views)
-        model, window = tf.load_spec(args.model)
-        ts = parse_thresholds(args.min_score)
-        per_view = {v: threshold_view(model, window, args.data, v, args.quick, ts)
-                    for v in views}
-    except (ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    names = [_t_name(t) for t in ts]
+def _print_threshold(args, views: list[str], per_view: dict, names: list[str]) -> None:
     mean = {n: {k: round(float(np.mean([per_view[v][n][k] for v in views])), 4)
                 for k in ("score", "sweep", "both")} for n in names}
     print(f"{args.model}: threshold, mean of the six budgets per view (score / sweep)" +
@@ -330,7 +328,6 @@ def _threshold_main(args) -> int:
     result = {"quick": args.quick, "model": args.model, "variants": "threshold", "views": views,
               "scores": per_view, "mean": mean}
     print("RESULT " + json.dumps(result))
-    return 0
 
 
 if __name__ == "__main__":
