@@ -5,8 +5,9 @@ window over the last stage's threshold, summed over the group). A second opinion
 feature family helps where the cascade's features are weakest: the :class:`DetectionVerifier`
 cuts each *detection* (not each window: a photograph has a handful of groups against millions
 of windows, so its cost is negligible) with a margin around its box, resizes it to a square of
-``size`` pixels, describes it by HOG (:class:`vjboost.features.hog.HOGFamily`) and scores
-it with an L2-regularised logistic regression, fitted on the training faces (jittered, as the
+``size`` pixels, describes it by HOG (:class:`vjboost.features.hog.HOGFamily`, or
+Felzenszwalb's HOG, :func:`vjboost.features.hog.fhog_descriptor`) and scores it with an
+L2-regularised logistic regression, fitted on the training faces (jittered, as the
 detector's boxes lie around a face) against the windows that the cascade's first stages accept
 on the training backgrounds and, optionally, the whole cascade's false alarms there, or those
 of a cut a few stages shorter (:func:`fit_verifier`'s ``hard_per_image`` and ``hard_stages``),
@@ -41,7 +42,7 @@ import numpy as np
 
 from .._limits import check_int
 from .._memory import check_memory
-from ..features.hog import HOGFamily
+from ..features.hog import HOGFamily, fhog_descriptor, fhog_length
 
 __all__ = [
     "DetectionVerifier",
@@ -55,6 +56,8 @@ __all__ = [
 #: margins at or below zero (a group whose windows all scored at the last threshold) are
 #: clamped to this before the logarithm, so that they rank below every positive margin
 TINY_MARGIN = 1e-6
+#: the descriptions a verifier can read: HOG with L2-Hys blocks, Felzenszwalb's HOG
+DESCRIPTORS = ("hog", "fhog")
 #: the HOG channels of one batch of windows stay within this many bytes
 #: (:meth:`DetectionVerifier.features` computes descriptors batch by batch)
 FEATURE_BATCH_BYTES = 256 << 20
@@ -143,7 +146,12 @@ class DetectionVerifier:
         Margin added on each side of a detection box before cropping, as a share of the box
         side (the training windows' framing: a 24-pixel box in a 32-pixel window).
     pixels_per_cell, orientations : int, default=7, 9
-        HOG parameters (:class:`vjboost.features.hog.HOGFamily`, 2×2 cells per block).
+        HOG parameters (:class:`vjboost.features.hog.HOGFamily`, 2×2 cells per block; for
+        ``"fhog"``, :func:`vjboost.features.hog.fhog_descriptor`'s).
+    descriptor : {"hog", "fhog"}, default="hog"
+        ``"hog"``: unsigned orientations, each 2×2-cell block L2-Hys normalised;
+        ``"fhog"``: Felzenszwalb's HOG (signed and unsigned orientations and the gradient
+        energy of each cell, normalised by the four blocks around it), dlib's description.
     C : float, default=0.1
         Inverse L2 regularisation strength (the two classes weighted equally).
     weight : float, default=0.2
@@ -166,7 +174,7 @@ class DetectionVerifier:
 
     def __init__(self, *, size: int = 32, context: float = 1 / 6, pixels_per_cell: int = 7,
                  orientations: int = 9, C: float = 0.1, weight: float = 0.2,
-                 mirror: bool = False) -> None:
+                 mirror: bool = False, descriptor: str = "hog") -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 8:
             raise ValueError(f"size: expected an integer >= 8, got {size!r}")
         if not (isinstance(context, int | float) and 0 <= context <= 1):
@@ -185,12 +193,19 @@ class DetectionVerifier:
             raise ValueError(f"C: expected a number > 0, got {C!r}")
         if not isinstance(mirror, bool):
             raise ValueError(f"mirror: expected True or False, got {mirror!r}")
+        if descriptor not in DESCRIPTORS:
+            raise ValueError(f"descriptor: expected one of {', '.join(DESCRIPTORS)}, got "
+                             f"{descriptor!r}")
         self.size, self.context = int(size), float(context)
         self.pixels_per_cell, self.orientations = int(pixels_per_cell), int(orientations)
         self.C, self.weight, self.mirror = float(C), float(weight), mirror
+        self.descriptor = descriptor
         # one family for every call (hog_descriptor would build one per call)
         self._hog = HOGFamily((self.size, self.size), orientations=self.orientations,
                               pixels_per_cell=(self.pixels_per_cell,) * 2)
+        self._n_features = self._hog.n_features if descriptor == "hog" else fhog_length(
+            (self.size, self.size), pixels_per_cell=self.pixels_per_cell,
+            orientations=self.orientations)
 
     # -- features -------------------------------------------------------------------------------
 
@@ -211,15 +226,18 @@ class DetectionVerifier:
         return crop_boxes(image, boxes, size=self.size, context=self.context)
 
     def features(self, windows: Any) -> np.ndarray:
-        """HOG descriptors of ``(N, size, size)`` uint8 windows: ``(N, n_features)`` float32."""
+        """Descriptors of ``(N, size, size)`` uint8 windows: ``(N, n_features)`` float32."""
         w = np.asarray(windows)
         if w.ndim != 3 or w.shape[1:] != (self.size, self.size) or w.dtype != np.uint8:
             raise ValueError(f"windows: expected (N, {self.size}, {self.size}) uint8, got "
                              f"{w.dtype} {w.shape}")
-        q = self._hog.n_features
+        q = self._n_features
         if 4 * q * len(w) > FEATURE_BATCH_BYTES:  # a detection's few crops read no meminfo
             check_memory(4 * q * len(w), f"HOG descriptors of {len(w)} windows ({q} values "
                          "each)", advice="Fit on fewer windows (hard_per_image, part_per_face).")
+        if self.descriptor == "fhog":  # no channel planes: the kernel reads the windows
+            return fhog_descriptor(w, pixels_per_cell=self.pixels_per_cell,
+                                   orientations=self.orientations).reshape(len(w), q)
         out = np.empty((len(w), q), np.float32)
         # batch by batch: the channels of every window at once can need more memory than the
         # descriptors (a weak cascade's false alarms run to hundreds of thousands)
@@ -329,7 +347,8 @@ class DetectionVerifier:
                 "pixels_per_cell": self.pixels_per_cell, "orientations": self.orientations,
                 "C": self.C, "weight": self.weight,
                 "coef": [float(v) for v in self.coef_], "intercept": self.intercept_,
-                **({"mirror": True} if self.mirror else {})}
+                **({"mirror": True} if self.mirror else {}),
+                **({"descriptor": self.descriptor} if self.descriptor != "hog" else {})}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], *, name: str = "verifier") -> DetectionVerifier:
@@ -352,12 +371,12 @@ class DetectionVerifier:
         try:
             v = cls(size=d["size"], context=d["context"], pixels_per_cell=d["pixels_per_cell"],
                     orientations=d["orientations"], C=d["C"], weight=d["weight"],
-                    mirror=d.get("mirror", False))
+                    mirror=d.get("mirror", False), descriptor=d.get("descriptor", "hog"))
             coef = np.asarray(d["coef"], np.float64)
             intercept = float(d["intercept"])
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{name}: {e}") from None
-        n = v._hog.n_features
+        n = v._n_features
         if coef.shape != (n,) or not np.isfinite(coef).all() or not math.isfinite(intercept):
             raise ValueError(f"{name}: expected {n} finite coefficients and a finite intercept")
         v.coef_, v.intercept_, v.n_features_in_ = coef, intercept, n

@@ -45,7 +45,13 @@ if TYPE_CHECKING:
         convert_color,
         grid_rects,
     )
-    from vjboost.features.hog import HOG_NORMS, HOGFamily, hog_descriptor
+    from vjboost.features.hog import (
+        HOG_NORMS,
+        HOGFamily,
+        fhog_descriptor,
+        fhog_length,
+        hog_descriptor,
+    )
     from vjboost.features.lbp import (
         LBP_METHODS,
         LBPCodeFamily,

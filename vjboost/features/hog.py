@@ -48,16 +48,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numba
 import numpy as np
+from numba import prange
 
-from vjboost.features.base import FeatureFamily, check_window_shape, register_family
+from vjboost.features.base import (
+    FeatureFamily,
+    check_window_shape,
+    check_windows,
+    register_family,
+)
 from vjboost.features.channels import MAG_SCALE, ChannelSet
 from vjboost.features.program import HOG_NORMS, Program
 
-__all__ = ["HOG_NORMS", "HOGFamily", "hog_descriptor"]
+__all__ = ["HOG_NORMS", "HOGFamily", "fhog_descriptor", "fhog_length", "hog_descriptor"]
 
 #: scikit-image's block-normalisation regulariser on mean-per-pixel histograms
 _EPS = 1e-5
+#: Felzenszwalb's HOG: the regulariser of a block's squared energy (grey levels squared), the
+#: truncation of each normalised entry, and the weight of the four energy features
+FHOG_EPS, FHOG_CLIP, FHOG_TEXTURE = 1e-4, 0.2, 0.2357
 
 
 @register_family
@@ -190,3 +200,177 @@ def hog_descriptor(window: Any, *, orientations: int = 9,
                     cells_per_block=cells_per_block, block_norm=block_norm, signed=signed)
     out = fam.compute(arr).T
     return out[0] if single else np.ascontiguousarray(out)
+
+
+def fhog_length(window_shape: Sequence[int], *, pixels_per_cell: int = 8,
+                orientations: int = 9) -> int:
+    """Length of :func:`fhog_descriptor`'s vector for one window.
+
+    Parameters
+    ----------
+    window_shape : (int, int)
+        ``(H, W)`` in pixels.
+    pixels_per_cell : int, default=8
+    orientations : int, default=9
+
+    Returns
+    -------
+    int
+        ``((H - 2) // p) * ((W - 2) // p) * (3 * orientations + 4)``.
+
+    Examples
+    --------
+    >>> fhog_length((40, 40), pixels_per_cell=5)
+    1519
+    """
+    h, w = check_window_shape(window_shape)
+    p, n = _fhog_params(pixels_per_cell, orientations)
+    cy, cx = (h - 2) // p, (w - 2) // p
+    if cy < 1 or cx < 1:
+        raise ValueError(f"window_shape: a {h}x{w} window holds no cell of {p}x{p} pixels on its "
+                         f"interior (needs at least {p + 2}x{p + 2})")
+    return cy * cx * (3 * n + 4)
+
+
+def _fhog_params(pixels_per_cell: Any, orientations: Any) -> tuple[int, int]:
+    for name, v, lo, hi in (("pixels_per_cell", pixels_per_cell, 1, 255),
+                            ("orientations", orientations, 1, 90)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or not lo <= v <= hi:
+            raise ValueError(f"{name}: expected an integer in {lo}..{hi}, got {v!r}")
+    return int(pixels_per_cell), int(orientations)
+
+
+def fhog_descriptor(window: Any, *, pixels_per_cell: int = 8, orientations: int = 9) -> np.ndarray:
+    """Felzenszwalb's HOG of one gray window (or of each window of a stack).
+
+    The descriptor of Felzenszwalb, Girshick, McAllester and Ramanan (PAMI 2010), which dlib's
+    and the deformable-parts detectors read. On the interior pixels of the window (the
+    :class:`HOGFamily` gradient: central differences of window pixels only), each pixel's
+    gradient magnitude goes to the nearest of ``2 n`` directions (``n = orientations``, signed,
+    0-360 degrees) and is shared bilinearly between the four cells whose centres surround it;
+    cells of ``p = pixels_per_cell`` pixels tile the interior from pixel ``(1, 1)``. A cell's
+    four normalisers are ``1 / sqrt(E + 1e-4)`` for the 2x2-cell blocks that contain it, ``E``
+    the block's sum of the cells' squared unsigned histograms (``sum_o (h_o + h_{o+n})^2``);
+    blocks reaching past the grid reuse its edge cells. Per cell, ``3 n + 4`` values, each
+    normalised entry truncated at 0.2: the ``2 n`` signed entries and the ``n`` unsigned ones
+    (``h_o + h_{o+n}``), each half the sum of its four normalised values; then, per
+    normaliser, 0.2357 times the sum of the ``2 n`` truncated signed entries (gradient energy
+    around the cell). Dividing by block energies makes it invariant to contrast (up to the
+    regulariser).
+
+    Parameters
+    ----------
+    window : array-like (H, W) or (S, H, W), uint8
+    pixels_per_cell : int, default=8
+        Cell side ``p`` in pixels.
+    orientations : int, default=9
+        ``n``: unsigned orientation bins (``2 n`` signed ones).
+
+    Returns
+    -------
+    ndarray of float32, shape (n_features,) or (S, n_features)
+        Cells in row-major order, each cell's ``3 n + 4`` values together: signed, unsigned,
+        energy; :func:`fhog_length` values per window.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ramp = np.tile(np.arange(20, dtype=np.uint8) * 10, (20, 1))   # gradient at 0 degrees
+    >>> v = fhog_descriptor(ramp, pixels_per_cell=6).reshape(3, 3, 31)
+    >>> int(np.argmax(v[1, 1, :18])), int(np.argmax(v[1, 1, 18:27]))
+    (0, 0)
+    """
+    p, n = _fhog_params(pixels_per_cell, orientations)
+    arr = np.asarray(window)
+    single = arr.ndim == 2
+    if single:
+        arr = arr[None]
+    if arr.ndim != 3:
+        raise ValueError(f"window: expected (H, W) or (S, H, W), got shape {arr.shape}")
+    if arr.shape[0]:  # an empty stack has no descriptors (a verifier may read none)
+        arr = check_windows(arr, arr.shape[1:3], name="window")
+    q = fhog_length(arr.shape[1:3], pixels_per_cell=p, orientations=n)
+    out = np.empty((arr.shape[0], q), np.float32)
+    if arr.shape[0]:
+        _fhog(arr, p, n, out)
+    return out[0] if single else out
+
+
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _fhog(windows, p, n, out):  # pragma: no cover - numba
+    s, h, w = windows.shape
+    cy, cx = (h - 2) // p, (w - 2) // p
+    nb = 2 * n
+    per = 3 * n + 4
+    step = 2.0 * np.pi / nb
+    for k in prange(s):
+        img = windows[k]
+        hist = np.zeros((cy, cx, nb))
+        for u in range(cy * p):
+            y = u + 1
+            fy = (u + 0.5) / p - 0.5
+            iy = int(np.floor(fy))
+            wy1 = fy - iy
+            for v in range(cx * p):
+                x = v + 1
+                gy = float(img[y + 1, x]) - float(img[y - 1, x])
+                gx = float(img[y, x + 1]) - float(img[y, x - 1])
+                m = np.sqrt(gy * gy + gx * gx)
+                if m == 0.0:
+                    continue
+                a = np.arctan2(gy, gx)
+                if a < 0.0:
+                    a += 2.0 * np.pi
+                o = int(np.floor(a / step + 0.5)) % nb
+                fx = (v + 0.5) / p - 0.5
+                ix = int(np.floor(fx))
+                wx1 = fx - ix
+                for dy in range(2):
+                    yy = iy + dy
+                    if yy < 0 or yy >= cy:
+                        continue
+                    wy = wy1 if dy else 1.0 - wy1
+                    for dx in range(2):
+                        xx = ix + dx
+                        if xx < 0 or xx >= cx:
+                            continue
+                        hist[yy, xx, o] += m * wy * (wx1 if dx else 1.0 - wx1)
+        energy = np.zeros((cy, cx))
+        for i in range(cy):
+            for j in range(cx):
+                e = 0.0
+                for o in range(n):
+                    t = hist[i, j, o] + hist[i, j, o + n]
+                    e += t * t
+                energy[i, j] = e
+        norms = np.empty(4)
+        for i in range(cy):
+            for j in range(cx):
+                b = 0
+                for a0 in range(-1, 1):
+                    for b0 in range(-1, 1):
+                        e = 0.0
+                        for di in range(2):
+                            ii = min(max(i + a0 + di, 0), cy - 1)
+                            for dj in range(2):
+                                jj = min(max(j + b0 + dj, 0), cx - 1)
+                                e += energy[ii, jj]
+                        norms[b] = 1.0 / np.sqrt(e + FHOG_EPS)
+                        b += 1
+                base = (i * cx + j) * per
+                tex = np.zeros(4)
+                for o in range(nb):
+                    acc = 0.0
+                    for r in range(4):
+                        t = min(hist[i, j, o] * norms[r], FHOG_CLIP)
+                        acc += t
+                        tex[r] += t
+                    out[k, base + o] = 0.5 * acc
+                for o in range(n):
+                    u2 = hist[i, j, o] + hist[i, j, o + n]
+                    acc = 0.0
+                    for r in range(4):
+                        acc += min(u2 * norms[r], FHOG_CLIP)
+                    out[k, base + nb + o] = 0.5 * acc
+                for r in range(4):
+                    out[k, base + 3 * n + r] = FHOG_TEXTURE * tex[r]
