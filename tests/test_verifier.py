@@ -247,17 +247,30 @@ def test_unset_settings_run_the_declared_default_operating_point(face_model):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
-def test_detector_threads_cover_the_verifier(face_model, thread_counts):
-    # threads=1 is one thread for the whole detection, the verifier's HOG included (the
-    # benchmarks time a detector against single-threaded peers by CPU seconds)
+@pytest.mark.parametrize("descriptor", ["fhog", "hog"])
+def test_detector_threads_cover_the_verifier(face_model, thread_counts, descriptor):
+    # threads=1 is one thread for the whole detection, the verifier's descriptor included (the
+    # benchmarks time a detector against single-threaded peers by CPU seconds); the shipped
+    # model's verifier reads Felzenszwalb's HOG, a copy of it is given an unsigned-HOG one
+    import copy
+
     from skimage import data
 
-    from vjboost.features.hog import HOGFamily
+    import vjboost.features.hog as hog_mod
 
-    seen = thread_counts(HOGFamily, "compute")
+    model = face_model
+    if descriptor == "hog":
+        model = copy.deepcopy(face_model)
+        ver = dict(model.params["verifier"])
+        ver.pop("descriptor")
+        n = DetectionVerifier(size=ver["size"], pixels_per_cell=ver["pixels_per_cell"])._hog
+        model.params["verifier"] = dict(ver, coef=[0.0] * n.n_features, intercept=0.0)
+    assert DetectionVerifier.from_dict(model.params["verifier"]).descriptor == descriptor
+    seen = (thread_counts(hog_mod, "_fhog") if descriptor == "fhog"
+            else thread_counts(hog_mod.HOGFamily, "compute"))
     img = data.astronaut()[..., 1]
     for threads in (1, 2):
-        det = CascadeDetector(face_model, min_neighbors=1, score="model", threads=threads)
+        det = CascadeDetector(model, min_neighbors=1, score="model", threads=threads)
         assert len(det.detect(img)) > 0
         assert seen and set(seen) == {threads}
         seen.clear()

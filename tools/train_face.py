@@ -128,7 +128,7 @@ def check_data(recipe: str, data: Path) -> None:
 
 #: the operating score each recipe's model declares (chosen on validation; a ``min_score`` is
 #: the model's default threshold, what a detector left at ``score="auto"`` applies: round 35)
-OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "verified", "min_score": 3.27},
+OPERATING = {"frontalface": {"min_neighbors": 1, "rank": "verified", "min_score": 3.43},
              "frontalface_haar": {"min_neighbors": 1, "rank": "margin"}}
 #: the coarse-to-fine scan each recipe's model declares (``params["coarse_to_fine"]``): the
 #: fewest coarse stages that meet the detection-time target (vjboost/models/README.md)
@@ -149,15 +149,16 @@ VERIFIED = ("frontalface",)
 #: (a later stage that adds almost nothing on validation still costs faces that it was not
 #: trained on; vjboost/models/README.md)
 SHIPPED_STAGES = {"frontalface": 17}
-#: each verified recipe's verifier (``fit_verifier`` options): HOG of the detection crop with its
-#: cells and size, the verdict's weight, and among its negatives all the false alarms on the
-#: training backgrounds of the cascade cut two stages short of the shipped ones (``hard_stages``:
-#: its false alarms and the near misses around them; ``hard_per_image`` only caps them) and three
-#: per training face and factor of the whole cascade's false alarms on the faces themselves
-#: (``part_per_face``: parts of a face found as a smaller face); chosen on the validation views
-#: (vjboost/models/README.md, *Its verifier and its stages, chosen again*, *The false alarms of
-#: a shorter cut* and *Parts of faces inside faces*)
+#: each verified recipe's verifier (``fit_verifier`` options): Felzenszwalb's HOG of the detection
+#: crop (round 36) with its cells and size, the verdict's weight, and among its negatives all the
+#: false alarms on the training backgrounds of the cascade cut two stages short of the shipped
+#: ones (``hard_stages``: its false alarms and the near misses around them; ``hard_per_image``
+#: only caps them) and three per training face and factor of the whole cascade's false alarms on
+#: the faces themselves (``part_per_face``: parts of a face found as a smaller face); chosen on
+#: the validation views (vjboost/models/README.md, *Its verifier and its stages, chosen again*,
+#: *The false alarms of a shorter cut*, *Parts of faces inside faces*, *Its description*)
 VERIFIER = {"frontalface": {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
+                            "descriptor": "fhog",
                             "hard_per_image": 300,
                             "hard_stages": SHIPPED_STAGES["frontalface"] - 2,
                             "part_per_face": 3}}
