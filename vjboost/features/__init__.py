@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         get_family_class,
         register_family,
         registered_families,
+        window_stack,
     )
     from vjboost.features.custom import WindowFunctionFamily, function_family
     from vjboost.features.fourier import (

@@ -55,6 +55,7 @@ __all__ = [
     "get_family_class",
     "register_family",
     "registered_families",
+    "window_stack",
 ]
 
 FeatureKind = Literal["ordered", "categorical"]
@@ -165,6 +166,36 @@ def _as_uint8(arr: np.ndarray, name: str) -> np.ndarray:
         f"{name}: expected 8-bit images (dtype uint8), got dtype {arr.dtype}; convert e.g. with "
         "skimage.util.img_as_ubyte"
     )
+
+
+def window_stack(x: Any, *, name: str = "windows") -> tuple[np.ndarray, bool]:
+    """One window ``(H, W)`` or a stack ``(S, H, W)`` as a stack, and whether it was one.
+
+    Parameters
+    ----------
+    x : array-like, shape (H, W) or (S, H, W)
+    name : str, default="windows"
+        Argument name used in the error message.
+
+    Returns
+    -------
+    stack : ndarray, shape (S, H, W)
+        ``x[None]`` for one window (a view), else ``np.asarray(x)``.
+    single : bool
+
+    Examples
+    --------
+    >>> stack, single = window_stack(np.zeros((4, 5)))
+    >>> stack.shape, single
+    ((1, 4, 5), True)
+    """
+    arr = np.asarray(x)
+    single = arr.ndim == 2
+    if single:
+        arr = arr[None]
+    if arr.ndim != 3:
+        raise ValueError(f"{name}: expected (H, W) or (S, H, W), got shape {arr.shape}")
+    return arr, single
 
 
 def check_windows(

@@ -57,6 +57,7 @@ from vjboost.features.base import (
     check_window_shape,
     check_windows,
     register_family,
+    window_stack,
 )
 from vjboost.features.channels import MAG_SCALE, ChannelSet
 from vjboost.features.program import HOG_NORMS, Program
@@ -190,12 +191,7 @@ def hog_descriptor(window: Any, *, orientations: int = 9,
     >>> hog_descriptor(np.zeros((18, 18), np.uint8), pixels_per_cell=(4, 4)).shape
     (324,)
     """
-    arr = np.asarray(window)
-    single = arr.ndim == 2
-    if single:
-        arr = arr[None]
-    if arr.ndim != 3:
-        raise ValueError(f"window: expected (H, W) or (S, H, W), got shape {arr.shape}")
+    arr, single = window_stack(window, name="window")
     fam = HOGFamily(arr.shape[1:3], orientations=orientations, pixels_per_cell=pixels_per_cell,
                     cells_per_block=cells_per_block, block_norm=block_norm, signed=signed)
     out = fam.compute(arr).T
@@ -281,12 +277,7 @@ def fhog_descriptor(window: Any, *, pixels_per_cell: int = 8, orientations: int 
     (0, 0)
     """
     p, n = _fhog_params(pixels_per_cell, orientations)
-    arr = np.asarray(window)
-    single = arr.ndim == 2
-    if single:
-        arr = arr[None]
-    if arr.ndim != 3:
-        raise ValueError(f"window: expected (H, W) or (S, H, W), got shape {arr.shape}")
+    arr, single = window_stack(window, name="window")
     if arr.shape[0]:  # an empty stack has no descriptors (a verifier may read none)
         arr = check_windows(arr, arr.shape[1:3], name="window")
     q = fhog_length(arr.shape[1:3], pixels_per_cell=p, orientations=n)

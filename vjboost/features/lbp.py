@@ -52,7 +52,13 @@ import numpy as np
 from numba import prange
 
 from vjboost._errors import InputError
-from vjboost.features.base import FeatureFamily, check_window_shape, check_windows, register_family
+from vjboost.features.base import (
+    FeatureFamily,
+    check_window_shape,
+    check_windows,
+    register_family,
+    window_stack,
+)
 from vjboost.features.channels import ChannelKind, gray_of, register_channel_kind
 from vjboost.features.histogram import LabelHistogramFamily, grid_rects
 from vjboost.features.pixel import pixel_program
@@ -313,12 +319,7 @@ def local_binary_pattern(image: Any, P: int = 8, R: float = 1.0,
         float64).
     """
     P, R, method = _check_params(P, R, method)
-    arr = np.asarray(image)
-    single = arr.ndim == 2
-    if single:
-        arr = arr[None]
-    if arr.ndim != 3:
-        raise ValueError(f"image: expected (H, W) or (N, H, W), got shape {arr.shape}")
+    arr, single = window_stack(image, name="image")
     arr = check_windows(arr, arr.shape[1:3], name="image")
     out = _codes(arr, P, R, method, reference=True)[:, 0]
     return out[0] if single else out

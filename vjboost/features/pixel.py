@@ -48,6 +48,7 @@ from vjboost.features.base import (
     check_window_shape,
     check_windows,
     register_family,
+    window_stack,
 )
 from vjboost.features.channels import MAG_SCALE, ChannelSet
 from vjboost.features.program import NORM_NONE, Program
@@ -140,12 +141,7 @@ def gradient_magnitude(windows: Any) -> np.ndarray:
         ``hypot(g_row, g_col)`` with central differences, ``g_row = 0`` on the first/last row and
         ``g_col = 0`` on the first/last column (``skimage.feature.hog``'s gradient).
     """
-    arr = np.asarray(windows)
-    single = arr.ndim == 2
-    if single:
-        arr = arr[None]
-    if arr.ndim != 3:
-        raise ValueError(f"windows: expected (S, H, W) or (H, W), got shape {arr.shape}")
+    arr, single = window_stack(windows)
     arr = check_windows(arr, arr.shape[1:3])
     out = np.empty(arr.shape, dtype=np.float64)
     _grad_mag_batch(arr, out)
