@@ -31,6 +31,12 @@ touch the interior's border differ (scikit-image sets the gradient to 0 on its i
 where we use the real neighbours), the others agree up to the 1/8 magnitude quantisation (the
 tests check both).
 
+:func:`fhog_descriptor` is Felzenszwalb's HOG of a whole window (signed and unsigned
+orientations and gradient energies per cell, each cell normalised by the four blocks around it),
+the description dlib's detector reads; its values are not rectangle sums, so it is a descriptor
+function rather than a family (a detection verifier reads it,
+:class:`vjboost.cascade.verifier.DetectionVerifier`).
+
 Examples
 --------
 >>> import numpy as np
