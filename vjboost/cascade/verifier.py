@@ -200,10 +200,12 @@ class DetectionVerifier:
         self.pixels_per_cell, self.orientations = int(pixels_per_cell), int(orientations)
         self.C, self.weight, self.mirror = float(C), float(weight), mirror
         self.descriptor = descriptor
-        # one family for every call (hog_descriptor would build one per call)
+        # the HOG path's one family for every call (hog_descriptor would build one per call);
+        # Felzenszwalb's HOG reads the windows directly and needs none
         self._hog = HOGFamily((self.size, self.size), orientations=self.orientations,
-                              pixels_per_cell=(self.pixels_per_cell,) * 2)
-        self._n_features = self._hog.n_features if descriptor == "hog" else fhog_length(
+                              pixels_per_cell=(self.pixels_per_cell,) * 2) \
+            if descriptor == "hog" else None
+        self._n_features = self._hog.n_features if self._hog is not None else fhog_length(
             (self.size, self.size), pixels_per_cell=self.pixels_per_cell,
             orientations=self.orientations)
 
