@@ -13,6 +13,7 @@ from vjboost.cascade.detector import CascadeDetector, model_verifier, operating_
 from vjboost.cascade.model_io import load_model
 from vjboost.cascade.verifier import (
     DetectionVerifier,
+    crop_boxes,
     fit_verifier,
     jittered_windows,
     verified_scores,
@@ -58,6 +59,43 @@ def test_crops_are_bilinear_samples(side, x, y, context, seed):
     want = _bilinear(img, x + side / 2 - big / 2 + j, y + side / 2 - big / 2 + j)
     # OpenCV interpolates in fixed point (1/32 pixel, 15-bit weights)
     assert np.abs(got - want).max() <= 8
+
+
+@given(st.integers(4, 40), st.integers(-10, 50), st.integers(-10, 50),
+       st.floats(0, 0.5), st.floats(-60, 60), st.integers(0, 3))
+@settings(max_examples=40, deadline=None)
+def test_turned_crops_are_bilinear_samples(side, x, y, context, angle, seed):
+    """A turned crop's pixel is the bilinear sample at its centre's offset from the box
+    centre, turned by the angle, mapped back into the image."""
+    img = np.random.default_rng(seed).integers(0, 256, (48, 56)).astype(np.uint8)
+    got = crop_boxes(img, [[x, y, side, side]], size=16, context=context,
+                     angles=[angle])[0].astype(float)
+    big = side * (1 + 2 * context)
+    t = np.radians(angle)
+    want = np.empty((16, 16))
+    for i in range(16):
+        for j in range(16):
+            u, v = (j + 0.5) * big / 16 - big / 2, (i + 0.5) * big / 16 - big / 2
+            px = x + side / 2 + np.cos(t) * u + np.sin(t) * v - 0.5
+            py = y + side / 2 - np.sin(t) * u + np.cos(t) * v - 0.5
+            want[i, j] = _bilinear(img, [px], [py])[0, 0]
+    assert np.abs(got - want).max() <= 8
+
+
+def test_turned_crops_quarter_turns_and_bad_angles():
+    img = np.arange(64, dtype=np.uint8).reshape(8, 8) * 3
+    # a quarter turn of the box shows the content a quarter turn clockwise
+    np.testing.assert_array_equal(
+        crop_boxes(img, [[0, 0, 8, 8]], size=8, context=0, angles=[90])[0], np.rot90(img, -1))
+    np.testing.assert_array_equal(
+        crop_boxes(img, [[0, 0, 8, 8]], size=8, context=0, angles=[-90])[0], np.rot90(img, 1))
+    np.testing.assert_array_equal(
+        crop_boxes(img, [[1, 2, 5, 5]], size=11, context=0.1, angles=[0]),
+        crop_boxes(img, [[1, 2, 5, 5]], size=11, context=0.1))
+    with pytest.raises(ValueError, match="angles"):
+        crop_boxes(img, [[0, 0, 8, 8]], size=8, context=0, angles=[1, 2])
+    with pytest.raises(ValueError, match="angles"):
+        crop_boxes(img, [[0, 0, 8, 8]], size=8, context=0, angles=[np.nan])
 
 
 def test_crops_context_and_edges():
@@ -152,6 +190,89 @@ def test_mirror_reads_each_detection_and_its_mirror():
         DetectionVerifier(mirror=1)
 
 
+def _two_kinds(n=60, size=24, seed=0):
+    """Positives of two kinds (a vertical bar, a horizontal one) against a cross and plain
+    windows: the positives' descriptors fall in two clusters."""
+    rng = np.random.default_rng(seed)
+    c = slice(size // 2 - 2, size // 2 + 2)
+    v, h, x, z = (rng.integers(60, 120, (n, size, size)).astype(np.uint8) for _ in range(4))
+    v[:, :, c] = 220
+    h[:, c, :] = 220
+    x[:, :, c] = 220
+    x[:, c, :] = 220
+    return np.concatenate([v, h]), np.concatenate([x, z])
+
+
+def test_components_are_fits_of_the_positives_kmeans_clusters():
+    """Each component is the balanced logistic regression (scikit-learn's) of one k-means
+    cluster of the positives against every negative; the verdict is the largest log-odds."""
+    sk = pytest.importorskip("sklearn.linear_model")
+    from scipy.cluster.vq import kmeans2
+
+    pos, neg = _two_kinds()
+    ver = DetectionVerifier(size=24, pixels_per_cell=6, C=0.1, components=2).fit(
+        pos, neg, seed=5)
+    xp, xn = ver.features(pos).astype(np.float64), ver.features(neg).astype(np.float64)
+    _, label = kmeans2(xp, 2, minit="++", seed=np.random.default_rng(5))
+    # the clusters are the two kinds of positives
+    assert sorted(np.bincount(label[:60], minlength=2)) == [0, 60]
+    assert len(set(label[:60]) & set(label[60:])) == 0
+    np.testing.assert_array_equal(ver.cluster_sizes_, np.bincount(label, minlength=2))
+    stack = np.concatenate([pos, neg])
+    x = np.concatenate([xp, xn])
+    refs = []
+    for k in range(2):
+        xk = np.concatenate([xp[label == k], xn])
+        yk = np.r_[np.ones((label == k).sum()), np.zeros(len(xn))]
+        refs.append(sk.LogisticRegression(C=0.1, class_weight="balanced", tol=1e-10,
+                                          max_iter=10000).fit(xk, yk).decision_function(x))
+    assert ver.coef_.shape == (2, ver.n_features_in_) and ver.intercept_.shape == (2,)
+    np.testing.assert_allclose(ver.decision_function(stack), np.max(refs, axis=0),
+                               atol=2e-3, rtol=2e-3)
+    # the same seed, the same verifier
+    again = DetectionVerifier(size=24, pixels_per_cell=6, C=0.1, components=2).fit(
+        pos, neg, seed=5)
+    np.testing.assert_array_equal(again.coef_, ver.coef_)
+
+
+def test_reassigned_components_keep_their_best_positives():
+    """After the reassignment passes have settled, every positive is in the cluster of the
+    component that scores it highest."""
+    pos, neg = _two_kinds(seed=1)
+    # a k-means start of three clusters on two kinds leaves one kind split in two
+    ver = DetectionVerifier(size=24, pixels_per_cell=6, components=3, reassign=20).fit(
+        pos, neg, seed=2)
+    z = ver.features(pos).astype(np.float64) @ ver.coef_.T + ver.intercept_
+    np.testing.assert_array_equal(ver.cluster_sizes_[:len(ver.coef_)],
+                                  np.bincount(z.argmax(axis=1), minlength=len(ver.coef_)))
+    assert ver.cluster_sizes_.sum() == len(pos)
+    assert (ver.decision_function(pos) > 0).all() and (ver.decision_function(neg) < 0).all()
+
+
+def test_components_round_trip_and_bad_input():
+    pos, neg = _two_kinds(30)
+    ver = DetectionVerifier(size=24, pixels_per_cell=6, components=2, reassign=1,
+                            descriptor="fhog").fit(pos, neg)
+    d = ver.to_dict()
+    assert d["components"] == 2 and d["reassign"] == 1
+    back = DetectionVerifier.from_dict(d)
+    np.testing.assert_array_equal(back.decision_function(neg), ver.decision_function(neg))
+    one = DetectionVerifier(size=24, pixels_per_cell=6).fit(pos, neg).to_dict()
+    assert "components" not in one and "reassign" not in one  # one component reads as before
+    with pytest.raises(ValueError, match="rows of"):
+        DetectionVerifier.from_dict(dict(d, coef=d["coef"][0]))
+    with pytest.raises(ValueError, match="rows of"):
+        DetectionVerifier.from_dict(dict(d, intercept=d["intercept"][:1]))
+    with pytest.raises(ValueError, match="rows of"):
+        DetectionVerifier.from_dict(dict(d, coef=d["coef"] * 2, intercept=d["intercept"] * 2))
+    with pytest.raises(ValueError, match="components"):
+        DetectionVerifier(components=0)
+    with pytest.raises(ValueError, match="reassign"):
+        DetectionVerifier(reassign=-1)
+    with pytest.raises(ValueError, match="cannot make 3 components"):
+        DetectionVerifier(size=24, pixels_per_cell=6, components=3).fit(pos[:2], neg)
+
+
 @given(st.lists(st.floats(-5, 50), min_size=1, max_size=20), st.floats(0, 3))
 def test_verified_scores_order(margins, weight):
     m = np.asarray(margins)
@@ -176,6 +297,36 @@ def test_jittered_windows_keep_the_face_centred():
     np.testing.assert_array_equal(out, again)
 
 
+def test_jittered_windows_turned():
+    """Turned copies: a horizontal bar comes out tilted by up to the angle (its second
+    moments), none past it; without a turn the draws are those of no ``rotate`` at all."""
+    w = np.zeros((40, 32, 32), np.uint8)
+    w[:, 14:18, 6:26] = 255                                   # a horizontal bar
+    flat = jittered_windows(w, (4, 4, 24, 24), size=32, context=1 / 6, copies=1, shift=0,
+                            scale=0, seed=1)
+    turned = jittered_windows(w, (4, 4, 24, 24), size=32, context=1 / 6, copies=1, shift=0,
+                              scale=0, rotate=20, seed=1)
+    yy, xx = np.mgrid[:32, :32]
+
+    def tilt(c):
+        c = c.astype(float)
+        m = c.sum()
+        cx, cy = (c * xx).sum() / m, (c * yy).sum() / m
+        cxx, cyy = (c * (xx - cx) ** 2).sum() / m, (c * (yy - cy) ** 2).sum() / m
+        cxy = (c * (xx - cx) * (yy - cy)).sum() / m
+        return abs(np.degrees(0.5 * np.arctan2(2 * cxy, cxx - cyy)))
+
+    assert max(tilt(c) for c in flat) < 1
+    tilts = np.array([tilt(c) for c in turned])
+    assert tilts.max() < 21 and tilts.max() > 10 and np.median(tilts) > 3
+    np.testing.assert_array_equal(
+        jittered_windows(w, (4, 4, 24, 24), size=32, context=1 / 6, copies=2, seed=3),
+        jittered_windows(w, (4, 4, 24, 24), size=32, context=1 / 6, copies=2, rotate=0,
+                         seed=3))
+    with pytest.raises(ValueError, match="rotate"):
+        jittered_windows(w, (4, 4, 24, 24), size=32, context=1 / 6, rotate=-1)
+
+
 @pytest.fixture(scope="module")
 def face_model():
     return load_model("vjboost:frontalface")
@@ -192,8 +343,12 @@ def test_detector_verified_is_the_rescored_margin(face_model):
     model = CascadeDetector(face_model, min_neighbors=1, score="model").detect(img)
     assert len(margin) > 0
     np.testing.assert_array_equal(verified.boxes, margin.boxes)
-    want = np.log(np.maximum(margin.scores, 1e-6)) + ver.weight * ver.decision_function(
-        ver.crops(img, margin.boxes))
+    # the shipped verifier reads each detection and its mirror (round 43)
+    crops = ver.crops(img, margin.boxes)
+    assert ver.mirror and ver.components == 2
+    verdict = (ver.decision_function(crops)
+               + ver.decision_function(np.ascontiguousarray(crops[:, :, ::-1]))) / 2
+    want = np.log(np.maximum(margin.scores, 1e-6)) + ver.weight * verdict
     np.testing.assert_allclose(verified.scores, want, rtol=1e-12)
     np.testing.assert_array_equal(model.scores, verified.scores)
     # the face is the best verified detection
@@ -263,6 +418,7 @@ def test_detector_threads_cover_the_verifier(face_model, thread_counts, descript
         model = copy.deepcopy(face_model)
         ver = dict(model.params["verifier"])
         ver.pop("descriptor")
+        ver.pop("components")
         n = DetectionVerifier(size=ver["size"], pixels_per_cell=ver["pixels_per_cell"])._hog
         model.params["verifier"] = dict(ver, coef=[0.0] * n.n_features, intercept=0.0)
     assert DetectionVerifier.from_dict(model.params["verifier"]).descriptor == descriptor

@@ -150,15 +150,17 @@ VERIFIED = ("frontalface",)
 #: trained on; vjboost/models/README.md)
 SHIPPED_STAGES = {"frontalface": 17}
 #: each verified recipe's verifier (``fit_verifier`` options): Felzenszwalb's HOG of the detection
-#: crop (round 36) with its cells and size, the verdict's weight, and among its negatives all the
+#: crop (round 36) with its cells and size, two linear components read on the crop and its mirror
+#: (round 43), the verdict's weight, and among its negatives all the
 #: false alarms on the training backgrounds of the cascade cut two stages short of the shipped
 #: ones (``hard_stages``: its false alarms and the near misses around them; ``hard_per_image``
 #: only caps them) and three per training face and factor of the whole cascade's false alarms on
 #: the faces themselves (``part_per_face``: parts of a face found as a smaller face); chosen on
 #: the validation views (vjboost/models/README.md, *Its verifier and its stages, chosen again*,
-#: *The false alarms of a shorter cut*, *Parts of faces inside faces*, *Its description*)
+#: *The false alarms of a shorter cut*, *Parts of faces inside faces*, *Its description*,
+#: *Two components*)
 VERIFIER = {"frontalface": {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
-                            "descriptor": "fhog",
+                            "descriptor": "fhog", "components": 2, "mirror": True,
                             "hard_per_image": 300,
                             "hard_stages": SHIPPED_STAGES["frontalface"] - 2,
                             "part_per_face": 3}}

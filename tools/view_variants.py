@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="A-B: the stages lowered, counted from 1 (default: all but the last)")
     th = sub.add_parser("threshold", help="the declared curve and a minNeighbors sweep under "
                         "a min_score")
-    th.add_argument("--min-score", default="none,3.43,2.62,1.99,1.31,0.86,0.16",
+    th.add_argument("--min-score", default="none,3.43,2.73,1.99,1.35,0.98,0.27",
                     help="comma list of thresholds on the declared score ('none': no threshold;"
                          " default: the card's operating points)")
     sub.add_parser("facefree", help="false alarms on the views' face-free images, beside the "

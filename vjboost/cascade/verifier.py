@@ -7,7 +7,8 @@ cuts each *detection* (not each window: a photograph has a handful of groups aga
 of windows, so its cost is negligible) with a margin around its box, resizes it to a square of
 ``size`` pixels, describes it by HOG (:class:`vjboost.features.hog.HOGFamily`, or
 Felzenszwalb's HOG, :func:`vjboost.features.hog.fhog_descriptor`) and scores it with an
-L2-regularised logistic regression, fitted on the training faces (jittered, as the
+L2-regularised logistic regression (or the largest of several, each fitted on one k-means
+cluster of the faces: ``components``), fitted on the training faces (jittered, as the
 detector's boxes lie around a face) against the windows that the cascade's first stages accept
 on the training backgrounds and, optionally, the whole cascade's false alarms there, or those
 of a cut a few stages shorter (:func:`fit_verifier`'s ``hard_per_image`` and ``hard_stages``),
@@ -63,7 +64,8 @@ DESCRIPTORS = ("hog", "fhog")
 FEATURE_BATCH_BYTES = 256 << 20
 
 
-def crop_boxes(image: np.ndarray, boxes: Any, *, size: int, context: float) -> np.ndarray:
+def crop_boxes(image: np.ndarray, boxes: Any, *, size: int, context: float,
+               angles: Any = None) -> np.ndarray:
     """Each box of ``image`` with ``context`` of its side added on every side, resized to
     ``size × size`` (bilinear, one warp: the same sampling for training faces and detections).
 
@@ -76,6 +78,10 @@ def crop_boxes(image: np.ndarray, boxes: Any, *, size: int, context: float) -> n
         Side of the output squares (pixels).
     context : float
         Margin per side, as a share of the box's longer side.
+    angles : array-like of float, shape (N,), optional
+        Each box turned by this many degrees about its centre before it is cut, so that its
+        content appears turned clockwise by as much (as displayed; training faces turned in
+        the image plane). None: upright.
 
     Returns
     -------
@@ -91,6 +97,9 @@ def crop_boxes(image: np.ndarray, boxes: Any, *, size: int, context: float) -> n
     if img.ndim != 2 or img.dtype != np.uint8:
         raise ValueError(f"image: expected a (H, W) uint8 array, got {img.dtype} {img.shape}")
     b = np.asarray(boxes, np.float64).reshape(-1, 4)
+    turn = np.zeros(len(b)) if angles is None else np.asarray(angles, np.float64).reshape(-1)
+    if len(turn) != len(b) or not np.isfinite(turn).all():
+        raise ValueError(f"angles: expected {len(b)} finite angles, got {turn.shape}")
     # not positives.jittered_cut: that cuts at the box's own resolution and then resizes, with
     # a mirrored border; the verifier's training faces and detections must be sampled alike
     out = np.empty((len(b), size, size), np.uint8)
@@ -101,8 +110,16 @@ def crop_boxes(image: np.ndarray, boxes: Any, *, size: int, context: float) -> n
         k = s / side
         # pixel centres: output pixel j samples input x0 + (j + 0.5) / k - 0.5
         x0, y0 = cx - side / 2, cy - side / 2
-        a = np.array([[k, 0, (0.5 - x0) * k - 0.5], [0, k, (0.5 - y0) * k - 0.5]])
-        out[i] = cv2.warpAffine(img, a, (s, s), flags=cv2.INTER_LINEAR,
+        if turn[i] == 0:
+            a = np.array([[k, 0, (0.5 - x0) * k - 0.5], [0, k, (0.5 - y0) * k - 0.5]])
+            out[i] = cv2.warpAffine(img, a, (s, s), flags=cv2.INTER_LINEAR,
+                                    borderMode=cv2.BORDER_REPLICATE)
+            continue
+        # output pixel j samples the centre plus the turned offset (j + 0.5) / k - side / 2
+        t = math.radians(turn[i])
+        r = np.array([[math.cos(t), math.sin(t)], [-math.sin(t), math.cos(t)]])
+        m = np.c_[r / k, r @ np.full(2, 0.5 / k - side / 2) + (cx - 0.5, cy - 0.5)]
+        out[i] = cv2.warpAffine(img, m, (s, s), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
                                 borderMode=cv2.BORDER_REPLICATE)
     return out
 
@@ -160,11 +177,20 @@ class DetectionVerifier:
         Read each detection twice, as cropped and mirrored left to right, and take the mean of
         the two log-odds (a face's mirror is a face: a steadier verdict for a second
         descriptor per detection).
+    components : int, default=1
+        Linear components: the positives split by k-means on their descriptors (k-means++
+        start, seeded), each cluster fitted against all negatives, the verdict the largest of
+        the components' log-odds (a face turned or lit one way need not share a template with
+        one turned or lit the other).
+    reassign : int, default=0
+        With ``components`` > 1: passes of moving each positive to the component that scores
+        it highest and fitting the components again (a latent assignment, as Felzenszwalb's
+        mixtures are trained); stops early when no positive moves.
 
     Attributes
     ----------
-    coef_ : ndarray of float64, shape (n_features,)
-    intercept_ : float
+    coef_ : ndarray of float64, shape (n_features,) or (components, n_features)
+    intercept_ : float or ndarray of float64, shape (components,)
     n_features_in_ : int
 
     Examples
@@ -174,7 +200,8 @@ class DetectionVerifier:
 
     def __init__(self, *, size: int = 32, context: float = 1 / 6, pixels_per_cell: int = 7,
                  orientations: int = 9, C: float = 0.1, weight: float = 0.2,
-                 mirror: bool = False, descriptor: str = "hog") -> None:
+                 mirror: bool = False, descriptor: str = "hog", components: int = 1,
+                 reassign: int = 0) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 8:
             raise ValueError(f"size: expected an integer >= 8, got {size!r}")
         if not (isinstance(context, int | float) and 0 <= context <= 1):
@@ -200,6 +227,8 @@ class DetectionVerifier:
         self.pixels_per_cell, self.orientations = int(pixels_per_cell), int(orientations)
         self.C, self.weight, self.mirror = float(C), float(weight), mirror
         self.descriptor = descriptor
+        self.components = check_int(components, "components", lo=1, hi=16, error=ValueError)
+        self.reassign = check_int(reassign, "reassign", lo=0, hi=100, error=ValueError)
         # the HOG path's one family for every call (hog_descriptor would build one per call);
         # Felzenszwalb's HOG reads the windows directly and needs none
         self._hog = HOGFamily((self.size, self.size), orientations=self.orientations,
@@ -251,52 +280,61 @@ class DetectionVerifier:
 
     # -- fitting and scoring --------------------------------------------------------------------
 
-    def fit(self, positives: Any, negatives: Any) -> DetectionVerifier:
+    def fit(self, positives: Any, negatives: Any, *, seed: int = 0) -> DetectionVerifier:
         """Fit the logistic regression on positive and negative ``(N, size, size)`` windows.
 
         Minimises ``0.5 |w|² + C Σ_i c_i log(1 + exp(-y_i (w·x_i + b)))`` with the class
-        weights ``c_i = N / (2 N_class)`` (L-BFGS; the intercept is not penalised).
+        weights ``c_i = N / (2 N_class)`` (L-BFGS; the intercept is not penalised); with
+        ``components`` > 1, once per k-means cluster of the positives, against all negatives.
 
         Parameters
         ----------
         positives, negatives : array-like of uint8, shape (N, size, size)
+        seed : int, default=0
+            The k-means start (``components`` > 1).
 
         Returns
         -------
         self
         """
-        from scipy.optimize import minimize  # scikit-image's dependency
+        from scipy.cluster.vq import kmeans2  # scikit-image's dependency
 
         xp, xn = self.features(positives), self.features(negatives)
         if len(xp) == 0 or len(xn) == 0:
             raise ValueError(f"fit: need positives and negatives, got {len(xp)} and {len(xn)}")
+        if len(xp) < self.components:
+            raise ValueError(f"fit: {len(xp)} positives cannot make {self.components} components")
         check_memory(8 * (len(xp) + len(xn)) * xp.shape[1],
                      f"the verifier's design matrix ({len(xp) + len(xn)} x {xp.shape[1]} "
                      "float64)", advice="Fit on fewer windows (hard_per_image, part_per_face).")
-        x = np.concatenate([xp, xn]).astype(np.float64)
-        y = np.r_[np.ones(len(xp)), -np.ones(len(xn))]
-        cw = np.r_[np.full(len(xp), len(x) / (2 * len(xp))),
-                   np.full(len(xn), len(x) / (2 * len(xn)))] * self.C
-
-        def loss(theta):
-            w, b = theta[:-1], theta[-1]
-            z = y * (x @ w + b)
-            # log(1 + exp(-z)) and its derivative, stable for large |z|
-            lz = np.logaddexp(0.0, -z)
-            g = -cw * y * np.exp(-np.logaddexp(0.0, z))
-            return 0.5 * w @ w + cw @ lz, np.r_[w + x.T @ g, g.sum()]
-
-        res = minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B",
-                       options={"maxiter": 2000, "gtol": 1e-6})
-        self.coef_ = np.asarray(res.x[:-1], np.float64)
-        self.intercept_ = float(res.x[-1])
-        self.n_features_in_ = int(x.shape[1])
+        if self.components == 1:
+            w, b = _fit_logistic(xp, xn, self.C)
+            self.coef_, self.intercept_ = w, b
+        else:
+            _, label = kmeans2(xp.astype(np.float64), self.components, minit="++",
+                               seed=np.random.default_rng(seed))
+            for p in range(self.reassign + 1):
+                # an empty cluster (k-means can leave one) is a component fewer, never a NaN
+                fits = [_fit_logistic(xp[label == k], xn, self.C)
+                        for k in range(self.components) if np.any(label == k)]
+                self.coef_ = np.stack([w for w, _ in fits])
+                self.intercept_ = np.array([b for _, b in fits])
+                if p == self.reassign:
+                    break
+                best = np.argmax(xp.astype(np.float64) @ self.coef_.T + self.intercept_, axis=1)
+                if np.array_equal(best, label):
+                    break
+                label = best
+            self.cluster_sizes_ = np.bincount(label, minlength=self.components)
+        self.n_features_in_ = int(xp.shape[1])
         return self
 
     def decision_function(self, windows: Any) -> np.ndarray:
-        """Log-odds of a face for each ``(N, size, size)`` window: ``(N,)`` float64."""
+        """Log-odds of a face for each ``(N, size, size)`` window (the largest of the
+        components'): ``(N,)`` float64."""
         self._check_fitted()
-        return self.features(windows).astype(np.float64) @ self.coef_ + self.intercept_
+        z = self.features(windows).astype(np.float64) @ self.coef_.T + self.intercept_
+        return z if z.ndim == 1 else z.max(axis=1)
 
     def verdicts(self, image: np.ndarray, boxes: Any) -> np.ndarray:
         """Log-odds of a face for each detection box of ``image``.
@@ -348,8 +386,10 @@ class DetectionVerifier:
         return {"kind": "hog_logistic", "size": self.size, "context": self.context,
                 "pixels_per_cell": self.pixels_per_cell, "orientations": self.orientations,
                 "C": self.C, "weight": self.weight,
-                "coef": [float(v) for v in self.coef_], "intercept": self.intercept_,
+                "coef": self.coef_.tolist(), "intercept": np.asarray(self.intercept_).tolist(),
                 **({"mirror": True} if self.mirror else {}),
+                **({"components": self.components} if self.components > 1 else {}),
+                **({"reassign": self.reassign} if self.reassign else {}),
                 **({"descriptor": self.descriptor} if self.descriptor != "hog" else {})}
 
     @classmethod
@@ -373,24 +413,55 @@ class DetectionVerifier:
         try:
             v = cls(size=d["size"], context=d["context"], pixels_per_cell=d["pixels_per_cell"],
                     orientations=d["orientations"], C=d["C"], weight=d["weight"],
-                    mirror=d.get("mirror", False), descriptor=d.get("descriptor", "hog"))
+                    mirror=d.get("mirror", False), descriptor=d.get("descriptor", "hog"),
+                    components=d.get("components", 1), reassign=d.get("reassign", 0))
             coef = np.asarray(d["coef"], np.float64)
-            intercept = float(d["intercept"])
+            intercept = np.asarray(d["intercept"], np.float64)
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{name}: {e}") from None
-        n = v._n_features
-        if coef.shape != (n,) or not np.isfinite(coef).all() or not math.isfinite(intercept):
-            raise ValueError(f"{name}: expected {n} finite coefficients and a finite intercept")
-        v.coef_, v.intercept_, v.n_features_in_ = coef, intercept, n
+        n, k = v._n_features, v.components
+        # a fit can leave a component out (an empty cluster): 1..components rows
+        shape_ok = coef.shape == (n,) and intercept.shape == () if k == 1 else \
+            coef.ndim == 2 and 1 <= len(coef) <= k and coef.shape[1] == n \
+            and intercept.shape == (len(coef),)
+        if not shape_ok or not np.isfinite(coef).all() or not np.isfinite(intercept).all():
+            rows, tail = ("", "a finite intercept") if k == 1 else \
+                (f"up to {k} rows of ", "one finite intercept each")
+            raise ValueError(f"{name}: expected {rows}{n} finite coefficients and {tail}")
+        v.coef_, v.n_features_in_ = coef, n
+        v.intercept_ = float(intercept) if k == 1 else intercept
         return v
+
+
+def _fit_logistic(xp: np.ndarray, xn: np.ndarray, C: float) -> tuple[np.ndarray, float]:
+    """L2-regularised logistic regression of ``xp`` (faces) against ``xn``, the two classes
+    weighted equally: ``(coef, intercept)``."""
+    from scipy.optimize import minimize  # scikit-image's dependency
+
+    x = np.concatenate([xp, xn]).astype(np.float64)
+    y = np.r_[np.ones(len(xp)), -np.ones(len(xn))]
+    cw = np.r_[np.full(len(xp), len(x) / (2 * len(xp))),
+               np.full(len(xn), len(x) / (2 * len(xn)))] * C
+
+    def loss(theta):
+        w, b = theta[:-1], theta[-1]
+        z = y * (x @ w + b)
+        # log(1 + exp(-z)) and its derivative, stable for large |z|
+        lz = np.logaddexp(0.0, -z)
+        g = -cw * y * np.exp(-np.logaddexp(0.0, z))
+        return 0.5 * w @ w + cw @ lz, np.r_[w + x.T @ g, g.sum()]
+
+    res = minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 2000, "gtol": 1e-6})
+    return np.asarray(res.x[:-1], np.float64), float(res.x[-1])
 
 
 def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: float,
                      copies: int = 3, shift: float = 0.1, scale: float = 0.12,
-                     seed: int = 0) -> np.ndarray:
+                     rotate: float = 0.0, seed: int = 0) -> np.ndarray:
     """Training faces framed as the detector's boxes frame faces: each window's face box
-    moved by up to ``shift`` of its side, scaled by up to ``exp(±scale)``, half of them
-    mirrored, cut as detections are (:func:`crop_boxes`).
+    moved by up to ``shift`` of its side, scaled by up to ``exp(±scale)``, turned by up to
+    ``±rotate`` degrees, half of them mirrored, cut as detections are (:func:`crop_boxes`).
 
     Parameters
     ----------
@@ -404,6 +475,9 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
         Jittered copies per window.
     shift, scale : float
         Jitter ranges (shares of the box side; log-scale).
+    rotate : float, default=0
+        Largest turn in the image plane (degrees, uniform in ``±rotate``; 0: upright, and the
+        same draws as without it).
     seed : int
 
     Returns
@@ -413,6 +487,8 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
     w = np.asarray(windows)
     if w.ndim != 3 or w.dtype != np.uint8:
         raise ValueError(f"windows: expected (N, H, W) uint8, got {w.dtype} {w.shape}")
+    if not (isinstance(rotate, int | float) and 0 <= rotate <= 90):
+        raise ValueError(f"rotate: expected degrees in [0, 90], got {rotate!r}")
     rng = np.random.default_rng(seed)
     x, y, bw, bh = (float(v) for v in box)
     n = len(w)
@@ -421,10 +497,12 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
         d = rng.uniform(-shift, shift, (n, 2)) * bw
         s = np.exp(rng.uniform(-scale, scale, n))
         flip = rng.random(n) < 0.5
+        # drawn after the others, so that no rotation leaves the other draws as they were
+        turn = rng.uniform(-rotate, rotate, n) if rotate else np.zeros(n)
         for i in range(n):
             sw = bw * s[i]
             b = [x + bw / 2 + d[i, 0] - sw / 2, y + bh / 2 + d[i, 1] - sw / 2, sw, sw]
-            c = crop_boxes(w[i], [b], size=size, context=context)[0]
+            c = crop_boxes(w[i], [b], size=size, context=context, angles=turn[i:i + 1])[0]
             out[r * n + i] = c[:, ::-1] if flip[i] else c
     return out
 
@@ -432,7 +510,7 @@ def jittered_windows(windows: Any, box: Sequence[float], *, size: int, context: 
 def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Sequence[Any], *,
                  negative_stages: int = 12, per_image: int = 30, hard_per_image: int = 0,
                  hard_stages: int | None = None, part_per_face: int = 0,
-                 part_upscale: Sequence[int] = (3, 4), copies: int = 3,
+                 part_upscale: Sequence[int] = (3, 4), copies: int = 3, rotate: float = 0.0,
                  scale_factor: float = 1.1, seed: int = 0, threads: int | None = None,
                  **params: Any) -> DetectionVerifier:
     """Fit a :class:`DetectionVerifier` for a cascade.
@@ -460,6 +538,8 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
         Stages of the cascade whose accepted windows are the negatives (at most all).
     per_image, copies : int
         Negatives kept per background image; jittered copies per face.
+    rotate : float, default=0
+        Largest turn of a jittered face in the image plane (degrees; :func:`jittered_windows`).
     hard_per_image : int, default=0
         Windows accepted by every stage (of the first ``hard_stages``) kept per background
         image, besides those (0: none).
@@ -496,7 +576,7 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     check_int(part_per_face, "part_per_face", lo=0, error=ValueError)
     ver = DetectionVerifier(**params)
     pos = jittered_windows(windows, box, size=ver.size, context=ver.context, copies=copies,
-                           seed=seed)
+                           rotate=rotate, seed=seed)
     part = model.truncated(min(negative_stages, model.n_stages))
     passes = [(_scanner(part, scale_factor, threads), per_image, np.random.default_rng([seed, 1]))]
     if hard_per_image:
@@ -524,7 +604,7 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
         neg.append(parts)
         n_part = len(parts)
     neg_w = np.concatenate(neg)
-    ver.fit(pos, neg_w)
+    ver.fit(pos, neg_w, seed=seed)
     ver.n_positives_, ver.n_negatives_ = len(pos), len(neg_w)
     ver.n_hard_negatives_, ver.n_part_negatives_ = n_hard, n_part
     return ver
