@@ -191,6 +191,10 @@ class DetectionVerifier:
     ----------
     coef_ : ndarray of float64, shape (n_features,) or (components, n_features)
     intercept_ : float or ndarray of float64, shape (components,)
+        With ``components`` > 1, one row (entry) per component; a cluster that k-means left
+        empty has none.
+    cluster_sizes_ : ndarray of int64, shape (components,)
+        With ``components`` > 1: the positives each component was last fitted on.
     n_features_in_ : int
 
     Examples
