@@ -265,6 +265,8 @@ def test_components_round_trip_and_bad_input():
         DetectionVerifier.from_dict(dict(d, intercept=d["intercept"][:1]))
     with pytest.raises(ValueError, match="rows of"):
         DetectionVerifier.from_dict(dict(d, coef=d["coef"] * 2, intercept=d["intercept"] * 2))
+    with pytest.raises(ValueError, match="rows of equal length"):
+        DetectionVerifier.from_dict(dict(d, coef=[d["coef"][0], d["coef"][1][:5]]))
     with pytest.raises(ValueError, match="components"):
         DetectionVerifier(components=0)
     with pytest.raises(ValueError, match="reassign"):

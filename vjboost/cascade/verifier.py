@@ -315,7 +315,8 @@ class DetectionVerifier:
             w, b = _fit_logistic(xp, xn, self.C)
             self.coef_, self.intercept_ = w, b
         else:
-            _, label = kmeans2(xp.astype(np.float64), self.components, minit="++",
+            xp64 = xp.astype(np.float64)
+            _, label = kmeans2(xp64, self.components, minit="++",
                                seed=np.random.default_rng(seed))
             for p in range(self.reassign + 1):
                 # an empty cluster (k-means can leave one) is a component fewer, never a NaN
@@ -325,7 +326,7 @@ class DetectionVerifier:
                 self.intercept_ = np.array([b for _, b in fits])
                 if p == self.reassign:
                     break
-                best = np.argmax(xp.astype(np.float64) @ self.coef_.T + self.intercept_, axis=1)
+                best = np.argmax(xp64 @ self.coef_.T + self.intercept_, axis=1)
                 if np.array_equal(best, label):
                     break
                 label = best
@@ -419,10 +420,15 @@ class DetectionVerifier:
                     orientations=d["orientations"], C=d["C"], weight=d["weight"],
                     mirror=d.get("mirror", False), descriptor=d.get("descriptor", "hog"),
                     components=d.get("components", 1), reassign=d.get("reassign", 0))
-            coef = np.asarray(d["coef"], np.float64)
-            intercept = np.asarray(d["intercept"], np.float64)
+            coef, intercept = d["coef"], d["intercept"]
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{name}: {e}") from None
+        try:
+            coef = np.asarray(coef, np.float64)
+            intercept = np.asarray(intercept, np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name}: coef and intercept: expected numbers (one row of "
+                             "coefficients per component, rows of equal length)") from None
         n, k = v._n_features, v.components
         # a fit can leave a component out (an empty cluster): 1..components rows
         shape_ok = coef.shape == (n,) and intercept.shape == () if k == 1 else \
