@@ -108,14 +108,8 @@ def crop_boxes(image: np.ndarray, boxes: Any, *, size: int, context: float,
         side = max(w, h) * (1 + 2 * context)
         cx, cy = x + w / 2, y + h / 2
         k = s / side
-        # pixel centres: output pixel j samples input x0 + (j + 0.5) / k - 0.5
-        x0, y0 = cx - side / 2, cy - side / 2
-        if turn[i] == 0:
-            a = np.array([[k, 0, (0.5 - x0) * k - 0.5], [0, k, (0.5 - y0) * k - 0.5]])
-            out[i] = cv2.warpAffine(img, a, (s, s), flags=cv2.INTER_LINEAR,
-                                    borderMode=cv2.BORDER_REPLICATE)
-            continue
-        # output pixel j samples the centre plus the turned offset (j + 0.5) / k - side / 2
+        # pixel centres: output pixel j samples the box centre plus the (turned) offset
+        # (j + 0.5) / k - side / 2, less half a pixel (an inverse map: output to input)
         t = math.radians(turn[i])
         r = np.array([[math.cos(t), math.sin(t)], [-math.sin(t), math.cos(t)]])
         m = np.c_[r / k, r @ np.full(2, 0.5 / k - side / 2) + (cx - 0.5, cy - 0.5)]
