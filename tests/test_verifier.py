@@ -13,6 +13,7 @@ from vjboost.cascade.detector import CascadeDetector, model_verifier, operating_
 from vjboost.cascade.model_io import load_model
 from vjboost.cascade.verifier import (
     DetectionVerifier,
+    additive_map,
     crop_boxes,
     fit_verifier,
     jittered_windows,
@@ -275,6 +276,66 @@ def test_components_round_trip_and_bad_input():
         DetectionVerifier(size=24, pixels_per_cell=6, components=3).fit(pos[:2], neg)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 9), st.integers(0, 2**32 - 1))
+def test_chi2_map_is_scikit_learns(n, d, seed):
+    from sklearn.kernel_approximation import AdditiveChi2Sampler
+
+    rng = np.random.default_rng(seed)
+    x = rng.exponential(1.0, (n, d)).astype(np.float32)
+    x[rng.random((n, d)) < 0.3] = 0  # HOG cells with no gradient
+    z = additive_map(x, kind="chi2")
+    ref = AdditiveChi2Sampler(sample_steps=2, sample_interval=0.5).fit_transform(x)
+    # scikit-learn lays out the zero frequency of every value, then the cosines, then the sines
+    order = np.r_[0:3 * d:3, 1:3 * d:3, 2:3 * d:3]
+    np.testing.assert_allclose(z[:, order], ref, rtol=1e-5, atol=1e-6)
+
+
+def test_additive_maps_approximate_their_kernels():
+    rng = np.random.default_rng(3)
+    x, y = rng.exponential(1.0, (2, 200)).astype(np.float32)
+    hellinger = np.sqrt(x * y).sum()
+    chi2 = (2 * x * y / (x + y)).sum()
+    sx, sy = additive_map(np.stack([x, y]), kind="sqrt")
+    assert sx @ sy == pytest.approx(hellinger, rel=1e-5)  # exact
+    cx, cy = additive_map(np.stack([x, y]), kind="chi2")
+    assert cx @ cy == pytest.approx(chi2, rel=0.1)  # one frequency: a close approximation
+    np.testing.assert_array_equal(additive_map([[1.5, 0.0]], kind="none"), [[1.5, 0.0]])
+
+
+def test_additive_map_bad_input():
+    with pytest.raises(ValueError, match="non-negative"):
+        additive_map([[0.5, -0.1]])
+    with pytest.raises(ValueError, match="non-negative"):
+        additive_map([[np.nan]], kind="sqrt")
+    with pytest.raises(ValueError, match="kind"):
+        additive_map([[1.0]], kind="rbf")
+    with pytest.raises(ValueError, match=r"\(N, D\)"):
+        additive_map([1.0, 2.0])
+
+
+@pytest.mark.parametrize("kind", ["sqrt", "chi2"])
+def test_verifier_reads_its_descriptor_through_the_map(kind):
+    pos, neg = _two_classes(60)
+    plain = DetectionVerifier(size=24, pixels_per_cell=6, descriptor="fhog")
+    ver = DetectionVerifier(size=24, pixels_per_cell=6, descriptor="fhog",
+                            feature_map=kind).fit(pos, neg)
+    np.testing.assert_array_equal(ver.features(pos),
+                                  additive_map(plain.features(pos), kind=kind))
+    assert ver.n_features_in_ == plain.features(pos[:1]).shape[1] * (3 if kind == "chi2" else 1)
+    assert ver.decision_function(pos).min() > ver.decision_function(neg).max()
+    d = ver.to_dict()
+    assert d["feature_map"] == kind
+    back = DetectionVerifier.from_dict(d)
+    np.testing.assert_array_equal(back.decision_function(neg), ver.decision_function(neg))
+    assert "feature_map" not in plain.fit(pos, neg).to_dict()  # a plain verifier as before
+    with pytest.raises(ValueError, match="feature_map"):
+        DetectionVerifier(feature_map="rbf")
+    if kind == "chi2":  # a plain model's coefficients are a third too few
+        with pytest.raises(ValueError, match="finite coefficients"):
+            DetectionVerifier.from_dict(dict(d, coef=plain.to_dict()["coef"]))
+
+
 @given(st.lists(st.floats(-5, 50), min_size=1, max_size=20), st.floats(0, 3))
 def test_verified_scores_order(margins, weight):
     m = np.asarray(margins)
@@ -386,7 +447,10 @@ def test_unset_settings_run_the_declared_default_operating_point(face_model):
     # a score given explicitly (to read a curve) takes no default threshold; None keeps all
     for kw in ({"score": "margin"}, {"score": "verified"}, {"min_score": None}):
         assert CascadeDetector(face_model, **kw).min_score is None
-    assert CascadeDetector(face_model, min_neighbors=4).min_neighbors == 4
+    # the threshold belongs to the declared grouping too: another one gets none
+    assert (CascadeDetector(face_model, min_neighbors=4).min_neighbors,
+            CascadeDetector(face_model, min_neighbors=4).min_score) == (4, None)
+    assert CascadeDetector(face_model, min_neighbors=1).min_score == declared["min_score"]
     # a model declaring no threshold (the Haar twin, OpenCV's cascades) keeps OpenCV's defaults
     for name in ("vjboost:frontalface_haar", "opencv:haarcascade_frontalface_default"):
         d = CascadeDetector(load_model(name))

@@ -40,6 +40,7 @@ from typing import Any
 
 import cv2
 import numpy as np
+from numba import njit
 
 from .._limits import check_int
 from .._memory import check_memory
@@ -47,6 +48,7 @@ from ..features.hog import HOGFamily, fhog_descriptor, fhog_length
 
 __all__ = [
     "DetectionVerifier",
+    "additive_map",
     "crop_boxes",
     "fit_verifier",
     "jittered_windows",
@@ -59,6 +61,11 @@ __all__ = [
 TINY_MARGIN = 1e-6
 #: the descriptions a verifier can read: HOG with L2-Hys blocks, Felzenszwalb's HOG
 DESCRIPTORS = ("hog", "fhog")
+#: the additive kernels' maps a verifier can read its descriptor through, and the values
+#: each map makes of one value (:func:`additive_map`)
+FEATURE_MAPS = {"none": 1, "sqrt": 1, "chi2": 3}
+#: the χ² map's sampling period (Vedaldi and Zisserman's L for one frequency beside zero)
+CHI2_PERIOD = 0.5
 #: the HOG channels of one batch of windows stay within this many bytes
 #: (:meth:`DetectionVerifier.features` computes descriptors batch by batch)
 FEATURE_BATCH_BYTES = 256 << 20
@@ -180,6 +187,11 @@ class DetectionVerifier:
         With ``components`` > 1: passes of moving each positive to the component that scores
         it highest and fitting the components again (a latent assignment, as Felzenszwalb's
         mixtures are trained); stops early when no positive moves.
+    feature_map : {"none", "sqrt", "chi2"}, default="none"
+        An additive kernel's explicit map applied to the descriptor before the linear model
+        (:func:`additive_map`): ``"sqrt"`` the Hellinger kernel's (each value's square root),
+        ``"chi2"`` the χ² kernel's (three values per value), so that a linear model reads the
+        descriptor through that kernel.
 
     Attributes
     ----------
@@ -199,7 +211,7 @@ class DetectionVerifier:
     def __init__(self, *, size: int = 32, context: float = 1 / 6, pixels_per_cell: int = 7,
                  orientations: int = 9, C: float = 0.1, weight: float = 0.2,
                  mirror: bool = False, descriptor: str = "hog", components: int = 1,
-                 reassign: int = 0) -> None:
+                 reassign: int = 0, feature_map: str = "none") -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 8:
             raise ValueError(f"size: expected an integer >= 8, got {size!r}")
         if not (isinstance(context, int | float) and 0 <= context <= 1):
@@ -225,6 +237,10 @@ class DetectionVerifier:
         self.pixels_per_cell, self.orientations = int(pixels_per_cell), int(orientations)
         self.C, self.weight, self.mirror = float(C), float(weight), mirror
         self.descriptor = descriptor
+        if feature_map not in FEATURE_MAPS:
+            raise ValueError(f"feature_map: expected one of {', '.join(FEATURE_MAPS)}, got "
+                             f"{feature_map!r}")
+        self.feature_map = feature_map
         self.components = check_int(components, "components", lo=1, hi=16, error=ValueError)
         self.reassign = check_int(reassign, "reassign", lo=0, hi=100, error=ValueError)
         # the HOG path's one family for every call (hog_descriptor would build one per call);
@@ -235,6 +251,7 @@ class DetectionVerifier:
         self._n_features = self._hog.n_features if self._hog is not None else fhog_length(
             (self.size, self.size), pixels_per_cell=self.pixels_per_cell,
             orientations=self.orientations)
+        self._n_features *= FEATURE_MAPS[feature_map]
 
     # -- features -------------------------------------------------------------------------------
 
@@ -255,7 +272,8 @@ class DetectionVerifier:
         return crop_boxes(image, boxes, size=self.size, context=self.context)
 
     def features(self, windows: Any) -> np.ndarray:
-        """Descriptors of ``(N, size, size)`` uint8 windows: ``(N, n_features)`` float32."""
+        """Descriptors of ``(N, size, size)`` uint8 windows, through :attr:`feature_map`:
+        ``(N, n_features)`` float32."""
         w = np.asarray(windows)
         if w.ndim != 3 or w.shape[1:] != (self.size, self.size) or w.dtype != np.uint8:
             raise ValueError(f"windows: expected (N, {self.size}, {self.size}) uint8, got "
@@ -265,8 +283,14 @@ class DetectionVerifier:
             check_memory(4 * q * len(w), f"HOG descriptors of {len(w)} windows ({q} values "
                          "each)", advice="Fit on fewer windows (hard_per_image, part_per_face).")
         if self.descriptor == "fhog":  # no channel planes: the kernel reads the windows
-            return fhog_descriptor(w, pixels_per_cell=self.pixels_per_cell,
-                                   orientations=self.orientations).reshape(len(w), q)
+            d = fhog_descriptor(w, pixels_per_cell=self.pixels_per_cell,
+                                orientations=self.orientations).reshape(len(w), -1)
+            return additive_map(d, kind=self.feature_map)
+        return additive_map(self._describe_hog(w), kind=self.feature_map)
+
+    def _describe_hog(self, w: np.ndarray) -> np.ndarray:
+        """The HOG path's descriptors of uint8 windows, batch by batch."""
+        q = self._hog.n_features
         out = np.empty((len(w), q), np.float32)
         # batch by batch: the channels of every window at once can need more memory than the
         # descriptors (a weak cascade's false alarms run to hundreds of thousands)
@@ -389,6 +413,7 @@ class DetectionVerifier:
                 **({"mirror": True} if self.mirror else {}),
                 **({"components": self.components} if self.components > 1 else {}),
                 **({"reassign": self.reassign} if self.reassign else {}),
+                **({"feature_map": self.feature_map} if self.feature_map != "none" else {}),
                 **({"descriptor": self.descriptor} if self.descriptor != "hog" else {})}
 
     @classmethod
@@ -413,7 +438,8 @@ class DetectionVerifier:
             v = cls(size=d["size"], context=d["context"], pixels_per_cell=d["pixels_per_cell"],
                     orientations=d["orientations"], C=d["C"], weight=d["weight"],
                     mirror=d.get("mirror", False), descriptor=d.get("descriptor", "hog"),
-                    components=d.get("components", 1), reassign=d.get("reassign", 0))
+                    components=d.get("components", 1), reassign=d.get("reassign", 0),
+                    feature_map=d.get("feature_map", "none"))
             coef, intercept = d["coef"], d["intercept"]
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"{name}: {e}") from None
@@ -435,6 +461,68 @@ class DetectionVerifier:
         v.coef_, v.n_features_in_ = coef, n
         v.intercept_ = float(intercept) if k == 1 else intercept
         return v
+
+
+def additive_map(x: Any, *, kind: str = "chi2") -> np.ndarray:
+    """An additive kernel's explicit feature map of non-negative descriptors.
+
+    A linear model over the mapped values approximates a kernel machine over the values:
+    ``"sqrt"`` is exact for the Hellinger kernel ``Σ √(x_i y_i)``; ``"chi2"`` is Vedaldi and
+    Zisserman's homogeneous map of the χ² kernel ``Σ 2 x_i y_i / (x_i + y_i)``, sampled at the
+    frequencies 0 and ``L`` (:data:`CHI2_PERIOD`): for ``x > 0``,
+    ``(√(L x), √(2 L x sech(π L)) cos(L log x), √(2 L x sech(π L)) sin(L log x))``, and
+    zeros for ``x = 0``.
+
+    Parameters
+    ----------
+    x : array-like of float, shape (N, D)
+        Non-negative descriptors (HOG values are).
+    kind : {"none", "sqrt", "chi2"}, default="chi2"
+
+    Returns
+    -------
+    ndarray of float32, shape (N, D) or, for ``"chi2"``, (N, 3 D)
+        Each value's map side by side: ``[:, 3 i : 3 i + 3]`` is value ``i``'s.
+
+    Examples
+    --------
+    >>> z = additive_map(np.array([[0.25, 0.0]]), kind="chi2")
+    >>> z.shape, bool(z[0, 3:].any())
+    ((1, 6), False)
+    >>> float(additive_map([[0.25]], kind="sqrt")[0, 0])
+    0.5
+    """
+    if kind not in FEATURE_MAPS:
+        raise ValueError(f"kind: expected one of {', '.join(FEATURE_MAPS)}, got {kind!r}")
+    a = np.asarray(x, dtype=np.float32)
+    if a.ndim != 2:
+        raise ValueError(f"x: expected (N, D) descriptors, got shape {a.shape}")
+    if kind == "none":
+        return a
+    if a.size and not (a.min() >= 0):  # NaN fails too
+        raise ValueError("x: an additive kernel's map needs non-negative values")
+    if kind == "sqrt":
+        return np.sqrt(a)
+    return _chi2_map(a, np.float32(CHI2_PERIOD))
+
+
+@njit(cache=True, nogil=True)
+def _chi2_map(a, period):  # pragma: no cover - numba
+    """:func:`additive_map`'s χ² map of (N, D) float32 values: (N, 3 D) float32."""
+    n, d = a.shape
+    out = np.zeros((n, 3 * d), np.float32)
+    c0 = np.sqrt(period)
+    c1 = np.sqrt(2.0 * period / np.cosh(np.pi * period))
+    for i in range(n):
+        for j in range(d):
+            v = a[i, j]
+            if v > 0:
+                r = np.sqrt(v)
+                t = period * np.log(v)
+                out[i, 3 * j] = c0 * r
+                out[i, 3 * j + 1] = c1 * r * np.cos(t)
+                out[i, 3 * j + 2] = c1 * r * np.sin(t)
+    return out
 
 
 def _fit_logistic(xp: np.ndarray, xn: np.ndarray, C: float) -> tuple[np.ndarray, float]:
