@@ -177,7 +177,9 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0,
     The negatives are mined behind the detector's default σ gate, as the verifier was chosen:
     a gate the model declares is lifted for the fit and declared again after it, so that a
     shipped model's verifier is fitted again the same way (``verify``). ``options`` override
-    the recipe's (``tools/rank_rounds.py --refit``)."""
+    the recipe's (``tools/rank_rounds.py --refit``); besides :func:`fit_verifier`'s, ``people``
+    (bodies of people among the backgrounds) and ``relight`` (side-lit copies of every face,
+    :func:`side_light`, as the recipe's cascade trains on)."""
     from vjboost.cascade.verifier import fit_verifier
     from vjboost.io import read_bg_list
 
@@ -190,10 +192,13 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0,
     if opts.pop("people", False):  # bodies of people, tiled as val/det_people tiles its own
         bodies = np.load(data / "train" / "people.npz")["images"]
         backgrounds += fd.people_tiles(bodies, np.random.default_rng([seed, 13]))
+    faces = pos["images"][keep]
+    n_lit = int(opts.pop("relight", 0) or 0)
+    if n_lit:  # side-lit copies, as the recipe's cascade trains on (prepare_positives)
+        faces = np.concatenate([faces, side_light(faces, n_lit, seed=seed + 1)])
     gate = model.params.pop("min_std", None)
     try:
-        ver = fit_verifier(model, pos["images"][keep], pos["box"], backgrounds, seed=seed,
-                           **opts)
+        ver = fit_verifier(model, faces, pos["box"], backgrounds, seed=seed, **opts)
     finally:
         if gate is not None:
             model.params["min_std"] = gate
