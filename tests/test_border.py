@@ -116,3 +116,73 @@ def test_vjdetect_border_option(tmp_path):
     assert min(d["x"] for d in runs["reflect"]) < 0
     r = CliRunner().invoke(main, [str(tmp_path / "cut.png"), "--border", "wrap"])
     assert r.exit_code != 0 and "--border" in r.output
+
+
+def _declaring(model, **params):
+    """``model`` with ``params`` added to its declarations (a copy)."""
+    import copy
+
+    m = copy.copy(model)
+    m.params = {**model.params, **params}
+    return m
+
+
+def test_a_declared_border_is_the_default(face_model):
+    img = np.ascontiguousarray(data.astronaut()[..., 1][:, 205:])
+    declaring = _declaring(face_model, border="reflect", border_margin=0.3)
+    det = CascadeDetector(declaring, min_neighbors=3)
+    assert (det.border, det.border_margin) == ("reflect", 0.3)
+    by_hand = CascadeDetector(face_model, min_neighbors=3, border="reflect", border_margin=0.3)
+    got, ref = det.detect(img), by_hand.detect(img)
+    np.testing.assert_array_equal(got.boxes, ref.boxes)
+    np.testing.assert_array_equal(got.scores, ref.scores)
+    assert got.boxes[:, 0].min() < 0  # the face the edge cuts, found past it
+    # set by hand, either overrides the declaration; a declared border alone takes 0.25
+    assert CascadeDetector(declaring, border=None).border is None
+    assert CascadeDetector(declaring, border_margin=0.1).border_margin == 0.1
+    assert CascadeDetector(declaring, border="replicate").border_margin == 0.3
+    alone = CascadeDetector(_declaring(face_model, border="replicate"))
+    assert (alone.border, alone.border_margin) == ("replicate", 0.25)
+    # a model that declares nothing keeps OpenCV's windows, a margin asked for or not
+    assert CascadeDetector(face_model, border_margin=0.4).border is None
+
+
+@pytest.mark.parametrize("params, match", [({"border": "wrap"}, r"params: border"),
+                                           ({"border": "reflect", "border_margin": "wide"},
+                                            r"params: border_margin"),
+                                           ({"border": "reflect", "border_margin": 2.0},
+                                            r"params: border_margin")])
+def test_a_bad_declared_border_is_named(face_model, params, match):
+    with pytest.raises(ValueError, match=match):
+        CascadeDetector(_declaring(face_model, **params))
+    # a border set by hand never reads the declaration
+    assert CascadeDetector(_declaring(face_model, **params), border=None,
+                           border_margin=0.25).border is None
+
+
+def test_vjdetect_reads_a_declared_border(tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from vjboost.cascade.model_io import save_model
+    from vjboost.cli.detect import main
+
+    img = data.astronaut()[..., 1]
+    cv2.imwrite(str(tmp_path / "cut.png"), np.ascontiguousarray(img[:, 205:]))
+    save_model(_declaring(load_model(FACE), border="reflect", border_margin=0.3),
+               tmp_path / "m.json")
+    runs = {}
+    for extra in ([], ["--border", "none"], ["--border-margin", "0.05"]):
+        r = CliRunner().invoke(main, [str(tmp_path / "cut.png"), "--model",
+                                      str(tmp_path / "m.json"), "--no-progress", *extra])
+        assert r.exit_code == 0, r.output
+        runs[len(runs)] = [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+    assert min(d["x"] for d in runs[0]) < 0       # the declared border
+    assert min(d["x"] for d in runs[1]) >= 0      # turned off
+    assert runs[2] != runs[0]                     # the declared border, a narrower margin
+    for bad, opt in ((["--border-margin", "1.5"], "--border-margin"),
+                     (["--border-margin", "nan"], "--border-margin"),
+                     (["--border", "wrap"], "--border")):
+        r = CliRunner().invoke(main, [str(tmp_path / "cut.png"), *bad])
+        assert r.exit_code != 0 and opt in r.output and "Traceback" not in r.output

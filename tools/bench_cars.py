@@ -42,6 +42,7 @@ detection seconds of both and their ratios.
 from __future__ import annotations
 
 import argparse
+import copy
 import itertools
 import json
 import math
@@ -101,6 +102,18 @@ VJ_CONFIG: dict[str, object] = {
 VJ_DETECT: dict[str, object] = {"scale_factor": 1.15, "min_neighbors": 1,
                                 "confidence": "neighbors", "n_stages": None, "border": "reflect",
                                 "border_margin": 0.3}
+#: the default threshold on the window count (groups of at least two windows: the validation
+#: cascade's equal-error thresholds at scale factor 1.1 were below its groups' floor on val1 and
+#: valcut, 2.32 on valms; docs/cars.md)
+CAR_MIN_SCORE = 1.5
+#: what the shipped ``car_side`` declares (``--save-model``), so that a detector left unset runs
+#: it as validated: the border of :data:`VJ_DETECT` and a default threshold on the window count
+#: of detections grouped at minNeighbors 1, at the detector's default scale factor 1.1 (the
+#: validation cascade's equal-error thresholds, docs/cars.md)
+VJ_DECLARED: dict[str, object] = {
+    "border": VJ_DETECT["border"], "border_margin": VJ_DETECT["border_margin"],
+    "operating_score": {"min_neighbors": 1, "rank": "neighbors", "min_score": CAR_MIN_SCORE},
+}
 #: dlib settings (chosen on the validation split): SVM C, detection window (width, height),
 #: number of non-car background images added as box-free training images
 DLIB_CONFIG: dict[str, object] = {"C": 50.0, "window": (80, 32), "n_backgrounds": 300}
@@ -465,6 +478,7 @@ def validate(args) -> None:
             dets, sec = dets_fn(images[vs], ms)
             ev = evaluate_uiuc(dets, truths[vs])
             row[vs] = round(ev.eer_recall, 4)
+            row[f"{vs}_eer_threshold"] = round(float(ev.eer_threshold), 4)
             row[f"{vs}_ms_per_image"] = round(1000 * sec / len(images[vs]), 2)
             if ms:
                 row[f"{vs}_by_scale"] = recall_by_scale(dets, truths[vs], ev.eer_threshold)
@@ -707,6 +721,7 @@ def run(args) -> None:
         from vjboost.cascade.model_io import save_model
         from vjboost.cascade.opencv_xml import write_opencv_xml
 
+        model.params.update(copy.deepcopy(VJ_DECLARED))
         save_model(model, args.save_model)
         if model.opencv_type is not None:
             write_opencv_xml(model, Path(args.save_model).with_suffix(".xml"))

@@ -11,8 +11,9 @@ Main entry points (exported lazily, :mod:`vjboost._lazy`):
 - :func:`detect`, :func:`train` — one call each (``vjboost.cascade.api``);
 - :class:`CascadeDetector`, :class:`Detections` — detection, and :func:`operating_score`,
   the ranking of detections a model declares, :func:`default_operating`, the settings a
-  detector left unset runs it at, and :func:`declared_suppression`, the share of a
-  detection inside a better one that drops it (``vjboost.cascade.detector``);
+  detector left unset runs it at, :func:`declared_suppression`, the share of a
+  detection inside a better one that drops it, and :func:`declared_border`, the border the
+  scan pads the image with (``vjboost.cascade.detector``);
   :class:`Pyramid`, :func:`opencv_scales` — the scan geometry (``vjboost.cascade.scan``);
   :class:`CascadeRunner`, :func:`cascade_accepts` — every window-level evaluation
   (``vjboost.cascade.runner``); box maths (grouping, NMS, IoU) is in :mod:`vjboost.boxes`;
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from vjboost.cascade.detector import (
         CascadeDetector,
         Detections,
+        declared_border,
         declared_suppression,
         default_operating,
         detect_images,

@@ -34,6 +34,7 @@ from ..boxes import DETECTION_SCORES, drop_inside, group_detections, inner_boxes
 from .model import CascadeModel
 from .runner import CascadeRunner
 from .scan import (
+    DEFAULT_BORDER_MARGIN,
     OPENCV_MIN_STD,
     Pyramid,
     check_border,
@@ -48,6 +49,7 @@ __all__ = [
     "Detections",
     "check_object_box",
     "check_suppress_inside",
+    "declared_border",
     "declared_suppression",
     "default_operating",
     "detect_images",
@@ -286,6 +288,44 @@ def _coarse_to_fine(value: Any, model: CascadeModel, runner: CascadeRunner) -> i
     return runner.check_coarse_to_fine(declared, "the model's params['coarse_to_fine']")
 
 
+def declared_border(model: CascadeModel) -> tuple[str | None, float]:
+    """The scan's border a model declares (``params["border"]``: ``"replicate"`` or
+    ``"reflect"``, and ``params["border_margin"]``, a share of the window, 0.25 when not
+    given; chosen on validation), or ``(None, 0.25)``: OpenCV's windows, inside the image.
+
+    Raises
+    ------
+    ValueError
+        A declared border or margin that :func:`vjboost.cascade.scan.check_border` refuses.
+
+    Examples
+    --------
+    >>> from vjboost.cascade.model_io import load_model
+    >>> declared_border(load_model("vjboost:car_side"))
+    ('reflect', 0.3)
+    >>> declared_border(load_model("vjboost:frontalface"))
+    (None, 0.25)
+    """
+    params = dict(getattr(model, "params", {}) or {})
+    border, margin = params.get("border"), params.get("border_margin", DEFAULT_BORDER_MARGIN)
+    try:
+        check_border(border, margin)
+    except ValueError as e:
+        raise ValueError(f"the model's params: {e}") from None
+    return border, float(margin)
+
+
+def _border(border: Any, margin: Any, model: CascadeModel) -> tuple[str | None, float]:
+    """The detector's ``border`` and ``border_margin``, checked (``"model"``: the model's
+    declaration, :func:`declared_border`)."""
+    declared, declared_margin = declared_border(model) if "model" in (border, margin) \
+        else (None, DEFAULT_BORDER_MARGIN)
+    border = declared if isinstance(border, str) and border == "model" else border
+    margin = declared_margin if isinstance(margin, str) and margin == "model" else margin
+    check_border(border, margin)
+    return border, float(margin)
+
+
 def check_suppress_inside(value: Any, name: str = "suppress_inside") -> float | None:
     """``suppress_inside`` as a share in (0, 1], or None (None or 0: off)."""
     if value is None or (isinstance(value, int | float) and not isinstance(value, bool)
@@ -425,13 +465,16 @@ class CascadeDetector:
         ``min_neighbors`` raw windows (themselves included) overlap at IoU > ``nms_iou``;
         ``"none"``: raw windows.
     nms_iou : float, default=0.3
-    border : {None, "replicate", "reflect"}, default=None
+    border : {None, "replicate", "reflect", "model"}, default="model"
         Pad the image (edge pixels repeated, or mirrored) so that windows may extend past its
         edge, to find objects the border cuts; their boxes leave the image and are not clipped.
-        None: OpenCV's geometry, windows inside the image.
-    border_margin : float, default=0.25
+        None: OpenCV's geometry, windows inside the image. ``"model"``: what the model declares
+        (:func:`declared_border`: ``"reflect"`` for ``vjboost:car_side``, whose cars the
+        image's edge often cuts), else None.
+    border_margin : float or "model", default="model"
         With ``border``: the share of a window's width and height (per side) that may lie
-        outside the image.
+        outside the image. ``"model"``: what the model declares (0.3 for
+        ``vjboost:car_side``), else 0.25.
     min_std : float or "model", default="model"
         The σ gate in grey levels (OpenCV: 10; 0: none): windows whose inner-area standard
         deviation is at most this are rejected before the first stage. Applies to cascades
@@ -452,10 +495,12 @@ class CascadeDetector:
         ``vjboost:frontalface``), else ``"best"``.
     min_score : float, None or "auto", default="auto"
         Drop detections whose score is below this (an operating point on the score's curve);
-        None: keep them all. ``"auto"``: with ``score="auto"``, the threshold of the model's
-        default operating point (:func:`default_operating`: ``vjboost:frontalface`` declares
-        one, chosen on its validation views), else None. A ``score`` given explicitly (to
-        read a curve) gets no threshold unless one is given too.
+        None: keep them all. ``"auto"``: with ``score="auto"`` and ``min_neighbors`` left at
+        ``"auto"`` (or set to the model's own), the threshold of the model's default operating
+        point (:func:`default_operating`: ``vjboost:frontalface`` and ``vjboost:car_side``
+        declare one, chosen on validation), else None. A ``score`` or another
+        ``min_neighbors`` given explicitly (to read a curve) gets no threshold unless one is
+        given too.
     threads : int, optional
         Threads of the whole detection (``None``: all of numba's): the pyramid's batches
         side by side, and the verifier. Results do not depend on it.
@@ -509,8 +554,8 @@ class CascadeDetector:
         skip_after_stage0: bool = True,
         grouping: str = "opencv",
         nms_iou: float = 0.3,
-        border: str | None = None,
-        border_margin: float = 0.25,
+        border: str | None = "model",
+        border_margin: float | str = "model",
         min_std: float | str = "model",
         n_stages: int | None = None,
         score: str = "auto",
@@ -525,8 +570,11 @@ class CascadeDetector:
         if _auto(min_neighbors) or _auto(score) or _auto(min_score):
             auto = default_operating(model)
             if _auto(min_score):
-                # a threshold belongs to its score: only the default score gets the default one
-                min_score = auto["min_score"] if _auto(score) else None
+                # a threshold belongs to its operating point: only the default score, on the
+                # groups of the default grouping, gets the default one (a window count of
+                # 2 drops every raw window; a margin summed over more windows is another scale)
+                same = _auto(min_neighbors) or min_neighbors == auto["min_neighbors"]
+                min_score = auto["min_score"] if _auto(score) and same else None
             min_neighbors = auto["min_neighbors"] if _auto(min_neighbors) else min_neighbors
             score = auto["score"] if _auto(score) else score
         if not (isinstance(scale_factor, int | float) and scale_factor > 1.0
@@ -570,9 +618,7 @@ class CascadeDetector:
         self.threads = threads
         self.channel_order = channel_order
         check_mode(mode, self.step)
-        check_border(border, border_margin)
-        self.border = border
-        self.border_margin = float(border_margin)
+        self.border, self.border_margin = _border(border, border_margin, model)
         self._runner = CascadeRunner(model, threads=threads)
         self.coarse_to_fine = _coarse_to_fine(coarse_to_fine, model, self._runner)
         self.suppress_inside = (declared_suppression(model) if isinstance(suppress_inside, str)

@@ -107,6 +107,11 @@ def check_min_std(value: object, name: str = "min_std") -> float:
     return float(value)
 
 
+#: the share of a window that may lie past the image's edge when a border is asked for without
+#: a margin
+DEFAULT_BORDER_MARGIN = 0.25
+
+
 def check_border(border: str | None, margin: float) -> None:
     """Refuse an unknown border type or a margin outside ``[0, 1]``.
 

@@ -1,7 +1,8 @@
 """The operating-point options ``vjdetect`` and ``vjeval`` share (``--min-neighbors``,
-``--min-score``): parsed once, here, into :class:`~vjboost.cascade.detector.CascadeDetector`'s
-arguments, ``auto`` left for the detector to resolve from the model
-(:func:`~vjboost.cascade.detector.default_operating`)."""
+``--min-score``, ``--border``, ``--border-margin``): parsed once, here, into
+:class:`~vjboost.cascade.detector.CascadeDetector`'s arguments, ``auto`` and ``model`` left for
+the detector to resolve from the model (:func:`~vjboost.cascade.detector.default_operating`,
+:func:`~vjboost.cascade.detector.declared_border`)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,38 @@ def parse_min_score(value: str) -> float | str | None:
         raise click.BadParameter(f"expected a finite number, none or auto, got {value!r}",
                                  param_hint="--min-score")
     return t
+
+
+def parse_border(value: str) -> str | None:
+    """``--border``: ``none``, ``replicate``, ``reflect`` or ``model`` (what the model
+    declares).
+
+    >>> parse_border("none"), parse_border("reflect"), parse_border("model")
+    (None, 'reflect', 'model')
+    """
+    if value not in ("none", "replicate", "reflect", "model"):
+        raise click.BadParameter(f"expected none, replicate, reflect or model, got {value!r}",
+                                 param_hint="--border")
+    return None if value == "none" else value
+
+
+def parse_border_margin(value: str) -> float | str:
+    """``--border-margin``: a share of the window in [0, 1], or ``model`` (what the model
+    declares, else 0.25).
+
+    >>> parse_border_margin("0.3"), parse_border_margin("model")
+    (0.3, 'model')
+    """
+    if value == "model":
+        return value
+    try:
+        m = float(value)
+    except ValueError:
+        m = float("nan")
+    if not 0.0 <= m <= 1.0:  # NaN fails too
+        raise click.BadParameter(f"expected a share of the window in [0, 1] or model, got "
+                                 f"{value!r}", param_hint="--border-margin")
+    return m
 
 
 def operating_neighbors(model: Any, min_neighbors: int | str) -> int:

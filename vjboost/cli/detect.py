@@ -46,7 +46,12 @@ from ..io import (
 )
 from ._command import Command
 from ._dask import dask_options, open_executor
-from ._operating import parse_min_neighbors, parse_min_score
+from ._operating import (
+    parse_border,
+    parse_border_margin,
+    parse_min_neighbors,
+    parse_min_score,
+)
 
 __all__ = ["EXIT_SOME_SKIPPED", "default_model_path", "main"]
 
@@ -237,8 +242,9 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--min-score", default="auto", show_default=True,
               help="Drop detections scored below this (an operating point of --score; the "
                    "model cards list the shipped face models'); none: keep every detection; "
-                   "auto: with --score auto, the model's default threshold (3.43 for "
-                   "vjboost:frontalface), else none.")
+                   "auto: with --score and --min-neighbors auto, the model's default "
+                   "threshold (3.43 for vjboost:frontalface, two windows for "
+                   "vjboost:car_side), else none.")
 @click.option("--stages", type=click.IntRange(min=1), default=None,
               help="Use only the cascade's first N stages (more, weaker detections).")
 @click.option("--coarse-to-fine", "coarse_to_fine", default="model", show_default=True,
@@ -257,14 +263,16 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "better-scored one (faces do not nest); off (or 0): keep them; model: what "
                    "the model declares (0.3 for vjboost:frontalface, off for OpenCV's "
                    "cascades).")
-@click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
-              show_default=True,
+@click.option("--border", default="model", show_default=True,
               help="Let windows extend past the image edge by --border-margin of their size "
-                   "(the image padded by repeating or mirroring its edge), to find objects the "
-                   "edge cuts; their boxes leave the image. none: OpenCV's windows.")
-@click.option("--border-margin", type=click.FloatRange(0, 1), default=0.25, show_default=True,
-              help="Share of a window's width and height that may lie past the edge "
-                   "(with --border).")
+                   "(the image padded by repeating or mirroring its edge: replicate, reflect), "
+                   "to find objects the edge cuts; their boxes leave the image. none: OpenCV's "
+                   "windows; model: what the model declares (reflect for vjboost:car_side, "
+                   "none for the face models and OpenCV's cascades).")
+@click.option("--border-margin", default="model", show_default=True,
+              help="Share of a window's width and height that may lie past the edge (with "
+                   "--border); model: what the model declares (0.3 for vjboost:car_side), "
+                   "else 0.25.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0: all).")
 @dask_options("Detect in the images (not videos)")
@@ -393,7 +401,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
                       coarse_to_fine=_coarse_to_fine(coarse_to_fine), min_std=_min_std(min_std),
                       suppress_inside=_suppress_inside(suppress_inside),
                       threads=threads or None,
-                      border=None if border == "none" else border, border_margin=border_margin)
+                      border=parse_border(border),
+                      border_margin=parse_border_margin(border_margin))
         try:
             detector = CascadeDetector(model, **params)
         except ValueError as exc:

@@ -27,7 +27,13 @@ from ..io import (
     read_annotations,
 )
 from ._command import Command
-from ._operating import operating_neighbors, parse_min_neighbors, parse_min_score
+from ._operating import (
+    operating_neighbors,
+    parse_border,
+    parse_border_margin,
+    parse_min_neighbors,
+    parse_min_score,
+)
 
 __all__ = ["main", "resolve_model_path"]
 
@@ -92,12 +98,14 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Ratio between successive scales of the detection scan (> 1).")
 @click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="Smallest object side in pixels (0: the cascade's window).")
-@click.option("--border", type=click.Choice(["none", "replicate", "reflect"]), default="none",
-              show_default=True,
+@click.option("--border", default="model", show_default=True,
               help="Let the detection windows extend past the image edge by --border-margin of "
-                   "their size (edge pixels repeated or mirrored), for objects the edge cuts.")
-@click.option("--border-margin", type=click.FloatRange(0, 1), default=0.25, show_default=True,
-              help="Share of a window that may lie past the edge (with --border).")
+                   "their size (edge pixels repeated or mirrored: replicate, reflect), for "
+                   "objects the edge cuts; none: inside the image; model: what each model "
+                   "declares (reflect for vjboost:car_side).")
+@click.option("--border-margin", default="model", show_default=True,
+              help="Share of a window that may lie past the edge (with --border); model: what "
+                   "each model declares, else 0.25.")
 @click.option("--min-neighbors", "-n", default="auto", show_default=True,
               help="The operating point reported in the table; auto: each model's default "
                    "(as vjdetect runs it with nothing set: 1 for vjboost:frontalface, else "
@@ -146,7 +154,7 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
     info.dat, CSV (image,x,y,w,h), JSON, COCO JSON, Pascal VOC XML file or folder, YOLO label
     folder, LabelMe JSON file or folder, or CVAT XML file. Ignore regions of the annotation
     (crowd, difficult, ignore) count neither as hits nor as false positives."""
-    scan = {"border": None if border == "none" else border, "border_margin": border_margin}
+    scan = {"border": parse_border(border), "border_margin": parse_border_margin(border_margin)}
     min_neighbors, min_score = parse_min_neighbors(min_neighbors), parse_min_score(min_score)
     with compile_notice():
         if protocol == "uiuc":
@@ -169,7 +177,7 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
           scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
           output_dir, progress, report, report_samples, scan) -> None:
-    from ..cascade.detector import CascadeDetector
+    from ..cascade.detector import CascadeDetector, default_operating
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
     from ..eval import evaluate_detections
@@ -200,9 +208,15 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     for k, spec in enumerate(models):
         try:
             model = load_model(resolve_model_path(spec))
+            kw = dict(scan)
+            if kw["min_score"] == "auto":
+                # the raw windows are grouped at every point of the curve: the model's default
+                # threshold (with --score auto) applies at each, not only at its own grouping
+                kw["min_score"] = default_operating(model)["min_score"] \
+                    if kw["score"] == "auto" else None
             det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0,
                                   grouping="none", min_size=min_size or None,
-                                  threads=threads or None, **scan)
+                                  threads=threads or None, **kw)
             at = operating_neighbors(model, min_neighbors)  # the table's operating point
         except (CascadeFormatError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None

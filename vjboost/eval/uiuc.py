@@ -455,8 +455,8 @@ def run_uiuc(
     confidence: str = "neighbors",
     min_size: Any = None,
     max_size: Any = None,
-    border: str | None = None,
-    border_margin: float = 0.25,
+    border: str | None = "model",
+    border_margin: float | str = "model",
     threads: int | None = None,
 ) -> tuple[UIUCEvaluation, dict[str, Any]]:
     """Run a cascade over UIUC test images and evaluate it with the benchmark's protocol.
@@ -471,7 +471,8 @@ def run_uiuc(
         (``test-17.pgm`` → 17). Images without an entry in the truth have no car.
     scale_factor, min_size, max_size, border, border_margin, threads
         Of the :class:`~vjboost.cascade.detector.CascadeDetector` (``border``: windows may
-        extend past the image, for the cars its edge cuts).
+        extend past the image, for the cars its edge cuts; by default what the model declares,
+        :func:`~vjboost.cascade.detector.declared_border`).
     min_neighbors, confidence
         See :func:`cascade_detections`.
 
