@@ -382,3 +382,30 @@ def test_bench_cars_recall_by_scale_counts_each_bin_alone():
                    "2.0-2.5": "1/1"}
     # every detection kept: the 120-px car is found too
     assert bench.recall_by_scale(dets, truth, 0.0)["1.0-1.4"] == "1/1"
+
+
+def test_shipped_car_cascade_runs_its_declared_operating_point():
+    """``vjboost:car_side`` left unset scans with its validated border and keeps groups of at
+    least two windows ranked by window count: the same detections as those settings by hand."""
+    import cv2
+    from skimage import data
+
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.model_io import load_model
+
+    model = load_model("vjboost:car_side")
+    auto = CascadeDetector(model, n_stages=6)
+    assert (auto.border, auto.border_margin, auto.min_neighbors, auto.score,
+            auto.min_score) == ("reflect", 0.3, 1, "neighbors", 1.5)
+    img = cv2.resize(data.camera(), (300, 120), interpolation=cv2.INTER_AREA)
+    hand = CascadeDetector(model, n_stages=6, border="reflect", border_margin=0.3,
+                           min_neighbors=1, score="neighbors", min_score=1.5)
+    got, want = auto.detect(img), hand.detect(img)
+    assert len(got) > 0
+    np.testing.assert_array_equal(got.boxes, want.boxes)
+    np.testing.assert_array_equal(got.scores, want.scores)
+    assert (np.rint(got.scores) >= 2).all()  # window counts (the best score breaks ties)
+    # raw windows asked for by hand take no default threshold (it belongs to the grouping)
+    raw_det = CascadeDetector(model, n_stages=6, min_neighbors=0)
+    raw = raw_det.detect(img)
+    assert raw_det.min_score is None and len(raw) == raw.raw_count > len(got)
