@@ -25,6 +25,9 @@ Sub-commands:
   two kinds can rank vjboost and dlib in opposite orders.
 * ``robust MODEL...``: the share of the held-out face windows of each source a cascade accepts,
   clean and degraded as scans (:func:`robustness`).
+* ``hard MODEL...``: each model's recall on the held-out NRC-IIT frames that only dlib finds a
+  face in (turned, tilted heads), beside those both teachers agree on
+  (:func:`dlib_only_recall`).
 * ``declare NAME RUN --to FILE`` writes training run ``RUN``'s model as ``--ship`` would ship
   it under ``NAME`` (:func:`declared_model`: the shipped stages, the verifier fitted on the
   recipe's training data, the declared scan, gate and suppression), for validating a candidate
@@ -747,6 +750,63 @@ def print_validation(results: list[dict]) -> None:
                               f"{p['fp_per_mp']:g} FP/MP)" for p in r["operating_points"]))
 
 
+def dlib_only_recall(specs: list[str], data: Path, *, quick: bool = False,
+                     min_score: float = 0.5) -> dict:
+    """Recall of each model on the held-out NRC-IIT persons' frames that only dlib finds a face
+    in: frames (every ``frame_step``-th of the build) where dlib's HOG detector fires at
+    ``min_score`` or above and OpenCV's alt2 cascade does not — the faces an OpenCV-style
+    cascade misses and dlib does not (turned, tilted, looking up or down), which the validation
+    views, whose real faces both teachers agreed on, do not hold. The face box is dlib's,
+    framed by the build's relation (``manifest.json``). Each model scans each frame three ways:
+    its raw windows (minNeighbors 0), its groups at minNeighbors 1 ranked as declared, and its
+    default operating point (nothing set); a frame counts when one detection overlaps the face
+    at IoU ≥ 0.3. The frames where both teachers agree are counted alike, for contrast.
+    ``quick``: the first 40 frames of each clip. Never CMU-MIT.
+
+    Returns ``{"frames": {"dlib_only": n, "agreed": n}, "found": {model: {kind: {way: rate}}}}``.
+    """
+    from vjboost.boxes import iou_matrix
+    from vjboost.cascade import CascadeDetector, load_model
+    from vjboost.io import iter_frames
+
+    man = json.loads((data / "manifest.json").read_text())
+    rel = np.asarray(man["framing"]["rulers"]["dlib"]["target_rel_ruler"])
+    step = int(man["params"]["frame_step"])
+    rulers = fd.Rulers()
+    frames: dict[str, list] = {"dlib_only": [], "agreed": []}
+    for clip in sorted((fd.SHARED / "data" / "video").glob("*.avi")):
+        if fd.person_of(clip.name) not in man["nrc"]["val_persons"]:
+            continue
+        for k, (_, fr) in enumerate(iter_frames(str(clip), every=step, gray=True)):
+            if quick and k >= 40:
+                break
+            up = 1 if fr.shape[1] <= 200 else 0  # as the teacher reads the clips
+            d = rulers.dlib(fr, up, 0.0)
+            if not len(d) or d[:, 4].max() < min_score:
+                continue
+            box = fd.apply_relation(rel, d[np.argmax(d[:, 4]), :4])
+            kind = "agreed" if len(rulers.opencv(fr, 24, 0, 1.1, 3)) else "dlib_only"
+            frames[kind].append((fr, box))
+    found = {}
+    for spec in specs:
+        model = load_model(spec)
+        ways = {"raw": CascadeDetector(model, min_neighbors=0, min_score=None),
+                "groups": CascadeDetector(model, min_neighbors=1, score="model",
+                                          min_score=None),
+                "defaults": CascadeDetector(model)}
+        per = {}
+        for kind, items in frames.items():
+            hits = dict.fromkeys(ways, 0)
+            for fr, box in items:
+                for way, det in ways.items():
+                    b = det.detect(fr).boxes
+                    hits[way] += bool(len(b) and iou_matrix(b.astype(float), box[None]).max()
+                                      >= 0.3)
+            per[kind] = {w: round(h / max(len(items), 1), 3) for w, h in hits.items()}
+        found[spec] = per
+    return {"frames": {k: len(v) for k, v in frames.items()}, "found": found}
+
+
 def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = False) -> dict:
     """Share of the held-out validation face windows (``val/{webfaces,nrc,cbcl}.npz``) that each
     cascade accepts as one window (every stage passed): clean, degraded as a scan
@@ -847,7 +907,21 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("robust", help="share of held-out face windows accepted, clean and "
                                       "degraded as scans")
     r.add_argument("models", nargs="+")
+    h = sub.add_parser("hard", help="recall on held-out video frames only dlib finds a face in")
+    h.add_argument("models", nargs="+")
     args = ap.parse_args(argv)
+
+    if args.cmd == "hard":
+        res = dlib_only_recall(args.models, args.data, quick=args.quick)
+        print(f"frames: {res['frames']['dlib_only']} only dlib finds a face in, "
+              f"{res['frames']['agreed']} both teachers agree on")
+        for spec, per in res["found"].items():
+            for kind, rates in per.items():
+                print(f"{spec[-40:]:<40s} {kind:<10s} " + "  ".join(
+                    f"{w} {r:.3f}" for w, r in rates.items()))
+        log({"kind": "hard", "quick": args.quick, **res}, args.log)
+        print("RESULT " + json.dumps({"quick": args.quick, **res}))
+        return 0
 
     if args.cmd == "robust":
         res = robustness(args.models, args.data, quick=args.quick)
