@@ -120,11 +120,7 @@ def test_vjdetect_border_option(tmp_path):
 
 def _declaring(model, **params):
     """``model`` with ``params`` added to its declarations (a copy)."""
-    import copy
-
-    m = copy.copy(model)
-    m.params = {**model.params, **params}
-    return m
+    return model.with_stages(model.stages, {**model.params, **params})
 
 
 def test_a_declared_border_is_the_default(face_model):

@@ -382,6 +382,12 @@ def person_of(clip: str) -> str:
     return clip.split("-")[0].rstrip("s")
 
 
+def teacher_upsample(gray: np.ndarray) -> int:
+    """Times dlib's detector upsamples a frame when teaching: once for the 160×120 clips, so
+    that it finds their faces of about 40 px, never for larger frames."""
+    return 1 if gray.shape[1] <= 200 else 0
+
+
 @dataclass
 class Teacher:
     rulers: Rulers
@@ -395,8 +401,7 @@ class Teacher:
         Outcomes: agreed, low_score (agreed, dlib's score below ``min_score``), disagree,
         dlib_only, alt2_only, none.
         """
-        up = 1 if gray.shape[1] <= 200 else 0  # faces >= ~40 px in 160x120 clips
-        d = self.rulers.dlib(gray, up, 0.0)
+        d = self.rulers.dlib(gray, teacher_upsample(gray), 0.0)
         o = self.rulers.opencv(gray, 24, 0, 1.1, 3)
         if not len(d) and not len(o):
             return "none", None, None

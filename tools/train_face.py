@@ -780,8 +780,7 @@ def dlib_only_recall(specs: list[str], data: Path, *, quick: bool = False,
         for k, (_, fr) in enumerate(iter_frames(str(clip), every=step, gray=True)):
             if quick and k >= 40:
                 break
-            up = 1 if fr.shape[1] <= 200 else 0  # as the teacher reads the clips
-            d = rulers.dlib(fr, up, 0.0)
+            d = rulers.dlib(fr, fd.teacher_upsample(fr), 0.0)
             if not len(d) or d[:, 4].max() < min_score:
                 continue
             box = fd.apply_relation(rel, d[np.argmax(d[:, 4]), :4])

@@ -263,7 +263,8 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "better-scored one (faces do not nest); off (or 0): keep them; model: what "
                    "the model declares (0.3 for vjboost:frontalface, off for OpenCV's "
                    "cascades).")
-@click.option("--border", default="model", show_default=True,
+@click.option("--border", type=click.Choice(["none", "replicate", "reflect", "model"]),
+              default="model", show_default=True,
               help="Let windows extend past the image edge by --border-margin of their size "
                    "(the image padded by repeating or mirroring its edge: replicate, reflect), "
                    "to find objects the edge cuts; their boxes leave the image. none: OpenCV's "

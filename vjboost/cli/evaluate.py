@@ -98,7 +98,8 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Ratio between successive scales of the detection scan (> 1).")
 @click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="Smallest object side in pixels (0: the cascade's window).")
-@click.option("--border", default="model", show_default=True,
+@click.option("--border", type=click.Choice(["none", "replicate", "reflect", "model"]),
+              default="model", show_default=True,
               help="Let the detection windows extend past the image edge by --border-margin of "
                    "their size (edge pixels repeated or mirrored: replicate, reflect), for "
                    "objects the edge cuts; none: inside the image; model: what each model "
