@@ -221,6 +221,44 @@ def test_person_of_clips():
     assert fd.person_of("00-1.avi") == "00"
 
 
+class _FakeRulers:
+    """Rulers that return fixed boxes, so that the teacher's rule is checked on its own."""
+
+    def __init__(self, dlib_rows, alt2_rows):
+        self.d = np.asarray(dlib_rows, np.float64).reshape(-1, 5)
+        self.o = np.asarray(alt2_rows, np.float64).reshape(-1, 5)
+
+    def dlib(self, gray, upsample, min_score=0.0):
+        return self.d
+
+    def opencv(self, gray, min_size, max_size=0, scale=1.05, neighbors=3):
+        return self.o
+
+
+@pytest.mark.parametrize("dlib_rows, alt2_rows, outcome, box", [
+    ([], [], "none", None),
+    ([], [[10, 10, 40, 40, 5.0]], "alt2_only", None),
+    ([[10, 10, 40, 40, 0.8]], [], "dlib_only", [10, 10, 40, 40]),
+    ([[10, 10, 40, 40, 0.2], [60, 60, 30, 30, 0.4]], [], "dlib_only", [60, 60, 30, 30]),
+    ([[10, 10, 40, 40, 0.8]], [[14, 10, 40, 40, 5.0]], "agreed", [12, 10, 40, 40]),
+    ([[10, 10, 40, 40, 0.2]], [[14, 10, 40, 40, 5.0]], "low_score", [12, 10, 40, 40]),
+    ([[10, 10, 40, 40, 0.8]], [[90, 90, 40, 40, 5.0]], "disagree", None),
+])
+def test_teacher_outcomes_and_boxes(dlib_rows, alt2_rows, outcome, box):
+    ident = np.array([0.0, 0.0, 1.0, 1.0])  # rulers' boxes are the target boxes
+    t = fd.Teacher(_FakeRulers(dlib_rows, alt2_rows), {"dlib": ident, "alt2": ident}, 0.5, 0.5)
+    got, b, _ = t.label(np.zeros((120, 160), np.uint8))
+    assert got == outcome
+    assert (b is None) if box is None else np.allclose(b, box)
+
+
+def test_unknown_extra_outcome_is_one_line(tmp_path):
+    p = _tiny(tmp_path)
+    p.nrc_extra = ("dlib_only", "alt2_only")
+    with pytest.raises(SystemExit, match="--nrc-extra: unknown outcome 'alt2_only'"):
+        fd._nrc(p, None, np.random.default_rng(0), log=lambda *a: None)
+
+
 # ------------------------------------------------------------------------------------------------
 # a tiny build on the real data
 # ------------------------------------------------------------------------------------------------
@@ -432,3 +470,27 @@ def test_people_split_by_photograph_and_their_view_adds_face_free_images(tiny_bu
     assert (people / "boxes.csv").read_text() == (det / "boxes.csv").read_text()
     pixels = sum(cv2.imread(str(people / n), cv2.IMREAD_GRAYSCALE).size for n in added)
     assert pixels >= len(va["images"]) * 92 * 64 * 1.5 ** 2 * 0.99
+
+
+@pytest.mark.shared_data
+@pytest.mark.slow
+def test_extra_teacher_outcomes_add_training_frames_and_leave_validation_alone(tiny_build,
+                                                                              tmp_path):
+    out, m = tiny_build
+    p = _tiny(tmp_path)
+    p.nrc_extra = ("low_score", "dlib_only")
+    p.frame_step = 4  # enough frames that the extra outcomes occur
+    base = _tiny(tmp_path / "base")
+    base.frame_step = 4
+    m0 = fd.build(base, log=lambda *a: None)
+    m1 = fd.build(p, log=lambda *a: None)
+    val_keys = [k for k in m0["hashes"] if k.startswith("val")]
+    assert {k: m1["hashes"][k] for k in val_keys} == {k: m0["hashes"][k] for k in val_keys}
+    tr0 = np.load(tmp_path / "base" / "train" / "nrc.npz")
+    tr1 = np.load(tmp_path / "train" / "nrc.npz")
+    assert set(tr0["teacher"].tolist()) <= {"agreed"}
+    assert set(tr1["teacher"].tolist()) <= {"agreed", "low_score", "dlib_only"}
+    assert (tr1["teacher"] != "agreed").any() and len(tr1["images"]) > len(tr0["images"])
+    assert set(np.load(tmp_path / "val" / "nrc.npz")["teacher"].tolist()) == {"agreed"}
+    assert m1["nrc"]["train_kept"]["agreed"] + sum(
+        m1["nrc"]["train_kept"][k] for k in p.nrc_extra) == len(tr1["images"])

@@ -9,7 +9,10 @@ Sources (``../shared/data`` only; CMU-MIT is never read):
 * MIT CBCL training faces (``faces/cbcl_train.npz``, label 1), 19×19 tight crops.
 * NRC-IIT clips (``video/*.avi``), labelled by a teacher: dlib's HOG detector and OpenCV's alt2
   cascade must both find the face, confidently, at the same place; near-duplicate frames of a
-  clip (correlated at ``--dup-corr`` with a frame kept before) are skipped.
+  clip (correlated at ``--dup-corr`` with a frame kept before) are skipped. ``--nrc-extra``
+  also keeps, for the training persons only, the frames where both agree but dlib's score is
+  low (``low_score``) and those only dlib finds (``dlib_only``: turned and tilted heads, which
+  alt2 misses); the held-out persons' frames, and so every validation view, stay the same.
 
 One framing. Two rulers, dlib's detector and OpenCV's alt2, are run on upscaled, edge-padded
 *training* crops (several upscale factors, so that the detectors' scale grids average out). On
@@ -388,6 +391,10 @@ def teacher_upsample(gray: np.ndarray) -> int:
     return 1 if gray.shape[1] <= 200 else 0
 
 
+#: the teacher outcomes :attr:`Params.nrc_extra` may add to the training positives
+NRC_EXTRA = {"low_score", "dlib_only"}
+
+
 @dataclass
 class Teacher:
     rulers: Rulers
@@ -399,27 +406,29 @@ class Teacher:
         """(outcome, target box, dlib's mapped box relative to alt2's when both fire and agree).
 
         Outcomes: agreed, low_score (agreed, dlib's score below ``min_score``), disagree,
-        dlib_only, alt2_only, none.
+        dlib_only, alt2_only, none. The target box is the mean of the two mapped boxes when
+        both agree (at any dlib score), dlib's best mapped box when only dlib fires (at any
+        score: in these one-person clips even its weakest detections alone are faces, turned,
+        tilted or looking down), else None; which outcomes become positives is the caller's
+        choice (:attr:`Params.nrc_extra`).
         """
         d = self.rulers.dlib(gray, teacher_upsample(gray), 0.0)
         o = self.rulers.opencv(gray, 24, 0, 1.1, 3)
         if not len(d) and not len(o):
             return "none", None, None
-        if not len(o):
-            return "dlib_only", None, None
         if not len(d):
             return "alt2_only", None, None
         best = d[np.argmax(d[:, 4])]
         td = apply_relation(self.rel["dlib"], best[:4])
+        if not len(o):
+            return "dlib_only", td, None
         to = apply_relation(self.rel["alt2"], o[:, :4])
         ious = [box_iou(td, t) for t in to]
         j = int(np.argmax(ious))
         if ious[j] < self.min_iou:
             return "disagree", None, None
         pair = relation(td, to[j])
-        if best[4] < self.min_score:
-            return "low_score", None, pair
-        return "agreed", (td + to[j]) / 2, pair
+        return ("low_score" if best[4] < self.min_score else "agreed"), (td + to[j]) / 2, pair
 
 
 # ------------------------------------------------------------------------------------------------
@@ -447,6 +456,11 @@ class Params:
     frame_step: int = 2
     teacher_min_score: float = 0.5
     teacher_min_iou: float = 0.5
+    #: teacher outcomes besides ``agreed`` whose frames become training positives, for the
+    #: training persons only (held-out persons keep ``agreed`` alone, so the validation views
+    #: do not change): ``low_score`` (both agree, dlib below ``teacher_min_score``) and
+    #: ``dlib_only`` (dlib alone, at any score: turned and tilted heads)
+    nrc_extra: tuple[str, ...] = ()
     scenes: int = 300
     empty_scenes: int = 150
     crowd_scenes: int = 150
@@ -506,6 +520,10 @@ def _windows(images: list[np.ndarray] | np.ndarray, boxes: np.ndarray, p: Params
 
 
 def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
+    unknown = set(p.nrc_extra) - NRC_EXTRA
+    if unknown:
+        sys.exit(f"face_data: --nrc-extra: unknown outcome {sorted(unknown)[0]!r} "
+                 f"(expected some of {', '.join(sorted(NRC_EXTRA))})")
     clips = sorted((SHARED / "data" / "video").glob("*.avi"))
     persons = sorted({person_of(c.name) for c in clips})
     if p.n_persons is not None:
@@ -517,8 +535,9 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
                  < p.clips_per_person]
     val_persons = sorted(rng.choice(persons, size=min(p.val_persons, len(persons) - 1),
                                     replace=False).tolist())
+    keep = {True: {"agreed"}, False: {"agreed", *p.nrc_extra}}  # by: is a held-out person
     stats: dict[str, int] = {}
-    kept_frames, kept_boxes, meta, pairs = [], [], [], []
+    kept_frames, kept_boxes, meta, pairs, outcomes = [], [], [], [], []
     from vjboost.io import iter_frames
 
     for clip in clips:
@@ -530,7 +549,7 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
             stats[outcome] = stats.get(outcome, 0) + 1
             if pair is not None:
                 pairs.append(pair)
-            if box is None:
+            if box is None or outcome not in keep[person_of(clip.name) in val_persons]:
                 continue
             # a near-duplicate of any frame kept from this clip (the crops' rule) is skipped
             z = unit_rows(cut_window(frame, window_of(box, p.box_frac), p.size)[None])[0]
@@ -541,9 +560,11 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
             kept_frames.append(frame)
             kept_boxes.append(box)
             meta.append((clip.name, fi, person_of(clip.name)))
+            outcomes.append(outcome)
         log(f"  {clip.name}: {n_read} frames labelled, {len(kept)} kept")
     labelled = sum(v for k, v in stats.items() if k != "near_duplicate")
     return {"frames": kept_frames, "boxes": np.asarray(kept_boxes).reshape(-1, 4), "meta": meta,
+            "outcomes": np.asarray(outcomes, dtype="U12"),
             "val_persons": val_persons, "persons": persons, "stats": stats,
             "frames_labelled": labelled, "clips": [c.name for c in clips],
             "dlib_rel_alt2": (np.round(np.median(pairs, axis=0), 4).tolist() if pairs else None)}
@@ -692,7 +713,8 @@ def build(p: Params, log=print) -> dict:
                      index=cbcl_idx, padded=pad_cb, val=val_cb),
         "nrc": dict(images=w_nrc, group=np.char.add("nrc", person),
                     index=np.array([m[1] for m in nrc["meta"]], np.int64), padded=pad_nrc,
-                    val=val_nrc, clip=np.array([m[0] for m in nrc["meta"]], dtype="U16")),
+                    val=val_nrc, clip=np.array([m[0] for m in nrc["meta"]], dtype="U16"),
+                    teacher=nrc["outcomes"]),
     }
     counts: dict = {}
     hashes: dict = {}
@@ -821,6 +843,9 @@ def build(p: Params, log=print) -> dict:
                 "val_persons": nrc["val_persons"], "frames_labelled": nrc["frames_labelled"],
                 "dlib_mapped_rel_alt2_mapped": nrc["dlib_rel_alt2"],
                 "teacher": st,
+                "extra": list(p.nrc_extra),
+                "train_kept": {k: int(np.sum((nrc["outcomes"] == k) & ~val_nrc))
+                               for k in ("agreed", *p.nrc_extra)},
                 "agreed_share": round(st.get("agreed", 0) / labelled, 3),
                 "disagree_share_when_both_fire": round(st.get("disagree", 0) / max(1, both), 3)},
         "backgrounds": {"train": len(bgs_train), "val": len(bgs_val), "block": p.bg_block},
@@ -1245,6 +1270,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="validation scenes of faces in rows (val/det_crowd)")
     ap.add_argument("--frame-step", type=int, default=2, help="teacher runs on every k-th frame")
     ap.add_argument("--teacher-min-score", type=float, default=0.5, help="dlib score to keep")
+    ap.add_argument("--nrc-extra", default="",
+                    help="teacher outcomes besides agreed kept as training positives "
+                         "(training persons only): low_score,dlib_only")
     ap.add_argument("--dup-corr", type=float, default=0.9,
                     help="near-duplicates: crops / frames of a clip correlated at least this much")
     ap.add_argument("--scan-only", action="store_true",
@@ -1286,7 +1314,8 @@ def main(argv: list[str] | None = None) -> int:
     kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, feather=args.feather,
               val_frac=args.val_frac,
               val_persons=args.val_persons, bg_val_frac=args.bg_val_frac,
-              teacher_min_score=args.teacher_min_score, dup_corr=args.dup_corr)
+              teacher_min_score=args.teacher_min_score, dup_corr=args.dup_corr,
+              nrc_extra=tuple(x for x in args.nrc_extra.split(",") if x))
     if args.quick:
         p = Params.quick(out, **kw)
     else:
