@@ -522,6 +522,27 @@ def test_fit_verifier_on_a_cascade(face_model):
         fit_verifier(face_model, pos, (4, 4, 24, 24), flat)
 
 
+def test_fit_verifier_on_a_cascade_that_declares_a_verified_operating_score(face_model):
+    """A model may declare its verified operating point (and a threshold on it) before its
+    verifier exists, as a recipe ships it: the fit reads the raw windows, not that score,
+    and fits the same verifier as for the bare cascade."""
+    from skimage import data
+
+    pos, _ = _two_classes(30, size=32)
+    bgs = [data.camera()[::2, ::2], data.coins()]
+    bare = {k: v for k, v in face_model.params.items()
+            if k not in ("verifier", "operating_score")}
+    declared = face_model.with_stages(face_model.stages, {**bare, "operating_score": {
+        "min_neighbors": 1, "rank": "verified", "min_score": 3.0}})
+    kw = dict(negative_stages=2, per_image=7, copies=1, seed=1, hard_per_image=3,
+              part_per_face=1)
+    got = fit_verifier(declared, pos, (4, 4, 24, 24), bgs, **kw)
+    want = fit_verifier(face_model.with_stages(face_model.stages, bare), pos, (4, 4, 24, 24),
+                        bgs, **kw)
+    np.testing.assert_array_equal(got.coef_, want.coef_)
+    assert got.n_hard_negatives_ == want.n_hard_negatives_
+
+
 def test_fit_verifier_hard_negatives_are_the_whole_cascades_windows(face_model):
     """``hard_per_image`` adds, per background, at most that many windows that every stage
     accepts: counted against the whole cascade's own raw windows, and kept in the fit."""

@@ -704,11 +704,13 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
 
 def _scanner(model: Any, scale_factor: float, threads: int | None) -> Any:
     """A detector returning every window the cascade accepts, on the full grid (the windows a
-    verifier's negatives are drawn from)."""
+    verifier's negatives are drawn from). Its score is set, not the model's: raw windows are
+    not ranked, and a model may declare a verified operating score before its verifier is
+    fitted."""
     from .detector import CascadeDetector
 
     return CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0, grouping="none",
-                           threads=threads, coarse_to_fine=None)
+                           score="best", min_score=None, threads=threads, coarse_to_fine=None)
 
 
 def part_windows(model: Any, windows: Any, box: Sequence[float], *, per_face: int,
