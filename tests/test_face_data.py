@@ -257,6 +257,9 @@ def test_unknown_extra_outcome_is_one_line(tmp_path):
     p.nrc_extra = ("dlib_only", "alt2_only")
     with pytest.raises(SystemExit, match="--nrc-extra: unknown outcome 'alt2_only'"):
         fd._nrc(p, None, np.random.default_rng(0), log=lambda *a: None)
+    with pytest.raises(SystemExit, match="--nrc-extra: unknown outcome 'agreed'"):
+        fd.main(["--out", str(tmp_path / "x"), "--nrc-extra", "low_score,agreed"])
+    assert not (tmp_path / "x").exists()  # refused before anything was built
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1311,11 +1311,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.feather is not None and not 0 < args.feather <= (1 - args.box_frac) / 2:
         sys.exit(f"face_data: --feather {args.feather} must lie in (0, (1 - box_frac) / 2]")
+    extra = tuple(x for x in args.nrc_extra.split(",") if x)
+    if set(extra) - NRC_EXTRA:  # before the build's first minute, not after it
+        sys.exit(f"face_data: --nrc-extra: unknown outcome {sorted(set(extra) - NRC_EXTRA)[0]!r} "
+                 f"(expected some of {', '.join(sorted(NRC_EXTRA))})")
     kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, feather=args.feather,
               val_frac=args.val_frac,
               val_persons=args.val_persons, bg_val_frac=args.bg_val_frac,
               teacher_min_score=args.teacher_min_score, dup_corr=args.dup_corr,
-              nrc_extra=tuple(x for x in args.nrc_extra.split(",") if x))
+              nrc_extra=extra)
     if args.quick:
         p = Params.quick(out, **kw)
     else:
