@@ -479,10 +479,11 @@ def test_people_split_by_photograph_and_their_view_adds_face_free_images(tiny_bu
 @pytest.mark.slow
 def test_extra_teacher_outcomes_add_training_frames_and_leave_validation_alone(tiny_build,
                                                                               tmp_path):
-    out, m = tiny_build
+    """Two builds of their own (every fourth frame, so that the extra outcomes occur); the
+    tiny build's fixture only skips without the shared data."""
     p = _tiny(tmp_path)
     p.nrc_extra = ("low_score", "dlib_only")
-    p.frame_step = 4  # enough frames that the extra outcomes occur
+    p.frame_step = 4
     base = _tiny(tmp_path / "base")
     base.frame_step = 4
     m0 = fd.build(base, log=lambda *a: None)
