@@ -391,8 +391,24 @@ def teacher_upsample(gray: np.ndarray) -> int:
     return 1 if gray.shape[1] <= 200 else 0
 
 
+def teacher_reads(rulers: Rulers, gray: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The teacher's two readings of a frame, (n, 5) ``x, y, w, h, score`` each: dlib's
+    detections at every score (upsampled by :func:`teacher_upsample`) and alt2's (faces of
+    24 px or more, scale factor 1.1, minNeighbors 3)."""
+    return rulers.dlib(gray, teacher_upsample(gray), 0.0), rulers.opencv(gray, 24, 0, 1.1, 3)
+
+
 #: the teacher outcomes :attr:`Params.nrc_extra` may add to the training positives
 NRC_EXTRA = {"low_score", "dlib_only"}
+
+
+def check_nrc_extra(extra) -> None:
+    """Exit with one line naming ``--nrc-extra`` unless every outcome is one of
+    :data:`NRC_EXTRA`."""
+    unknown = set(extra) - NRC_EXTRA
+    if unknown:
+        sys.exit(f"face_data: --nrc-extra: unknown outcome {sorted(unknown)[0]!r} "
+                 f"(expected some of {', '.join(sorted(NRC_EXTRA))})")
 
 
 @dataclass
@@ -412,8 +428,7 @@ class Teacher:
         tilted or looking down), else None; which outcomes become positives is the caller's
         choice (:attr:`Params.nrc_extra`).
         """
-        d = self.rulers.dlib(gray, teacher_upsample(gray), 0.0)
-        o = self.rulers.opencv(gray, 24, 0, 1.1, 3)
+        d, o = teacher_reads(self.rulers, gray)
         if not len(d) and not len(o):
             return "none", None, None
         if not len(d):
@@ -520,10 +535,7 @@ def _windows(images: list[np.ndarray] | np.ndarray, boxes: np.ndarray, p: Params
 
 
 def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
-    unknown = set(p.nrc_extra) - NRC_EXTRA
-    if unknown:
-        sys.exit(f"face_data: --nrc-extra: unknown outcome {sorted(unknown)[0]!r} "
-                 f"(expected some of {', '.join(sorted(NRC_EXTRA))})")
+    check_nrc_extra(p.nrc_extra)
     clips = sorted((SHARED / "data" / "video").glob("*.avi"))
     persons = sorted({person_of(c.name) for c in clips})
     if p.n_persons is not None:
@@ -1312,9 +1324,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.feather is not None and not 0 < args.feather <= (1 - args.box_frac) / 2:
         sys.exit(f"face_data: --feather {args.feather} must lie in (0, (1 - box_frac) / 2]")
     extra = tuple(x for x in args.nrc_extra.split(",") if x)
-    if set(extra) - NRC_EXTRA:  # before the build's first minute, not after it
-        sys.exit(f"face_data: --nrc-extra: unknown outcome {sorted(set(extra) - NRC_EXTRA)[0]!r} "
-                 f"(expected some of {', '.join(sorted(NRC_EXTRA))})")
+    check_nrc_extra(extra)  # before the build's first minute, not after it
     kw = dict(seed=args.seed, size=args.size, box_frac=args.box_frac, feather=args.feather,
               val_frac=args.val_frac,
               val_persons=args.val_persons, bg_val_frac=args.bg_val_frac,

@@ -780,11 +780,11 @@ def dlib_only_recall(specs: list[str], data: Path, *, quick: bool = False,
         for k, (_, fr) in enumerate(iter_frames(str(clip), every=step, gray=True)):
             if quick and k >= 40:
                 break
-            d = rulers.dlib(fr, fd.teacher_upsample(fr), 0.0)
+            d, o = fd.teacher_reads(rulers, fr)
             if not len(d) or d[:, 4].max() < min_score:
                 continue
             box = fd.apply_relation(rel, d[np.argmax(d[:, 4]), :4])
-            kind = "agreed" if len(rulers.opencv(fr, 24, 0, 1.1, 3)) else "dlib_only"
+            kind = "agreed" if len(o) else "dlib_only"
             frames[kind].append((fr, box))
     found = {}
     for spec in specs:

@@ -48,6 +48,10 @@ def parse_min_score(value: str) -> float | str | None:
     return t
 
 
+#: ``--border``'s choices (``vjdetect``, ``vjeval``)
+BORDER_CHOICES = ("none", "replicate", "reflect", "model")
+
+
 def parse_border(value: str) -> str | None:
     """``--border`` (a ``click.Choice`` of ``none``, ``replicate``, ``reflect`` and ``model``,
     what the model declares) as the detector's argument: ``none`` is None.

@@ -47,6 +47,7 @@ from ..io import (
 from ._command import Command
 from ._dask import dask_options, open_executor
 from ._operating import (
+    BORDER_CHOICES,
     parse_border,
     parse_border_margin,
     parse_min_neighbors,
@@ -263,7 +264,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "better-scored one (faces do not nest); off (or 0): keep them; model: what "
                    "the model declares (0.3 for vjboost:frontalface, off for OpenCV's "
                    "cascades).")
-@click.option("--border", type=click.Choice(["none", "replicate", "reflect", "model"]),
+@click.option("--border", type=click.Choice(BORDER_CHOICES),
               default="model", show_default=True,
               help="Let windows extend past the image edge by --border-margin of their size "
                    "(the image padded by repeating or mirroring its edge: replicate, reflect), "

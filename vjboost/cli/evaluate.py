@@ -28,6 +28,7 @@ from ..io import (
 )
 from ._command import Command
 from ._operating import (
+    BORDER_CHOICES,
     operating_neighbors,
     parse_border,
     parse_border_margin,
@@ -98,7 +99,7 @@ def _image_list(images: str | None, annotations) -> list[str]:
               help="Ratio between successive scales of the detection scan (> 1).")
 @click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="Smallest object side in pixels (0: the cascade's window).")
-@click.option("--border", type=click.Choice(["none", "replicate", "reflect", "model"]),
+@click.option("--border", type=click.Choice(BORDER_CHOICES),
               default="model", show_default=True,
               help="Let the detection windows extend past the image edge by --border-margin of "
                    "their size (edge pixels repeated or mirrored: replicate, reflect), for "
