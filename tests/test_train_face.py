@@ -359,3 +359,13 @@ def test_by_kind_readout_skips_face_free_kinds(monkeypatch):
     assert parts["crowds"]["rates"] == [0] and parts["nrc"]["rates"] == [2]
     gt["v/nrc/c.png"] = np.zeros((0, 4))
     assert tf._by_part(paths, images, gt, (2, 4), None, lambda idx, b: 0) is None
+
+
+def test_hard_without_a_build_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    argv = ["--data", str(tmp_path / "none"), "--log", str(tmp_path / "log.jsonl"), "hard",
+            "vjboost:frontalface"]
+    assert tf.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: hard:") and "manifest.json" in err and "\n" not in err

@@ -769,6 +769,7 @@ def dlib_only_recall(specs: list[str], data: Path, *, quick: bool = False,
     from vjboost.cascade import CascadeDetector, load_model
     from vjboost.io import iter_frames
 
+    models = {spec: load_model(spec) for spec in specs}  # a bad one before the minute of dlib
     man = json.loads((data / "manifest.json").read_text())
     rel = np.asarray(man["framing"]["rulers"]["dlib"]["target_rel_ruler"])
     step = int(man["params"]["frame_step"])
@@ -787,8 +788,7 @@ def dlib_only_recall(specs: list[str], data: Path, *, quick: bool = False,
             kind = "agreed" if len(o) else "dlib_only"
             frames[kind].append((fr, box))
     found = {}
-    for spec in specs:
-        model = load_model(spec)
+    for spec, model in models.items():
         ways = {"raw": CascadeDetector(model, min_neighbors=0, min_score=None),
                 "groups": CascadeDetector(model, min_neighbors=1, score="model",
                                           min_score=None),
@@ -911,7 +911,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     if args.cmd == "hard":
-        res = dlib_only_recall(args.models, args.data, quick=args.quick)
+        try:
+            res = dlib_only_recall(args.models, args.data, quick=args.quick)
+        except (OSError, ValueError, KeyError) as e:  # no build there, a model that will not load
+            print(f"error: hard: {e}", file=sys.stderr)
+            return 2
         print(f"frames: {res['frames']['dlib_only']} only dlib finds a face in, "
               f"{res['frames']['agreed']} both teachers agree on")
         for spec, per in res["found"].items():
