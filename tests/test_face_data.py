@@ -252,6 +252,36 @@ def test_teacher_outcomes_and_boxes(dlib_rows, alt2_rows, outcome, box):
     assert (b is None) if box is None else np.allclose(b, box)
 
 
+def test_box_lines_round_clip_and_drop_slivers(tmp_path):
+    cv2.imwrite(str(tmp_path / "a.png"), np.zeros((50, 80), np.uint8))
+    rows = [["a.png", 10.4, 5.6, 20.2, 30.0],   # inside: rounded
+            ["a.png", -6.0, 40.0, 20.0, 20.0],  # clipped to the image on two sides
+            ["a.png", 77.0, 10.0, 20.0, 20.0]]  # 3 px left inside: dropped
+    assert fd.box_lines(tmp_path, rows) == ["image,x,y,w,h", "a.png,10,6,21,30",
+                                            "a.png,0,40,14,10"]
+
+
+def test_heads_copy_writes_frames_boxes_and_the_face_free_images(tmp_path):
+    det, out = tmp_path / "det", tmp_path / "heads_view"
+    (det / "scenes").mkdir(parents=True)
+    cv2.imwrite(str(det / "scenes" / "empty_0000.png"), np.full((30, 40), 7, np.uint8))
+    (det / "empty.txt").write_text("scenes/empty_0000.png\n")
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 255, (120, 160), dtype=np.uint8) for _ in range(2)]
+    heads = {"frames": frames, "boxes": np.array([[10, 12, 40, 40], [150, 100, 30, 30.0]]),
+             "meta": [("03-1.avi", 4, "03"), ("03-1.avi", 8, "03")]}
+    h = fd.heads_copy(det, out, heads)
+    assert (out / "images.txt").read_text().split() == [
+        "heads/03-1_0004.png", "heads/03-1_0008.png", "scenes/empty_0000.png"]
+    assert (out / "boxes.csv").read_text().split() == [
+        "image,x,y,w,h", "heads/03-1_0004.png,10,12,40,40", "heads/03-1_0008.png,150,100,10,20"]
+    assert (cv2.imread(str(out / "heads/03-1_0008.png"), cv2.IMREAD_GRAYSCALE) == frames[1]).all()
+    assert (cv2.imread(str(out / "scenes/empty_0000.png"), cv2.IMREAD_GRAYSCALE) == 7).all()
+    assert fd.heads_copy(det, tmp_path / "again", heads) == h
+    heads["boxes"] = heads["boxes"] + 1
+    assert fd.heads_copy(det, tmp_path / "moved", heads) != h
+
+
 def test_unknown_extra_outcome_is_one_line(tmp_path):
     p = _tiny(tmp_path)
     p.nrc_extra = ("dlib_only", "alt2_only")
@@ -323,6 +353,21 @@ def test_validation_boxes_lie_inside_their_images(tiny_build):
 
     ann = read_annotations(det / "boxes.csv")  # the reader vjeval uses
     assert sum(len(v) for v in ann.values()) == len(rows)
+
+
+@pytest.mark.shared_data
+def test_heads_view_is_rewritten_alike_and_apart_from_the_agreed_frames(tiny_build):
+    out, m = tiny_build
+    heads, det = out / "val" / "det_heads", out / "val" / "det"
+    names = (heads / "heads.txt").read_text().split()
+    assert len(names) == m["val_det"]["heads_frames"]
+    empty = (det / "empty.txt").read_text().split()
+    assert (heads / "images.txt").read_text().split() == names + empty
+    assert not set(names) & {n.replace("nrc/", "heads/")
+                             for n in (det / "nrc.txt").read_text().split()}
+    held_out = {fd.person_of(n.split("/")[1]) for n in names}
+    assert held_out <= set(m["nrc"]["val_persons"])
+    assert fd.heads_view(out, log=lambda *a: None) == (m["hashes"]["val/det_heads"], len(names))
 
 
 @pytest.mark.shared_data
@@ -498,3 +543,5 @@ def test_extra_teacher_outcomes_add_training_frames_and_leave_validation_alone(t
     assert set(np.load(tmp_path / "val" / "nrc.npz")["teacher"].tolist()) == {"agreed"}
     assert m1["nrc"]["train_kept"]["agreed"] + sum(
         m1["nrc"]["train_kept"][k] for k in p.nrc_extra) == len(tr1["images"])
+    # the held-out persons' heads of those outcomes are a view of their own, alike in both
+    assert m0["val_det"]["heads_frames"] == m1["val_det"]["heads_frames"] > 0

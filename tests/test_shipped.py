@@ -126,7 +126,7 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
         pytest.approx(309 / 354), 52)  # anchor
     # the cards' figures: (faces found, false positives) at minNeighbors 1..4
     # (the default model with its declared coarse-to-fine scan)
-    cards = {"vjboost:frontalface": [(303, 96), (289, 50), (281, 37), (275, 26)],
+    cards = {"vjboost:frontalface": [(298, 115), (288, 61), (279, 45), (276, 29)],
              "vjboost:frontalface_haar": [(274, 32), (261, 12), (249, 3), (242, 3)]}
     for spec, want in cards.items():
         ours = curves[spec]
@@ -140,10 +140,10 @@ def test_shipped_face_model_on_cmu_mit_as_its_card_reports(shared_dir):
                               scale_factor=1.1, min_neighbors=1, score="model")
     dets = {p: (d.boxes, d.scores) for p, d in ((p, default.detect(g)) for p, g in grays.items())}
     scored = evaluate_detections(dets, gt, iou_threshold=0.3)
-    # faces found at 2 ... 50 false positives (the card's 0.816 / 0.819 / 0.833 / 0.848 / 0.850
-    # / 0.856, as bench_peers prints its rates rounded to three places)
+    # faces found at 2 ... 50 false positives (the card's 0.774 / 0.785 / 0.822 / 0.822 / 0.828
+    # / 0.839, as bench_peers prints its rates rounded to three places)
     assert [round(scored.detection_rate_at(b) * 354) for b in (2, 5, 10, 20, 30, 50)] == [
-        289, 290, 295, 300, 301, 303]
+        274, 278, 291, 291, 293, 297]
     for fp in (2, 5, 10):
         assert curves["vjboost:frontalface_haar"].detection_rate_at(fp) > \
             ref.detection_rate_at(fp) + 0.25

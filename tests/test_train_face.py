@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 
 import pytest
@@ -239,7 +240,7 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     # low-contrast copies have windows between the declared gate (8) and OpenCV's (10)
     def low(g):
         g = g.astype(float)
-        return np.clip(np.rint(120 + 0.12 * (g - g.mean())), 0, 255).astype(np.uint8)
+        return np.clip(np.rint(120 + 0.14 * (g - g.mean())), 0, 255).astype(np.uint8)
 
     bgs = [data.camera(), low(data.astronaut()[..., 1]), low(data.camera())]
     for i, g in enumerate(bgs):
@@ -369,3 +370,21 @@ def test_hard_without_a_build_is_one_line(tmp_path, capsys, monkeypatch):
     assert tf.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: hard:") and "manifest.json" in err and "\n" not in err
+
+
+def test_check_data_names_the_build_options_a_recipe_needs(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(TOOLS))
+    tf = importlib.import_module("train_face")
+    want = tf.DATA_BUILDS["frontalface"]
+    params = dict(want, seed=0, frame_step=2)
+    (tmp_path / "manifest.json").write_text(json.dumps({"params": params}))
+    tf.check_data("frontalface", tmp_path)  # built as the recipe needs: no exit
+    params["nrc_extra"] = []  # a build without the frames of one teacher
+    (tmp_path / "manifest.json").write_text(json.dumps({"params": params}))
+    with pytest.raises(SystemExit) as e:
+        tf.check_data("frontalface", tmp_path)
+    msg = str(e.value)
+    assert "--nrc-extra low_score,dlib_only" in msg and "nrc_extra=[]" in msg
+    assert "\n" not in msg
+    with pytest.raises(SystemExit, match="manifest.json not found"):
+        tf.check_data("frontalface", tmp_path / "none")

@@ -52,6 +52,11 @@ Outputs in ``--out`` (outside the repository):
   (:func:`crowd_scene`) on held-out backgrounds, with ``val/det``'s face-free images. The other
   views never let two pasted windows overlap, so no face there has another face in the context
   around it, and no two faces stand close. ``--crowd-only`` (re)writes it from an existing build.
+* ``val/det_heads/``: the held-out persons' frames that the teacher does not vouch for
+  confidently — both agree at a low dlib score, or only dlib finds the face (turned, tilted,
+  looking down; :data:`HEADS`) — with the teacher's box, and ``val/det``'s face-free images. The
+  other views' real faces are the frames both teachers agree on; this one holds the heads a
+  cascade misses and dlib does not. ``--heads-only`` (re)writes it in an existing build.
 * ``train/people.npz``, ``val/people.npz``: the bodies of the INRIA person crops (below the
   chin, and mirrored; split by photograph), negatives the face-free backgrounds lack.
   ``val/det_people/``: ``val/det`` and face-free images of the held-out bodies
@@ -534,7 +539,18 @@ def _windows(images: list[np.ndarray] | np.ndarray, boxes: np.ndarray, p: Params
             np.round(np.asarray(pad, np.float32), 4))
 
 
-def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
+#: the teacher outcomes of the held-out persons' frames that ``val/det_heads`` holds: the heads
+#: ``--nrc-extra`` can add to training, which the other views (frames both teachers agree on,
+#: confidently) do not hold
+HEADS = ("low_score", "dlib_only")
+
+
+def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log, *,
+         val_persons: list[str] | None = None, heads_only: bool = False) -> dict:
+    """Label the NRC-IIT clips with ``teacher``: the kept frames (``agreed`` and, for the
+    training persons, ``p.nrc_extra``) and, apart, the held-out persons' frames of :data:`HEADS`
+    (``heads``), each list after the near-duplicate rule within its clip. ``val_persons`` given
+    (an existing build's) replaces the seeded draw; ``heads_only`` labels only their clips."""
     check_nrc_extra(p.nrc_extra)
     clips = sorted((SHARED / "data" / "video").glob("*.avi"))
     persons = sorted({person_of(c.name) for c in clips})
@@ -545,38 +561,62 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log) -> dict:
         clips = [c for c in clips
                  if [q for q in clips if person_of(q.name) == person_of(c.name)].index(c)
                  < p.clips_per_person]
-    val_persons = sorted(rng.choice(persons, size=min(p.val_persons, len(persons) - 1),
-                                    replace=False).tolist())
+    if val_persons is None:
+        val_persons = sorted(rng.choice(persons, size=min(p.val_persons, len(persons) - 1),
+                                        replace=False).tolist())
+    if heads_only:
+        clips = [c for c in clips if person_of(c.name) in val_persons]
     keep = {True: {"agreed"}, False: {"agreed", *p.nrc_extra}}  # by: is a held-out person
+    if heads_only:
+        keep = {True: set(), False: set()}
     stats: dict[str, int] = {}
     kept_frames, kept_boxes, meta, pairs, outcomes = [], [], [], [], []
+    heads: dict[str, list] = {"frames": [], "boxes": [], "meta": []}
     from vjboost.io import iter_frames
+
+    def fresh(kept: list[np.ndarray], frame: np.ndarray, box: np.ndarray) -> bool:
+        """Whether the frame's window is not a near-duplicate of one kept from this clip (the
+        crops' rule); a fresh one joins ``kept``."""
+        z = unit_rows(cut_window(frame, window_of(box, p.box_frac), p.size)[None])[0]
+        if kept and float(np.max(np.stack(kept) @ z)) >= p.dup_corr:
+            return False
+        kept.append(z)
+        return True
 
     for clip in clips:
         kept: list[np.ndarray] = []  # unit rows of the clip's kept windows
+        kept_heads: list[np.ndarray] = []
         n_read = 0
+        held_out = person_of(clip.name) in val_persons
         for fi, frame in iter_frames(str(clip), every=p.frame_step, gray=True):
             n_read += 1
             outcome, box, pair = teacher.label(frame)
             stats[outcome] = stats.get(outcome, 0) + 1
             if pair is not None:
                 pairs.append(pair)
-            if box is None or outcome not in keep[person_of(clip.name) in val_persons]:
+            if box is None:
                 continue
-            # a near-duplicate of any frame kept from this clip (the crops' rule) is skipped
-            z = unit_rows(cut_window(frame, window_of(box, p.box_frac), p.size)[None])[0]
-            if kept and float(np.max(np.stack(kept) @ z)) >= p.dup_corr:
+            if held_out and outcome in HEADS:
+                if fresh(kept_heads, frame, box):
+                    heads["frames"].append(frame)
+                    heads["boxes"].append(box)
+                    heads["meta"].append((clip.name, fi, person_of(clip.name)))
+                continue
+            if outcome not in keep[held_out]:
+                continue
+            if not fresh(kept, frame, box):
                 stats["near_duplicate"] = stats.get("near_duplicate", 0) + 1
                 continue
-            kept.append(z)
             kept_frames.append(frame)
             kept_boxes.append(box)
             meta.append((clip.name, fi, person_of(clip.name)))
             outcomes.append(outcome)
-        log(f"  {clip.name}: {n_read} frames labelled, {len(kept)} kept")
+        log(f"  {clip.name}: {n_read} frames labelled, {len(kept)} kept"
+            + (f", {len(kept_heads)} for val/det_heads" if held_out else ""))
     labelled = sum(v for k, v in stats.items() if k != "near_duplicate")
+    heads["boxes"] = np.asarray(heads["boxes"]).reshape(-1, 4)
     return {"frames": kept_frames, "boxes": np.asarray(kept_boxes).reshape(-1, 4), "meta": meta,
-            "outcomes": np.asarray(outcomes, dtype="U12"),
+            "outcomes": np.asarray(outcomes, dtype="U12"), "heads": heads,
             "val_persons": val_persons, "persons": persons, "stats": stats,
             "frames_labelled": labelled, "clips": [c.name for c in clips],
             "dlib_rel_alt2": (np.round(np.median(pairs, axis=0), 4).tolist() if pairs else None)}
@@ -795,17 +835,8 @@ def build(p: Params, log=print) -> dict:
     sc_names = [f"scenes/{n}" for n in sc_names]
     empty = [f"scenes/{n}" for n in empty]
     rows += [[f"scenes/{r[0]}", *r[1:]] for r in sc_rows]
-    # boxes rounded to whole pixels (vjeval's CSV), and clipped to the image
-    lines = ["image,x,y,w,h"]
-    n_boxes = 0
-    for name, x, y, w, h in rows:
-        x0, y0 = int(round(x)), int(round(y))
-        x1, y1 = int(round(x + w)), int(round(y + h))
-        img_h, img_w = cv2.imread(str(det / name), cv2.IMREAD_GRAYSCALE).shape
-        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, img_w), min(y1, img_h)
-        if x1 - x0 >= 4 and y1 - y0 >= 4:
-            lines.append(f"{name},{x0},{y0},{x1 - x0},{y1 - y0}")
-            n_boxes += 1
+    lines = box_lines(det, rows)
+    n_boxes = len(lines) - 1
     _write_text(det / "boxes.csv", "\n".join(lines) + "\n")
     hashes["val/det/boxes.csv"] = hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
     _write_text(det / "images.txt", "\n".join(nrc_names + sc_names + empty) + "\n")
@@ -824,6 +855,9 @@ def build(p: Params, log=print) -> dict:
                                          scene_max_side=p.scene_max_side,
                                          feather=blend_share(p.feather, p.box_frac))
     timing["val_det_crowd_s"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    hashes["val/det_heads"] = heads_copy(det, p.out / "val" / "det_heads", nrc["heads"])
+    timing["val_det_heads_s"] = round(time.perf_counter() - t, 1)
     t = time.perf_counter()
     if (SHARED / "data" / "inria").is_dir():
         counts["people"] = people(p.out, seed=p.seed)
@@ -864,12 +898,75 @@ def build(p: Params, log=print) -> dict:
         "val_det": {"images": len(nrc_names) + len(sc_names) + len(empty),
                     "nrc_frames": len(nrc_names), "scenes": len(sc_names),
                     "face_free": len(empty), "boxes": n_boxes,
+                    "heads_frames": len(nrc["heads"]["frames"]),
                     "annotations": "val/det/boxes.csv", "images_list": "val/det/images.txt"},
         "hashes": hashes,
         "timing": timing,
     }
     _write_text(p.out / "manifest.json", json.dumps(manifest, indent=1))
     return manifest
+
+
+def box_lines(folder: Path, rows) -> list[str]:
+    """``boxes.csv`` lines (header first) of ``rows`` (``name, x, y, w, h``, float pixels) of the
+    images in ``folder``: boxes rounded to whole pixels (``vjeval``'s CSV) and clipped to their
+    image; a box left under 4 px on a side is dropped."""
+    lines = ["image,x,y,w,h"]
+    for name, x, y, w, h in rows:
+        x0, y0 = int(round(x)), int(round(y))
+        x1, y1 = int(round(x + w)), int(round(y + h))
+        img_h, img_w = cv2.imread(str(folder / name), cv2.IMREAD_GRAYSCALE).shape
+        x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, img_w), min(y1, img_h)
+        if x1 - x0 >= 4 and y1 - y0 >= 4:
+            lines.append(f"{name},{x0},{y0},{x1 - x0},{y1 - y0}")
+    return lines
+
+
+def heads_copy(det: Path, out: Path, heads: dict) -> str:
+    """Write ``out`` (``val/det_heads``): the held-out persons' frames of :data:`HEADS`
+    (``heads`` of :func:`_nrc`: ``frames``, their teacher ``boxes`` (n, 4) and ``meta``) as
+    ``heads/<clip>_<frame>.png``, and the face-free images of the detection set ``det`` as they
+    are, so that false alarms are counted at the other views' density; its ``boxes.csv`` and
+    image lists. Returns a hash of the written images and boxes."""
+    (out / "heads").mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    names, rows = [], []
+    for (clip, fi, _), frame, b in zip(heads["meta"], heads["frames"], heads["boxes"],
+                                       strict=True):
+        name = f"heads/{clip[:-4]}_{fi:04d}.png"
+        cv2.imwrite(str(out / name), frame)
+        digest.update(np.ascontiguousarray(frame).tobytes())
+        names.append(name)
+        rows.append([name, *np.asarray(b, np.float64).tolist()])
+    lines = box_lines(out, rows)
+    empty = (det / "empty.txt").read_text().split() if (det / "empty.txt").is_file() else []
+    _copy_images(det, out, empty)
+    digest.update("\n".join(lines).encode())
+    _write_text(out / "boxes.csv", "\n".join(lines) + "\n")
+    _write_text(out / "heads.txt", "\n".join(names) + "\n")
+    _write_text(out / "empty.txt", "\n".join(empty) + "\n")
+    _write_text(out / "images.txt", "\n".join(names + empty) + "\n")
+    return digest.hexdigest()[:16]
+
+
+def heads_view(data: Path, log=print) -> tuple[str, int]:
+    """(Re)write ``val/det_heads`` of the existing build ``data``: its held-out persons' clips
+    labelled again by the build's teacher (its rulers' measured framing and its settings).
+    Returns the view's hash and its number of frames."""
+    try:
+        man = json.loads((data / "manifest.json").read_text())
+        prm, framing, val_persons = man["params"], man["framing"], man["nrc"]["val_persons"]
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"face_data: --heads-only: {data / 'manifest.json'} missing or incomplete ({e})")
+    fields = Params.__dataclass_fields__
+    p = Params(**{k: tuple(v) if isinstance(v, list) else v for k, v in prm.items()
+                  if k in fields and k != "out"}, out=data)
+    rel = {k: np.array(v["target_rel_ruler"]) for k, v in framing["rulers"].items()}
+    teacher = Teacher(Rulers(), rel, p.teacher_min_score, p.teacher_min_iou)
+    nrc = _nrc(p, teacher, np.random.default_rng(0), log, val_persons=val_persons,
+               heads_only=True)
+    h = heads_copy(data / "val" / "det", data / "val" / "det_heads", nrc["heads"])
+    return h, len(nrc["heads"]["frames"])
 
 
 def summary_line(m: dict) -> str:
@@ -1295,11 +1392,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="only (re)write val/det_crowd from an existing build")
     ap.add_argument("--people-only", action="store_true",
                     help="only (re)write the INRIA bodies and val/det_people in an existing build")
+    ap.add_argument("--heads-only", action="store_true",
+                    help="only (re)write val/det_heads in an existing build (its teacher again)")
     args = ap.parse_args(argv)
     out = Path(args.out).resolve()
     if REPO in out.parents or out == REPO:
         sys.exit(f"face_data: --out {out} is inside the repository; write data elsewhere")
-    only = [k for k in ("scan", "vary", "crowd", "people") if getattr(args, f"{k}_only")]
+    only = [k for k in ("scan", "vary", "crowd", "people", "heads")
+            if getattr(args, f"{k}_only")]
     if only:  # one view (re)written in an existing build
         flag, det, dst = f"--{only[0]}-only", out / "val" / "det", out / "val" / f"det_{only[0]}"
         if not (det / "images.txt").is_file():
@@ -1314,6 +1414,8 @@ def main(argv: list[str] | None = None) -> int:
             h = crowd_copy(out, dst, seed=args.seed, scenes=args.crowd_scenes,
                            scene_max_side=built["scene_max_side"],
                            feather=blend_share(built["feather"], built["box_frac"]))
+        elif only[0] == "heads":
+            h, extra["frames"] = heads_view(out)
         else:
             if not (SHARED / "data" / "inria").is_dir():
                 sys.exit(f"face_data: {flag} needs {SHARED / 'data' / 'inria'}")

@@ -48,7 +48,8 @@ from vjboost._io import OutputError, atomic_open, atomic_write  # noqa: E402
 from vjboost.cascade.detector import check_suppress_inside  # noqa: E402
 
 #: the three validation views of the rounds (tools/face_data.py): clean, scanned, side-lit and
-#: turned; ``cache --views`` may add the crowd and people views (``det_crowd``, ``det_people``)
+#: turned; ``cache --views`` may add the crowd, people and heads views (``det_crowd``,
+#: ``det_people``, ``det_heads``)
 VIEWS = ("det", "det_scan", "det_vary")
 #: the σ gate the rounds' windows were scanned behind: the detector's default (OpenCV's)
 SCAN_MIN_STD = 10.0

@@ -24,7 +24,7 @@ unchanged (rounds 26, 27, 30, 31 and 35 of docs/ablation.md).
   ``tools/bench_peers.py`` runs it.
 
 Each variant is scored as the rounds score a candidate: on each view of ``tools/face_data.py``
-(``--views``, default all five), the declared curve's mean detection rate at the benchmark's
+(``--views``, default all six), the declared curve's mean detection rate at the benchmark's
 six false-positive budgets counted at CMU-MIT's density (``train_face.scaled_budgets``), and
 the mean over the views. The scan, the σ gate, the verifier and the share of a detection
 inside a better one that drops it are the model's. ``--quick`` takes every tenth image of
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=tf.DATA, help="tools/face_data.py's output")
     ap.add_argument("--model", default="vjboost:frontalface", help="name or model file")
     ap.add_argument("--views", default=None,
-                    help="comma list of views (default: all five; facefree: det,det_people)")
+                    help="comma list of views (default: all six; facefree: det,det_people)")
     ap.add_argument("--quick", action="store_true", help="every tenth image of each view")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sm = sub.add_parser("smooth", help="the image smoothed before the scan")

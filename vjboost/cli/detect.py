@@ -244,7 +244,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
               help="Drop detections scored below this (an operating point of --score; the "
                    "model cards list the shipped face models'); none: keep every detection; "
                    "auto: with --score and --min-neighbors auto, the model's default "
-                   "threshold (3.43 for vjboost:frontalface, two windows for "
+                   "threshold (3.72 for vjboost:frontalface, two windows for "
                    "vjboost:car_side), else none.")
 @click.option("--stages", type=click.IntRange(min=1), default=None,
               help="Use only the cascade's first N stages (more, weaker detections).")

@@ -121,7 +121,7 @@ def _image_list(images: str | None, annotations) -> list[str]:
 @click.option("--min-score", default="auto", show_default=True,
               help="Drop each model's detections scored below this, at every point of the "
                    "curve (as vjdetect --min-score); none: keep them all (the whole curve); "
-                   "auto: with --score auto, each model's default threshold (3.43 for "
+                   "auto: with --score auto, each model's default threshold (3.72 for "
                    "vjboost:frontalface), else none.")
 @click.option("--max-neighbors", type=click.IntRange(min=1), default=10, show_default=True,
               help="Sweep min_neighbors from 0 to this value for the curve.")
