@@ -938,12 +938,20 @@ def heads_copy(det: Path, out: Path, heads: dict) -> str:
         digest.update(np.ascontiguousarray(frame).tobytes())
         names.append(name)
         rows.append([name, *np.asarray(b, np.float64).tolist()])
-    lines = box_lines(out, rows)
+    return _finish_view(det, out, "heads", names, box_lines(out, rows), digest)
+
+
+def _finish_view(det: Path, out: Path, part: str, names: list[str], lines: list[str],
+                 digest) -> str:
+    """Complete a view ``out`` whose own images ``names`` (listed in ``<part>.txt``) and box
+    lines are written: the face-free images of the detection set ``det`` copied as they are,
+    ``boxes.csv``, ``empty.txt`` and ``images.txt``. Returns the view's hash (``digest`` of its
+    images, updated with the box lines)."""
     empty = (det / "empty.txt").read_text().split() if (det / "empty.txt").is_file() else []
     _copy_images(det, out, empty)
     digest.update("\n".join(lines).encode())
     _write_text(out / "boxes.csv", "\n".join(lines) + "\n")
-    _write_text(out / "heads.txt", "\n".join(names) + "\n")
+    _write_text(out / f"{part}.txt", "\n".join(names) + "\n")
     _write_text(out / "empty.txt", "\n".join(empty) + "\n")
     _write_text(out / "images.txt", "\n".join(names + empty) + "\n")
     return digest.hexdigest()[:16]
@@ -1149,15 +1157,7 @@ def crowd_copy(data: Path, out: Path, *, seed: int, scenes: int = 150,
         digest.update(scene.tobytes())
         for x, y, bw, bh in np.rint(boxes).astype(np.int64).tolist():
             lines.append(f"{name},{x},{y},{bw},{bh}")
-    det = data / "val" / "det"
-    empty = (det / "empty.txt").read_text().split() if (det / "empty.txt").is_file() else []
-    _copy_images(det, out, empty)
-    digest.update("\n".join(lines).encode())
-    _write_text(out / "boxes.csv", "\n".join(lines) + "\n")
-    _write_text(out / "crowds.txt", "\n".join(names) + "\n")
-    _write_text(out / "empty.txt", "\n".join(empty) + "\n")
-    _write_text(out / "images.txt", "\n".join(names + empty) + "\n")
-    return digest.hexdigest()[:16]
+    return _finish_view(data / "val" / "det", out, "crowds", names, lines, digest)
 
 
 #: rows of an INRIA person crop (128×64) below its person's chin: the body, not the head
