@@ -24,10 +24,11 @@ unchanged (rounds 26, 27, 30, 31 and 35 of docs/ablation.md).
   ``tools/bench_peers.py`` runs it.
 
 Each variant is scored as the rounds score a candidate: on each view of ``tools/face_data.py``
-(``--views``, default all six), the declared curve's mean detection rate at the benchmark's
-six false-positive budgets counted at CMU-MIT's density (``train_face.scaled_budgets``), and
-the mean over the views. The scan, the σ gate, the verifier and the share of a detection
-inside a better one that drops it are the model's. ``--quick`` takes every tenth image of
+(``--views``, default the five of ``train_face.FIVE_VIEWS``; ``det_heads`` by name), the
+declared curve's mean detection rate at the benchmark's six false-positive budgets counted at
+CMU-MIT's density (``train_face.scaled_budgets``), and the mean over the views. The scan, the
+σ gate, the verifier and the share of a detection inside a better one that drops it are the
+model's. ``--quick`` takes every tenth image of
 each view (under a minute with ``--views det``).
 
 ::
@@ -247,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", type=Path, default=tf.DATA, help="tools/face_data.py's output")
     ap.add_argument("--model", default="vjboost:frontalface", help="name or model file")
     ap.add_argument("--views", default=None,
-                    help="comma list of views (default: all six; facefree: det,det_people)")
+                    help="comma list of views (default: the five of rounds 25-54; facefree: "
+                         "det,det_people)")
     ap.add_argument("--quick", action="store_true", help="every tenth image of each view")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sm = sub.add_parser("smooth", help="the image smoothed before the scan")
@@ -269,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # the face-free images are those of val/det and val/det_people
         views = parse_views(args.views or ("det,det_people" if args.cmd == "facefree"
-                                           else ",".join(tf.SPLITS)))
+                                           else ",".join(tf.FIVE_VIEWS)))
         model, window = tf.load_spec(args.model)
         if args.cmd == "facefree":
             per_view = {v: face_free_alarms(model, window, args.data, v, args.quick)
