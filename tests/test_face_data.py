@@ -282,6 +282,19 @@ def test_heads_copy_writes_frames_boxes_and_the_face_free_images(tmp_path):
     assert fd.heads_copy(det, tmp_path / "moved", heads) != h
 
 
+def test_heads_only_without_a_manifest_is_one_line(tmp_path):
+    (tmp_path / "val" / "det").mkdir(parents=True)
+    (tmp_path / "val" / "det" / "images.txt").write_text("")
+    with pytest.raises(SystemExit) as e:
+        fd.main(["--out", str(tmp_path), "--heads-only"])
+    msg = str(e.value)
+    assert msg.startswith("face_data: --heads-only:") and "manifest.json" in msg
+    assert "\n" not in msg and not (tmp_path / "val" / "det_heads").exists()
+    (tmp_path / "manifest.json").write_text('{"params": {}}')  # a build's, cut short
+    with pytest.raises(SystemExit, match="missing or incomplete"):
+        fd.main(["--out", str(tmp_path), "--heads-only"])
+
+
 def test_unknown_extra_outcome_is_one_line(tmp_path):
     p = _tiny(tmp_path)
     p.nrc_extra = ("dlib_only", "alt2_only")
