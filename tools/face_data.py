@@ -564,10 +564,9 @@ def _nrc(p: Params, teacher: Teacher, rng: np.random.Generator, log, *,
     if val_persons is None:
         val_persons = sorted(rng.choice(persons, size=min(p.val_persons, len(persons) - 1),
                                         replace=False).tolist())
-    if heads_only:
-        clips = [c for c in clips if person_of(c.name) in val_persons]
     keep = {True: {"agreed"}, False: {"agreed", *p.nrc_extra}}  # by: is a held-out person
-    if heads_only:
+    if heads_only:  # the held-out persons' clips, for their heads alone
+        clips = [c for c in clips if person_of(c.name) in val_persons]
         keep = {True: set(), False: set()}
     stats: dict[str, int] = {}
     kept_frames, kept_boxes, meta, pairs, outcomes = [], [], [], [], []
