@@ -75,6 +75,19 @@ def test_matches_the_reference(shape, p, n):
                                   got[0])
 
 
+def test_threads_and_one_loop_describe_alike():
+    # a large stack is described by the threads, small ones by one loop: the same values
+    from vjboost.features.hog import _FHOG_PARALLEL
+
+    rng = np.random.default_rng(7)
+    wins = rng.integers(0, 256, (_FHOG_PARALLEL + 9, 26, 26), dtype=np.uint8)
+    whole = fhog_descriptor(wins, pixels_per_cell=4)
+    parts = np.concatenate([fhog_descriptor(wins[i:i + 50], pixels_per_cell=4)
+                            for i in range(0, len(wins), 50)])
+    np.testing.assert_array_equal(whole, parts)
+    np.testing.assert_allclose(whole[-1], fhog_reference(wins[-1], 4, 9), rtol=1e-5, atol=1e-6)
+
+
 @given(st.integers(0, 2**32 - 1), st.integers(0, 128), st.integers(3, 8))
 @settings(max_examples=30, deadline=None)
 def test_brightness_and_contrast_invariance(seed, shift, p):
