@@ -906,15 +906,17 @@ def build(p: Params, log=print) -> dict:
     return manifest
 
 
-def box_lines(folder: Path, rows) -> list[str]:
+def box_lines(folder: Path, rows, *, shapes: dict | None = None) -> list[str]:
     """``boxes.csv`` lines (header first) of ``rows`` (``name, x, y, w, h``, float pixels) of the
     images in ``folder``: boxes rounded to whole pixels (``vjeval``'s CSV) and clipped to their
-    image; a box left under 4 px on a side is dropped."""
+    image; a box left under 4 px on a side is dropped. ``shapes``: the images' (height, width)
+    by name, when the caller has them (else each image is read back from ``folder``)."""
     lines = ["image,x,y,w,h"]
     for name, x, y, w, h in rows:
         x0, y0 = int(round(x)), int(round(y))
         x1, y1 = int(round(x + w)), int(round(y + h))
-        img_h, img_w = cv2.imread(str(folder / name), cv2.IMREAD_GRAYSCALE).shape
+        img_h, img_w = (shapes[name] if shapes and name in shapes
+                        else cv2.imread(str(folder / name), cv2.IMREAD_GRAYSCALE).shape)[:2]
         x0, y0, x1, y1 = max(x0, 0), max(y0, 0), min(x1, img_w), min(y1, img_h)
         if x1 - x0 >= 4 and y1 - y0 >= 4:
             lines.append(f"{name},{x0},{y0},{x1 - x0},{y1 - y0}")
@@ -929,7 +931,7 @@ def heads_copy(det: Path, out: Path, heads: dict) -> str:
     image lists. Returns a hash of the written images and boxes."""
     (out / "heads").mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
-    names, rows = [], []
+    names, rows, shapes = [], [], {}
     for (clip, fi, _), frame, b in zip(heads["meta"], heads["frames"], heads["boxes"],
                                        strict=True):
         name = f"heads/{clip[:-4]}_{fi:04d}.png"
@@ -937,7 +939,8 @@ def heads_copy(det: Path, out: Path, heads: dict) -> str:
         digest.update(np.ascontiguousarray(frame).tobytes())
         names.append(name)
         rows.append([name, *np.asarray(b, np.float64).tolist()])
-    return _finish_view(det, out, "heads", names, box_lines(out, rows), digest)
+        shapes[name] = frame.shape  # the frames are at hand: not read back for their sizes
+    return _finish_view(det, out, "heads", names, box_lines(out, rows, shapes=shapes), digest)
 
 
 def _finish_view(det: Path, out: Path, part: str, names: list[str], lines: list[str],
