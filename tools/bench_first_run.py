@@ -99,7 +99,9 @@ def timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float,
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if res.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}): {res.stderr.strip()}")
+        # the command's last line says why (click prints its usage above it)
+        why = (res.stderr.strip().splitlines() or [""])[-1]
+        raise SystemExit(f"{' '.join(cmd)} failed ({res.returncode}): {why}")
     return dt, res
 
 

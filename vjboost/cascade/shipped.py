@@ -60,7 +60,9 @@ def resolve_model(spec: str | os.PathLike[str]) -> str:
             p = MODELS_DIR / (name + suffix)
             if p.is_file():
                 return str(p)
-        have = sorted({p.stem for p in MODELS_DIR.glob("*.json")} | {
+        # a model's training report (NAME.report.json) lies beside it and is not a model
+        have = sorted({p.stem for p in MODELS_DIR.glob("*.json")
+                       if not p.name.endswith(".report.json")} | {
             p.stem for p in MODELS_DIR.glob("*.xml")}) if MODELS_DIR.is_dir() else []
         raise ModelNotFound(f"{spec}: no such shipped model in {MODELS_DIR} (have: "
                             f"{', '.join('vjboost:' + h for h in have) or 'none'})")
