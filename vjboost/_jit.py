@@ -19,6 +19,12 @@ needs numba's runtime only, so :func:`light_cache_loads` makes the loads of vjbo
 start just that; every compilation still refreshes the target itself, and a load that fails
 that way is retried as numba does it.
 
+A factory that makes several variants of one kernel (a closure per set of compile-time
+constants) gives each its own name with :func:`variant`: numba names a compiled function's
+machine code after the function's qualified name and a counter of the process that compiled it,
+so two variants cached by two processes can carry the same symbol, and a process that loads
+both from the cache then runs the first one's code for both.
+
 This module imports nothing heavy; numba is imported only by :func:`compile_notice` and when
 numba itself loads its array maths or its cache.
 """
@@ -32,10 +38,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 __all__ = ["cache_dir", "compile_notice", "defer_blas_probe", "light_cache_loads",
-           "use_user_cache"]
+           "use_user_cache", "variant"]
 
 NOTE = "vjboost: compiling kernels (first run only; cached in {dir})"
 
@@ -77,6 +85,32 @@ def use_user_cache() -> None:
     config = getattr(sys.modules.get("numba"), "config", None)
     if config is not None:
         config.CACHE_DIR = path
+
+
+def variant(tag: str) -> Callable[[_F], _F]:
+    """Name a kernel after its variant: ``tag`` is appended to the function's ``__name__`` and
+    ``__qualname__``, which numba's symbols and cache files carry (see the module docstring).
+    Apply it below numba's decorator, in a factory that builds one kernel per ``tag``.
+
+    Examples
+    --------
+    >>> def make(dense):
+    ...     @variant("dense" if dense else "sparse")
+    ...     def kernel(x):
+    ...         return x
+    ...     return kernel
+    >>> make(True).__qualname__, make(False).__name__
+    ('make.<locals>.kernel_dense', 'kernel_sparse')
+    """
+    if not (tag.isascii() and f"_{tag}".isidentifier()):
+        raise ValueError(f"tag: expected letters, digits and underscores, got {tag!r}")
+
+    def rename(func: _F) -> _F:
+        func.__name__ = f"{func.__name__}_{tag}"
+        func.__qualname__ = f"{func.__qualname__}_{tag}"
+        return func
+
+    return rename
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ import numpy as np
 from numba import njit
 from numba.core.errors import NumbaPerformanceWarning
 
+from vjboost._jit import variant
 from vjboost._threads import resolve_threads, run_tasks
 from vjboost.boost.tree import Tree
 from vjboost.features.program import (
@@ -356,6 +357,7 @@ def _make_scan(ops: int, shape: int):
     # face cascade on astronaut()); it then warns that it parallelised no loop, as intended
     # (:func:`scan` silences that warning).
     @njit(cache=True, nogil=True, parallel=True)
+    @variant(f"{ops}_{shape}")
     def scan_items(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
                    stage_carry, stage_of, tree_node0, tree_leaf0, node_left, node_right,
                    subsets, leaves, out_passed, out_score):  # pragma: no cover - numba

@@ -17,12 +17,12 @@ row (so it visits exactly the windows the window-by-window kernel visits) and ke
 survivors' columns in a compact list; runs the next stages over that list the same way, one pass
 per tree (the loads are gathered now, but the loop still has no branch on the data: the leaf is
 picked by selects, and each tree's records are read once per row), compacting the list after
-each stage while it holds at least :data:`MIN_LIST` windows; and runs the remaining stages
-window by window on the last survivors. All of it happens right away, row by row, while the
-row's integral data is still in the cache (running the later stages after the whole batch's
-first stage cost about 30 % more: the data had left the cache). Every value is computed with the
-very float32 and float64 operations of the window-by-window kernel (same order, no fused
-multiply-add), so its decisions and scores are that kernel's, bit for bit.
+each stage, until no window is left or every stage has accepted the survivors. All of it
+happens right away, row by row, while the row's integral data is still in the cache (running
+the later stages after the whole batch's first stage cost about 30 % more: the data had left
+the cache). Every value is computed with the very float32 and float64 operations of the
+window-by-window kernel (same order, no fused multiply-add), so its decisions and scores are
+that kernel's, bit for bit.
 
 OpenCV's grid has a step of 2 below scale 2: :class:`~vjboost.cascade.runner.CascadeRunner`
 stores such batches with each row's even and odd columns apart
@@ -45,6 +45,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._jit import variant
 from ..features.program import (
     _NORM,
     _SCALE,
@@ -53,7 +54,6 @@ from ..features.program import (
     OPS_HAAR,
     OPS_RECTS,
     REC,
-    rects_value,
     variance_norm,
     window_norms,
 )
@@ -68,9 +68,6 @@ _U = np.uint64
 BYTES_PER_WINDOW = 16
 #: batches whose scratch would exceed this run window by window instead (huge images)
 MAX_BYTES = 256 << 20
-#: a stage runs over a row's survivors (one pass per tree) while they are at least this many;
-#: fewer run the remaining stages window by window
-MIN_LIST = 8
 #: windows per block of the list pass (:func:`scan_list`)
 LIST_BLOCK = 512
 #: a scan whose rows hold fewer windows than this on average runs as a list
@@ -117,16 +114,15 @@ def suits(cascade: CompiledCascade) -> bool:
 
 
 def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-              stage_carry, tree_node0, leaves, min_list, sparse0, out_slot, out_score, *,
+              stage_carry, tree_node0, leaves, sparse0, out_slot, out_score, *,
               ops=OPS_HAAR):
     """The windows of ``items`` (rows of windows ``step`` columns apart) that every stage
     accepts.
 
     Row by row: the σ gate, the window's normalisers and the first stage's score of every
     window of the row, vectorised; then OpenCV's skip rule replayed along the row; then the
-    next stages over the row's survivors, tree by tree, while they are ``min_list`` or more;
-    then the remaining stages window by window on the last survivors, while the row's integral
-    data is still in the cache.
+    next stages over the row's survivors, tree by tree, until none is left, while the row's
+    integral data is still in the cache.
 
     Parameters
     ----------
@@ -150,9 +146,6 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
         follows the first segment): trees of depth <= 2 laid out root, then its
         children that are nodes (:func:`_children`), with four leaves (left-left, left-right,
         right-left, right-right).
-    min_list : int
-        A stage runs over the row's survivors tree by tree while they are at least this many
-        (:data:`MIN_LIST`; a huge value: window by window after the first stage).
     sparse0 : float
         The first stage runs over the list of the windows the σ gate lets through when they
         are fewer than this share of a row (:data:`SPARSE0`), else over the whole row; over the
@@ -174,7 +167,7 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
     """
     run = _pass(_ROW_PASSES, ops, "row")
     return run(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-               stage_carry, tree_node0, leaves, min_list, sparse0, out_slot, out_score)
+               stage_carry, tree_node0, leaves, sparse0, out_slot, out_score)
 
 
 def _pass(passes: dict, ops: int, what: str):
@@ -200,8 +193,9 @@ def _make_scan_rows(haar: bool):
     # window-by-window stages about five times faster than its plain pipeline; the runner
     # silences its warning
     @njit(cache=True, nogil=True, parallel=True)
+    @variant("haar" if haar else "rects")
     def rows_pass(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-                  stage_carry, tree_node0, leaves, min_list, sparse0, out_slot, out_score
+                  stage_carry, tree_node0, leaves, sparse0, out_slot, out_score
                   ):  # pragma: no cover - numba
         """:func:`scan_rows` for one kind of cascade."""
         width = 0
@@ -276,38 +270,32 @@ def _make_scan_rows(haar: bool):
                     _keep(xs, ivs, igs, sc, j, x, ivs, igs, sc, i, haar)
                     j += 1
                 m = j
-            # the next stages over the row's survivors while they are many enough to pay for
-            # reading each tree's records once per row, then the last ones window by window
-            m, k = _stages_over_list(buf, row, xs, no_ids, m, ivs, igs, sc, 1, tab, tabf,
-                                     stage_first, stage_thr, stage_carry, tree_node0, leaves,
-                                     min_list, haar)
+            # the next stages over the row's survivors, tree by tree, until none is left or
+            # every stage has accepted them
+            m = _stages_over_list(buf, row, xs, no_ids, m, ivs, igs, sc, 1, tab, tabf,
+                                  stage_first, stage_thr, stage_carry, tree_node0, leaves,
+                                  haar)
             for i in range(m):
-                ok, v = _window_from(buf, row + xs[i], ivs[i],
-                                     igs[i] if not haar else np.float32(1.0), sc[i], k, tab,
-                                     tabf, stage_first, stage_thr, stage_carry, tree_node0,
-                                     leaves, haar)
-                if ok:
-                    out_slot[n] = obase + xs[i] // step
-                    out_score[n] = v
-                    n += 1
+                out_slot[n] = obase + xs[i] // step
+                out_score[n] = sc[i]
+                n += 1
         return n
 
     return rows_pass
 
 
 def scan_list(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stage_carry,
-              tree_node0, leaves, min_list, block, out_slot, out_score, *, ops=OPS_HAAR):
+              tree_node0, leaves, block, out_slot, out_score, *, ops=OPS_HAAR):
     """The windows of a list (anywhere in the planes) that every stage accepts: the row pass
     for scattered windows.
 
     Windows ``block`` at a time (neighbours in the list: their integral data stays in the
     cache): the σ gate and the normalisers of each, then every stage over the block's
-    survivors tree by tree while they are ``min_list`` or more (gathered loads, no branch on
-    the data), then the remaining stages window by window. A scan of short rows (the
-    neighbourhoods of coarse-to-fine scanning: three to five windows a row) spends most of
-    :func:`scan_rows`'s time per row, and nearly all of it window by window; here a block's
-    windows share each tree's records whatever rows they lie on. Decisions and scores are the
-    window-by-window kernel's, bit for bit (the same float32 and float64 operations).
+    survivors tree by tree until none is left (gathered loads, no branch on the data). A scan
+    of short rows (the neighbourhoods of coarse-to-fine scanning: three to five windows a row)
+    spends most of :func:`scan_rows`'s time per row; here a block's windows share each tree's
+    records whatever rows they lie on. Decisions and scores are the window-by-window kernel's,
+    bit for bit (the same float32 and float64 operations).
 
     Parameters
     ----------
@@ -322,9 +310,6 @@ def scan_list(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stag
         OpenCV's σ gate on ``area · inv_var`` (``inf``: none).
     stage_first, stage_thr, stage_carry, tree_node0, leaves
         The :class:`CompiledCascade`'s arrays (as for :func:`scan_rows`).
-    min_list : int
-        A stage runs over the block's survivors tree by tree while they are at least this
-        many (:data:`MIN_LIST`).
     block : int
         Windows per block (:data:`LIST_BLOCK`).
     out_slot : ndarray of int64, shape (>= N,)
@@ -343,7 +328,7 @@ def scan_list(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stag
     if block < 1:
         raise ValueError(f"block: expected >= 1 windows, got {block}")
     return run(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stage_carry,
-               tree_node0, leaves, min_list, block, out_slot, out_score)
+               tree_node0, leaves, block, out_slot, out_score)
 
 
 def _make_scan_list(haar: bool):
@@ -351,8 +336,9 @@ def _make_scan_list(haar: bool):
     constant of the closure, as in :func:`_make_scan_rows`)."""
 
     @njit(cache=True, nogil=True)
+    @variant("haar" if haar else "rects")
     def list_pass(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stage_carry,
-                  tree_node0, leaves, min_list, block, out_slot, out_score
+                  tree_node0, leaves, block, out_slot, out_score
                   ):  # pragma: no cover - numba
         """:func:`scan_list` for one kind of cascade."""
         width = min(block, pos.shape[0])
@@ -379,18 +365,13 @@ def _make_scan_list(haar: bool):
                 ivs[m] = inv
                 sc[m] = 0.0
                 m += 1
-            m, k = _stages_over_list(buf, 0, xs, ids, m, ivs, igs, sc, 0, tab, tabf,
-                                     stage_first, stage_thr, stage_carry, tree_node0, leaves,
-                                     min_list, haar)
+            m = _stages_over_list(buf, 0, xs, ids, m, ivs, igs, sc, 0, tab, tabf,
+                                  stage_first, stage_thr, stage_carry, tree_node0, leaves,
+                                  haar)
             for i in range(m):
-                ok, v = _window_from(buf, xs[i], ivs[i],
-                                     igs[i] if not haar else np.float32(1.0), sc[i], k, tab,
-                                     tabf, stage_first, stage_thr, stage_carry, tree_node0,
-                                     leaves, haar)
-                if ok:
-                    out_slot[n] = ids[i]
-                    out_score[n] = v
-                    n += 1
+                out_slot[n] = ids[i]
+                out_score[n] = sc[i]
+                n += 1
         return n
 
     return list_pass
@@ -398,14 +379,18 @@ def _make_scan_list(haar: bool):
 
 @njit(cache=True, nogil=True, inline="always")
 def _stages_over_list(buf, row, xs, ids, m, ivs, igs, sc, k, tab, tabf, stage_first, stage_thr,
-                      stage_carry, tree_node0, leaves, min_list, haar
+                      stage_carry, tree_node0, leaves, haar
                       ):  # pragma: no cover - numba
     """Stages ``k, k + 1, ...`` over the ``m`` listed windows ``row + xs[i]`` (tree by tree)
-    while they are ``min_list`` or more, the survivors compacted after each stage (with their
-    ``ids`` when it has entries). Returns the survivors' count and the next stage."""
+    until none is left, the survivors compacted after each stage (with their ``ids`` when it
+    has entries). Returns how many every stage accepts (their last stage's scores in ``sc``).
+
+    The few windows that reach the late stages run here too: a window-by-window loop for them
+    (stopping each window at its own rejection) scanned no faster and was one more large
+    function to compile on a first detection."""
     n_stages = stage_thr.shape[0]
     track = ids.shape[0] > 0
-    while k < n_stages and m >= min_list:
+    while k < n_stages and m > 0:
         if not stage_carry[k]:
             for i in range(m):
                 sc[i] = 0.0
@@ -421,29 +406,7 @@ def _stages_over_list(buf, row, xs, ids, m, ivs, igs, sc, k, tab, tabf, stage_fi
                 j += 1
         m = j
         k += 1
-    return m, k
-
-
-# a function of its own, not inlined: the row and the list pass share one compilation of it
-# per kind of cascade (``haar`` reaches it as a literal, so its other side is pruned as when it
-# was inlined), 2 s less compilation for a cascade of rectangle records and no slower; numba's
-# parallel pipeline, as for the passes themselves (compiled by the plain one it ran the Haar
-# model's detection 1.8 times as long)
-@njit(cache=True, nogil=True, parallel=True)
-def _window_from(buf, p, s, sg, v, k, tab, tabf, stage_first, stage_thr, stage_carry,
-                 tree_node0, leaves, haar):  # pragma: no cover - numba
-    """Stages ``k, k + 1, ...`` of the window at ``p`` (normalisers ``s``, ``sg``; score so
-    far ``v``): whether it passes them all, and its last stage's score."""
-    n_stages = stage_thr.shape[0]
-    while k < n_stages:
-        if not stage_carry[k]:
-            v = 0.0
-        for t in range(stage_first[k], stage_first[k + 1]):
-            v += _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar)
-        if v < stage_thr[k]:
-            return False, v
-        k += 1
-    return True, v
+    return m
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -509,24 +472,6 @@ def _children(tree_node0, t):  # pragma: no cover - numba
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _tree_at(buf, p, s, sg, tab, tabf, tree_node0, leaves, t, haar
-             ):  # pragma: no cover - numba
-    """The leaf of tree ``t`` (depth <= 2, see :func:`_children`) for the window at ``p``
-    (normalisers ``s``, variance, and ``sg``, gradient; ``haar``: Haar records, a
-    compile-time constant): the node tests are independent (none waits for the root's
-    decision) and the leaf is picked by arithmetic on them, as the kernel picks it."""
-    nb, nd = _children(tree_node0, t)
-    o = tree_node0[t] * REC
-    ga = np.int64(rects_value(tab, tabf, o, buf, p, s, sg, haar) < tabf[_U(o + _THR_R)])
-    o = nb * REC
-    gb = np.int64(rects_value(tab, tabf, o, buf, p, s, sg, haar) < tabf[_U(o + _THR_R)])
-    o = nd * REC
-    gd = np.int64(rects_value(tab, tabf, o, buf, p, s, sg, haar) < tabf[_U(o + _THR_R)])
-    g = ga * gb + (1 - ga) * gd
-    return leaves[_U(4 * t + 3 - 2 * ga - g)]
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _rect(buf, p, k0, k1, k2, k3):  # pragma: no cover - numba
     """float32 of the int32 sum of a rectangle with corner offsets ``k*`` at window ``p``."""
     return np.float32(np.int32(buf[_U(p + k0)] - buf[_U(p + k1)] - buf[_U(p + k2)]
@@ -542,6 +487,7 @@ def _make_tree_pass(dense: bool, haar: bool):
     one body (``dense`` and ``haar`` are compile-time constants of the closure)."""
 
     @njit(cache=True, nogil=True)
+    @variant(f"{'dense' if dense else 'sparse'}_{'haar' if haar else 'rects'}")
     def tree_pass(buf, row, xs, m, iv, ig, score, tab, tabf, tree_node0, leaves, t
                   ):  # pragma: no cover - numba
         """Add tree ``t``'s leaf to ``score[i]`` for ``i < m`` (normalisers ``iv[i]``,

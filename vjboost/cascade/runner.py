@@ -449,7 +449,6 @@ class CascadeRunner:
         gate = float(gate) if cc.variance else np.inf
         args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, bool(skip0),
                 cc.stage_first, cc.stage_thr, cc.stage_carry, cc.tree_node0, cc.leaves,
-                prefilter.MIN_LIST,
                 prefilter.SPARSE0)
         n_t = resolve_threads(self.threads if threads is None else threads)
         cuts = _task_cuts(len(items), n_t)
@@ -490,8 +489,7 @@ class CascadeRunner:
         gate = float(gate) if cc.variance else np.inf
         n_out = len(pos)
         args = (bound.tab, bound.tabf, bound.pro, bound.prof, gate, cc.stage_first,
-                cc.stage_thr, cc.stage_carry, cc.tree_node0, cc.leaves, prefilter.MIN_LIST,
-                prefilter.LIST_BLOCK)
+                cc.stage_thr, cc.stage_carry, cc.tree_node0, cc.leaves, prefilter.LIST_BLOCK)
         n_t = resolve_threads(self.threads if threads is None else threads)
         # a list too short for two blocks is not worth splitting
         cuts = _task_cuts(n_out, 1 if n_out < 2 * prefilter.LIST_BLOCK else n_t)

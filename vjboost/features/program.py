@@ -72,6 +72,7 @@ import numpy as np
 from numba import prange
 
 from vjboost._errors import InputError
+from vjboost._jit import variant
 from vjboost.features.channels import MAG_SCALE, ChannelSet
 
 __all__ = [
@@ -588,6 +589,7 @@ def _make_evaluate(ops: int):
     """
 
     @numba.njit(parallel=True, **_JIT)
+    @variant(str(ops))
     def evaluate(buf, bases, tab, tabf, pro, prof, hog_len, rows, order, out
                  ):  # pragma: no cover - numba
         """``out[q, j]``: feature ``rows[q]`` at the window of offset ``bases[j]``.
