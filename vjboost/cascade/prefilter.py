@@ -219,12 +219,7 @@ def _make_scan_rows(haar: bool):
             step = items[it, 2]
             nw = (items[it, 1] + step - 1) // step  # windows of the item, step columns apart
             obase = items[it, 3]
-            # step 1 as a constant: the loop then reads memory in sequence (vector loads)
-            if step == 1:
-                n_open = _norms(buf, row, 1, nw, pro, prof, gate, iv, ig, score, gated, haar)
-            else:
-                n_open = _norms(buf, row, step, nw, pro, prof, gate, iv, ig, score, gated,
-                                haar)
+            n_open = _norms(buf, row, step, nw, pro, prof, gate, iv, ig, score, gated, haar)
             if step == 1 and n_open >= sparse0 * nw:
                 for t in range(stage_first[0], stage_first[1]):
                     if haar:
@@ -460,7 +455,7 @@ def _norms(buf, row, step, nw, pro, prof, gate, iv, ig, score, gated, haar
     return n_open
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _children(tree_node0, t):  # pragma: no cover - numba
     """The nodes that decide tree ``t``'s leaf after its root, left side then right side, as
     :func:`~vjboost.cascade.kernels.compile_cascade` lays out trees of depth <= 2: three
@@ -471,7 +466,7 @@ def _children(tree_node0, t):  # pragma: no cover - numba
     return nd + min(1, n - 1), nd + min(2, n - 1)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _rect(buf, p, k0, k1, k2, k3):  # pragma: no cover - numba
     """float32 of the int32 sum of a rectangle with corner offsets ``k*`` at window ``p``."""
     return np.float32(np.int32(buf[_U(p + k0)] - buf[_U(p + k1)] - buf[_U(p + k2)]
