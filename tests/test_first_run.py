@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from vjboost.features.channels import (
     ChannelSet,
     _by_code,
+    _gray_scratch,
     _integrate_gray,
     _integrate_gray_images,
 )
@@ -46,8 +47,13 @@ def test_one_pass_integrals_equal_the_parallel_kernel(n, h, w, codes, seed):
     a = np.full(size, -7, dtype=np.int32)
     b = a.copy()
     _integrate_gray_images(gray, codes, a, bases, stride)
-    _integrate_gray(gray, b, _by_code(codes, bases, n), stride)
+    _integrate_gray(gray, b, _by_code(codes, bases, n), stride, _gray_scratch(n, w))
     np.testing.assert_array_equal(a, b)
+    # one chunk: every image after the first reuses a scratch the one before left full
+    c = np.full(size, -7, dtype=np.int32)
+    _integrate_gray(gray, c, _by_code(codes, bases, n), stride,
+                    np.full((1, 6, w + 1), 12345, np.int64))
+    np.testing.assert_array_equal(a, c)
 
 
 def _opencv_planes(gray: np.ndarray) -> np.ndarray:

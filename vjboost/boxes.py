@@ -344,7 +344,11 @@ def suppress_inside(boxes, scores, coverage: float = 0.5) -> np.ndarray:
         raise ValueError(f"coverage: expected a share in (0, 1], got {coverage!r}")
     if not np.isfinite(s).all():
         raise ValueError("scores: expected finite values")
-    return _suppress_inside(b, s, np.argsort(-s, kind="stable"), float(coverage))
+    # the mask comes from here, not from the kernel: each array numba allocates in a kernel is
+    # one more function to compile on a first detection
+    keep = np.ones(b.shape[0], dtype=np.bool_)
+    _suppress_inside(b, s, np.argsort(-s, kind="stable"), float(coverage), keep)
+    return keep
 
 
 def drop_inside(boxes: np.ndarray, scores: np.ndarray, coverage: float | None,
@@ -379,9 +383,9 @@ def drop_inside(boxes: np.ndarray, scores: np.ndarray, coverage: float | None,
 
 
 @njit(cache=True, nogil=True)
-def _suppress_inside(b, s, order, cov):
+def _suppress_inside(b, s, order, cov, keep):
+    # clears keep[i] for every box i inside a better-scored one
     n = order.shape[0]
-    keep = np.ones(n, dtype=np.bool_)
     for a in range(1, n):
         i = order[a]
         x1, y1 = b[i, 0], b[i, 1]
@@ -396,7 +400,6 @@ def _suppress_inside(b, s, order, cov):
             if iw > 0 and ih > 0 and iw * ih >= need:
                 keep[i] = False
                 break
-    return keep
 
 
 def overlap_counts(boxes, iou_threshold: float) -> np.ndarray:

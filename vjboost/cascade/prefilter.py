@@ -166,8 +166,11 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
         How many windows every stage accepts (the filled length of the outputs).
     """
     run = _pass(_ROW_PASSES, ops, "row")
+    width = int(((items[:, 1] + items[:, 2] - 1) // items[:, 2]).max()) if len(items) else 0
     return run(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-               stage_carry, tree_node0, leaves, sparse0, out_slot, out_score)
+               stage_carry, tree_node0, leaves, sparse0, out_slot, out_score,
+               np.empty((4, width), np.float32), np.empty((2, width)),
+               np.empty(width, np.int64), np.empty(width, np.bool_))
 
 
 def _pass(passes: dict, ops: int, what: str):
@@ -195,23 +198,19 @@ def _make_scan_rows(haar: bool):
     @njit(cache=True, nogil=True, parallel=True)
     @variant("haar" if haar else "rects")
     def rows_pass(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
-                  stage_carry, tree_node0, leaves, sparse0, out_slot, out_score
-                  ):  # pragma: no cover - numba
-        """:func:`scan_rows` for one kind of cascade."""
-        width = 0
-        for it in range(items.shape[0]):
-            width = max(width, (items[it, 1] + items[it, 2] - 1) // items[it, 2])
-        iv = np.empty(width, np.float32)
-        ig = np.empty(width if not haar else 0, np.float32)
-        score = np.empty(width)
-        gated = np.empty(width, np.bool_)
+                  stage_carry, tree_node0, leaves, sparse0, out_slot, out_score, f32, f64,
+                  i64, gated):  # pragma: no cover - numba
+        """:func:`scan_rows` for one kind of cascade; ``f32`` (4, W), ``f64`` (2, W), ``i64``
+        (W,) and ``gated`` (W,): scratch for rows of up to W windows, allocated by the caller
+        (each array numba allocates in a kernel is one more function to compile on a first
+        detection)."""
+        iv, ivs, ig, igs = f32[0], f32[1], f32[2], f32[3]  # ig, igs: read only without haar
+        score = f64[0]
         # the survivors of the row so far: columns, normalisers, scores (compacted stage by
         # stage)
-        xs = np.empty(width, np.int64)
-        ivs = np.empty(width, np.float32)
-        igs = np.empty(width if not haar else 0, np.float32)
-        sc = np.empty(width)
-        no_ids = np.empty(0, np.int64)  # the row's columns identify its windows
+        xs = i64
+        sc = f64[1]
+        no_ids = i64[:0]  # the row's columns identify its windows
         thr0 = stage_thr[0]
         n = 0
         for it in range(items.shape[0]):
@@ -322,8 +321,10 @@ def scan_list(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stag
     run = _pass(_LIST_PASSES, ops, "list")
     if block < 1:
         raise ValueError(f"block: expected >= 1 windows, got {block}")
+    width = min(block, len(pos))
     return run(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stage_carry,
-               tree_node0, leaves, block, out_slot, out_score)
+               tree_node0, leaves, block, out_slot, out_score, np.empty((2, width), np.int64),
+               np.empty((2, width), np.float32), np.empty(width))
 
 
 def _make_scan_list(haar: bool):
@@ -333,15 +334,15 @@ def _make_scan_list(haar: bool):
     @njit(cache=True, nogil=True)
     @variant("haar" if haar else "rects")
     def list_pass(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stage_carry,
-                  tree_node0, leaves, block, out_slot, out_score
+                  tree_node0, leaves, block, out_slot, out_score, i64, f32, sc
                   ):  # pragma: no cover - numba
-        """:func:`scan_list` for one kind of cascade."""
-        width = min(block, pos.shape[0])
-        xs = np.empty(width, np.int64)   # the block's survivors: positions, list indices,
-        ids = np.empty(width, np.int64)  # normalisers and scores (compacted stage by stage)
-        ivs = np.empty(width, np.float32)
-        igs = np.empty(width if not haar else 0, np.float32)
-        sc = np.empty(width)
+        """:func:`scan_list` for one kind of cascade; ``i64`` (2, W), ``f32`` (2, W) and ``sc``
+        (W,): scratch for blocks of up to W windows, allocated by the caller (as for the row
+        pass)."""
+        # the block's survivors: positions, list indices, normalisers and scores (compacted
+        # stage by stage; igs read only without haar)
+        xs, ids = i64[0], i64[1]
+        ivs, igs = f32[0], f32[1]
         area = prof[0]
         n = 0
         for b0 in range(0, pos.shape[0], block):

@@ -112,7 +112,7 @@ def _integrate_into(plane, flat, base, stride):  # pragma: no cover - numba
 
 
 @numba.njit(**_JIT)
-def _gray_image(img, flat, row0, x0, stride, split, bases):  # pragma: no cover - numba
+def _gray_image(img, flat, row0, x0, stride, split, bases, work):  # pragma: no cover - numba
     """The grey planes of one image (H, W) uint8 in one pass over its rows: integral entry
     ``(y, c)`` of plane ``k`` at ``bases[k] + (row0 + y) · stride + col(x0 + c)`` of ``flat``
     (int32, wrapping mod 2**32), ``col(C) = C``, or ``(C % 2) · split + C // 2`` with
@@ -122,17 +122,23 @@ def _gray_image(img, flat, row0, x0, stride, split, bases):  # pragma: no cover 
 
     Tilted (``cv2.integral3``'s third output): with ``diag[r % 2, x]`` the anti-diagonal running
     sum ``I[r, x] + I[r-1, x+1] + ...``, ``T[y, 0] = T[y-1, 0] + diag[y-2, 0]`` and
-    ``T[y, x] = T[y-1, x-1] + diag[y-1, x-1] + diag[y-2, x-1]`` for ``x >= 1``."""
+    ``T[y, x] = T[y-1, x-1] + diag[y-1, x-1] + diag[y-2, x-1]`` for ``x >= 1``.
+
+    ``work``: int64 scratch (6, W + 1) (:func:`_gray_scratch`), passed in rather than allocated
+    here: each array numba allocates in a kernel is one more function to compile on a first
+    detection."""
     h, w = img.shape
     b_s, b_q, b_t = bases[0], bases[1], bases[2]
-    col = np.empty(w + 1, dtype=np.int64)
+    col, s, q, t = work[0], work[1], work[2], work[3]
+    diag = work[4:6]
     for c in range(w + 1):
         cc = x0 + c
         col[c] = cc if split == 0 else (cc & 1) * split + (cc >> 1)
-    s = np.zeros(w + 1, dtype=np.int64)
-    q = np.zeros(w + 1, dtype=np.int64)
-    t = np.zeros(w + 1, dtype=np.int64)
-    diag = np.zeros((2, max(w, 1)), dtype=np.int64)
+        s[c] = 0
+        q[c] = 0
+        t[c] = 0
+        diag[0, c] = 0
+        diag[1, c] = 0
     for y in range(h + 1):
         row = (row0 + y) * stride
         if y > 0:
@@ -184,11 +190,22 @@ def _integrate_planes(planes, flat, bases, stride):  # pragma: no cover - numba
 
 
 @numba.njit(parallel=True, **_JIT)
-def _integrate_gray(imgs, flat, by_code, stride):  # pragma: no cover - numba
-    """Integrals straight from grey pixels ``imgs`` (N, H, W) uint8, one image per task, all
-    its planes in one pass (:func:`_gray_image`; ``by_code`` (N, 3) as its ``bases``)."""
-    for i in prange(imgs.shape[0]):
-        _gray_image(imgs[i], flat, 0, 0, stride, 0, by_code[i])
+def _integrate_gray(imgs, flat, by_code, stride, work):  # pragma: no cover - numba
+    """Integrals straight from grey pixels ``imgs`` (N, H, W) uint8, all of an image's planes
+    in one pass (:func:`_gray_image`; ``by_code`` (N, 3) as its ``bases``); the images in
+    ``work.shape[0]`` chunks, one task and one scratch ``work[c]`` each
+    (:func:`_gray_scratch`)."""
+    n_chunks = work.shape[0]
+    n = imgs.shape[0]
+    for c in prange(n_chunks):
+        for i in range(c * n // n_chunks, (c + 1) * n // n_chunks):
+            _gray_image(imgs[i], flat, 0, 0, stride, 0, by_code[i], work[c])
+
+
+def _gray_scratch(n: int, w: int) -> np.ndarray:
+    """Scratch for :func:`_integrate_gray` over ``n`` images ``w`` pixels wide: a few chunks
+    per thread (images of a stack cost alike)."""
+    return np.empty((max(1, min(n, 4 * numba.get_num_threads())), 6, w + 1), np.int64)
 
 
 def _by_code(codes, bases, n: int) -> np.ndarray:
@@ -591,7 +608,8 @@ def _integrate_gray_planes(images, params, codes, flat, bases, stride):
         _integrate_gray_images(gray, codes, flat, bases, stride)
         return
     with serial_if(_small(images, len(codes))):
-        _integrate_gray(gray, flat, _by_code(codes, bases, gray.shape[0]), stride)
+        _integrate_gray(gray, flat, _by_code(codes, bases, gray.shape[0]), stride,
+                        _gray_scratch(gray.shape[0], gray.shape[2]))
 
 
 #: Up to this many inputs per call, grey integrals come from :func:`_gray_image`, image by
@@ -607,9 +625,10 @@ def _integrate_gray_images(gray: np.ndarray, codes, flat: np.ndarray, bases: np.
     where plane ``codes[j]`` of image ``i`` starts (its row ``origin[0]`` and column
     ``origin[1]`` are then counted from there; with ``split``, columns stored apart)."""
     by_code = _by_code(codes, bases, gray.shape[0])
+    work = np.empty((6, gray.shape[2] + 1), np.int64)
     for i in range(gray.shape[0]):
         _gray_image(gray[i], flat, int(origin[0]), int(origin[1]), int(stride), int(split),
-                    by_code[i])
+                    by_code[i], work)
 
 
 def _orient_params(params: tuple) -> tuple[int, bool]:

@@ -288,10 +288,13 @@ def fhog_descriptor(window: Any, *, pixels_per_cell: int = 8, orientations: int 
         arr = check_windows(arr, arr.shape[1:3], name="window")
     q = fhog_length(arr.shape[1:3], pixels_per_cell=p, orientations=n)
     out = np.empty((arr.shape[0], q), np.float32)
+    size = _fhog_work(arr.shape[1:3], p, n)
     if arr.shape[0] >= _FHOG_PARALLEL:
-        _fhog(arr, p, n, out)
+        # a few chunks per thread (windows of one stack cost alike)
+        chunks = min(arr.shape[0], 4 * numba.get_num_threads())
+        _fhog(arr, p, n, out, np.empty((chunks, size)))
     elif arr.shape[0]:
-        _fhog_serial(arr, p, n, out)
+        _fhog_serial(arr, p, n, out, np.empty(size))
     return out[0] if single else out
 
 
@@ -302,28 +305,46 @@ _FHOG_PARALLEL = 256
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _fhog(windows, p, n, out):  # pragma: no cover - numba
+def _fhog(windows, p, n, out, work):  # pragma: no cover - numba
     # the window's work is its own compiled function: numba's parallel pipeline then lowers a
-    # loop of calls, not the whole body (3.2 s of compilation before, 1.9 s with it)
-    for k in prange(windows.shape[0]):
-        _fhog_one(windows[k], p, n, out[k])
+    # loop of calls, not the whole body (3.2 s of compilation before, 1.9 s with it); one
+    # scratch row of ``work`` per chunk of windows, so that a thread never shares one
+    n_chunks = work.shape[0]
+    n_win = windows.shape[0]
+    for c in prange(n_chunks):
+        for k in range(c * n_win // n_chunks, (c + 1) * n_win // n_chunks):
+            _fhog_one(windows[k], p, n, out[k], work[c])
 
 
 @numba.njit(cache=True, nogil=True)
-def _fhog_serial(windows, p, n, out):  # pragma: no cover - numba
+def _fhog_serial(windows, p, n, out, work):  # pragma: no cover - numba
     for k in range(windows.shape[0]):
-        _fhog_one(windows[k], p, n, out[k])
+        _fhog_one(windows[k], p, n, out[k], work)
+
+
+def _fhog_work(shape: tuple[int, int], p: int, n: int) -> int:
+    """float64 scratch entries :func:`_fhog_one` needs for windows of ``shape`` (H, W)."""
+    cells = ((shape[0] - 2) // p) * ((shape[1] - 2) // p)
+    return cells * (2 * n + 1) + 8
 
 
 @numba.njit(cache=True, nogil=True)
-def _fhog_one(img, p, n, out):  # pragma: no cover - numba
-    """Felzenszwalb's HOG of one window ``img`` (H, W) into ``out`` (cells · (3 n + 4),)."""
+def _fhog_one(img, p, n, out, work):  # pragma: no cover - numba
+    """Felzenszwalb's HOG of one window ``img`` (H, W) into ``out`` (cells · (3 n + 4),).
+    ``work``: float64 scratch of :func:`_fhog_work` entries (the signed histograms, the cells'
+    energies, a cell's four normalisers and four texture sums), passed in rather than allocated
+    here: each array numba allocates in a kernel is one more function to compile on a first
+    detection."""
     h, w = img.shape
     cy, cx = (h - 2) // p, (w - 2) // p
     nb = 2 * n
     per = 3 * n + 4
     step = 2.0 * np.pi / nb
-    hist = np.zeros((cy, cx, nb))
+    n_hist = cy * cx * nb
+    e0 = n_hist              # energies (cy · cx)
+    r0 = e0 + cy * cx        # a cell's normalisers (4), then its texture sums (4)
+    for i in range(n_hist):
+        work[i] = 0.0
     for u in range(cy * p):
         y = u + 1
         fy = (u + 0.5) / p - 0.5
@@ -352,16 +373,15 @@ def _fhog_one(img, p, n, out):  # pragma: no cover - numba
                     xx = ix + dx
                     if xx < 0 or xx >= cx:
                         continue
-                    hist[yy, xx, o] += m * wy * (wx1 if dx else 1.0 - wx1)
-    energy = np.zeros((cy, cx))
+                    work[(yy * cx + xx) * nb + o] += m * wy * (wx1 if dx else 1.0 - wx1)
     for i in range(cy):
         for j in range(cx):
             e = 0.0
+            hb = (i * cx + j) * nb
             for o in range(n):
-                t = hist[i, j, o] + hist[i, j, o + n]
+                t = work[hb + o] + work[hb + o + n]
                 e += t * t
-            energy[i, j] = e
-    norms = np.empty(4)
+            work[e0 + i * cx + j] = e
     for i in range(cy):
         for j in range(cx):
             b = 0
@@ -372,23 +392,25 @@ def _fhog_one(img, p, n, out):  # pragma: no cover - numba
                         ii = min(max(i + a0 + di, 0), cy - 1)
                         for dj in range(2):
                             jj = min(max(j + b0 + dj, 0), cx - 1)
-                            e += energy[ii, jj]
-                    norms[b] = 1.0 / np.sqrt(e + FHOG_EPS)
+                            e += work[e0 + ii * cx + jj]
+                    work[r0 + b] = 1.0 / np.sqrt(e + FHOG_EPS)
                     b += 1
             base = (i * cx + j) * per
-            tex = np.zeros(4)
+            hb = (i * cx + j) * nb
+            for r in range(4):
+                work[r0 + 4 + r] = 0.0
             for o in range(nb):
                 acc = 0.0
                 for r in range(4):
-                    t = min(hist[i, j, o] * norms[r], FHOG_CLIP)
+                    t = min(work[hb + o] * work[r0 + r], FHOG_CLIP)
                     acc += t
-                    tex[r] += t
+                    work[r0 + 4 + r] += t
                 out[base + o] = 0.5 * acc
             for o in range(n):
-                u2 = hist[i, j, o] + hist[i, j, o + n]
+                u2 = work[hb + o] + work[hb + o + n]
                 acc = 0.0
                 for r in range(4):
-                    acc += min(u2 * norms[r], FHOG_CLIP)
+                    acc += min(u2 * work[r0 + r], FHOG_CLIP)
                 out[base + nb + o] = 0.5 * acc
             for r in range(4):
-                out[base + 3 * n + r] = FHOG_TEXTURE * tex[r]
+                out[base + 3 * n + r] = FHOG_TEXTURE * work[r0 + 4 + r]

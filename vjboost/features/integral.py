@@ -42,7 +42,7 @@ import numpy as np
 from numba import prange
 
 from vjboost.features.base import check_sample_ids
-from vjboost.features.channels import _by_code, _integrate_gray
+from vjboost.features.channels import _by_code, _gray_scratch, _integrate_gray
 
 __all__ = [
     "RECT_COLUMNS",
@@ -127,7 +127,8 @@ def _integrals(images: Any, dtype: Any, mode: int, ndim: int, name: str) -> np.n
         raise ValueError(f"dtype: expected int32, int64 or float64, got {dt}")
     out = np.empty((n, h + 1, w + 1), dtype=dt)
     bases = (np.arange(n, dtype=np.int64) * ((h + 1) * (w + 1)))[:, None]
-    _integrate_gray(stack, out.reshape(-1), _by_code([mode], bases, n), w + 1)
+    _integrate_gray(stack, out.reshape(-1), _by_code([mode], bases, n), w + 1,
+                    _gray_scratch(n, w))
     return out if ndim == 3 else out[0]
 
 
