@@ -10,7 +10,7 @@ from typing import TypeVar
 
 import numba
 
-__all__ = ["n_threads", "resolve_threads", "run_tasks", "serial_if"]
+__all__ = ["chunks", "n_threads", "resolve_threads", "run_tasks", "serial_if"]
 
 T = TypeVar("T")
 
@@ -27,6 +27,20 @@ def resolve_threads(threads: int | None) -> int:
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 0:
         raise ValueError(f"threads: expected a non-negative integer, got {threads!r}")
     return min(threads, cap)
+
+
+def chunks(n_items: int) -> int:
+    """How many chunks a parallel kernel splits ``n_items`` items of equal cost into, each with
+    a scratch array of its own (no two threads ever share one): a few per numba thread, never
+    more than the items, at least one.
+
+    Examples
+    --------
+    >>> with n_threads(1):
+    ...     chunks(1000), chunks(3), chunks(0)
+    (4, 3, 1)
+    """
+    return max(1, min(n_items, 4 * numba.get_num_threads()))
 
 
 @contextlib.contextmanager

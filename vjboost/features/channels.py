@@ -48,7 +48,7 @@ from numba import prange
 
 from vjboost._errors import InputError
 from vjboost._memory import check_memory
-from vjboost._threads import serial_if
+from vjboost._threads import chunks, serial_if
 
 __all__ = [
     "MAG_SCALE",
@@ -203,9 +203,9 @@ def _integrate_gray(imgs, flat, by_code, stride, work):  # pragma: no cover - nu
 
 
 def _gray_scratch(n: int, w: int) -> np.ndarray:
-    """Scratch for :func:`_integrate_gray` over ``n`` images ``w`` pixels wide: a few chunks
-    per thread (images of a stack cost alike)."""
-    return np.empty((max(1, min(n, 4 * numba.get_num_threads())), 6, w + 1), np.int64)
+    """Scratch for :func:`_integrate_gray` over ``n`` images ``w`` pixels wide, one per chunk
+    of images (:func:`vjboost._threads.chunks`)."""
+    return np.empty((chunks(n), 6, w + 1), np.int64)
 
 
 def _by_code(codes, bases, n: int) -> np.ndarray:

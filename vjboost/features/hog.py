@@ -58,6 +58,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from vjboost._threads import chunks
 from vjboost.features.base import (
     FeatureFamily,
     check_window_shape,
@@ -290,9 +291,7 @@ def fhog_descriptor(window: Any, *, pixels_per_cell: int = 8, orientations: int 
     out = np.empty((arr.shape[0], q), np.float32)
     size = _fhog_work(arr.shape[1:3], p, n)
     if arr.shape[0] >= _FHOG_PARALLEL:
-        # a few chunks per thread (windows of one stack cost alike)
-        chunks = min(arr.shape[0], 4 * numba.get_num_threads())
-        _fhog(arr, p, n, out, np.empty((chunks, size)))
+        _fhog(arr, p, n, out, np.empty((chunks(arr.shape[0]), size)))
     elif arr.shape[0]:
         _fhog_serial(arr, p, n, out, np.empty(size))
     return out[0] if single else out
