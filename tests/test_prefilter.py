@@ -3,6 +3,10 @@ brute-force replay of OpenCV's scan (every grid window evaluated alone, then the
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -529,11 +533,6 @@ def test_variants_cached_by_two_processes_keep_their_own_code(tmp_path):
     # names: two variants of one factory, each compiled first thing by its own process, would
     # carry one name, and a process loading both callers from the cache would run the first
     # variant's code for both (vjboost._jit.variant names them apart)
-    import json
-    import os
-    import subprocess
-    import sys
-
     script = tmp_path / "tree_pass_run.py"
     script.write_text(_TREE_PASS_RUN)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
