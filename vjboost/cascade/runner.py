@@ -649,17 +649,15 @@ def _items(batch, lvl, xs, ys, extent, step) -> tuple[np.ndarray, int]:
     return items, int(n.sum())
 
 
-@njit(cache=True, nogil=True)
-def _offsets(origins, cols, lvl, xs, ys):  # pragma: no cover - numba
+def _offsets(origins: np.ndarray, cols: int, lvl: np.ndarray, xs: np.ndarray,
+             ys: np.ndarray) -> np.ndarray:
     """Offsets in a batch's planes (``Batch.origins``, ``Batch.cols``) of windows ``(lvl, xs,
     ys)`` (batch-local level, column, row): unique within the batch (its levels do not
     overlap)."""
     return (origins[lvl, 0] + ys) * cols + origins[lvl, 1] + xs
 
 
-@njit(cache=True, nogil=True)
-def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, steps,
-                  hits):  # pragma: no cover - numba
+def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, steps, hits):
     """The windows a coarse-to-fine scan runs after its coarse pass, for one batch.
 
     ``hits`` are the ascending result slots of the coarse rows ``items`` (:func:`_items` of
@@ -672,10 +670,29 @@ def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, s
     output says which coarse windows are kept. ``t``: the batch's level table
     (:func:`~vjboost.cascade.scan._table`); ``offsets``, ``n_slots``: its grid slots (every
     grid window of a level, row by row)."""
+    # the kernels fill arrays allocated here: each array numba allocates in a kernel is one
+    # more function to compile on a first detection
+    coarse = np.empty((3, len(hits)), np.int64)
+    mark = np.zeros(n_slots, np.uint8)
+    _mark_fine(t, offsets, items, lvl, xs, ys, steps, hits, coarse, mark)
+    fine = np.empty((3, int(mark.sum(dtype=np.int64))), np.int64)
+    n = _list_fine(t, offsets, own, mark, fine)
+    fk, fx, fy = fine[:, :n]
+    ck, cx, cy = coarse
+    keep = cy < own[ck]
+    ck, cx, cy = ck[keep], cx[keep], cy[keep]
+    return (fk, fx, fy, _offsets(origins, cols, fk, fx, fy), ck, cx, cy,
+            _offsets(origins, cols, ck, cx, cy), keep)
+
+
+@njit(cache=True, nogil=True)
+def _mark_fine(t, offsets, items, lvl, xs, ys, steps, hits, coarse, mark
+               ):  # pragma: no cover - numba
+    """:func:`_fine_windows`' first part: the coarse windows of ``hits`` into ``coarse`` (3, M)
+    (level, column, row), and ``mark`` (the batch's grid slots, zeros) set to 1 on their
+    neighbourhoods and back to 0 on themselves."""
     m = hits.shape[0]
-    ck = np.empty(m, np.int64)
-    cx = np.empty(m, np.int64)
-    cy = np.empty(m, np.int64)
+    ck, cx, cy = coarse[0], coarse[1], coarse[2]
     j = 0
     for i in range(m):
         while j + 1 < items.shape[0] and items[j + 1, 3] <= hits[i]:
@@ -683,7 +700,6 @@ def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, s
         ck[i] = lvl[j]
         cx[i] = xs[j] + (hits[i] - items[j, 3]) * steps[j]
         cy[i] = ys[j]
-    mark = np.zeros(n_slots, np.uint8)
     for rep in range(2):  # mark the neighbourhoods, then unmark the coarse windows
         for i in range(m):
             k = ck[i]
@@ -696,12 +712,13 @@ def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, s
             for rr in range(max(r - 1, 0), min(r + 2, nr)):
                 for cc in range(max(c - 1, 0), min(c + 2, nc)):
                     mark[offsets[k] + rr * nc + cc] = 1
-    n = 0
-    for q in range(n_slots):
-        n += mark[q]
-    fk = np.empty(n, np.int64)
-    fx = np.empty(n, np.int64)
-    fy = np.empty(n, np.int64)
+
+
+@njit(cache=True, nogil=True)
+def _list_fine(t, offsets, own, mark, fine):  # pragma: no cover - numba
+    """:func:`_fine_windows`' second part: the marked grid windows on this batch's rows of
+    their levels (``own``), level by level and row by row, into ``fine`` (3, >= their count)
+    (level, column, row); returns their count."""
     n = 0
     for k in range(t.shape[0]):
         nc = t[k, 6]
@@ -712,16 +729,11 @@ def _fine_windows(t, origins, cols, offsets, n_slots, own, items, lvl, xs, ys, s
             base = offsets[k] + r * nc
             for c in range(nc):
                 if mark[base + c]:
-                    x = t[k, 1] + c * t[k, 3]
-                    fk[n] = k
-                    fx[n] = x
-                    fy[n] = y
+                    fine[0, n] = k
+                    fine[1, n] = t[k, 1] + c * t[k, 3]
+                    fine[2, n] = y
                     n += 1
-    fk, fx, fy = fk[:n], fx[:n], fy[:n]
-    keep = cy < own[ck]
-    ck, cx, cy = ck[keep], cx[keep], cy[keep]
-    return (fk, fx, fy, _offsets(origins, cols, fk, fx, fy), ck, cx, cy,
-            _offsets(origins, cols, ck, cx, cy), keep)
+    return n
 
 
 def _split_layout(items: np.ndarray, rows: int, cols: int

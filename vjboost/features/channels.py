@@ -217,7 +217,8 @@ def _by_code(codes, bases, n: int) -> np.ndarray:
 
 
 @numba.njit(**_JIT)
-def _gradient_integrals(img, table, flat, bases, stride, which):  # pragma: no cover - numba
+def _gradient_integrals(img, table, flat, bases, stride, which, work
+                        ):  # pragma: no cover - numba
     """Integrals of gradient planes of one image ``img`` (H, W) uint8, gradients on the fly.
 
     Plane ``j`` (written at ``bases[j]`` of ``flat``, row stride ``stride``) is the quantised
@@ -230,12 +231,19 @@ def _gradient_integrals(img, table, flat, bases, stride, which):  # pragma: no c
     (:func:`gradient_table`); then per plane its column sums so far (a vectorised add) and the
     integral row as their running sum, which needs no read of the row above. int32 sums wrap
     mod 2**32 as every integral plane does.
+
+    ``work``: int32 scratch (planes + 2, W), passed in rather than allocated here (each array
+    numba allocates in a kernel is one more function to compile on a first detection).
     """
     h, w = img.shape
     c = which.shape[0]
-    mag = np.zeros(w, dtype=np.int32)     # stays 0 in the border columns
-    bins = np.zeros(w, dtype=np.int32)
-    cols = np.zeros((c, w), dtype=np.int32)
+    mag, bins, cols = work[0], work[1], work[2:2 + c]  # mag and bins stay 0 in border columns
+    for x in range(w):
+        mag[x] = 0
+        bins[x] = 0
+    for k in range(c):
+        for x in range(w):
+            cols[k, x] = 0
     for k in range(c):
         flat[bases[k]:bases[k] + w + 1] = 0
     for y in range(h):
@@ -279,7 +287,8 @@ def _integrate_gradient(imgs, table, flat, bases, stride, which,
         i = task // n_groups
         g = task - i * n_groups
         mine = np.arange(g, c, n_groups)
-        _gradient_integrals(imgs[i], table, flat, bases[i][mine], stride, which[mine])
+        _gradient_integrals(imgs[i], table, flat, bases[i][mine], stride, which[mine],
+                            np.empty((mine.shape[0] + 2, imgs.shape[2]), np.int32))
 
 
 @numba.njit(parallel=True, **_JIT)
@@ -665,7 +674,8 @@ def _integrate_gradient_planes(images, params, codes, flat, bases, stride):
         # one image (a pyramid level, a mined image): the gradients are most of the work and
         # a split of its planes between threads computes them in every thread, which costs
         # more than it saves below a few megapixels (and waits on a busy machine)
-        _gradient_integrals(g[0], table, flat, np.asarray(bases[0], np.int64), stride, which)
+        _gradient_integrals(g[0], table, flat, np.asarray(bases[0], np.int64), stride, which,
+                            np.empty((len(which) + 2, g.shape[2]), np.int32))
         return
     with serial_if(small):
         groups = 1 if (g.shape[0] > 1 or small) else max(1, min(len(codes),
