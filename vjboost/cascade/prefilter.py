@@ -59,8 +59,8 @@ from ..features.program import (
 )
 from .kernels import CompiledCascade
 
-__all__ = ["BYTES_PER_WINDOW", "LIST_BLOCK", "LIST_ROW", "MAX_BYTES", "applies", "scan_list",
-           "scan_rows", "suits"]
+__all__ = ["BYTES_PER_WINDOW", "LIST_BLOCK", "LIST_ROW", "MAX_BYTES", "applies", "item_windows",
+           "scan_list", "scan_rows", "suits"]
 
 _U = np.uint64
 
@@ -111,6 +111,17 @@ def suits(cascade: CompiledCascade) -> bool:
     bool
     """
     return cascade.ops in (OPS_HAAR, OPS_RECTS) and cascade.shape in (2, 3)
+
+
+def item_windows(items: np.ndarray) -> np.ndarray:
+    """Windows of each work item ``(row_offset, n_x, step, out_offset)``: ``ceil(n_x / step)``.
+
+    Examples
+    --------
+    >>> item_windows(np.array([[0, 5, 1, 0], [40, 5, 2, 5]])).tolist()
+    [5, 3]
+    """
+    return (items[:, 1] + items[:, 2] - 1) // items[:, 2]
 
 
 def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
@@ -166,7 +177,7 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
         How many windows every stage accepts (the filled length of the outputs).
     """
     run = _pass(_ROW_PASSES, ops, "row")
-    width = int(((items[:, 1] + items[:, 2] - 1) // items[:, 2]).max()) if len(items) else 0
+    width = int(item_windows(items).max()) if len(items) else 0
     return run(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
                stage_carry, tree_node0, leaves, sparse0, out_slot, out_score,
                np.empty((4, width), np.float32), np.empty((2, width)),

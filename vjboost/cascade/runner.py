@@ -457,7 +457,7 @@ class CascadeRunner:
 
         def task(k: int) -> None:
             part = items[tasks[k][0]:tasks[k][1]]
-            m = int(((part[:, 1] + part[:, 2] - 1) // part[:, 2]).sum())
+            m = int(prefilter.item_windows(part).sum())
             slot, score = np.empty(m, np.int64), np.empty(m)
             n = prefilter.scan_rows(buf, part, *args, slot, score, ops=cc.ops)
             found[k] = (slot[:n].copy(), score[:n].copy())
@@ -475,7 +475,7 @@ class CascadeRunner:
         """The accepted slots of short rows of windows and their scores, as one list of
         windows (:func:`vjboost.cascade.prefilter.scan_list`; the slots are numbered in item
         order, which keeps neighbours together)."""
-        n = (items[:, 1] + items[:, 2] - 1) // items[:, 2]
+        n = prefilter.item_windows(items)
         j = np.repeat(np.arange(len(items)), n)
         pos = items[j, 0] + (np.arange(n_out) - items[j, 3]) * items[j, 2]
         return self._scan_positions(buf, pos, layout, gate, cc, threads)

@@ -232,8 +232,9 @@ def _gradient_integrals(img, table, flat, bases, stride, which, work
     integral row as their running sum, which needs no read of the row above. int32 sums wrap
     mod 2**32 as every integral plane does.
 
-    ``work``: int32 scratch (planes + 2, W), passed in rather than allocated here (each array
-    numba allocates in a kernel is one more function to compile on a first detection).
+    ``work``: int32 scratch (:func:`_gradient_scratch`), passed in rather than allocated here
+    (each array numba allocates in a kernel is one more function to compile on a first
+    detection).
     """
     h, w = img.shape
     c = which.shape[0]
@@ -274,6 +275,12 @@ def _gradient_integrals(img, table, flat, bases, stride, which, work
                 dst[x] = acc
 
 
+def _gradient_scratch(planes: int, w: int) -> np.ndarray:
+    """Scratch for :func:`_gradient_integrals` of ``planes`` planes of an image ``w`` pixels
+    wide: each pixel's magnitude and bin, then each plane's column sums (int32)."""
+    return np.empty((planes + 2, w), np.int32)
+
+
 @numba.njit(parallel=True, **_JIT)
 def _integrate_gradient(imgs, table, flat, bases, stride, which,
                         n_groups):  # pragma: no cover - numba
@@ -287,6 +294,8 @@ def _integrate_gradient(imgs, table, flat, bases, stride, which,
         i = task // n_groups
         g = task - i * n_groups
         mine = np.arange(g, c, n_groups)
+        # _gradient_scratch's layout, allocated per task (this kernel trains, it does not
+        # run on a detection: its own allocation costs no first detection anything)
         _gradient_integrals(imgs[i], table, flat, bases[i][mine], stride, which[mine],
                             np.empty((mine.shape[0] + 2, imgs.shape[2]), np.int32))
 
@@ -634,7 +643,7 @@ def _integrate_gray_images(gray: np.ndarray, codes, flat: np.ndarray, bases: np.
     where plane ``codes[j]`` of image ``i`` starts (its row ``origin[0]`` and column
     ``origin[1]`` are then counted from there; with ``split``, columns stored apart)."""
     by_code = _by_code(codes, bases, gray.shape[0])
-    work = np.empty((6, gray.shape[2] + 1), np.int64)
+    work = _gray_scratch(1, gray.shape[2])[0]
     for i in range(gray.shape[0]):
         _gray_image(gray[i], flat, int(origin[0]), int(origin[1]), int(stride), int(split),
                     by_code[i], work)
@@ -675,7 +684,7 @@ def _integrate_gradient_planes(images, params, codes, flat, bases, stride):
         # a split of its planes between threads computes them in every thread, which costs
         # more than it saves below a few megapixels (and waits on a busy machine)
         _gradient_integrals(g[0], table, flat, np.asarray(bases[0], np.int64), stride, which,
-                            np.empty((len(which) + 2, g.shape[2]), np.int32))
+                            _gradient_scratch(len(which), g.shape[2]))
         return
     with serial_if(small):
         groups = 1 if (g.shape[0] > 1 or small) else max(1, min(len(codes),
