@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from vjboost.cascade.detector import CascadeDetector
-from vjboost.cascade.model_io import load_model
+from vjboost.cascade.model_io import load_model, model_to_dict
 from vjboost.cli.train import vjtrain as main
 from vjboost.io import write_vec
 
@@ -58,12 +58,13 @@ def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
     [
         (lambda a, r: a.__setitem__(0, str(r / "missing")), "missing"),
         (lambda a, r: a.__setitem__(1, str(r / "empty")), "empty"),
-        (
-            lambda a, r: a.__setitem__(
-                slice(0, 1), ["--vec", str(r / "pos.vec"), "--window", "24x24"]
-            ),
-            "vec",
-        ),
+        (lambda a, r: a.__setitem__(slice(0, 1), [a[0], "--vec", str(r / "pos.vec")]),
+         "not both"),
+        (lambda a, r: a.__setitem__(slice(1, 2), [a[1], "--bg", str(r / "bg.txt")]),
+         "not both"),
+        (lambda a, r: a.__setitem__(slice(0, 2), ["--vec", str(r / "pos.vec")]), "missing input"),
+        (lambda a, r: a.extend(["--window", "24x24"]) or a.__setitem__(
+            slice(0, 1), ["--vec", str(r / "pos.vec")]), "vec"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--min-hit-rate", "1.5", a[1]]), "hit"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--pos-crop", "0.1,0.1", a[1]]), "pos-crop"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--pos-crop", "0.5,0,0.9,1", a[1]]), "crop"),
@@ -95,6 +96,22 @@ def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, mess
     assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
     assert message in res.output.lower(), res.output
     assert "Traceback" not in res.output
+
+
+def test_vec_and_bg_forms_train_the_same_cascade(data_dir, tmp_path):
+    """``--vec`` with one argument takes it as the backgrounds, as ``--bg`` does."""
+    vec, bg_list = str(data_dir / "pos.vec"), str(data_dir / "bg.txt")
+    forms = [["--vec", vec, str(data_dir / "bg")], ["--vec", vec, "--bg", bg_list],
+             [vec, "--bg", bg_list]]
+    models = []
+    for k, inputs in enumerate(forms):
+        out = tmp_path / f"out{k}"
+        res = CliRunner().invoke(main, [*inputs, *_args(data_dir, out, stages=1)[2:]])
+        assert res.exit_code == 0, res.output
+        models.append(load_model(out / "model.json"))
+    assert models[0].n_stages == 1 and models[0].window_shape == (WIN, WIN)
+    stages = [model_to_dict(m)["stages"] for m in models]
+    assert stages[0] == stages[1] == stages[2]
 
 
 def _run(args: list[str], **kw) -> subprocess.Popen:

@@ -423,10 +423,13 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     LabelMe folder, CVAT XML: object boxes are cut out, ignore regions are not), a .vec or an
     .npz.
     NEG: a folder of background images (no object) or a bg.txt list; relative paths in list
-    files are resolved against the list file's folder.
+    files are resolved against the list file's folder. With --vec, a single argument is NEG.
     """
     echo = click.echo
     # ---- inputs ----------------------------------------------------------------------------
+    if vec and pos and neg is None and bg is None:
+        # `vjtrain --vec pos.vec backgrounds/`: the one argument can only be the backgrounds
+        pos, neg = None, pos
     if vec and pos:
         raise InputError("give the positives once: POS or --vec, not both")
     if bg and neg:
