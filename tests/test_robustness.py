@@ -731,3 +731,59 @@ def test_vjtrain_records_its_options_and_version(train_data, tmp_path):
     # the checkpoint too, so that a folder left by a killed run says how it was started
     ck = json.loads((out / "checkpoint.json").read_text())
     assert ck["run"]["options"]["mirror"] is True and ck["run"]["vjboost"] == vjboost.__version__
+
+
+# ------------------------------------------------------------------------------------------------
+# every numeric option of every command: nan and inf end in one line naming the option
+# ------------------------------------------------------------------------------------------------
+
+#: options typed as text that hold numbers (or lists of them), beside those click types as numbers
+NUMERIC_TEXT = {"window", "mining_budget", "pos_crop", "object_box", "jitter_range", "memory",
+                "min_neighbors", "min_size", "max_size", "min_score", "coarse_to_fine", "min_std",
+                "suppress_inside", "border_margin"}
+
+
+def _numeric_options(cmd):
+    import click
+
+    for p in cmd.params:
+        if not isinstance(p, click.Option) or p.is_flag:
+            continue
+        if isinstance(p.type, (click.types.FloatParamType, click.types.IntParamType)) \
+                or p.name in NUMERIC_TEXT:
+            yield p
+
+
+def _commands():
+    from vjboost.cli.adapt import vjadapt
+    from vjboost.cli.detect import main as vjdetect
+    from vjboost.cli.evaluate import main as vjeval
+    from vjboost.cli.train import vjtrain
+
+    return {"vjtrain": vjtrain, "vjdetect": vjdetect, "vjeval": vjeval, "vjadapt": vjadapt}
+
+
+@pytest.mark.parametrize("name", ["vjtrain", "vjdetect", "vjeval", "vjadapt"])
+def test_every_numeric_option_refuses_nan_and_inf_in_one_line(train_data, model_json, tmp_path,
+                                                               name):
+    cv2.imwrite(str(tmp_path / "img.png"), np.full((60, 80), 128, np.uint8))
+    (tmp_path / "boxes.csv").write_text("image,x,y,w,h\nimg.png,10,10,30,30\n")
+    base = {"vjtrain": _train_args(train_data, tmp_path / "out"),
+            "vjdetect": [str(tmp_path / "img.png"), "-m", model_json, "--threads", "1"],
+            "vjeval": [str(tmp_path / "boxes.csv"), "-m", model_json, "-o",
+                       str(tmp_path / "out"), "--threads", "1", "--no-report"],
+            "vjadapt": [model_json, str(tmp_path / "img.png"), "--boxes",
+                        str(tmp_path / "boxes.csv"), "-o", str(tmp_path / "a.json"), "-q"]}[name]
+    cmd = _commands()[name]
+    options = list(_numeric_options(cmd))
+    assert len(options) >= 4
+    for p in options:
+        flag = max(p.opts, key=len)
+        for value in ("nan", "inf"):
+            res = CliRunner().invoke(cmd, [*base, flag, value])
+            where = f"{name} {flag} {value}: {res.output!r}"
+            assert res.exception is None or isinstance(res.exception, SystemExit), where
+            assert res.exit_code != 0, where
+            lines = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
+            assert len(lines) == 1 and "Traceback" not in res.output, where
+            assert flag in lines[0] or flag.replace("--", "").replace("-", "_") in lines[0], where

@@ -162,7 +162,7 @@ def make_pool(features: Any, window_shape: tuple[int, int], *, haar_mode: str = 
         try:
             cls = get_family_class(name)
         except (KeyError, ValueError) as exc:
-            raise TrainingError(f"features: unknown feature family {f!r} ({exc})") from None
+            raise TrainingError(f"features: {exc}") from None
         try:
             fams.append(cls(tuple(window_shape), mode=haar_mode) if name == "haar"
                         else cls(tuple(window_shape)))

@@ -13,13 +13,14 @@ Use :class:`Command` as the ``cls`` of ``click.command``::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
 
 from .._errors import VJBoostError
 
-__all__ = ["Command", "CommandError", "one_line"]
+__all__ = ["SCALE_FACTOR", "Command", "CommandError", "FiniteRange", "one_line"]
 
 
 def one_line(exc: BaseException) -> str:
@@ -86,3 +87,33 @@ class Command(click.Command):
             return super().invoke(ctx)
         except VJBoostError as exc:
             raise CommandError(one_line(exc), self.error_exit_code) from None
+
+
+class FiniteRange(click.FloatRange):
+    """:class:`click.FloatRange` that also refuses ``nan`` and ``inf`` (``nan`` compares false
+    with both bounds, so click's own range lets it through to the library).
+
+    Examples
+    --------
+    >>> @click.command()
+    ... @click.option("--iou", type=FiniteRange(0, 1, min_open=True), default=0.5)
+    ... def tool(iou):
+    ...     click.echo(iou)
+    >>> from click.testing import CliRunner
+    >>> CliRunner().invoke(tool, ["--iou", "0.3"]).output.strip()
+    '0.3'
+    >>> r = CliRunner().invoke(tool, ["--iou", "nan"])
+    >>> r.exit_code, r.output.strip().splitlines()[-1]
+    (2, "Error: Invalid value for '--iou': nan is not a finite number.")
+    """
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{number} is not a finite number.", param, ctx)
+        return number
+
+
+#: a scan's ratio between successive scales: a finite number above 1
+SCALE_FACTOR = FiniteRange(1.0, min_open=True)

@@ -41,7 +41,7 @@ from typing import Any
 import click
 import numpy as np
 
-from ._command import Command
+from ._command import SCALE_FACTOR, Command
 
 __all__ = ["main", "read_frame_boxes", "vjadapt"]
 
@@ -155,7 +155,7 @@ def _video_lookup(boxes: FrameBoxes, path: str, n_videos: int) -> dict[int, np.n
 
 
 def _check_params(pos_iou: float, neg_iou: float, min_hit_rate: float | None, blend: float,
-                  holdout: float, scale_factor: float) -> None:
+                  holdout: float) -> None:
     if not 0.0 < pos_iou <= 1.0:
         raise InputError(f"--pos-iou: must be in (0, 1], got {pos_iou}")
     if not 0.0 <= neg_iou < pos_iou:
@@ -166,8 +166,6 @@ def _check_params(pos_iou: float, neg_iou: float, min_hit_rate: float | None, bl
         raise InputError(f"--blend: must be in [0, 1], got {blend}")
     if not 0.0 <= holdout < 1.0:
         raise InputError(f"--holdout: must be in [0, 1), got {holdout}")
-    if not scale_factor > 1.0:
-        raise InputError(f"--scale-factor: must be > 1, got {scale_factor}")
 
 
 @click.command(cls=Command, error_exit_code=2,
@@ -215,7 +213,7 @@ def _check_params(pos_iou: float, neg_iou: float, min_hit_rate: float | None, bl
 @click.option("--holdout", type=float, default=0.0, show_default=True,
               help="Safeguard: adapt a stage only if, fitted on the first 1-H of its windows, it "
                    "does no worse than the original on the last H.")
-@click.option("--scale-factor", type=float, default=1.1, show_default=True,
+@click.option("--scale-factor", type=SCALE_FACTOR, default=1.1, show_default=True,
               help="Scale step of the window scan (as vjdetect).")
 @click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="Smallest object side in pixels (0: no limit).")
@@ -243,7 +241,7 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     echo = (lambda *a, **k: None) if quiet else click.echo
     if (boxes_path is None) == (not self_label):
         raise InputError("label the stream with --boxes FILE or with --self-label (one of them)")
-    _check_params(pos_iou, neg_iou, min_hit_rate, blend, holdout, scale_factor)
+    _check_params(pos_iou, neg_iou, min_hit_rate, blend, holdout)
     out = Path(output)
     if out.suffix.lower() not in (".json", ".xml"):
         raise InputError(f"-o/--output: expected a .json or .xml file name, got {output!r}")

@@ -44,7 +44,7 @@ from ..io import (
     open_detection_writer,
     read_image,
 )
-from ._command import Command
+from ._command import SCALE_FACTOR, Command
 from ._dask import dask_options, open_executor
 from ._operating import (
     BORDER_CHOICES,
@@ -216,7 +216,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                    "vjboost: frontalface, frontalface_haar, car_side, car_side_lbp) or "
                    "opencv:NAME (shipped with OpenCV 4). Default: vjboost:frontalface, "
                    "vjboost's frontal-face model.")
-@click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True,
+@click.option("--scale-factor", "-s", type=SCALE_FACTOR, default=1.1, show_default=True,
               help="Ratio between successive scales (> 1).")
 @click.option("--min-neighbors", "-n", default="auto", show_default=True,
               help="Raw windows a detection needs (0: raw windows); auto: the model's default "

@@ -26,7 +26,7 @@ from ..io import (
     AnnotationError,
     read_annotations,
 )
-from ._command import Command
+from ._command import SCALE_FACTOR, Command, FiniteRange
 from ._operating import (
     BORDER_CHOICES,
     operating_neighbors,
@@ -95,7 +95,7 @@ def _image_list(images: str | None, annotations) -> list[str]:
 @click.option("--images", help="Image list file (one path per line, relative to the list) or a "
                                "folder; default: the annotated images. Images without boxes "
                                "count: every detection there is a false positive.")
-@click.option("--scale-factor", "-s", type=float, default=1.1, show_default=True,
+@click.option("--scale-factor", "-s", type=SCALE_FACTOR, default=1.1, show_default=True,
               help="Ratio between successive scales of the detection scan (> 1).")
 @click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="Smallest object side in pixels (0: the cascade's window).")
@@ -125,7 +125,7 @@ def _image_list(images: str | None, annotations) -> list[str]:
                    "vjboost:frontalface), else none.")
 @click.option("--max-neighbors", type=click.IntRange(min=1), default=10, show_default=True,
               help="Sweep min_neighbors from 0 to this value for the curve.")
-@click.option("--iou", type=click.FloatRange(0, 1, min_open=True), default=0.3, show_default=True,
+@click.option("--iou", type=FiniteRange(0, 1, min_open=True), default=0.3, show_default=True,
               help=FRAMING_HELP)
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Detector threads (0: all).")

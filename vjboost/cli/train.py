@@ -25,7 +25,7 @@ import click
 import numpy as np
 
 from .._io import OutputFolder, check_output_path
-from ._command import Command
+from ._command import SCALE_FACTOR, Command
 from ._dask import dask_options, open_executor
 
 __all__ = ["main", "vjtrain"]
@@ -209,8 +209,7 @@ def _parse_object_box(value: str | None) -> tuple[float, float, float, float] | 
 
 
 def _parse_jitter(copies: int | None, spec: str, seed: int):
-    if copies is None:
-        return None
+    # the range is checked even without --jitter: a bad value is refused, not silently unused
     from vjboost.cascade.positives import Jitter
 
     try:
@@ -222,9 +221,10 @@ def _parse_jitter(copies: int | None, spec: str, seed: int):
                          f"scale, fraction of the box, relative gamma; e.g. 10,0.06,0.04,0.5), "
                          f"got {spec!r}")
     try:
-        return Jitter(copies, *parts, seed=seed)
+        jitter = Jitter(copies or 1, *parts, seed=seed)
     except ValueError as exc:
         raise InputError(f"--jitter-range: {exc}") from None
+    return jitter if copies is not None else None
 
 
 def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
@@ -367,7 +367,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Shuffle the positive pool (seeded by --seed) so that the --num-pos "
                    "positives of a stage come from all sources, copies and mirrors, not the "
                    "first ones in file order.")
-@click.option("--mining-scale-factor", type=float, default=1.25, show_default=True,
+@click.option("--mining-scale-factor", type=SCALE_FACTOR, default=1.25, show_default=True,
               help="Scale step of the background pyramids.")
 @click.option("--mining-step", type=click.IntRange(min=1),
               help="Grid step in pixels when scanning backgrounds (default: window / 4).")
@@ -474,8 +474,9 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
 
     try:
         MiningParams(win, **mining)
-    except ValueError as exc:
-        raise InputError(f"--mining-{exc}") from None
+    except ValueError as exc:  # "scale_factor: ..." names the option --mining-scale-factor
+        key, _, what = str(exc).partition(":")
+        raise InputError(f"--mining-{key.replace('_', '-')}:{what}") from None
     from vjboost.cascade.trainer import CascadeTrainer, TrainingError, make_pool, positives_needed
 
     try:
