@@ -25,24 +25,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
 
-BACKGROUNDS = Path(os.environ.get("VJBOOST_FACE_DATA", "/work/data/faces")) / \
-    "backgrounds_train.txt"
+import face_data as fd  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="vjboost:frontalface_haar")
     ap.add_argument("--stages", type=int, default=0, help="first K stages only (0: all)")
-    ap.add_argument("--backgrounds", default=str(BACKGROUNDS),
-                    help="a list of background images, one path a line")
+    ap.add_argument("--backgrounds", default=None,
+                    help="a list of background images, one path a line (default: the training "
+                         "backgrounds of tools/face_data.py's build)")
     ap.add_argument("--images", type=int, default=12)
     ap.add_argument("--passes", type=int, default=0,
                     help="grid passes per unit: 1 (one grid offset: every step-th column and "
@@ -63,11 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         model = CascadeModel(model.window_shape, stages=model.stages[:args.stages],
                              family=model.family, feature_ids=model.feature_ids,
                              params=model.params)
-    bg = Path(args.backgrounds)
-    if not bg.is_file():
-        print(f"needs {bg} (tools/face_data.py builds it)")
-        print("RESULT " + json.dumps({"skipped": True}))
-        return 0
+    if args.backgrounds is None:
+        bg = fd.require_build(fd.DEFAULT_DATA, "backgrounds_train.txt") / "backgrounds_train.txt"
+    else:
+        bg = Path(args.backgrounds)
+        if not bg.is_file():
+            raise SystemExit(f"bench_mining.py: --backgrounds {bg}: no such list file")
     n_img = 3 if args.quick else args.images
     paths = bg.read_text().split()
     paths = paths[::max(1, len(paths) // n_img)][:n_img]

@@ -23,7 +23,7 @@ per-stage mining cost, and the samplers on the face validation split.
 3. **Mining per stage**: for every run, mining seconds, windows scanned, windows carried in the
    negative pool and the growth of mining time from one stage to the next.
 4. **Samplers** (``--samplers a,b,...``): a small face cascade (the data of
-   ``tools/face_data.py``: ``VJBOOST_FACE_DATA`` or ``/work/data/faces``; never CMU-MIT) per
+   ``tools/face_data.py``: ``VJBOOST_FACE_DATA`` or ``../data/faces``; never CMU-MIT) per
    sampler, its training time and its detection rate at false-positive budgets on the
    validation detection set ``val/det``.
 

@@ -86,6 +86,26 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
+#: where the tools read a build from unless given ``--data``: ``$VJBOOST_FACE_DATA``, else
+#: ``data/faces`` beside the repository (next to ``../shared``: a build holds shared data, so it
+#: never goes inside the repository)
+DEFAULT_DATA = Path(os.environ.get("VJBOOST_FACE_DATA", REPO.parent / "data" / "faces"))
+
+
+def require_build(data: Path, need: str = "manifest.json") -> Path:
+    """``data`` if it holds a build (its ``need``), else exit with one line saying how to make one.
+
+    >>> require_build(Path("/nonexistent"))
+    Traceback (most recent call last):
+    SystemExit: ... no face data build at /nonexistent (missing manifest.json); ...
+    """
+    data = Path(data)
+    if not (data / need).exists():
+        raise SystemExit(f"{Path(sys.argv[0]).name}: no face data build at {data} (missing "
+                         f"{need}); build one with `python tools/face_data.py --out {data}` "
+                         "(--quick: a small one in about a minute), or give --data or "
+                         "VJBOOST_FACE_DATA")
+    return data
 
 # The shipped model's box inside a 36x36 WebFaces crop, as fractions (vjboost/models/README.md).
 WEBFACES_POS_CROP = (0.175, 0.19, 0.667, 0.667)
@@ -1364,7 +1384,9 @@ def vary_copy(det: Path, out: Path, *, seed: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default="/work/data/faces", help="output folder (outside the repo)")
+    ap.add_argument("--out", default=str(DEFAULT_DATA),
+                    help="output folder (outside the repository; default: $VJBOOST_FACE_DATA or "
+                         "data/faces beside the repository)")
     ap.add_argument("--quick", action="store_true", help="subsets of every source (< 1 min)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--size", type=int, default=32, help="window side in pixels")

@@ -36,13 +36,15 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
 os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".numba_cache"))
+
+import face_data as fd  # noqa: E402
 
 from vjboost.boost.sampling.examples import weighted_draws  # noqa: E402
 from vjboost.boost.weak import Split, go_left  # noqa: E402
 from vjboost.cascade.positives import crop_fraction, resize_to_window  # noqa: E402
 
-DATA = Path(os.environ.get("VJBOOST_FACE_DATA", "/work/data/faces"))
 WINDOW = (20, 20)
 #: the face recipes' ``--pos-crop`` of the 32×32 training windows
 POS_CROP = (0.125, 0.125, 0.75, 0.75)
@@ -238,20 +240,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--exhaustive", action="store_true",
                     help="also each family's best edge over all its features and examples")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--data", type=Path, default=fd.DEFAULT_DATA,
+                    help="tools/face_data.py's output")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
+    data = fd.require_build(args.data)
     if args.quick:
         args.n, args.rounds, args.features = 1000, 2, "haar,mbltpd"
         args.haar_mode = "BASIC"
     from vjboost.cascade.trainer import make_pool
 
     rng = np.random.default_rng(args.seed)
-    pos = face_windows(DATA / "train" / "positives.npz", args.n, rng)
+    pos = face_windows(data / "train" / "positives.npz", args.n, rng)
     if args.negatives is not None:
         neg = np.load(args.negatives)
         neg = neg[rng.choice(len(neg), size=min(args.n, len(neg)), replace=False)]
     else:
-        neg = background_windows(DATA / "backgrounds_train.txt", args.n, rng)
+        neg = background_windows(data / "backgrounds_train.txt", args.n, rng)
     windows = np.concatenate([pos, neg])
     y = np.concatenate([np.ones(len(pos)), np.zeros(len(neg))]).astype(np.int64)
     pool = make_pool(args.features, WINDOW, haar_mode=args.haar_mode)

@@ -1,7 +1,7 @@
 """How stable MB-LBP and MB-LTP bits are when face windows are scanned, lit from one side or
 turned.
 
-For training face windows (``/work/data/faces/train``: WebFaces and NRC-IIT, never validation
+For training face windows (``../data/faces/train``: WebFaces and NRC-IIT, never validation
 or test data) cropped to their target box at the face recipes' 20×20 window, every MB-LBP code
 and every MB-LTP half (each tolerance reference of :class:`MBLTPFamily` — the window's σ, the
 grid's mean block, the grid's own σ — with and without detrending, at several τ) is computed on
@@ -102,11 +102,13 @@ def windows(data: Path, n: int, seed: int, win: tuple[int, int]
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path("/work/data/faces"))
+    ap.add_argument("--data", type=Path, default=fd.DEFAULT_DATA,
+                    help="tools/face_data.py's output")
     ap.add_argument("--n", type=int, default=3000, help="face windows per source")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
+    fd.require_build(args.data)
     n = 300 if args.quick else args.n
     win = (20, 20)
     clean, moved = windows(args.data, n, args.seed, win)

@@ -15,11 +15,11 @@ six false-positive budgets, counted at CMU-MIT's density (``train_face.scaled_bu
 
 ::
 
-    python tools/rank_rounds.py --data /work/data/faces_ctx cache vjboost:frontalface \\
+    python tools/rank_rounds.py --data ../data/faces_ctx cache vjboost:frontalface \\
         --out runs/rank/ff17
-    python tools/rank_rounds.py --data /work/data/faces_ctx score runs/rank/ff17
-    python tools/rank_rounds.py --data /work/data/faces_ctx score runs/rank/ff17 --share 0.5
-    python tools/rank_rounds.py --data /work/data/faces_ctx score runs/rank/ff17 \\
+    python tools/rank_rounds.py --data ../data/faces_ctx score runs/rank/ff17
+    python tools/rank_rounds.py --data ../data/faces_ctx score runs/rank/ff17 --share 0.5
+    python tools/rank_rounds.py --data ../data/faces_ctx score runs/rank/ff17 \\
         --refit part_per_face=10
 
 ``MODEL:K`` caches the cascade's first ``K`` stages. ``--refit KEY=VALUE`` fits the verifier
@@ -266,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--mirror", action="store_true",
                    help="the verifier reads each detection and its mirror (the mean log-odds)")
     args = ap.parse_args(argv)
+    tf.fd.require_build(args.data)
     try:
         if args.cmd == "cache":
             entry = cache(args.model, args.out, args.data, quick=args.quick,

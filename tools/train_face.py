@@ -4,7 +4,7 @@ Sub-commands:
 
 * ``train NAME`` runs ``vjtrain`` with the recipe ``NAME`` of :data:`RECIPES` (the exact
   command of a shipped model; ``--set key=value`` overrides one setting for an experiment) on the
-  data ``tools/face_data.py`` built in ``--data`` (default ``/work/data/faces``: the training
+  data ``tools/face_data.py`` built in ``--data`` (default ``../data/faces``: the training
   positives of every source and the training backgrounds; never CMU-MIT), under ``nice``, and
   records its wall time and peak memory (the child's ``ru_maxrss``). ``--ship`` copies the model
   to ``vjboost/models/NAME.json`` (and ``.xml`` when the cascade is OpenCV-exportable, and its
@@ -67,7 +67,7 @@ sys.path.insert(0, str(REPO / "tools"))
 import bench_peers as bp  # noqa: E402
 import face_data as fd  # noqa: E402
 
-DATA = Path(os.environ.get("VJBOOST_FACE_DATA", "/work/data/faces"))
+DATA = fd.DEFAULT_DATA
 #: the area of the benchmark's image set (bench_peers: CMU-MIT, 107 images), whose
 #: false-positive budgets ``validate --budget-mp`` reproduces per megapixel
 CMU_MIT_MP = 25.64
@@ -123,11 +123,12 @@ def check_data(recipe: str, data: Path) -> None:
     want = DATA_BUILDS.get(recipe)
     if want is None:
         return
+    fd.require_build(data)
     try:
         got = json.loads((data / "manifest.json").read_text())["params"]
-    except (OSError, ValueError, KeyError):
-        sys.exit(f"train_face: {data}/manifest.json not found or unreadable: run "
-                 "tools/face_data.py first")
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"train_face: {data}/manifest.json unreadable ({e}): build it again with "
+                 "tools/face_data.py")
     if any(got.get(k) != v for k, v in want.items()):
         opts = " ".join(f"--{k.replace('_', '-')} "
                         + (",".join(v) if isinstance(v, list) else str(v))
@@ -921,6 +922,7 @@ def main(argv: list[str] | None = None) -> int:
     h = sub.add_parser("hard", help="recall on held-out video frames only dlib finds a face in")
     h.add_argument("models", nargs="+")
     args = ap.parse_args(argv)
+    fd.require_build(args.data)
 
     if args.cmd == "hard":
         try:

@@ -33,12 +33,12 @@ each view (under a minute with ``--views det``).
 
 ::
 
-    python tools/view_variants.py --data /work/data/faces_ctx smooth --sigma 0,0.5,0.7,1
-    python tools/view_variants.py --data /work/data/faces_ctx groups
-    python tools/view_variants.py --data /work/data/faces_ctx --quick --views det groups
-    python tools/view_variants.py --data /work/data/faces_ctx relax --delta 0,0.2 --stages 6-16
-    python tools/view_variants.py --data /work/data/faces_ctx threshold --min-score none,2.14
-    python tools/view_variants.py --data /work/data/faces_ctx facefree
+    python tools/view_variants.py --data ../data/faces_ctx smooth --sigma 0,0.5,0.7,1
+    python tools/view_variants.py --data ../data/faces_ctx groups
+    python tools/view_variants.py --data ../data/faces_ctx --quick --views det groups
+    python tools/view_variants.py --data ../data/faces_ctx relax --delta 0,0.2 --stages 6-16
+    python tools/view_variants.py --data ../data/faces_ctx threshold --min-score none,2.14
+    python tools/view_variants.py --data ../data/faces_ctx facefree
 
 The last line is ``RESULT {json}``.
 """
@@ -268,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("facefree", help="false alarms on the views' face-free images, beside the "
                    "peers")
     args = ap.parse_args(argv)
+    tf.fd.require_build(args.data)
     try:
         # the face-free images are those of val/det and val/det_people
         views = parse_views(args.views or ("det,det_people" if args.cmd == "facefree"
