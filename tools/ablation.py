@@ -97,6 +97,11 @@ def train_budgeted(config: dict, out: Path, pos: Path, bg: Path, budget: float,
     cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     # the CPU time the row got: the machine's load decides how much of the budget that is
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    if not (out / "checkpoint.json").is_file():  # vjtrain refused its input: say why
+        logf.close()
+        lines = (out / "train.log").read_text().strip().splitlines()
+        raise SystemExit(f"ablation: {out}: vjtrain ended with status {proc.returncode}"
+                         + (f": {lines[-1]}" if lines else ""))
     ck = json.loads((out / "checkpoint.json").read_text())
     k = len(ck["stages"])
     if k == 0:
@@ -245,9 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     budget = args.budget
     out.mkdir(parents=True, exist_ok=True)
     every = args.val_every
+    quick_pos = 500
     if args.quick:
         pos, bg = tf._quick_data(pos, bg, out)
         budget, every = min(budget, 30.0), 20
+        with np.load(pos) as z:  # a small build's tenth may hold fewer (stages replace rejects)
+            quick_pos = min(quick_pos, int(0.9 * len(z["images"])))
     vp, vi, vg = tf.load_validation(args.data, False)
     vp, vi = vp[::every], vi[::every]
     val = {"val": (vp, vi, {p: vg[p] for p in vp})}
@@ -260,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         config = dict(BASE, **delta)
         if args.quick:
-            config.update({"num-pos": 500, "num-neg": 500, "stages": 3})
+            config.update({"num-pos": quick_pos, "num-neg": 500, "stages": 3})
         folder = out / slug(name)
         if folder.exists():
             import shutil
