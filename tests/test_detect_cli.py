@@ -190,6 +190,30 @@ def test_video_file(tmp_path, model_xml):
     cap = cv2.VideoCapture(str(out / "clip_det.avi"))
     assert cap.isOpened() and int(cap.get(cv2.CAP_PROP_FRAME_COUNT)) == 6
     cap.release()
+    assert sorted(p.name for p in out.iterdir()) == ["clip_det.avi"]  # no temporary file left
+    assert "warning" not in r.stderr
+    # a video refused part-way (its frames over --max-pixels) leaves no annotated video behind
+    out2 = tmp_path / "o2"
+    r = CliRunner().invoke(main, [str(vid), "--model", model_xml, "-o", str(out2),
+                                  "--max-pixels", "1000"])
+    assert r.exit_code == 1 and "max-pixels" in r.stderr, r.output
+    assert not out2.exists() or not any(out2.iterdir())
+
+
+@pytest.mark.shared_data
+def test_a_video_cut_short_is_read_as_far_as_it_goes_and_said(shared_dir, model_xml, tmp_path):
+    vid = sorted((shared_dir / "data" / "video").glob("*.avi"))[0]
+    cut = tmp_path / "cut.avi"
+    cut.write_bytes(vid.read_bytes()[:20000])  # the header announces every frame
+    out = tmp_path / "o"
+    r = CliRunner().invoke(main, [str(cut), "--model", model_xml, "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    frames = {d["frame"] for d in _lines(r.stdout)}
+    note = [ln for ln in r.stderr.splitlines() if ln.startswith("vjdetect: warning:")]
+    assert len(note) == 1 and "cut short or damaged" in note[0], r.stderr
+    n = int(note[0].split(": ")[3].split()[0])
+    assert 0 < n < 100 and frames <= set(range(n)) and f"({n} frame(s))" in r.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["cut_det.avi"]
 
 
 def test_unopenable_camera_is_counted(model_xml, tmp_path):

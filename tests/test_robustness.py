@@ -379,6 +379,23 @@ def test_full_disk_keeps_the_previous_file(tmp_path, monkeypatch):
     assert [f.name for f in tmp_path.iterdir()] == ["model.json"]  # no temporary file left
 
 
+def test_atomic_path_keeps_the_previous_file_and_its_temporary_name_is_cleaned_up(tmp_path):
+    p = tmp_path / "clip.avi"
+    p.write_bytes(b"old")
+    with pytest.raises(RuntimeError), vio.atomic_path(p) as tmp:
+        tmp.write_bytes(b"half a video")
+        raise RuntimeError("the writer failed")
+    assert p.read_bytes() == b"old" and [f.name for f in tmp_path.iterdir()] == ["clip.avi"]
+    with vio.atomic_path(p) as tmp:  # a killed run's temporary file: removed as stale
+        tmp.write_bytes(b"new")
+        stale = tmp_path / tmp.name
+        (tmp_path / "keep.tmp.avi").write_bytes(b"not ours")
+        assert vio.remove_stale_temps(tmp_path) == [stale]
+        tmp.write_bytes(b"new")
+    assert p.read_bytes() == b"new"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["clip.avi", "keep.tmp.avi"]
+
+
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
 def test_dev_full_gives_the_disk_full_message():
     with pytest.raises(OutputError, match="the disk is full"):

@@ -29,6 +29,7 @@ __all__ = [
     "LOCK_NAME",
     "OutputFolder",
     "atomic_open",
+    "atomic_path",
     "atomic_write",
     "check_output_path",
     "output_error",
@@ -43,7 +44,7 @@ __all__ = [
 #: name of the lock file an :class:`OutputFolder` holds
 LOCK_NAME = ".vjboost.lock"
 # temporary files of atomic_open: ".<name>.<8 random characters>.tmp" (tempfile's alphabet)
-_TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+_TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp(\.[A-Za-z0-9]{1,8})?$")
 # disk-level write failures: the message says what to do about them
 _WRITE_ERRNOS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
                  errno.EROFS: "the file system is read-only", errno.EFBIG: "file too large",
@@ -396,6 +397,60 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
             os.unlink(tmp)
         if isinstance(exc, OSError) and not isinstance(exc, OutputError) and (
                 ours or exc.errno in _BODY_ERRNOS):
+            raise output_error(path, exc) from None
+        raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary file name beside ``path`` (ending in its suffix), renamed over ``path`` only
+    on success: :func:`atomic_open` for writers that take a file name, such as OpenCV's
+    ``VideoWriter``, which picks the container by the name's ending.
+
+    Parameters
+    ----------
+    path : path-like
+        Final destination. Its folder is created if missing.
+
+    Yields
+    ------
+    Path
+        Where to write. The writer must have closed it when the block ends.
+
+    Raises
+    ------
+    OutputError
+        See :func:`atomic_open`.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> with atomic_path(d / "clip.avi") as tmp:
+    ...     _ = tmp.write_bytes(b"frames")
+    ...     (tmp.suffix, tmp.exists(), (d / "clip.avi").exists())
+    ('.avi', True, False)
+    >>> (d / "clip.avi").read_bytes(), sorted(p.name for p in d.iterdir())
+    (b'frames', ['clip.avi'])
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"{path}: is a folder; cannot write a file there")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix,
+                                   dir=path.parent)
+        os.close(fd)
+    except OSError as exc:
+        raise output_error(path, exc) from None
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
             raise output_error(path, exc) from None
         raise
 

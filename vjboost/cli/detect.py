@@ -19,6 +19,7 @@ Examples::
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
-from .._io import check_output_path
+from .._io import atomic_path, atomic_write, check_output_path
 from .._jit import compile_notice
 from .._limits import Limits, limit_error
 from .._parallel import ExecutorError
@@ -66,6 +67,7 @@ class _Stats:
     frames: int = 0
     detections: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def fail(self, source: str, exc: Exception | str) -> None:
         """Record a source that could not be processed.
@@ -140,8 +142,6 @@ def _run_image(detector, src: Source, writer, out_dir, used, stats: _Stats,
                limits: Limits, batch=None) -> None:
     """Detect in one image (or take its result from ``batch``, the detections of the image
     sources in order computed on an executor) and record it."""
-    from .._io import atomic_write
-
     path = str(src.target)
     bgr = None
     try:
@@ -172,11 +172,12 @@ def _run_image(detector, src: Source, writer, out_dir, used, stats: _Stats,
 def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_frames,
                every: int, progress, limits: Limits) -> None:
     name = src.name if src.kind == "camera" else str(src.target)
-    vw = None
     try:
-        with VideoFrames(src.target, max_frames=max_frames) as frames:
+        with contextlib.ExitStack() as stack:
+            frames = stack.enter_context(VideoFrames(src.target, max_frames=max_frames))
             task = (progress.add_task(Path(name).name, total=frames.n_frames or None)
                     if progress else None)
+            vw = None
             for k, frame in frames:
                 h, w = frame.shape[:2]
                 if k == 0 and h * w > limits.max_image_pixels:
@@ -190,20 +191,24 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                                image_size=(frame.shape[1], frame.shape[0]))
                     frame = _annotate(frame, det)
                 if out_dir is not None:
-                    if vw is None:
-                        path = _out_path(out_dir, str(src.target), ".avi", used)
-                        vw = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"),
+                    if vw is None:  # written beside, renamed when the video is done
+                        tmp = stack.enter_context(atomic_path(
+                            _out_path(out_dir, str(src.target), ".avi", used)))
+                        vw = cv2.VideoWriter(str(tmp), cv2.VideoWriter_fourcc(*"MJPG"),
                                              frames.fps, (frame.shape[1], frame.shape[0]))
+                        stack.callback(vw.release)  # before the rename
+                        if not vw.isOpened():
+                            raise OutputError(f"{tmp}: OpenCV cannot write an MJPG video there")
                     vw.write(frame)
                 if task is not None:
                     progress.advance(task)
             n_read = frames.n_read
+            if frames.cut_short:
+                stats.notes.append(f"{name}: {n_read} of the {frames.n_frames} frames it "
+                                   "announces could be read (cut short or damaged)")
     except InputError as exc:  # VideoReadError, ImageReadError
         stats.fail(name, exc)
         return
-    finally:
-        if vw is not None:
-            vw.release()
     stats.read += 1
     stats.frames += n_read
 
@@ -437,6 +442,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
     if single and stats.read == 0 and stats.failed:
         src, why = stats.failed[0]
         raise click.ClickException(f"{src}: {why}")
+    for note in stats.notes:
+        click.echo(f"vjdetect: warning: {note}", err=True)
     for src, why in stats.failed:
         click.echo(f"vjdetect: skipped {src}: {why}", err=True)
     click.echo(

@@ -39,6 +39,9 @@ class VideoFrames:
         Frames per second (25 when unknown).
     n_read : int
         Frames read so far.
+    cut_short : bool
+        After iterating: the video ended before the frames its container announces (a file cut
+        short or damaged part-way; what could be read was yielded).
 
     Raises
     ------
@@ -60,6 +63,7 @@ class VideoFrames:
         self.n_frames = 0
         self.fps = 25.0
         self.n_read = 0
+        self.cut_short = False
         self._cap: Any = None
 
     def __enter__(self) -> VideoFrames:
@@ -95,6 +99,7 @@ class VideoFrames:
         while self.max_frames is None or self.n_read < self.max_frames:
             ok, frame = self._cap.read()
             if not ok or frame is None:
+                self.cut_short = self.n_read < self.n_frames
                 break
             k = self.n_read
             self.n_read += 1
