@@ -65,15 +65,6 @@ def _slow_square(x: int) -> int:
 # ------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["vjboost._parallel", "vjboost.cascade.tasks"])
-def test_doctests(module):
-    import doctest
-    import importlib
-
-    res = doctest.testmod(importlib.import_module(module))
-    assert res.attempted > 0 and res.failed == 0
-
-
 def test_executors_keep_unit_order_and_stop_early():
     ref = [x * x for x in range(40)]
     assert SerialExecutor().map(_slow_square, range(40)) == ref

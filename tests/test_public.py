@@ -3,7 +3,6 @@ entry points' examples run, and a wheel carries the shipped models."""
 
 from __future__ import annotations
 
-import doctest
 import importlib
 import os
 import pkgutil
@@ -96,16 +95,6 @@ def test_detect_matches_the_detector(tmp_path):
     for d in (got, from_file):
         np.testing.assert_array_equal(d.boxes, want.boxes)
         np.testing.assert_array_equal(d.neighbors, want.neighbors)
-
-
-@pytest.mark.parametrize("module", [
-    "vjboost.cascade.api", "vjboost.cascade.model_io", "vjboost.cascade.detector",
-    "vjboost.cascade.model", "vjboost.boost.ensemble", "vjboost.boost.sampling.registry",
-    "vjboost.features.haar", "vjboost.boxes", "vjboost._lazy", "vjboost._threads",
-    "vjboost._jit"])
-def test_doctests(module):
-    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert res.attempted > 0 and res.failed == 0
 
 
 def test_lazy_exports_read_the_type_checking_block(tmp_path):

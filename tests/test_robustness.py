@@ -598,17 +598,6 @@ def test_npz_positives_fail_in_one_line_naming_the_file(tmp_path):
         assert str(tmp_path / name) in str(info.value)
 
 
-@pytest.mark.parametrize("module", ["vjboost._io", "vjboost._limits", "vjboost._memory",
-                                    "vjboost.cli._command", "vjboost.cascade.budget",
-                                    "vjboost.cascade.model_io", "vjboost.features.haar"])
-def test_docstring_examples(module):
-    import doctest
-    import importlib
-
-    res = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert res.attempted > 0 and res.failed == 0
-
-
 # found by tools/fuzz_inputs.py (--seed 1, case 2864): a PNG whose IHDR Pillow cannot read
 # (interlace method 0xaf); OpenCV's libpng decoder spent 10 s and 3.7 GB on its 272 bytes
 _BAD_IHDR_PNG = bytes.fromhex(

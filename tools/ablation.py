@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nice", type=int, default=5)
     ap.add_argument("--markdown", action="store_true", help="print the docs table and exit")
     args = ap.parse_args(argv)
-    tf.fd.require_build(args.data)
+    tf.fd.require_build(args.data, "train/positives.npz")
     out = args.out.with_name(args.out.name + "_quick") if args.quick else args.out
     res_path = out / "results.jsonl"
     done = {} if args.retrain else _load(res_path)

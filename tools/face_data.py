@@ -92,19 +92,22 @@ SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
 DEFAULT_DATA = Path(os.environ.get("VJBOOST_FACE_DATA", REPO.parent / "data" / "faces"))
 
 
-def require_build(data: Path, need: str = "manifest.json") -> Path:
-    """``data`` if it holds a build (its ``need``), else exit with one line saying how to make one.
+def require_build(data: Path, need: str | None = None) -> Path:
+    """``data`` if it is a folder (holding ``need``, when given), else exit with one line
+    saying how to build one (a tool's parts that read a build name any file missing in it).
 
-    >>> require_build(Path("/nonexistent"))
+    >>> require_build(Path("/nonexistent"))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    SystemExit: ... no face data build at /nonexistent (missing manifest.json); ...
+    SystemExit: ... no face data build at /nonexistent (no such folder); ...
     """
     data = Path(data)
-    if not (data / need).exists():
-        raise SystemExit(f"{Path(sys.argv[0]).name}: no face data build at {data} (missing "
-                         f"{need}); build one with `python tools/face_data.py --out {data}` "
-                         "(--quick: a small one in about a minute), or give --data or "
-                         "VJBOOST_FACE_DATA")
+    missing = ("no such folder" if not data.is_dir()
+               else f"missing {need}" if need is not None and not (data / need).exists()
+               else None)
+    if missing is not None:
+        raise SystemExit(f"{Path(sys.argv[0]).name}: no face data build at {data} ({missing}); "
+                         f"build one with `python tools/face_data.py --out {data}` (--quick: a "
+                         "small one in about a minute), or give --data or VJBOOST_FACE_DATA")
     return data
 
 # The shipped model's box inside a 36x36 WebFaces crop, as fractions (vjboost/models/README.md).

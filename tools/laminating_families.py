@@ -244,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="tools/face_data.py's output")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
-    data = fd.require_build(args.data)
+    data = fd.require_build(args.data, "train/positives.npz")
     if args.quick:
         args.n, args.rounds, args.features = 1000, 2, "haar,mbltpd"
         args.haar_mode = "BASIC"

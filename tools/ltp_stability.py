@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args(argv)
-    fd.require_build(args.data)
+    fd.require_build(args.data, "train/webfaces.npz")
     n = 300 if args.quick else args.n
     win = (20, 20)
     clean, moved = windows(args.data, n, args.seed, win)

@@ -266,7 +266,6 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--mirror", action="store_true",
                    help="the verifier reads each detection and its mirror (the mean log-odds)")
     args = ap.parse_args(argv)
-    tf.fd.require_build(args.data)
     try:
         if args.cmd == "cache":
             entry = cache(args.model, args.out, args.data, quick=args.quick,

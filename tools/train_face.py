@@ -123,12 +123,11 @@ def check_data(recipe: str, data: Path) -> None:
     want = DATA_BUILDS.get(recipe)
     if want is None:
         return
-    fd.require_build(data)
     try:
         got = json.loads((data / "manifest.json").read_text())["params"]
-    except (OSError, ValueError, KeyError) as e:
-        sys.exit(f"train_face: {data}/manifest.json unreadable ({e}): build it again with "
-                 "tools/face_data.py")
+    except (OSError, ValueError, KeyError):
+        sys.exit(f"train_face: {data}/manifest.json not found or unreadable: run "
+                 "tools/face_data.py first")
     if any(got.get(k) != v for k, v in want.items()):
         opts = " ".join(f"--{k.replace('_', '-')} "
                         + (",".join(v) if isinstance(v, list) else str(v))
@@ -922,7 +921,6 @@ def main(argv: list[str] | None = None) -> int:
     h = sub.add_parser("hard", help="recall on held-out video frames only dlib finds a face in")
     h.add_argument("models", nargs="+")
     args = ap.parse_args(argv)
-    fd.require_build(args.data)
 
     if args.cmd == "hard":
         try:

@@ -268,7 +268,6 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("facefree", help="false alarms on the views' face-free images, beside the "
                    "peers")
     args = ap.parse_args(argv)
-    tf.fd.require_build(args.data)
     try:
         # the face-free images are those of val/det and val/det_people
         views = parse_views(args.views or ("det,det_people" if args.cmd == "facefree"

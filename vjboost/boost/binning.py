@@ -180,6 +180,13 @@ def bin_values(
     -------
     bins : ndarray of shape (Q, N), uint8
         ``bins[q, i]`` = number of edges of row ``q`` that are ``<= values[q, i]``.
+
+    Examples
+    --------
+    >>> values = np.array([[0.0, 1.5, 2.0, 3.0, 7.0], [9.0, 0.0, 0.0, 1.0, 9.0]], dtype=np.float32)
+    >>> edges = np.array([[1.5, 3.0], [1.0, np.inf]], dtype=np.float32)   # +inf: padding
+    >>> bin_values(values, edges).tolist()   # a value equal to an edge goes above it
+    [[0, 1, 1, 2, 2], [1, 0, 0, 1, 1]]
     """
     values = check_array(values, "values", ndim=2, dtype=np.float32)
     edges = _check_edges(edges, values.shape[0])
@@ -384,6 +391,19 @@ def precompute(
     MatrixSource
         ``matrix`` (Q, S), ``edges`` (uint8 only), ``categorical`` and ``feature_ids``; the
         pool's family partition restricted to ``feature_ids``.
+
+    Examples
+    --------
+    >>> from vjboost.features import FeaturePool, PixelFamily
+    >>> pool = FeaturePool([PixelFamily((2, 2))])
+    >>> windows = np.arange(24, dtype=np.uint8).reshape(6, 2, 2)   # 6 windows of 2 x 2 pixels
+    >>> precompute(pool, windows, "float32", feature_ids=[0, 3]).matrix.tolist()
+    [[0.0, 4.0, 8.0, 12.0, 16.0, 20.0], [3.0, 7.0, 11.0, 15.0, 19.0, 23.0]]
+    >>> src = precompute(pool, windows, feature_ids=[0, 3], n_bins=4)
+    >>> src.matrix.dtype, src.matrix.tolist(), src.feature_ids.tolist()
+    (dtype('uint8'), [[0, 1, 1, 2, 3, 3], [0, 1, 1, 2, 3, 3]], [0, 3])
+    >>> src.edges[:, :3].tolist()   # quantile edges on the raw values
+    [[4.0, 12.0, 16.0], [7.0, 15.0, 19.0]]
     """
     if dtype not in ("float32", "uint8"):
         raise ValueError(f"dtype: expected 'float32' or 'uint8', got {dtype!r}")

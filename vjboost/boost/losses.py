@@ -205,6 +205,16 @@ class BoostingLoss:
     y : ndarray (N,)
     initial_weights : ndarray (N,), sums to one
     scores : ndarray (N,), current strong-classifier scores ``F``
+
+    Examples
+    --------
+    >>> step = make_loss("discrete", [1, 1, -1, -1])
+    >>> isinstance(step, BoostingLoss), step.problems()[0].criterion
+    (True, 'discrete')
+    >>> round(step.update([0.5, 0.5, 0.5, -0.5]), 4)   # example 2 is now on the wrong side
+    0.8671
+    >>> np.round(step.weights, 3).tolist()             # and carries the most weight
+    [0.175, 0.175, 0.475, 0.175]
     """
 
     name: ClassVar[str]
@@ -410,6 +420,16 @@ class DiscreteAdaBoost(BoostingLoss):
     ----------
     y, sample_weight, balanced_init
         As :class:`BoostingLoss`.
+
+    Examples
+    --------
+    >>> step = DiscreteAdaBoost([1, 1, -1, -1])
+    >>> leaf = np.array([1, 1, 0, 1])   # a stump sending example 3 to the positive leaf
+    >>> np.round(step.fit_leaves(leaf, [-1.0, 1.0]), 4).tolist(), step.last_edge
+    ([-0.5493, 0.5493], 0.5)
+    >>> perfect = np.array([1, 1, 0, 0])   # edge 1: alpha is capped and the loss is done
+    >>> round(float(step.fit_leaves(perfect, [-1.0, 1.0])[1]), 2), step.done
+    (11.86, True)
     """
 
     name = "discrete"
@@ -435,6 +455,13 @@ class RealAdaBoost(BoostingLoss):
     ----------
     y, sample_weight, balanced_init
         As :class:`BoostingLoss`.
+
+    Examples
+    --------
+    >>> step = RealAdaBoost([1, 1, -1, -1])
+    >>> leaf = np.array([1, 1, 0, 1])   # leaf 1: two positives and a negative
+    >>> np.round(step.fit_leaves(leaf, [0.0, 0.0]), 4).tolist()
+    [-0.5493, 0.2554]
     """
 
     name = "real"
@@ -452,6 +479,15 @@ class GentleAdaBoost(BoostingLoss):
     ----------
     y, sample_weight, balanced_init
         As :class:`BoostingLoss`.
+
+    Examples
+    --------
+    >>> step = GentleAdaBoost([1, 1, -1, -1])
+    >>> leaf = np.array([1, 1, 0, 1])
+    >>> np.round(step.fit_leaves(leaf, [0.0, 0.0]), 4).tolist()   # weighted mean label per leaf
+    [-1.0, 0.3333]
+    >>> round(step.update(step.fit_leaves(leaf, [0.0, 0.0])[leaf]), 4)
+    0.7991
     """
 
     name = "gentle"
@@ -479,6 +515,15 @@ class LogitBoost(GentleAdaBoost):
     ----------
     z_max : float, default=4
         Clip of the working response.
+
+    Examples
+    --------
+    >>> step = LogitBoost([1, 1, -1, -1])
+    >>> step.response.tolist(), round(step.loss(), 4)   # at F = 0: z = 2 y and the loss is log 2
+    ([2.0, 2.0, -2.0, -2.0], 0.6931)
+    >>> leaf = np.array([1, 1, 0, 1])
+    >>> np.round(step.fit_leaves(leaf, [0.0, 0.0]), 4).tolist()   # half the mean of z per leaf
+    [-1.0, 0.3333]
     """
 
     name = "logit"
@@ -569,6 +614,16 @@ class MulticlassLoss:
         +1 for the true class, -1 otherwise.
     initial_weights : ndarray (N, K), ``sample_weight_i / K``, sums to one
     scores : ndarray (N, K)
+
+    Examples
+    --------
+    >>> step = MulticlassLoss([0, 0, 1, 1, 2, 2], n_classes=3)
+    >>> step.weights.shape, step.problems()[0].criterion
+    ((6, 3), 'vote')
+    >>> leaf = np.array([0, 0, 1, 1, 1, 1])   # a stump isolating class 0
+    >>> hyp = np.array([[-1.0, -1.0, -1.0], [1.0, 1.0, 1.0]])
+    >>> np.round(step.fit_leaves(leaf, hyp), 3).tolist()   # leaf 0 votes for class 0
+    [[0.626, -0.626, -0.626], [-0.626, 0.626, 0.626]]
     """
 
     n_outputs: int
@@ -705,6 +760,15 @@ class OneVsRestLoss:
     steps : list of BoostingLoss
         The K two-class steps.
     scores : ndarray (N, K)
+
+    Examples
+    --------
+    >>> step = OneVsRestLoss([0, 0, 1, 1, 2, 2], n_classes=3, algorithm="gentle")
+    >>> [p.response.tolist() for p in step.problems()][0]   # class 0 against the rest
+    [1.0, 1.0, -1.0, -1.0, -1.0, -1.0]
+    >>> leaf = np.array([0, 0, 1, 1, 1, 1])
+    >>> step.refit_leaves(0, leaf, np.zeros(2)).tolist()     # only column 0 is set
+    [[1.0, 0.0, 0.0], [-1.0, 0.0, 0.0]]
     """
 
     def __init__(self, labels: Any, *, n_classes: int, sample_weight: Any = None,
@@ -801,6 +865,20 @@ class MultiLogitLoss:
     ----------
     initial_weights : ndarray (N,), sums to one
     scores : ndarray (N, J), centred (rows sum to zero)
+
+    Examples
+    --------
+    >>> step = MultiLogitLoss([0, 0, 1, 1, 2, 2], n_classes=3)
+    >>> len(step.problems()), np.round(step.problems()[0].response, 3).tolist()   # p = 1/3
+    (3, [3.0, 3.0, -1.5, -1.5, -1.5, -1.5])
+    >>> leaf = np.array([0, 0, 1, 1, 1, 1])
+    >>> leaves = step.refit_leaves(0, leaf, np.zeros(2))
+    >>> np.round(leaves, 3).tolist()
+    [[1.333, -0.667, -0.667], [-0.667, 0.333, 0.333]]
+    >>> round(step.loss(), 4), round(step.update(leaves[leaf]), 4)   # log 3 at F = 0
+    (1.0986, 0.6545)
+    >>> np.round(step.probabilities()[0], 3).tolist()
+    [0.787, 0.107, 0.107]
     """
 
     name = "logit"

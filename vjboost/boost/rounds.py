@@ -50,6 +50,20 @@ class RoundResult:
         The step's training loss after the round.
     step : object
         The loss step (scores, weights) after the round.
+
+    Examples
+    --------
+    >>> from vjboost.boost.losses import make_loss
+    >>> from vjboost.boost.search import MatrixSearch
+    >>> X = np.array([[0, 1, 2, 3], [1, 0, 3, 2]], dtype=np.float32)
+    >>> seen = []
+    >>> def stop(result):   # stop once the training loss is below 0.5
+    ...     seen.append((result.t, len(result.trees), round(result.loss, 4)))
+    ...     return result.loss < 0.5
+    >>> out = run_rounds(make_loss("gentle", [-1, -1, 1, 1]), MatrixSearch(X), n_rounds=5,
+    ...                  callback=stop)
+    >>> seen, out.stopped
+    ([(0, 1, 0.3679)], 'callback')
     """
 
     t: int
@@ -70,6 +84,18 @@ class Rounds:
         Training loss after every round.
     stopped : str
         Why the loop ended: ``"n_rounds"``, ``"callback"``, ``"no_split"`` or ``"done"``.
+
+    Examples
+    --------
+    >>> from vjboost.boost.losses import make_loss
+    >>> from vjboost.boost.search import MatrixSearch
+    >>> X = np.array([[0, 1, 2, 3], [1, 0, 3, 2]], dtype=np.float32)
+    >>> out = run_rounds(make_loss("gentle", [-1, -1, 1, 1]), MatrixSearch(X), n_rounds=3)
+    >>> [round(v, 4) for v in out.losses], len(out.trees), len(out.flat), out.stopped
+    ([0.3679, 0.1353, 0.0498], 3, 3, 'n_rounds')
+    >>> # a perfect discrete stump leaves degenerate weights: the loop ends after it
+    >>> run_rounds(make_loss("discrete", [-1, -1, 1, 1]), MatrixSearch(X), n_rounds=3).stopped
+    'done'
     """
 
     trees: list[list[Tree]] = field(default_factory=list)

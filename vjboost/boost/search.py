@@ -214,6 +214,22 @@ class StreamedSearch:
     block : int
         Features per block.
     threads : int, optional
+
+    Examples
+    --------
+    >>> from vjboost.boost.losses import make_loss
+    >>> from vjboost.boost.source import PoolSource
+    >>> from vjboost.features import FeaturePool, PixelFamily
+    >>> # 4 windows of 2 x 2 pixels; pixel 2 (bottom left) separates the classes
+    >>> windows = np.array([[[4, 7], [0, 2]], [[1, 7], [3, 8]],
+    ...                     [[4, 7], [5, 1]], [[1, 7], [9, 9]]], dtype=np.uint8)
+    >>> search = StreamedSearch(PoolSource(FeaturePool([PixelFamily((2, 2))]), windows), block=2)
+    >>> problem = make_loss("gentle", [-1, -1, 1, 1]).problems()[0]
+    >>> [(split, _)] = search.best_splits(problem, [None])   # one node: all examples
+    >>> split.feature, split.threshold, float(split.left_value), float(split.right_value)
+    (2, 4.0, -1.0, 1.0)
+    >>> search.go_left(split, None).tolist()
+    [True, True, False, False]
     """
 
     binned = False
@@ -315,6 +331,22 @@ class SampledSearch(_NodeByNode):
         Evaluations of chosen features on all examples (routing and refit), all rounds.
     selections_ : list of dict
         The sampler's details of every node of the round.
+
+    Examples
+    --------
+    >>> from vjboost.boost.losses import make_loss
+    >>> from vjboost.boost.sampling import Full
+    >>> from vjboost.boost.source import MatrixSource
+    >>> from vjboost.boost.weak import TreeShape
+    >>> X = np.array([[0, 1, 2, 3], [3, 1, 2, 0]], dtype=np.float32)
+    >>> search = SampledSearch(Full(), MatrixSource(X), budget=8)
+    >>> problem = make_loss("gentle", [-1, -1, 1, 1]).problems()[0]
+    >>> tree, _ = TreeShape().grow(search, problem)
+    >>> int(tree.feature[0]), float(tree.threshold[0]), tree.leaves.tolist()
+    (0, 1.5, [-1.0, 1.0])
+    >>> # the sampler paid 2 features x 4 examples; the chosen feature's column, 4 more
+    >>> search.cost_, search.refit_cost_, search.selections_
+    (8, 4, [{'Q': 2, 'S': 4}])
     """
 
     def __init__(self, sampler: Any, source: FeatureSource, budget: int, *,

@@ -151,7 +151,16 @@ class Partition:
 
 @runtime_checkable
 class FeatureSource(Protocol):
-    """Anything that computes the values of a block of features on a block of examples."""
+    """Anything that computes the values of a block of features on a block of examples.
+
+    Examples
+    --------
+    >>> src = MatrixSource(np.arange(6, dtype=np.float32).reshape(3, 2))
+    >>> isinstance(src, FeatureSource), isinstance(np.zeros((3, 2)), FeatureSource)
+    (True, False)
+    >>> src.n_features, src.n_samples, src.values(np.array([2, 0])).tolist()
+    (3, 2, [[4.0, 5.0], [0.0, 1.0]])
+    """
 
     n_features: int
     n_samples: int
@@ -304,6 +313,14 @@ class CallableSource(_Source):
     n_features, n_samples : int
     categorical, families
         As in :class:`MatrixSource`.
+
+    Examples
+    --------
+    >>> def fn(feature_ids, sample_ids):   # value = 10 * feature + example
+    ...     return 10 * feature_ids[:, None] + sample_ids[None, :]
+    >>> src = CallableSource(fn, n_features=3, n_samples=4, families=[2, 1])
+    >>> src.values(np.array([0, 2]), np.array([1, 3])).tolist(), src.partition
+    ([[1.0, 3.0], [21.0, 23.0]], Partition(family0=2, family1=1))
     """
 
     def __init__(self, fn: Callable[[np.ndarray, np.ndarray], np.ndarray], *, n_features: int,
@@ -348,6 +365,16 @@ class PoolSource(_Source):
     threads : int, optional
 
     The pool's families are the partition and its ``kinds()`` the categorical mask.
+
+    Examples
+    --------
+    >>> from vjboost.features import FeaturePool, PixelFamily
+    >>> windows = np.arange(18, dtype=np.uint8).reshape(3, 2, 3)   # 3 windows of 2 x 3 pixels
+    >>> src = PoolSource(FeaturePool([PixelFamily((2, 3))]), windows)
+    >>> src.n_features, src.n_samples, src.partition
+    (6, 3, Partition(pixel=6))
+    >>> src.values(np.array([0, 5]), np.array([2, 0, 2])).tolist()   # repeats allowed
+    [[12.0, 0.0, 12.0], [17.0, 5.0, 17.0]]
     """
 
     def __init__(self, pool: Any, windows: Any, *, threads: int | None = None) -> None:

@@ -1074,6 +1074,16 @@ def search_categorical(
     StumpSearch
         With ``subset`` set (``threshold`` is unused: ``+inf``). A split with an empty side has
         ``score = -inf``.
+
+    Examples
+    --------
+    >>> codes = np.array([[3, 3, 7, 7, 5, 7]], dtype=np.uint8)
+    >>> y = np.array([-1.0, -1.0, 1.0, 1.0, -1.0, 1.0])
+    >>> s = search_categorical(codes, y, np.full(6, 1 / 6), criterion="discrete")
+    >>> [c for c in range(32) if s.subset[0, 0] >> c & 1]   # the codes going left
+    [3, 5]
+    >>> s.left_value.tolist(), s.right_value.tolist(), s.score.tolist()
+    ([-1.0], [1.0], [1.0])
     """
     codes = np.asarray(codes)
     if codes.dtype != np.uint8:
@@ -1129,6 +1139,16 @@ def search_histograms(
         Bin edges, to express part boundaries as raw thresholds (else thresholds are in bin units).
     feature_ids, sample_ids, smoothing, threads
         As in :func:`search_stumps`.
+
+    Examples
+    --------
+    >>> from vjboost.boost.binning import bin_values, compute_bin_edges
+    >>> X = np.arange(8, dtype=np.float32)[None, :]
+    >>> edges = compute_bin_edges(X, 8)   # one bin per value
+    >>> y = np.array([-1.0, -1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0])   # no single threshold fits
+    >>> h = search_histograms(bin_values(X, edges), y, np.full(8, 1 / 8), n_parts=4, edges=edges)
+    >>> h.thresholds.tolist(), np.round(h.values, 3).tolist(), h.score.tolist()
+    ([[1.5, 3.5, 5.5]], [[-0.805, 0.805, -0.805, 0.805]], [1.0])
     """
     bins, r, w, rows, cols, _ = _check_block(
         bins, labels, weights, feature_ids, sample_ids, allowed_dtypes=(np.dtype(np.uint8),)
@@ -1186,6 +1206,17 @@ def search_multiclass_stumps(
         ``w_ik * Y_ik`` with ``Y_ik`` = +1 if example ``i`` is of class ``k``, else -1.
     edges, feature_ids, sample_ids, threads
         As in :func:`search_stumps`.
+
+    Examples
+    --------
+    >>> X = np.array([[0, 1, 2, 3, 4, 5], [5, 0, 4, 1, 3, 2]], dtype=np.float32)
+    >>> labels = np.array([0, 0, 1, 1, 2, 2])
+    >>> Y = np.where(labels[:, None] == np.arange(3), 1.0, -1.0)
+    >>> m = search_multiclass_stumps(X, Y / 18)   # uniform weights over the 6 x 3 pairs
+    >>> m.best(), m.threshold.tolist(), np.round(m.score, 4).tolist()
+    (0, [1.5, 1.5], [0.5556, 0.3333])
+    >>> m.votes[0].tolist()   # left of 1.5 votes for class 0, right for classes 1 and 2
+    [-1.0, 1.0, 1.0]
     """
     wy = check_array(weighted_labels, "weighted_labels", ndim=2, dtype=np.float64)
     dummy = np.ones(wy.shape[0])

@@ -68,6 +68,19 @@ class Split:
         Codes going left (bit ``c``), for a categorical split.
     info : dict
         Search-specific details.
+
+    Examples
+    --------
+    >>> from vjboost.boost.stumps import search_stumps
+    >>> X = np.array([[0, 1, 2, 3]], dtype=np.float32)
+    >>> s = search_stumps(X, np.array([-1.0, -1.0, 1.0, 1.0]), np.full(4, 0.25))
+    >>> split = Split.from_search(s, 0, feature=7)   # row 0 of X is the global feature 7
+    >>> split.feature, split.row, split.threshold, split.categorical
+    (7, 0, 1.5, False)
+    >>> float(split.left_value), float(split.right_value)
+    (-1.0, 1.0)
+    >>> go_left(split, X[0], binned=False).tolist()
+    [True, True, False, False]
     """
 
     feature: int

@@ -82,6 +82,18 @@ class Detections:
         Raw windows merged into each box (1 for raw output; ``detectMultiScale2``'s numbers).
     stages : ndarray of int32, shape (N,)
         Stages passed (always the cascade's stage count for accepted windows).
+
+    Examples
+    --------
+    >>> import cv2
+    >>> from skimage import data
+    >>> from vjboost.cascade import load_model
+    >>> small = cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2GRAY)[::2, ::2]   # 256x256
+    >>> faces = CascadeDetector(load_model("vjboost:frontalface_haar")).detect(small)
+    >>> len(faces), faces.raw_count, faces.boxes.tolist(), faces.scores.round(2).tolist()
+    (1, 27, [[89, 40, 46, 46]], [4.2])
+    >>> faces.neighbors.tolist(), faces.stages.tolist()
+    ([26], [19])
     """
 
     boxes: np.ndarray
@@ -788,6 +800,21 @@ def detect_images(
     -------
     list of (path, detections, error)
         ``detections`` is None and ``error`` the reason when an image could not be read.
+
+    Examples
+    --------
+    >>> import tempfile, cv2
+    >>> from skimage import data
+    >>> from vjboost.cascade import load_model
+    >>> d = tempfile.mkdtemp()
+    >>> _ = cv2.imwrite(d + "/a.png", cv2.cvtColor(data.astronaut(), cv2.COLOR_RGB2GRAY)[::2, ::2])
+    >>> _ = open(d + "/b.png", "wb").write(b"not an image")
+    >>> out = detect_images(load_model("vjboost:frontalface_haar"), [d + "/a.png", d + "/b.png"],
+    ...                     min_neighbors=3)
+    >>> [(p.rsplit("/", 1)[-1], None if det is None else det.boxes.tolist()) for p, det, _ in out]
+    [('a.png', [[89, 40, 46, 46]]), ('b.png', None)]
+    >>> out[1][2]
+    '.../b.png: not a readable image (corrupt or unsupported format)'
     """
     from ..io.images import ImageReadError, read_image
 

@@ -198,6 +198,21 @@ class CascadeModel:
     ------
     ModelError
         On any inconsistency (see :meth:`validate`).
+
+    Examples
+    --------
+    >>> from vjboost import HaarFamily, Tree
+    >>> a = Tree.stump(0, threshold=0.0, left_value=-1.0, right_value=1.0)
+    >>> b = Tree.stump(1, threshold=0.1, left_value=-0.5, right_value=0.8)
+    >>> model = CascadeModel((12, 12), stages=[Stage([a], threshold=-0.5),
+    ...                                        Stage([a, b], threshold=0.0)],
+    ...                      family=HaarFamily((12, 12)), feature_ids=[3, 40])
+    >>> model.n_stages, model.n_trees, model.n_features, model.opencv_type
+    (2, 3, 2, 'HAAR')
+    >>> model.summary()
+    'haar cascade, window 12x12, 2 stages, 3 trees (max 1 node(s) per tree), 2 features'
+    >>> model.truncated(1).n_stages, model.truncated(1).n_trees
+    (1, 1)
     """
 
     def __init__(self, window_shape: Sequence[int], *, stages: Sequence[Stage], family: Any,

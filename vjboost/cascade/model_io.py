@@ -93,6 +93,15 @@ def model_to_dict(model: CascadeModel) -> dict[str, Any]:
     Returns
     -------
     dict
+
+    Examples
+    --------
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> d = model_to_dict(random_cascade(seed=0, window=(20, 20), n_stages=2))
+    >>> d["format"], d["version"], d["window_shape"], d["family"]["family"]
+    ('vjboost-cascade', 2, [20, 20], 'haar')
+    >>> len(d["stages"]), len(d["feature_ids"]), d["stages"][0]["threshold"]
+    (2, 9, 0.0)
     """
     model.validate()
     return {
@@ -276,6 +285,20 @@ def model_from_dict(d: Any, source: str = "<dict>", *,
         float, a float beyond float32, a boolean for a number); the message names the field.
     LimitError
         A cap of ``limits`` is exceeded.
+
+    Examples
+    --------
+    >>> import json
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> model = random_cascade(seed=0, window=(20, 20), n_stages=2)
+    >>> text = json.dumps(model_to_dict(model))       # what a model file holds
+    >>> back = model_from_dict(json.loads(text))
+    >>> back == model, back.n_stages, back.n_trees
+    (True, 2, 9)
+    >>> model_from_dict({"format": "vjboost-cascade", "version": 9}, "m.json")
+    Traceback (most recent call last):
+    ...
+    vjboost.cascade.opencv_xml.CascadeFormatError: m.json: unsupported format version 9 ...
     """
     if not isinstance(d, dict) or d.get("format") != FORMAT_NAME:
         raise CascadeFormatError(f"{source}: not a vjboost cascade file (missing "

@@ -767,6 +767,19 @@ def to_opencv_xml(model: CascadeModel, *, name: str = "cascade") -> str:
     ExportError
         If the cascade uses another feature family, or has early exits (OpenCV cannot run
         either).
+
+    Examples
+    --------
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> xml = to_opencv_xml(random_cascade(seed=0, window=(20, 20), n_stages=2))
+    >>> print("\\n".join(xml.splitlines()[2:7]))
+    <cascade>
+      <stageType>BOOST</stageType>
+      <featureType>HAAR</featureType>
+      <height>20</height>
+      <width>20</width>
+    >>> xml.count("<!-- stage ")
+    2
     """
     model.validate()
     if model.n_exits:
@@ -873,5 +886,15 @@ def write_opencv_xml(
     ------
     ExportError
         If the cascade uses another feature family (OpenCV cannot run it).
+
+    Examples
+    --------
+    >>> import tempfile, cv2
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> path = tempfile.mkdtemp() + "/cascade.xml"
+    >>> write_opencv_xml(random_cascade(seed=0, window=(20, 20), n_stages=2), path)
+    >>> classifier = cv2.CascadeClassifier(path)        # OpenCV's own reader
+    >>> classifier.empty(), classifier.getOriginalWindowSize()
+    (False, (20, 20))
     """
     atomic_write(path, to_opencv_xml(model, name=name or "cascade"))

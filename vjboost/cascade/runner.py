@@ -141,6 +141,33 @@ class CascadeRunner:
     compiled : CompiledCascade or None
         The stages for the kernels; None when the family has no compiled features (generic
         path).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> model = random_cascade(seed=0, window=(20, 20))      # 3 stages
+    >>> windows = np.random.default_rng(0).integers(0, 256, (6, 20, 20), dtype=np.uint8)
+    >>> runner = CascadeRunner(model)
+    >>> n_passed, score = runner.run(windows)
+    >>> n_passed.tolist(), score.round(2).tolist()
+    ([3, 1, 3, 3, 3, 0], [1.12, -0.29, 0.65, 1.12, 2.52, -0.01])
+    >>> runner.accepts(windows).tolist(), runner.compiled is not None
+    ([True, False, True, True, True, False], True)
+
+    Windows already known to pass stage 0 start at stage 1:
+
+    >>> CascadeRunner(model, first_stage=1).run(windows)[0].tolist()
+    [3, 1, 3, 3, 3, 1]
+
+    Scanning an image visits every window of a :class:`~vjboost.cascade.scan.Pyramid`:
+
+    >>> from vjboost.cascade.scan import Pyramid
+    >>> image = np.random.default_rng(1).integers(0, 256, (40, 48), dtype=np.uint8)
+    >>> pyr = Pyramid(model.window_shape, (48, 40), scale_factor=1.5)
+    >>> positions, scores = runner.scan(image, pyr)
+    >>> pyr.n_windows, len(positions), positions[0].tolist(), pyr.boxes(positions[:1]).tolist()
+    (178, 47, [0, 4, 0], [[4, 0, 20, 20]])
     """
 
     def __init__(self, model: CascadeModel, *, first_stage: int = 0,

@@ -384,6 +384,23 @@ class Pyramid:
         The levels with at least one window.
     n_windows : int
         Windows of all levels.
+
+    Examples
+    --------
+    >>> pyr = Pyramid((20, 20), (64, 48), scale_factor=1.5)
+    >>> [float(s) for s in pyr.scales], [(lv.width, lv.height, lv.step) for lv in pyr.levels]
+    ([1.0, 1.5, 2.25], [(64, 48, 2), (43, 32, 2), (28, 21, 1)])
+    >>> pyr.n_windows
+    412
+    >>> last = pyr.positions([pyr.n_windows - 1])     # (level index, x, y)
+    >>> last.tolist(), pyr.boxes(last).tolist()
+    ([[2, 8, 1]], [[18, 2, 45, 45]])
+
+    With a border, windows may start outside the image:
+
+    >>> padded = Pyramid((20, 20), (64, 48), scale_factor=1.5, border="replicate")
+    >>> padded.boxes([[0, 0, 0]]).tolist()
+    [[-5, -5, 20, 20]]
     """
 
     def __init__(self, window_shape: Sequence[int], image_size: Sequence[int], *,

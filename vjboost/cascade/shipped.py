@@ -52,6 +52,18 @@ def resolve_model(spec: str | os.PathLike[str]) -> str:
     ------
     ModelNotFound
         The name is not shipped here; the message lists what is.
+
+    Examples
+    --------
+    >>> import pathlib
+    >>> pathlib.Path(resolve_model("vjboost:frontalface_haar")).name
+    'frontalface_haar.json'
+    >>> resolve_model("models/my_cascade.xml")      # a path is returned unchanged
+    'models/my_cascade.xml'
+    >>> resolve_model("vjboost:no_such_model")
+    Traceback (most recent call last):
+    ...
+    vjboost.cascade.shipped.ModelNotFound: vjboost:no_such_model: no such shipped model in ...
     """
     spec = os.fspath(spec)
     if spec.startswith("vjboost:"):

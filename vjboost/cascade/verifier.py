@@ -205,7 +205,25 @@ class DetectionVerifier:
 
     Examples
     --------
-    See the module docstring.
+    Crops with a horizontal bar against crops with a vertical one:
+
+    >>> import numpy as np
+    >>> noise = np.random.default_rng(0).integers(0, 40, (40, 16, 16), dtype=np.uint8)
+    >>> pos, neg = noise[:20] + 100, noise[20:] + 100
+    >>> pos[:, 5:8, 3:13] = 20
+    >>> neg[:, 3:13, 5:8] = 20
+    >>> v = DetectionVerifier(size=16, context=0.0, pixels_per_cell=4).fit(pos, neg)
+    >>> v.coef_.shape, v.n_features_in_
+    ((144,), 144)
+    >>> image = np.full((24, 48), 110, np.uint8)
+    >>> image[9:12, 7:17] = 20          # a horizontal bar in the first box
+    >>> image[7:17, 33:36] = 20         # a vertical bar in the second
+    >>> boxes = [[4, 4, 16, 16], [28, 4, 16, 16]]
+    >>> (v.verdicts(image, boxes) > 0).tolist()
+    [True, False]
+    >>> again = DetectionVerifier.from_dict(v.to_dict())
+    >>> bool(np.array_equal(again.verdicts(image, boxes), v.verdicts(image, boxes)))
+    True
     """
 
     def __init__(self, *, size: int = 32, context: float = 1 / 6, pixels_per_cell: int = 7,
@@ -657,6 +675,19 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
         Fitted; ``n_positives_``, ``n_negatives_``, ``n_hard_negatives_`` (those of
         ``hard_per_image``) and ``n_part_negatives_`` (those of ``part_per_face``; both counted
         in ``n_negatives_``) record the sample sizes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> model = random_cascade(seed=0, window=(20, 20), pass_rate=0.9)
+    >>> rng = np.random.default_rng(0)
+    >>> faces = rng.integers(100, 160, (10, 20, 20), dtype=np.uint8)
+    >>> backgrounds = [rng.integers(0, 256, (60, 80), dtype=np.uint8) for _ in range(2)]
+    >>> v = fit_verifier(model, faces, (2, 2, 16, 16), backgrounds, negative_stages=2,
+    ...                  per_image=10, copies=2, size=16, pixels_per_cell=4)
+    >>> v.n_positives_, v.n_negatives_, v.n_hard_negatives_, v.coef_.shape
+    (20, 20, 0, (144,))
     """
     from ..io import read_image
 

@@ -34,6 +34,20 @@ class DetectionEvaluation:
         The ROC-style curve: detection rate against the number of false positives as the score
         threshold is lowered. Both are non-decreasing.
     iou_threshold : float
+
+    Examples
+    --------
+    >>> gt = {"a.png": np.array([[0, 0, 10, 10], [50, 50, 10, 10]])}
+    >>> dets = {"a.png": (np.array([[0, 0, 10, 10], [30, 30, 9, 9], [50, 50, 10, 10]]),
+    ...                   np.array([3.0, 2.0, 1.0])),
+    ...         "b.png": (np.array([[5, 5, 9, 9]]), np.array([2.5]))}
+    >>> ev = evaluate_detections(dets, gt)
+    >>> ev.thresholds.tolist(), ev.curve_false_positives.tolist(), ev.curve_detection_rate.tolist()
+    ([3.0, 2.5, 2.0, 1.0], [0, 1, 2, 2], [0.5, 0.5, 0.5, 1.0])
+    >>> ev.detection_rate_at(1), ev.precision, ev.average_precision
+    (0.5, 0.5, 0.75)
+    >>> ev.as_dict()["true_positives"], ev.as_dict()["false_positives"]
+    (2, 2)
     """
 
     n_images: int

@@ -32,6 +32,18 @@ class NeighborsCurve:
     evaluations : list of DetectionEvaluation
         Full evaluation at each threshold (detections ranked by the detector's scores: the best
         window score of each group).
+
+    Examples
+    --------
+    >>> face = np.array([[10, 10, 20, 20], [11, 10, 20, 20], [10, 11, 20, 20]])
+    >>> wall = np.array([[40, 40, 20, 20], [41, 40, 20, 20]])
+    >>> raw = {"a.png": (face, np.ones(3)), "b.png": (wall, np.ones(2))}
+    >>> curve = sweep_min_neighbors(raw, {"a.png": np.array([[10, 10, 20, 20]])},
+    ...                             thresholds=[1, 2, 3])
+    >>> curve.min_neighbors.tolist(), curve.false_positives.tolist(), curve.detection_rate.tolist()
+    ([1, 2, 3], [1, 0, 0], [1.0, 1.0, 0.0])
+    >>> curve.at(2).true_positives, curve.detection_rate_at(0)
+    (1, 1.0)
     """
 
     min_neighbors: np.ndarray

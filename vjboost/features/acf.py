@@ -78,6 +78,17 @@ class ChannelFamily(FeatureFamily):
         Step of the rectangle positions and sizes (the pool-size knob).
     min_size, max_size : int, optional
         Smallest and largest rectangle side (default ``stride`` and the interior).
+
+    Examples
+    --------
+    >>> fam = ChannelFamily((8, 8), orientations=2)
+    >>> fam.n_features, fam.planes
+    (108, ('gradmag', 'orient(2,u)#0', 'orient(2,u)#1'))
+    >>> flat = np.full((1, 8, 8), 100, np.uint8)                        # no gradient anywhere
+    >>> ramp = np.tile(np.arange(8, dtype=np.uint8) * 10, (8, 1))[None]   # |g| = 20 at 0 degrees
+    >>> values = fam.compute(np.concatenate([flat, ramp]), [0, 1, 2])
+    >>> [[round(float(v), 3) for v in row] for row in values]   # 20 / (20 + 1) on the ramp
+    [[0.0, 0.952], [0.0, 0.952], [0.0, 0.0]]
     """
 
     name = "channels"

@@ -88,6 +88,15 @@ class Channels:
         see :mod:`vjboost.features.integral`.
     meta : dict
         Free-form extra information (e.g. the dtype policy used).
+
+    Examples
+    --------
+    >>> from vjboost.features import PixelFamily
+    >>> ch = PixelFamily((2, 3)).prepare(np.zeros((4, 2, 3), np.uint8))
+    >>> ch.family, ch.kind, ch.shape, ch.n_samples
+    ('pixel', 'windows', (2, 3), 4)
+    >>> ch["planes"].shape                   # integral planes: one row and one column larger
+    (4, 1, 3, 4)
     """
 
     family: str
@@ -223,6 +232,16 @@ def check_windows(
     Returns
     -------
     ndarray of uint8, C-contiguous, shape ``(S, H, W)`` or ``(S, H, W, 3)``
+
+    Examples
+    --------
+    >>> arr = check_windows(np.zeros((8, 8), np.int32), (8, 8))   # one window, any integer dtype
+    >>> arr.shape, arr.dtype.name
+    ((1, 8, 8), 'uint8')
+    >>> check_windows(np.zeros((2, 8, 6), np.uint8), (8, 8))
+    Traceback (most recent call last):
+    ...
+    ValueError: windows: windows are 8x6 (HxW) but the family works on 8x8 windows
     """
     if isinstance(windows, Channels):
         raise TypeError(f"{name}: got prepared Channels where raw windows were expected")
@@ -272,6 +291,15 @@ def check_image(
     Returns
     -------
     ndarray of uint8, C-contiguous, shape ``(H, W)`` or ``(H, W, 3)``
+
+    Examples
+    --------
+    >>> check_image(np.zeros((30, 40), np.int64), (24, 24)).dtype.name
+    'uint8'
+    >>> check_image(np.zeros((20, 40), np.uint8), (24, 24))
+    Traceback (most recent call last):
+    ...
+    ValueError: image: image of 20x40 (HxW) is smaller than the 24x24 window
     """
     arr = np.asarray(image)
     if arr.dtype.kind not in "biuf":
@@ -331,6 +359,15 @@ def check_feature_ids(feature_ids: Any, n_features: int, name: str = "feature_id
     -------
     ndarray of int64, shape (Q,)
         Duplicates and any order are allowed (the output rows follow the given order).
+
+    Examples
+    --------
+    >>> check_feature_ids([3, 0, 3], 5).tolist(), check_feature_ids(None, 3).tolist()
+    ([3, 0, 3], [0, 1, 2])
+    >>> check_feature_ids([5], 5)
+    Traceback (most recent call last):
+    ...
+    ValueError: feature_ids: feature id 5 out of range; valid ids are 0..4
     """
     if feature_ids is None:
         return np.arange(n_features, dtype=np.int64)
@@ -352,6 +389,15 @@ def check_sample_ids(sample_ids: Any, n_samples: int, name: str = "sample_ids") 
     Returns
     -------
     ndarray of int64, shape (S',)
+
+    Examples
+    --------
+    >>> check_sample_ids(2.0, 3).tolist()          # one whole-valued id
+    [2]
+    >>> check_sample_ids(np.array([True, False, True]), 3)
+    Traceback (most recent call last):
+    ...
+    TypeError: sample_ids: boolean masks are not accepted; pass np.flatnonzero(mask) instead
     """
     if sample_ids is None:
         return np.arange(n_samples, dtype=np.int64)
@@ -382,6 +428,15 @@ def check_positions(
     Returns
     -------
     ndarray of int64, shape (P, 2)
+
+    Examples
+    --------
+    >>> check_positions((6, 16), (30, 40), (24, 24)).tolist()   # the bottom-right window
+    [[6, 16]]
+    >>> check_positions([[7, 0]], (30, 40), (24, 24))
+    Traceback (most recent call last):
+    ...
+    ValueError: positions: window at (y=7, x=0) of size 24x24 does not fit in the 30x40 image ...
     """
     arr = np.asarray(positions)
     if arr.ndim == 1 and arr.shape[0] == 2:
@@ -434,6 +489,18 @@ def check_channels(
     -------
     Channels
         ``channels`` itself.
+
+    Examples
+    --------
+    >>> from vjboost.features import GradientMagnitudeFamily, PixelFamily
+    >>> fam = PixelFamily((3, 3))
+    >>> ch = fam.prepare(np.zeros((2, 3, 3), np.uint8))
+    >>> check_channels(ch, fam, "windows") is ch
+    True
+    >>> check_channels(ch, GradientMagnitudeFamily((3, 3)), "windows")
+    Traceback (most recent call last):
+    ...
+    ValueError: channels: prepared by family 'pixel', not by 'gradient_magnitude'
     """
     if not isinstance(channels, Channels):
         how = "prepare(windows)" if kind == "windows" else "prepare_image(image)"
@@ -492,6 +559,19 @@ class FeatureFamily(abc.ABC):
       on the windows cut out at these positions.
     * Categorical features (``kind(i) == "categorical"``, e.g. MB-LBP codes) return integer codes
       ``0 .. n_categories - 1`` stored as float32.
+
+    Examples
+    --------
+    >>> from vjboost.features import PixelFamily
+    >>> fam = PixelFamily((2, 3))
+    >>> isinstance(fam, FeatureFamily), fam.name, fam.n_features, fam.kind(0)
+    (True, 'pixel', 6, 'ordered')
+    >>> image = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    >>> windows = np.stack([image[0:2, 0:3], image[1:3, 1:4]])
+    >>> fam.evaluate(fam.prepare(windows), [0, 5]).tolist()    # rows: features; columns: windows
+    [[0.0, 5.0], [6.0, 11.0]]
+    >>> fam.evaluate_at(fam.prepare_image(image), [0, 5], [(0, 0), (1, 1)]).tolist()  # in place
+    [[0.0, 5.0], [6.0, 11.0]]
     """
 
     name: ClassVar[str] = ""
@@ -752,6 +832,18 @@ def register_family(cls: type[FeatureFamily]) -> type[FeatureFamily]:
     Registering the same class again is a no-op; another class under a taken name raises
     ``ValueError`` (pick a unique ``name``; a module that is re-executed redefines its class,
     which is accepted when module and qualified name match).
+
+    Examples
+    --------
+    >>> from vjboost.features import MBLBPFamily, PixelFamily
+    >>> register_family(MBLBPFamily) is MBLBPFamily   # the same class again: a no-op
+    True
+    >>> class Clash(PixelFamily):
+    ...     name = "mblbp"
+    >>> register_family(Clash)
+    Traceback (most recent call last):
+    ...
+    ValueError: register_family: name 'mblbp' is already used by vjboost.features.mblbp.MBLBPFamily
     """
     if not (isinstance(cls, type) and issubclass(cls, FeatureFamily)):
         raise TypeError(f"register_family: expected a FeatureFamily subclass, got {cls!r}")
@@ -786,7 +878,18 @@ def _import_builtin_families(until: str | None = None) -> None:
 
 
 def get_family_class(name: str) -> type[FeatureFamily]:
-    """The registered family class called ``name``."""
+    """The registered family class called ``name``.
+
+    Examples
+    --------
+    >>> cls = get_family_class("pixel")
+    >>> cls.__name__, cls((2, 3)).n_features
+    ('PixelFamily', 6)
+    >>> get_family_class("no_such_family")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown feature family 'no_such_family'; registered: [...]...
+    """
     if name not in _REGISTRY:
         _import_builtin_families(until=name)
     try:
@@ -799,18 +902,41 @@ def get_family_class(name: str) -> type[FeatureFamily]:
 
 
 def registered_families() -> dict[str, type[FeatureFamily]]:
-    """A copy of the registry: name → class."""
+    """A copy of the registry: name → class.
+
+    Examples
+    --------
+    >>> families = registered_families()
+    >>> families["mblbp"].__name__, {"haar", "hog", "pixel"} <= set(families)
+    ('MBLBPFamily', True)
+    """
     _import_builtin_families()
     return dict(_REGISTRY)
 
 
 def family_to_dict(family: FeatureFamily) -> dict[str, Any]:
-    """``{"family": name, "config": get_config()}`` — the saved form of a family."""
+    """``{"family": name, "config": get_config()}`` — the saved form of a family.
+
+    Examples
+    --------
+    >>> from vjboost.features import MBLBPFamily
+    >>> family_to_dict(MBLBPFamily((9, 9), max_block=(1, 1)))
+    {'family': 'mblbp', 'config': {'window_shape': [9, 9], 'max_block': [1, 1]}}
+    """
     return {"family": family.name, "config": family.get_config()}
 
 
 def family_from_dict(d: Mapping[str, Any]) -> FeatureFamily:
-    """Inverse of :func:`family_to_dict`."""
+    """Inverse of :func:`family_to_dict`.
+
+    Examples
+    --------
+    >>> fam = family_from_dict({"family": "pixel", "config": {"window_shape": [2, 3]}})
+    >>> fam, fam.n_features
+    (PixelFamily(window_shape=[2, 3]), 6)
+    >>> family_from_dict(family_to_dict(fam)) == fam
+    True
+    """
     if not isinstance(d, Mapping) or "family" not in d:
         raise ValueError(f"family description must be a mapping with a 'family' key, got {d!r}")
     cls = get_family_class(d["family"])

@@ -129,6 +129,22 @@ class WindowFunctionFamily(FeatureFamily):
         Values are integer codes 0..255 (categorical splits) rather than ordered values.
     descriptions : list of str, optional
         Text of each feature for ``describe``.
+
+    Examples
+    --------
+    >>> import numba
+    >>> @numba.njit
+    ... def row_means(window, out):
+    ...     for y in range(window.shape[0]):
+    ...         out[y] = window[y].mean()
+    >>> fam = WindowFunctionFamily(row_means, n_features=4, window_shape=(4, 4),
+    ...                            descriptions=[f"mean of row {y}" for y in range(4)])
+    >>> fam.describe(2)["text"]
+    'mean of row 2'
+    >>> windows = np.zeros((2, 4, 4), np.uint8)
+    >>> windows[1, 2:] = 100                        # the second window's bottom half bright
+    >>> fam.compute(windows).tolist()               # rows: features; columns: windows
+    [[0.0, 0.0], [0.0, 0.0], [0.0, 100.0], [0.0, 100.0]]
     """
 
     name = "window_function"
@@ -262,6 +278,37 @@ def function_family(
         A registered :class:`FeatureFamily` subclass whose only constructor argument is
         ``window_shape``: ``cls((24, 24))``. Its config is ``{"window_shape": [H, W]}``, so saved
         pools and models reload it by name once the defining module has run.
+
+    Examples
+    --------
+    The function and its family live in a module of their own (here written to a temporary folder),
+    which must be importable wherever a saved pool or model using the family is loaded:
+
+    >>> import pathlib, sys, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> _ = pathlib.Path(folder, "row_features.py").write_text('''
+    ... import numba
+    ... from vjboost.features import function_family
+    ...
+    ... @numba.njit
+    ... def row_means(window, out):
+    ...     for y in range(window.shape[0]):
+    ...         out[y] = window[y].mean()
+    ...
+    ... RowMeans = function_family(row_means, name="row_means", n_features=lambda shape: shape[0],
+    ...                            describe=lambda i, shape: f"mean of row {i}")
+    ... ''')
+    >>> sys.path.insert(0, folder)
+    >>> from row_features import RowMeans
+    >>> sys.path.remove(folder)                     # as before; the module stays imported
+    >>> fam = RowMeans((3, 3))
+    >>> RowMeans.__name__, fam.get_config(), fam.describe(2)["text"]
+    ('RowMeansFamily', {'window_shape': [3, 3]}, 'mean of row 2')
+    >>> fam.compute(np.arange(9, dtype=np.uint8).reshape(1, 3, 3)).ravel().tolist()
+    [1.0, 4.0, 7.0]
+    >>> from vjboost.features import get_family_class
+    >>> get_family_class("row_means") is RowMeans   # what loading a saved pool or model does
+    True
     """
     func = _check_func(func)
     if not isinstance(name, str) or not name:

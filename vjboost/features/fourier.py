@@ -112,6 +112,16 @@ class FourierFamily(FeatureFamily):
     Features: ``len(sources) * (K (2K - 1) - (K - 1))``; feature ``i`` is source
     ``i // n_per_source``, frequency ``freqs[i % n_per_source]`` (``(u, v)`` pairs, ``u`` major,
     ``v`` increasing).
+
+    Examples
+    --------
+    >>> fam = FourierFamily((8, 8), size=2, sources="intensity")
+    >>> fam.n_features, fam.freqs.tolist()
+    (5, [[0, 0], [0, 1], [1, -1], [1, 0], [1, 1]])
+    >>> half = np.zeros((1, 8, 8), np.uint8)
+    >>> half[0, :, 4:] = 10                  # a vertical edge: nothing varies down the columns
+    >>> [round(float(v), 2) for v in fam.compute(half).ravel()]   # |F(0, 0)|: the pixel sum
+    [320.0, 209.05, 0.0, 0.0, 0.0]
     """
 
     name = "fourier"
@@ -246,6 +256,15 @@ class HaarWaveletFamily(FeatureFamily):
         Decomposition depth; the window must be at least ``2 ** levels`` pixels on each side.
 
     Features: ``H' * W'`` (the coefficients of an orthonormal transform of the ``H' x W'`` part).
+
+    Examples
+    --------
+    >>> fam = HaarWaveletFamily((4, 4), levels=1)
+    >>> fam.n_features, [band for band, *_ in fam.bands]
+    (16, ['approximation', 'horizontal', 'vertical', 'diagonal'])
+    >>> stripes = np.tile(np.array([0, 8, 0, 8], np.uint8), (4, 1))[None]   # vertical stripes
+    >>> fam.compute(stripes).reshape(4, 4).tolist()   # one row per band: 2x2 blocks, times 1/2
+    [[8.0, 8.0, 8.0, 8.0], [0.0, 0.0, 0.0, 0.0], [-8.0, -8.0, -8.0, -8.0], [0.0, 0.0, 0.0, 0.0]]
     """
 
     name = "haar_wavelet"

@@ -95,6 +95,13 @@ def grid_rects(
     Returns
     -------
     ndarray of int64, shape (n_rects, 4)
+
+    Examples
+    --------
+    >>> grid_rects((8, 8), [(1, 1), (2, 2)]).tolist()   # the whole window, then its quarters
+    [[0, 0, 8, 8], [0, 0, 4, 4], [4, 0, 4, 4], [0, 4, 4, 4], [4, 4, 4, 4]]
+    >>> grid_rects((8, 8), [(1, 2)], margin=1).tolist()
+    [[1, 1, 3, 6], [4, 1, 3, 6]]
     """
     h, w = window_shape
     ih, iw = h - 2 * margin, w - 2 * margin
@@ -128,6 +135,28 @@ class LabelHistogramFamily(FeatureFamily):
 
     Subclasses call :meth:`_setup` in ``__init__`` with the rectangles and the channel keys of
     the label indicator planes (one plane per label), and implement :meth:`_channel_text`.
+
+    Examples
+    --------
+    A family of the dark and bright shares of the left and right halves of the window, on the
+    gray-level indicator planes ``ghist(2)#0`` and ``ghist(2)#1``:
+
+    >>> class Halves(LabelHistogramFamily):
+    ...     name = "halves"
+    ...     def __init__(self, window_shape=(8, 8)):
+    ...         self.window_shape = window_shape
+    ...         self._setup(grid_rects(window_shape, [(1, 2)]), ["ghist(2)#0", "ghist(2)#1"])
+    ...     def get_config(self):
+    ...         return {"window_shape": list(self.window_shape)}
+    ...     def _channel_text(self, c):
+    ...         return "gray in 128..255" if c else "gray in 0..127"
+    >>> fam = Halves()
+    >>> fam.n_features, fam.describe(3)["text"]
+    (4, 'fraction of pixels with gray in 128..255 in x=4..7, y=0..7')
+    >>> half = np.zeros((1, 8, 8), np.uint8)
+    >>> half[0, :, 4:] = 255
+    >>> fam.compute(half).ravel().tolist()
+    [1.0, 0.0, 0.0, 1.0]
     """
 
     def _setup(self, rects: np.ndarray, keys: Sequence[str]) -> None:
@@ -186,6 +215,14 @@ def convert_color(rgb: np.ndarray, space: str) -> np.ndarray:
     Returns
     -------
     ndarray of uint8, shape ``(..., H, W, K)`` with ``K = 3`` (or 1 for ``"gray"``)
+
+    Examples
+    --------
+    >>> rgb = np.array([[[255, 0, 0], [0, 0, 255]]], np.uint8)   # a red and a blue pixel
+    >>> convert_color(rgb, "hsv").tolist()        # 8-bit hue is degrees / 2: blue is 120
+    [[[0, 255, 255], [120, 255, 255]]]
+    >>> convert_color(rgb, "gray").tolist()
+    [[[76], [29]]]
     """
     if space not in COLOR_SPACES:
         raise ValueError(f"space: expected one of {sorted(COLOR_SPACES)}, got {space!r}")
@@ -293,6 +330,16 @@ class IntensityHistogramFamily(LabelHistogramFamily):
 
     Features: ``n_rects * bins``; feature ``rect * bins + b`` is the fraction of the rectangle's
     pixels in bin ``b``.
+
+    Examples
+    --------
+    >>> fam = IntensityHistogramFamily((8, 8), bins=2, grids=[(1, 2)])   # left and right halves
+    >>> fam.n_features, fam.describe(1)["text"]
+    (4, 'fraction of pixels with gray in 128..255 in x=0..3, y=0..7')
+    >>> half = np.zeros((1, 8, 8), np.uint8)
+    >>> half[0, :, 4:] = 255
+    >>> fam.compute(half).ravel().tolist()
+    [1.0, 0.0, 0.0, 1.0]
     """
 
     name = "intensity_hist"
@@ -332,6 +379,16 @@ class ColorHistogramFamily(LabelHistogramFamily):
     grids : sequence of (rows, cols), default=((1, 1), (2, 2))
 
     Features: ``n_rects * n_channels``; feature ``rect * n_channels + c``.
+
+    Examples
+    --------
+    >>> fam = ColorHistogramFamily((8, 8), space="rgb", bins=2, grids=[(1, 1)])
+    >>> fam.n_features, fam.describe(1)["text"]
+    (6, 'fraction of pixels with R in 128..255 in x=0..7, y=0..7')
+    >>> red = np.zeros((1, 8, 8, 3), np.uint8)
+    >>> red[..., 0] = 255
+    >>> fam.compute(red).ravel().tolist()          # R high, G and B low everywhere
+    [0.0, 1.0, 1.0, 0.0, 1.0, 0.0]
     """
 
     name = "color_hist"

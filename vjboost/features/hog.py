@@ -98,6 +98,16 @@ class HOGFamily(FeatureFamily):
         gradients (0-360 degrees).
 
     Features: ``n_blocks_row * n_blocks_col * br * bc * orientations``.
+
+    Examples
+    --------
+    >>> fam = HOGFamily((10, 10), orientations=4, pixels_per_cell=(4, 4), cells_per_block=(1, 1))
+    >>> fam.n_features                      # 2x2 one-cell blocks on the 8x8 interior, 4 bins each
+    16
+    >>> ramp = np.tile(np.arange(10, dtype=np.uint8) * 10, (10, 1))   # brighter to the right
+    >>> v = fam.compute(np.stack([ramp, ramp.T]), [0, 1, 2, 3])   # the first cell's 4 bins
+    >>> np.round(v, 3).T.tolist()           # all the energy at 0 degrees, then at 90 degrees
+    [[1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]]
     """
 
     name = "hog"

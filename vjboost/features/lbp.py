@@ -132,6 +132,11 @@ def lbp_code_count(P: int, method: str) -> int:
     -------
     int
         ``P + 2`` (uniform), ``P (P - 1) + 3`` (nri_uniform), else ``2**P``.
+
+    Examples
+    --------
+    >>> [lbp_code_count(8, m) for m in ("default", "ror", "uniform", "nri_uniform")]
+    [256, 256, 10, 59]
     """
     if method == "uniform":
         return P + 2
@@ -317,6 +322,18 @@ def local_binary_pattern(image: Any, P: int = 8, R: float = 1.0,
     ndarray of int32, same shape as ``image``
         Equal to ``skimage.feature.local_binary_pattern(image, P, R, method)`` (which returns
         float64).
+
+    Examples
+    --------
+    >>> img = np.full((3, 3), 50, np.uint8)
+    >>> img[1, 1] = 40                    # a dark centre: every neighbour is >= it
+    >>> int(local_binary_pattern(img)[1, 1]), int(local_binary_pattern(img, method="uniform")[1, 1])
+    (255, 8)
+    >>> img[1, 1] = 60                    # a bright centre: none is
+    >>> int(local_binary_pattern(img)[1, 1])
+    0
+    >>> local_binary_pattern(np.zeros((2, 5, 5), np.uint8)).shape   # a stack: codes per image
+    (2, 5, 5)
     """
     P, R, method = _check_params(P, R, method)
     arr, single = window_stack(image, name="image")
@@ -427,6 +444,16 @@ class LBPCodeFamily(_LBPBase, FeatureFamily):
     the code of window pixel ``(m + yi, m + xi)`` (a one-pixel read of the code plane
     ``lbp(P,R,method)``). Categorical (``kind == "categorical"``) when every code is below 256,
     else ordered.
+
+    Examples
+    --------
+    >>> fam = LBPCodeFamily((5, 5))              # the 3x3 inner region: 9 codes
+    >>> fam.n_features, fam.kind(0), fam.describe(0)["text"]
+    (9, 'categorical', 'LBP code (uniform, P=8, R=1.0) at (x=1, y=1)')
+    >>> dot = np.full((1, 5, 5), 50, np.uint8)
+    >>> dot[0, 2, 2] = 200                       # no neighbour of this pixel is >= it: code 0
+    >>> fam.compute(dot).reshape(3, 3).tolist()  # every neighbour of the others is: code 8
+    [[8.0, 8.0, 8.0], [8.0, 0.0, 8.0], [8.0, 8.0, 8.0]]
     """
 
     name = "lbp_code"
@@ -468,6 +495,15 @@ class LBPHistogramFamily(_LBPBase, LabelHistogramFamily):
     Features: ``n_rects * n_bins``; feature ``rect * n_bins + b`` is the fraction of the
     rectangle's pixels whose code falls into bin ``b`` (``bin_codes[b]`` lists the code(s));
     indicator planes ``lbphist(P,R,method)#b``.
+
+    Examples
+    --------
+    >>> fam = LBPHistogramFamily((6, 6), grids=[(1, 1)])   # one histogram of the 4x4 inner region
+    >>> fam.n_features, fam.bin_codes.tolist()
+    (10, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    >>> flat = np.full((1, 6, 6), 50, np.uint8)            # flat: every uniform code is 8
+    >>> fam.compute(flat).ravel().tolist()
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     """
 
     name = "lbp_hist"

@@ -70,7 +70,15 @@ def _grid_table(window_shape: tuple[int, int], max_block: Any) -> tuple[np.ndarr
 
 
 def mblbp_feature_table(window_shape: tuple[int, int]) -> np.ndarray:
-    """OpenCV's MB-LBP pool: int32 array (F, 4) of ``(x, y, block_w, block_h)``, in its order."""
+    """OpenCV's MB-LBP pool: int32 array (F, 4) of ``(x, y, block_w, block_h)``, in its order.
+
+    Examples
+    --------
+    >>> mblbp_feature_table((3, 4)).tolist()     # one grid of 1x1 blocks, at x = 0 and at x = 1
+    [[0, 0, 1, 1], [1, 0, 1, 1]]
+    >>> mblbp_feature_table((24, 24)).shape
+    (8464, 4)
+    """
     H, W = check_window_shape(window_shape)  # noqa: N806
     # (W - 3 bw + 1)(H - 3 bh + 1) grids per block size, counted before enumerating them
     n = sum(W - 3 * b + 1 for b in range(1, W // 3 + 1)) * sum(
@@ -140,6 +148,18 @@ class MBLBPFamily(FeatureFamily):
     max_block : (int, int), optional
         Largest block ``(height, width)`` to include (default: no limit beyond the window, as
         OpenCV). Order is OpenCV's restricted to the kept features.
+
+    Examples
+    --------
+    >>> fam = MBLBPFamily((6, 6))
+    >>> fam.n_features, fam.describe(1)["text"]
+    (25, 'mblbp 3x3 grid of 1x2 blocks at (x=0, y=0)')
+    >>> win = np.full((1, 6, 6), 10, np.uint8)
+    >>> win[0, :2] = 90                           # the top two rows bright
+    >>> fam.compute(win, [0]).ravel().tolist()     # grid 0 (rows 0..2): bottom row below the centre
+    [241.0]
+
+    The bottom row's blocks (bits 8, 4 and 2) are darker than the centre: ``255 - 14``.
     """
 
     name = "mblbp"

@@ -193,6 +193,17 @@ class MBLTPFamily(FeatureFamily):
     -----
     Feature ``i`` is grid ``i // (2·T)`` of :func:`mblbp_feature_table` (OpenCV's order),
     tolerance ``(i // 2) % T`` and the upper half when ``i`` is even, the lower when odd.
+
+    Examples
+    --------
+    >>> fam = MBLTPFamily((6, 6), tolerances=(0.1,))     # 25 grids, 1 tolerance, 2 halves
+    >>> fam.n_features, fam.describe(1)["text"]
+    (50, 'mbltp lower τ=0.1 3x3 grid of 1x1 blocks at (x=0, y=0)')
+    >>> win = np.full((1, 6, 6), 50, np.uint8)
+    >>> win[0, 0] = 90                                   # the first grid's top row brighter
+    >>> win[0, 2] = 10                                   # and its bottom row darker
+    >>> fam.compute(win, [0, 1]).ravel().tolist()        # upper: 128 + 64 + 32; lower: 8 + 4 + 2
+    [224.0, 14.0]
     """
 
     name = "mbltp"

@@ -92,6 +92,12 @@ def gather_columns(table: np.ndarray, cols: np.ndarray, sids: np.ndarray) -> np.
     Returns
     -------
     ndarray of float32, shape (Q, S')
+
+    Examples
+    --------
+    >>> table = np.arange(6, dtype=np.uint8).reshape(2, 3)    # 2 samples x 3 features
+    >>> gather_columns(table, np.array([2, 0]), np.array([1, 0, 1])).tolist()
+    [[5.0, 2.0, 5.0], [3.0, 0.0, 3.0]]
     """
     out = np.empty((cols.shape[0], sids.shape[0]), dtype=np.float32)
     _gather_columns_kernel(table, cols, sids, out)
@@ -140,6 +146,13 @@ def gradient_magnitude(windows: Any) -> np.ndarray:
     ndarray of float64, same shape as ``windows``
         ``hypot(g_row, g_col)`` with central differences, ``g_row = 0`` on the first/last row and
         ``g_col = 0`` on the first/last column (``skimage.feature.hog``'s gradient).
+
+    Examples
+    --------
+    >>> w = np.zeros((3, 4), np.uint8)
+    >>> w[:, 2:] = 40
+    >>> gradient_magnitude(w).tolist()         # 0 on the first and last columns (g_col = 0 there)
+    [[0.0, 40.0, 40.0, 0.0], [0.0, 40.0, 40.0, 0.0], [0.0, 40.0, 40.0, 0.0]]
     """
     arr, single = window_stack(windows)
     arr = check_windows(arr, arr.shape[1:3])
@@ -234,6 +247,15 @@ class PixelFamily(_PerPixelFamily):
         ``(height, width)`` in pixels.
 
     Features: ``H * W``; feature ``i = y * W + x`` is ``window[y, x]`` (0..255 as float32).
+
+    Examples
+    --------
+    >>> fam = PixelFamily((3, 4))
+    >>> fam.n_features, fam.describe(5)["text"]
+    (12, 'gray pixel at (x=1, y=1)')
+    >>> win = np.arange(12, dtype=np.uint8).reshape(1, 3, 4)
+    >>> fam.compute(win, [0, 5, 11]).ravel().tolist()
+    [0.0, 5.0, 11.0]
     """
 
     name = "pixel"
@@ -257,6 +279,16 @@ class PixelRGBFamily(_PerPixelFamily):
 
     Features: ``4 * H * W``; feature ``i = (y * W + x) * 4 + c`` with plane ``c`` in
     ``(R, G, B, gray)``; gray is ``cv2.cvtColor(..., cv2.COLOR_RGB2GRAY)``.
+
+    Examples
+    --------
+    >>> fam = PixelRGBFamily((2, 2))
+    >>> fam.n_features, fam.describe(3)["text"]
+    (16, 'gray value at (x=0, y=0)')
+    >>> red = np.zeros((1, 2, 2, 3), np.uint8)
+    >>> red[..., 0] = 255
+    >>> fam.compute(red, [0, 1, 2, 3]).ravel().tolist()   # R, G, B and gray (0.299 * 255, rounded)
+    [255.0, 0.0, 0.0, 76.0]
     """
 
     name = "pixel_rgb"
@@ -281,6 +313,14 @@ class GradientMagnitudeFamily(_PerPixelFamily):
 
     Features: ``(H - 2) * (W - 2)``; feature ``i = (y - 1) * (W - 2) + (x - 1)``, value
     ``round(8 * hypot(g_row, g_col)) / 8``.
+
+    Examples
+    --------
+    >>> fam = GradientMagnitudeFamily((5, 5))
+    >>> step = np.zeros((1, 5, 5), np.uint8)
+    >>> step[0, :, 3:] = 40                        # an edge between columns 2 and 3
+    >>> fam.n_features, fam.compute(step).reshape(3, 3).tolist()   # interior columns 1, 2, 3
+    (9, [[0.0, 40.0, 40.0], [0.0, 40.0, 40.0], [0.0, 40.0, 40.0]])
     """
 
     name = "gradient_magnitude"
@@ -325,6 +365,16 @@ class PatchSumFamily(FeatureFamily):
         depends on the random generator's stream.
 
     Feature ``i`` is ``window[y:y+h, x:x+w].sum()`` for patch ``i`` (OP_RECTS on ``gray``).
+
+    Examples
+    --------
+    >>> fam = PatchSumFamily((4, 4), patches=[(0, 0, 2, 2), (0, 0, 4, 4)])
+    >>> fam.n_features, fam.describe(0)["text"]
+    (2, 'sum of gray values over x=0..1, y=0..1')
+    >>> fam.compute(np.ones((1, 4, 4), np.uint8)).ravel().tolist()   # on ones: the patch areas
+    [4.0, 16.0]
+    >>> PatchSumFamily((8, 8), n_patches=3, seed=0).patches.tolist()   # drawn (x, y, w, h)
+    [[3, 0, 3, 7], [3, 2, 4, 6], [3, 3, 2, 5]]
     """
 
     name = "patch_sum"

@@ -53,6 +53,16 @@ class PoolChannels:
     planes : ndarray of int32 or None
         The integral planes of every program family, computed once for all of them:
         ``(S, P, H + 1, W + 1)`` (windows) or ``(P, H + 1, W + 1)`` (image).
+
+    Examples
+    --------
+    >>> from vjboost.features import FourierFamily, PixelFamily
+    >>> pool = FeaturePool([PixelFamily((8, 8)), FourierFamily((8, 8), size=2)])
+    >>> ch = pool.prepare(np.zeros((3, 8, 8), np.uint8))
+    >>> ch.kind, ch.n_samples, ch.shape, ch.names
+    ('windows', 3, (8, 8), ('pixel', 'fourier'))
+    >>> ch.planes.shape, [c is None for c in ch.channels]   # Fourier keeps channels of its own
+    ((3, 1, 9, 9), [True, False])
     """
 
     channels: tuple[Channels | None, ...]

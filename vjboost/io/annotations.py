@@ -144,6 +144,14 @@ def read_bg_list(path: str | os.PathLike[str]) -> list[str]:
 
     Blank lines and lines starting with ``#`` are skipped (traincascade stopped reading at the
     first blank line, silently dropping the rest).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()).resolve()
+    >>> _ = (d / "bg.txt").write_text("# street scenes\\nneg/a.png\\n\\nneg/b.jpg\\n")
+    >>> [pathlib.Path(p).relative_to(d).as_posix() for p in read_bg_list(d / "bg.txt")]
+    ['neg/a.png', 'neg/b.jpg']
     """
     path = Path(path)
     base = path.parent.resolve()
@@ -182,6 +190,17 @@ def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
     """Read an OpenCV ``info.dat``: ``image n x1 y1 w1 h1 ... xn yn wn hn`` per entry.
 
     Entries may wrap over lines (as OpenCV's reader allows); an image may appear with ``n = 0``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "info.dat").write_text("pos/a.png 2 0 0 24 24\\n  30 10 24 24\\npos/b.png 0\\n")
+    >>> ann = read_info_dat(d / "info.dat")
+    >>> {pathlib.Path(k).name: v.tolist() for k, v in ann.items()}
+    {'a.png': [[0, 0, 24, 24], [30, 10, 24, 24]], 'b.png': []}
+    >>> ann.format, ann.n_objects
+    ('info', 2)
     """
     path = Path(path)
     base = path.parent.resolve()
@@ -224,7 +243,17 @@ def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
 
 
 def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
-    """Read boxes from a CSV with a header naming ``image, x, y, w, h`` (any column order)."""
+    """Read boxes from a CSV with a header naming ``image, x, y, w, h`` (any column order).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "boxes.csv").write_text("x,y,w,h,image\\n1,2,30,40,a.png\\n50,5,20,20,a.png\\n")
+    >>> ann = read_boxes_csv(d / "boxes.csv")
+    >>> {pathlib.Path(k).name: v.tolist() for k, v in ann.items()}
+    {'a.png': [[1, 2, 30, 40], [50, 5, 20, 20]]}
+    """
     path = Path(path)
     base = path.parent.resolve()
     text = _read_text(path, "CSV")
@@ -261,6 +290,16 @@ def read_boxes_json(path: str | os.PathLike[str]) -> AnnotationSet:
 
     Accepted shapes: ``{"image.png": [[x, y, w, h], ...], ...}`` or
     ``[{"image": "image.png", "boxes": [[x, y, w, h], ...]}, ...]``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, json
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> doc = [{"image": "a.png", "boxes": [[4, 6, 20, 20]]}, {"image": "b.png", "boxes": []}]
+    >>> _ = (d / "boxes.json").write_text(json.dumps(doc))
+    >>> ann = read_boxes_json(d / "boxes.json")
+    >>> {pathlib.Path(k).name: v.tolist() for k, v in ann.items()}
+    {'a.png': [[4, 6, 20, 20]], 'b.png': []}
     """
     path = Path(path)
     base = path.parent.resolve()

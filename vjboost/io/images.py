@@ -82,6 +82,19 @@ def check_image_size(path: str | os.PathLike[str], *, limits: Limits | None = No
     ------
     ImageTooLargeError
         With the file, its size and the limit.
+
+    Examples
+    --------
+    >>> import tempfile, cv2, numpy as np
+    >>> from vjboost._limits import Limits
+    >>> p = tempfile.mkdtemp() + "/a.png"
+    >>> _ = cv2.imwrite(p, np.zeros((30, 40), np.uint8))
+    >>> check_image_size(p)
+    (40, 30)
+    >>> check_image_size(p, limits=Limits(max_image_pixels=1000))
+    Traceback (most recent call last):
+    ...
+    vjboost.io.images.ImageTooLargeError: .../a.png: 40x30 = 1200 pixels exceeds the limit ...
     """
     return _checked_probe(path, limits)[0]
 
@@ -208,6 +221,18 @@ def read_images(
     names : list of str
         The paths that were read, in input order.
     report : ReadReport
+
+    Examples
+    --------
+    >>> import tempfile, cv2, numpy as np
+    >>> d = tempfile.mkdtemp()
+    >>> _ = cv2.imwrite(d + "/a.png", np.full((3, 4), 7, np.uint8))
+    >>> _ = open(d + "/b.png", "wb").write(b"not an image")
+    >>> images, names, report = read_images([d + "/a.png", d + "/b.png"])
+    >>> [im.shape for im in images], [n.rsplit("/", 1)[-1] for n in names]
+    ([(3, 4)], ['a.png'])
+    >>> report.n_read, len(report.failed), report.summary()
+    (1, 1, '1 image(s) read, 1 skipped: .../b.png: not a readable image (corrupt or ...)')
     """
     limits = get_limits(limits)
     images, names, report = [], [], ReadReport()

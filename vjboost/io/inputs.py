@@ -58,7 +58,13 @@ def is_image_file(path: str | os.PathLike[str]) -> bool:
 
 
 def is_video_file(path: str | os.PathLike[str]) -> bool:
-    """Whether the name ends like a video (:data:`VIDEO_SUFFIXES`, any case)."""
+    """Whether the name ends like a video (:data:`VIDEO_SUFFIXES`, any case).
+
+    Examples
+    --------
+    >>> is_video_file("clips/Run.MP4"), is_video_file("a.avi"), is_video_file("a.png")
+    (True, True, False)
+    """
     return Path(path).suffix.lower() in VIDEO_SUFFIXES
 
 
@@ -78,6 +84,18 @@ def image_files(folder: str | os.PathLike[str], *, recursive: bool = False,
     -------
     list of str
         Possibly empty.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / "sub").mkdir()
+    >>> for n in ("b.png", "a.JPG", "notes.md", "sub/c.pgm"):
+    ...     _ = (d / n).write_bytes(b"")
+    >>> [pathlib.Path(p).relative_to(d).as_posix() for p in image_files(d)]
+    ['a.JPG', 'b.png']
+    >>> [pathlib.Path(p).relative_to(d).as_posix() for p in image_files(d, recursive=True)]
+    ['a.JPG', 'b.png', 'sub/c.pgm']
     """
     root = Path(folder)
     ends = tuple(s.lower() for s in suffixes)
@@ -95,6 +113,11 @@ class Source:
     kind : {"image", "video", "camera"}
     target : str or int
         The file's path, or the camera's index.
+
+    Examples
+    --------
+    >>> Source("camera", 0).name, Source("video", "clips/run.mp4").name
+    ('camera 0', 'clips/run.mp4')
     """
 
     kind: str
@@ -116,6 +139,17 @@ class ExpandedInputs:
         In the order given, folders and patterns expanded in sorted order.
     problems : list of (input, reason)
         Inputs that named nothing usable.
+
+    Examples
+    --------
+    >>> got = ExpandedInputs([Source("image", "a.png"), Source("video", "run.avi"),
+    ...                       Source("image", "b.png")], [("c.png", "no such file")])
+    >>> got.paths(), got.paths("video")
+    (['a.png', 'b.png'], ['run.avi'])
+    >>> got.raise_problems()
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.InputError: c.png: no such file
     """
 
     sources: list[Source] = field(default_factory=list)
@@ -249,6 +283,19 @@ def list_images(source: str | os.PathLike[str], *, recursive: bool = False,
     ------
     InputError
         Missing source, empty folder or list, a file that is neither an image nor a list.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()).resolve()
+    >>> (d / "neg").mkdir()
+    >>> for n in ("neg/x.png", "neg/y.png"):
+    ...     _ = (d / n).write_bytes(b"")
+    >>> _ = (d / "bg.txt").write_text("neg/y.png\\n")
+    >>> [pathlib.Path(p).relative_to(d).as_posix() for p in list_images(d / "neg")]
+    ['neg/x.png', 'neg/y.png']
+    >>> [pathlib.Path(p).relative_to(d).as_posix() for p in list_images(d / "bg.txt")]
+    ['neg/y.png']
     """
     from .annotations import read_bg_list
 

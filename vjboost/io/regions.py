@@ -111,6 +111,15 @@ def negative_regions(annotations: AnnotationSet, *, margin: float = 0.0,
     ------
     path : str
     mask : ndarray of bool, shape (height, width)
+
+    Examples
+    --------
+    >>> ann = AnnotationSet({"a.png": [[2, 1, 3, 2]], "missing.png": [[0, 0, 5, 5]]})
+    >>> for path, mask in negative_regions(ann, image_sizes={"a.png": (6, 4)}):
+    ...     print(path, mask.shape, mask.astype(int).tolist())
+    a.png (4, 6) [[1, 1, 1, 1, 1, 1], [1, 1, 0, 0, 0, 1], [1, 1, 0, 0, 0, 1], [1, 1, 1, 1, 1, 1]]
+
+    ``missing.png`` is skipped: no size was given and its file header cannot be read.
     """
     from .images import image_size
 

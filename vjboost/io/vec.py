@@ -75,6 +75,15 @@ def vec_layout(path: str | os.PathLike[str], window: tuple[int, int] | None = No
     ------
     VecFormatError
         Missing, unreadable, truncated or empty file, or a window that does not match.
+
+    Examples
+    --------
+    >>> import tempfile, numpy as np
+    >>> p = tempfile.mkdtemp() + "/a.vec"
+    >>> write_vec(p, np.zeros((3, 6, 4), np.uint8))
+    >>> lay = vec_layout(p, (6, 4))
+    >>> lay.n_samples, lay.window, lay.header_count, lay.offset, lay.record_dtype.itemsize
+    (3, (6, 4), 3, 12, 49)
     """
     path = Path(path)
     try:

@@ -48,6 +48,21 @@ class VideoFrames:
     VideoReadError
         On entering, when the source cannot be opened; after iterating, when it yielded no
         frame at all.
+
+    Examples
+    --------
+    >>> import tempfile, cv2, numpy as np
+    >>> p = tempfile.mkdtemp() + "/clip.avi"
+    >>> out = cv2.VideoWriter(p, cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (32, 24))
+    >>> for k in range(5):
+    ...     out.write(np.full((24, 32, 3), 40 * k, np.uint8))
+    >>> out.release()
+    >>> with VideoFrames(p, every=2, gray=True) as frames:
+    ...     got = [(k, f.shape) for k, f in frames]
+    >>> got
+    [(0, (24, 32)), (2, (24, 32)), (4, (24, 32))]
+    >>> frames.n_frames, frames.fps, frames.n_read, frames.cut_short
+    (5, 10.0, 5, False)
     """
 
     def __init__(self, target: str | int, *, every: int = 1, max_frames: int | None = None,
@@ -136,6 +151,21 @@ def iter_frames(target: str | int, *, every: int = 1, max_frames: int | None = N
     ------
     VideoReadError
         When the source cannot be opened or yields no frame at all.
+
+    Examples
+    --------
+    >>> import tempfile, cv2, numpy as np
+    >>> p = tempfile.mkdtemp() + "/clip.avi"
+    >>> out = cv2.VideoWriter(p, cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (32, 24))
+    >>> for k in range(5):
+    ...     out.write(np.full((24, 32, 3), 40 * k, np.uint8))
+    >>> out.release()
+    >>> [(k, f.shape) for k, f in iter_frames(p, max_frames=3)]
+    [(0, (24, 32, 3)), (1, (24, 32, 3)), (2, (24, 32, 3))]
+    >>> list(iter_frames(tempfile.mkdtemp() + "/none.avi"))
+    Traceback (most recent call last):
+    ...
+    vjboost.io.video.VideoReadError: .../none.avi: cannot open the video (unreadable or ...)
     """
     with VideoFrames(target, every=every, max_frames=max_frames, gray=gray) as frames:
         yield from frames

@@ -64,6 +64,18 @@ class DetectionWriter:
     label : str
         Category name written to coco/voc/yolo.
     n_detections : int
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp() + "/labels"
+    >>> with open_detection_writer(d, format="yolo", label="face") as w:
+    ...     w.add("shots/a.png", [[10, 20, 40, 40]], [2.5], image_size=(100, 80))
+    ...     w.add("shots/b.png", [], [], image_size=(100, 80))
+    >>> w.format, w.n_detections, sorted(os.listdir(d))
+    ('yolo', 1, ['a.txt', 'b.txt', 'classes.txt'])
+    >>> print(open(d + "/a.txt").read().strip())
+    0 0.300000 0.500000 0.400000 0.500000 2.500000
     """
 
     format: str

@@ -131,6 +131,17 @@ class SubsampleBooster(Estimator):
     Attributes
     ----------
     estimators_ : list of Tree
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 4))
+    >>> y = (X[:, 2] > 0).astype(int)   # feature 2 decides the class
+    >>> clf = SubsampleBooster("wss", n_estimators=10, sample_size=20, random_state=0).fit(X, y)
+    >>> len(clf.estimators_), sorted({int(t.feature[0]) for t in clf.estimators_})
+    (10, [2])
+    >>> clf.score(X, y) > 0.95
+    True
     """
 
     def __init__(

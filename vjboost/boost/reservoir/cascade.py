@@ -40,6 +40,18 @@ class PoolFeaturizer:
     block : int, default=4096
         Features evaluated per call of the pool.
     threads : int, optional
+
+    Examples
+    --------
+    >>> from vjboost.features import FeaturePool, PixelFamily
+    >>> windows = np.arange(12, dtype=np.uint8).reshape(3, 2, 2)   # 3 windows of 2 x 2 pixels
+    >>> f = PoolFeaturizer(FeaturePool([PixelFamily((2, 2))]), [3, 0], block=1)
+    >>> f(windows).tolist()   # row k: feature feature_ids[k] on every window
+    [[3.0, 7.0, 11.0], [0.0, 4.0, 8.0]]
+    >>> out = np.zeros((2, 3), dtype=np.float32)
+    >>> f.into(windows, out)   # the same values written in place, one feature at a time
+    >>> out.tolist()
+    [[3.0, 7.0, 11.0], [0.0, 4.0, 8.0]]
     """
 
     def __init__(self, pool: Any, feature_ids: Any = None, *, block: int = 4096,
@@ -95,6 +107,14 @@ def pool_featurizer(
     Returns
     -------
     PoolFeaturizer
+
+    Examples
+    --------
+    >>> from vjboost.features import FeaturePool, PixelFamily
+    >>> windows = np.arange(12, dtype=np.uint8).reshape(3, 2, 2)   # 3 windows of 2 x 2 pixels
+    >>> f = pool_featurizer(FeaturePool([PixelFamily((2, 2))]), [1])
+    >>> type(f).__name__, f(windows).tolist()
+    ('PoolFeaturizer', [[1.0, 5.0, 9.0]])
     """
     return PoolFeaturizer(pool, feature_ids, threads=threads)
 
@@ -117,6 +137,17 @@ class WindowScores:
     ----------
     scores : ndarray of float64, shape (n,)
         Sum of the outputs of the learners added so far.
+
+    Examples
+    --------
+    >>> from vjboost.boost.tree import Tree
+    >>> from vjboost.features import FeaturePool, PixelFamily
+    >>> windows = np.arange(12, dtype=np.uint8).reshape(3, 2, 2)   # pixel 3: 3, 7, 11
+    >>> ws = WindowScores(FeaturePool([PixelFamily((2, 2))]), windows)
+    >>> ws.add(Tree.stump(3, threshold=5.0, left_value=-1.0, right_value=1.0)).tolist()
+    [-1.0, 1.0, 1.0]
+    >>> ws.add(Tree.stump(0, threshold=6.0, left_value=0.5, right_value=-0.5)).tolist()
+    [-0.5, 1.5, 0.5]
     """
 
     def __init__(self, pool: Any, windows: np.ndarray, *, chunk: int = 4096,
@@ -197,6 +228,24 @@ def train_reservoir_stage(
         coefficients; the stage score is their sum).
     booster : ReservoirBooster
         The fitted booster (its ``decision_function(windows)`` gives stage scores).
+
+    Examples
+    --------
+    >>> from vjboost.boost.streams import ArrayStream
+    >>> from vjboost.features import FeaturePool, PixelFamily
+    >>> rng = np.random.default_rng(0)
+    >>> pos = rng.integers(0, 256, (40, 2, 2), dtype=np.uint8)
+    >>> neg = rng.integers(0, 256, (40, 2, 2), dtype=np.uint8)
+    >>> pos[:, 0, 1] = rng.integers(150, 256, 40)   # pixel 1 is bright in the positives
+    >>> neg[:, 0, 1] = rng.integers(0, 100, 40)     # and dark in the negatives
+    >>> learners, booster = train_reservoir_stage(
+    ...     FeaturePool([PixelFamily((2, 2))]), ArrayStream(pos, np.ones(40), seed=0),
+    ...     ArrayStream(neg, np.zeros(40), seed=0), n_weak=3, reservoir_size=10, random_state=0)
+    >>> [int(t.feature[0]) for t in learners]
+    [1, 1, 1]
+    >>> scores_pos, scores_neg = booster.decision_function(pos), booster.decision_function(neg)
+    >>> bool((scores_pos > 0).all()), bool((scores_neg < 0).all())
+    (True, True)
     """
     pos_fraction = check_in_range(pos_fraction, "pos_fraction", low=0.0, high=1.0,
                                   low_inclusive=False, high_inclusive=False)

@@ -204,6 +204,15 @@ def stump_covariance(
     Sigma : ndarray of shape (n, n), float64
         Symmetric, unit diagonal, positive semi-definite. When no feature has two distinct values
         (no stump exists), every pair is treated as never separated: ``Sigma = y y'``.
+
+    Examples
+    --------
+    >>> values = np.array([[0, 1, 2, 3]], dtype=np.float32)   # one feature: 3 thresholds
+    >>> cov = stump_covariance(values, [-1, -1, 1, 1])
+    >>> # one stump of the 3 parts samples 0 and 1 (1 - 2/3); every stump parts samples 0 and 3,
+    >>> # whose labels differ, so their responses y h always agree (1)
+    >>> cov.shape, np.round(cov[0], 3).tolist()
+    ((4, 4), [1.0, 0.333, 0.333, 1.0])
     """
     values = check_array(values, "values", ndim=2, dtype=np.float32)
     y, _ = check_labels(y, "y", n_samples=values.shape[1], signed=True, negative=(-1,))
@@ -248,6 +257,15 @@ def sherman_morrison_delete(inverse: Any, k: int) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n - 1, n - 1), float64
+
+    Examples
+    --------
+    >>> S = np.array([[4.0, 2.0, 1.0], [2.0, 3.0, 1.0], [1.0, 1.0, 2.0]])
+    >>> M = sherman_morrison_delete(np.linalg.inv(S), 1)
+    >>> np.round(7 * M, 6).tolist()   # the inverse of [[4, 1], [1, 2]] is [[2, -1], [-1, 4]] / 7
+    [[2.0, -1.0], [-1.0, 4.0]]
+    >>> np.allclose(M, np.linalg.inv(S[np.ix_([0, 2], [0, 2])]))
+    True
     """
     m = check_array(inverse, "inverse", ndim=2, dtype=np.float64)
     n = m.shape[0]
@@ -299,6 +317,14 @@ def geem_select(
         (may be negative for samples anti-correlated with the discarded ones).
     expected_edge : float
         ``J(B) = sum(corrected)``, the expected edge on all ``n`` samples.
+
+    Examples
+    --------
+    >>> cov = stump_covariance(np.array([[0, 1, 2, 3]], dtype=np.float32), [-1, -1, 1, 1])
+    >>> keep, corrected, edge = geem_select(cov, np.full(4, 0.25), 2)
+    >>> # each kept sample: its own 0.25 plus a share of the discarded samples' weight
+    >>> keep.tolist(), np.round(corrected, 4).tolist(), round(edge, 4)
+    ([1, 2], [0.35, 0.35], 0.7)
     """
     c = check_array(cov, "cov", ndim=2, dtype=np.float64)
     n = c.shape[0]
@@ -343,6 +369,13 @@ def expected_edge(cov: Any, weights: Any, keep: Any, *, ridge: float = 1.0) -> f
     Returns
     -------
     float
+
+    Examples
+    --------
+    >>> cov = stump_covariance(np.array([[0, 1, 2, 3]], dtype=np.float32), [-1, -1, 1, 1])
+    >>> w = np.full(4, 0.25)
+    >>> [round(expected_edge(cov, w, keep), 4) for keep in ([1, 2], [0, 3], [0, 1, 2, 3])]
+    [0.7, 0.6111, 1.0]
     """
     c = check_array(cov, "cov", ndim=2, dtype=np.float64)
     n = c.shape[0]

@@ -68,7 +68,14 @@ _LEAF_SCALE = {"logit": 0.5, "gentle": 1.0}
 
 
 def flatten_samples(samples: np.ndarray) -> np.ndarray:
-    """Default featurizer: samples (n, ...) -> feature-major float32 (prod(...), n)."""
+    """Default featurizer: samples (n, ...) -> feature-major float32 (prod(...), n).
+
+    Examples
+    --------
+    >>> values = flatten_samples(np.arange(12).reshape(3, 2, 2))   # 3 samples of 2 x 2
+    >>> values.shape, values.dtype, values[:, 1].tolist()          # column 1: sample 1
+    ((4, 3), dtype('float32'), [4.0, 5.0, 6.0, 7.0])
+    """
     s = np.asarray(samples)
     if s.ndim < 2:
         raise ValueError(f"samples: expected (n, ...) with at least one feature, got {s.shape}")
@@ -145,6 +152,22 @@ def select_reservoir(
     keep : ndarray of shape (r,), int64, increasing
     corrected : ndarray of shape (r,) or None
         GEEM's corrected weights of the kept samples.
+
+    Examples
+    --------
+    >>> w = np.array([0.1, 0.4, 0.05, 0.3, 0.15])
+    >>> rng = np.random.default_rng(0)
+    >>> keep, corrected = select_reservoir("max", 2, w, rng)   # the two heaviest
+    >>> keep.tolist(), corrected
+    ([1, 3], None)
+    >>> keep, _ = select_reservoir("wsam", 2, w, rng)   # random, drawn by weight
+    >>> keep.shape
+    (2,)
+    >>> values = np.array([[0, 1, 2, 3, 4]], dtype=np.float32)
+    >>> keep, corrected = select_reservoir("geem", 2, w, rng, values=values,
+    ...                                    y=np.array([-1, -1, 1, 1, 1]))
+    >>> keep.tolist(), np.round(corrected, 4).tolist()
+    ([1, 3], [0.45, 0.375])
     """
     n = edge_weights.shape[0]
     if r >= n:
@@ -309,6 +332,19 @@ class ReservoirBooster(Estimator):
     reservoir_ : tuple (values (D, r), labels (r,) ±1, scores (r,))
     n_seen_ : int
         Samples drawn from the stream.
+
+    Examples
+    --------
+    >>> from vjboost.boost.streams import ArrayStream
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 4))
+    >>> y = (X[:, 2] > 0).astype(int)   # feature 2 decides the class
+    >>> clf = ReservoirBooster(10, reservoir_size=20, n_fresh=20, random_state=0)
+    >>> clf = clf.fit(ArrayStream(X, y, seed=0))
+    >>> len(clf.estimators_), clf.reservoir_[0].shape, clf.n_seen_   # 20 + 10 rounds x 20
+    (10, (4, 20), 220)
+    >>> sorted({int(t.feature[0]) for t in clf.estimators_}), clf.score(X, y) > 0.95
+    ([2], True)
     """
 
     def __init__(

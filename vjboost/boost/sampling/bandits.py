@@ -71,6 +71,22 @@ class UCB(_Bandit):
     k : int, default=1
     n_examples : int, optional
         ``S`` (default ``sqrt(budget)``).
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> ucb = UCB(random_state=0)
+    >>> [ucb.select(ev, 400).info["arms"] for _ in range(4)]
+    [[1], [0], [1], [1]]
+    >>> ucb.pulls_.tolist(), np.round(ucb.sums_, 3).tolist()  # family 1 earns reward 1 per pull
+    ([1, 3], [0.134, 3.0])
+    >>> UCB(k=2, random_state=0).select(ev, 400).info["arms"]  # UCB(2) pulls both families
+    [1, 0]
     """
 
     name = "ucb"
@@ -103,6 +119,21 @@ class Exp3P(_Bandit):
         Exploration probability mixed into the arm distribution (``gamma`` there).
     n_rounds : int, default=1000
         Horizon ``T`` of the bound.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> exp3 = Exp3P(n_rounds=20, random_state=0)
+    >>> rounds = [exp3.select(ev, 400) for _ in range(20)]
+    >>> rounds[0].info["p"], np.round(rounds[-1].info["p"], 3).tolist()
+    ([0.5, 0.5], [0.37, 0.63])
+    >>> exp3.pulls_.tolist()  # family 1, whose rewards are larger, is drawn more often
+    [4, 16]
     """
 
     name = "exp3p"
@@ -152,6 +183,22 @@ class EpsilonGreedy(_Bandit):
     c : float, default=1.0
     d : float, default=0.3
         Assumed gap between the best and the second-best arm's mean reward.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> greedy = EpsilonGreedy(c=0.01, random_state=0)
+    >>> round(greedy.epsilon(1, 2), 4), round(greedy.epsilon(10, 2), 4)  # exploration decays
+    (0.2222, 0.0222)
+    >>> [greedy.select(ev, 400).info["arms"] for _ in range(5)]
+    [[1], [1], [1], [1], [1]]
+    >>> greedy.pulls_.tolist()
+    [0, 5]
     """
 
     name = "epsilon_greedy"

@@ -42,6 +42,16 @@ class Selection:
         Feature evaluations spent this round (including one-off set-up costs paid this round).
     info : dict
         Strategy-specific details (``Q``, ``S``, chosen family, ...).
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem, UniformNaive
+    >>> X = np.array([[0, 1, 2, 3], [3, 1, 0, 2], [5, 5, 5, 5]], dtype=np.float32)
+    >>> ev = EdgeEvaluator(MatrixSource(X))
+    >>> ev.set_problem(Problem(np.full(4, 0.25), np.array([-1.0, -1.0, 1.0, 1.0]), "discrete"))
+    >>> sel = UniformNaive(n_examples=4, random_state=0).select(ev, 8)
+    >>> type(sel).__name__, sel.learner.feature, sel.cost, sel.info
+    ('Selection', 1, 8, {'Q': 2, 'S': 4})
     """
 
     learner: WeakLearner
@@ -77,7 +87,13 @@ def check_budget(budget: Any) -> int:
 
 
 def reward(edge: float) -> float:
-    """Bandit reward ``1 - sqrt(1 - gamma^2)`` of an edge (the exponential-loss reduction)."""
+    """Bandit reward ``1 - sqrt(1 - gamma^2)`` of an edge (the exponential-loss reduction).
+
+    Examples
+    --------
+    >>> round(reward(0.6), 4), reward(0.0), reward(1.0), reward(-0.3)
+    (0.2, 0.0, 1.0, 0.0)
+    """
     g = min(max(float(edge), 0.0), 1.0)
     return 1.0 - float(np.sqrt(1.0 - g * g))
 
@@ -113,6 +129,23 @@ class Sampler(Estimator, abc.ABC):
     ----------
     random_state : None, int or Generator
         Seed of every random choice of the sampler.
+
+    Examples
+    --------
+    A strategy implements ``_select``; :meth:`select` seeds it on first use and measures the
+    cost. This one always takes the first feature, on ``budget`` draws from the weights:
+
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> X = np.array([[0, 1, 2, 3], [3, 1, 0, 2], [5, 5, 5, 5]], dtype=np.float32)
+    >>> ev = EdgeEvaluator(MatrixSource(X))
+    >>> ev.set_problem(Problem(np.full(4, 0.25), np.array([-1.0, -1.0, 1.0, 1.0]), "discrete"))
+    >>> class FirstFeature(Sampler):
+    ...     def _select(self, evaluator, budget):
+    ...         draws = evaluator.sample_examples(budget, self.rng_)
+    ...         return evaluator.block([0], draws).learner(0), {"S": budget}
+    >>> sel = FirstFeature(random_state=0).select(ev, 6)
+    >>> sel.learner.feature, sel.learner.threshold, sel.cost, sel.info
+    (0, 2.0, 6, {'S': 6})
     """
 
     name: ClassVar[str] = ""

@@ -35,7 +35,18 @@ _LOSS_NAMES = (*LOSSES, "mh")
 
 
 def problem_from_loss(step: Any) -> Problem:
-    """The :class:`~vjboost.boost.losses.Problem` of a one-problem loss at its current scores."""
+    """The :class:`~vjboost.boost.losses.Problem` of a one-problem loss at its current scores.
+
+    Examples
+    --------
+    >>> from vjboost.boost.losses import make_loss
+    >>> p = problem_from_loss(make_loss("discrete", [1, -1, 1, 1]))
+    >>> p.criterion, p.weights.tolist(), p.response.tolist()
+    ('discrete', [0.25, 0.25, 0.25, 0.25], [1.0, -1.0, 1.0, 1.0])
+    >>> p = problem_from_loss(make_loss("logit", [1, -1, 1, 1]))
+    >>> p.criterion, p.response.tolist()  # LogitBoost fits its working response
+    ('regression', [2.0, -2.0, 2.0, 2.0])
+    """
     return step.problems()[0]
 
 

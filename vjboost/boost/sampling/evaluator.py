@@ -96,6 +96,18 @@ class WeakLearner:
         AdaBoost.MH's vote vector.
     left_value, right_value : float or ndarray of shape (K,)
         The leaves estimated on the block.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> X = np.array([[0, 1, 2, 3], [3, 1, 0, 2], [5, 5, 5, 5]], dtype=np.float32)
+    >>> ev = EdgeEvaluator(MatrixSource(X))
+    >>> ev.set_problem(Problem(np.full(4, 0.25), np.array([-1.0, -1.0, 1.0, 1.0]), "discrete"))
+    >>> wl = ev.block([0, 1], np.arange(4), weighted=True).learner(0)
+    >>> wl.feature, wl.threshold, wl.edge, float(wl.left_value), float(wl.right_value)
+    (0, 1.5, 1.0, -1.0, 1.0)
+    >>> np.where(X[wl.feature] < wl.threshold, wl.left_value, wl.right_value).tolist()
+    [-1.0, -1.0, 1.0, 1.0]
     """
 
     feature: int
@@ -122,6 +134,18 @@ class BlockEdges:
         Each feature's best edge in [0, 1] (``-inf`` where the feature cannot split).
     search : object
         The split search's result per feature (thresholds, bins, subsets, leaves).
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> X = np.array([[0, 1, 2, 3], [3, 1, 0, 2], [5, 5, 5, 5]], dtype=np.float32)
+    >>> ev = EdgeEvaluator(MatrixSource(X))
+    >>> ev.set_problem(Problem(np.full(4, 0.25), np.array([-1.0, -1.0, 1.0, 1.0]), "discrete"))
+    >>> b = ev.block([0, 1, 2], np.arange(4), weighted=True)
+    >>> b.edges.tolist()  # feature 2 is constant: it cannot split
+    [1.0, 0.5, -inf]
+    >>> b.best(), b.learner(b.best()).threshold
+    (0, 1.5)
     """
 
     feature_ids: np.ndarray
@@ -176,6 +200,22 @@ class EdgeEvaluator:
         Number of blocks evaluated.
     node_ids : ndarray
         The examples the current problem is restricted to (all by default).
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> X = np.array([[0, 1, 2, 3], [3, 1, 0, 2], [5, 5, 5, 5]], dtype=np.float32)
+    >>> ev = EdgeEvaluator(MatrixSource(X))
+    >>> ev.set_problem(Problem(np.full(4, 0.25), np.array([-1.0, -1.0, 1.0, 1.0]), "discrete"))
+    >>> ev.block([0, 1, 2], np.arange(4), weighted=True).edges.tolist()
+    [1.0, 0.5, -inf]
+    >>> ev.cost  # 3 features x 4 examples
+    12
+    >>> draws = ev.sample_examples(10, np.random.default_rng(0))  # from the weights
+    >>> draws.tolist()
+    [0, 0, 0, 1, 1, 2, 3, 3, 3, 3]
+    >>> ev.block([1], draws).edges.tolist(), ev.cost  # 12 + 1 feature x 10 draws
+    ([0.6], 22)
     """
 
     def __init__(

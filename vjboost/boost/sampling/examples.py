@@ -51,6 +51,11 @@ def weighted_sample(weights: Any, n: int, rng: np.random.Generator) -> np.ndarra
     -------
     ids : ndarray of shape (n,), int64
         Sorted ids (sorting makes the later gathers cache-friendly).
+
+    Examples
+    --------
+    >>> weighted_sample([0.0, 1.0, 3.0], 8, np.random.default_rng(0)).tolist()  # never id 0
+    [1, 1, 2, 2, 2, 2, 2, 2]
     """
     return weighted_draws(weights, n, rng)[0]
 

@@ -119,6 +119,20 @@ class Laminating(Sampler):
         ``S0``.
     s_min : int, default=8
         Smallest ``S0`` of the automatic schedule.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sel = Laminating(random_state=0).select(ev, 400)
+    >>> sel.info, sel.cost  # (Q, S) = (4, 33), (2, 66), (1, 132): 3 x 132 evaluations
+    ({'Q0': 4, 'S0': 33, 'steps': 3}, 396)
+    >>> sel.learner.feature
+    4
     """
 
     name = "laminating"
@@ -161,6 +175,21 @@ class TastingLaminating(Laminating):
         As in :class:`vjboost.boost.sampling.tasting.TastingQ1`.
     n_features, n_examples, s_min
         As in :class:`Laminating`.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sampler = TastingLaminating(n_tasted=2, n_taste_examples=50, random_state=0)
+    >>> first, second = sampler.select(ev, 400), sampler.select(ev, 400)
+    >>> first.info, first.cost  # the 4 tasted features on all 200 examples, paid once
+    ({'Q0': 4, 'S0': 33, 'steps': 3}, 1196)
+    >>> second.cost, second.learner.feature
+    (396, 4)
     """
 
     name = "tasting_laminating"

@@ -44,6 +44,12 @@ def expected_max_order_statistics(edges: Any, q: int) -> float:
     -------
     float
         ``sum_r ((r/R)^Q - ((r-1)/R)^Q) e_(r)`` over the sorted edges.
+
+    Examples
+    --------
+    >>> edges = [0.4, 0.1, 0.3, 0.2]
+    >>> [round(expected_max_order_statistics(edges, q), 4) for q in (1, 2, 8)]
+    [0.25, 0.3125, 0.3896]
     """
     q = check_count(q, "q")
     e = np.sort(np.asarray(edges, dtype=np.float64))
@@ -89,6 +95,17 @@ def allocate_tasting(
     -------
     ndarray of shape (K,), int64
         ``Q_k``, summing to ``min(q, sizes.sum())``.
+
+    Examples
+    --------
+    A steady family and one whose edges are mostly poor but sometimes large: a single draw
+    goes to the steady one, many draws mostly to the other, whose maximum grows faster.
+
+    >>> tasted = [np.array([0.2, 0.25, 0.3]), np.array([0.0, 0.05, 0.5])]
+    >>> allocate_tasting(tasted, 1, np.array([10, 10])).tolist()
+    [1, 0]
+    >>> allocate_tasting(tasted, 8, np.array([10, 10])).tolist()
+    [1, 7]
     """
     k = len(tasted)
     grid = np.unique(np.concatenate(tasted))
@@ -174,6 +191,23 @@ class Tasting1Q(_Tasting):
         ``S`` (default ``sqrt(budget)``).
     random_state : None, int or Generator
         Seed of every random choice of the sampler.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sampler = Tasting1Q(n_tasted=2, n_taste_examples=50, n_examples=20, random_state=0)
+    >>> first, second = sampler.select(ev, 60), sampler.select(ev, 60)
+    >>> first.cost, second.cost  # the 4 tasted features on all 200 examples, paid once
+    (840, 40)
+    >>> second.info["family"], np.round(second.info["estimates"], 3).tolist()
+    (1, [0.505, 0.84])
+    >>> second.learner.feature
+    4
     """
 
     name = "tasting_1q"
@@ -198,6 +232,21 @@ class TastingQ1(_Tasting):
     ----------
     n_tasted, n_taste_examples, n_examples, random_state
         As in :class:`Tasting1Q`.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sampler = TastingQ1(n_tasted=2, n_taste_examples=50, n_examples=20, random_state=0)
+    >>> sel = sampler.select(ev, 60)
+    >>> sel.info, sel.cost  # Q = 3 shared out over the families; tasting paid this round
+    ({'Q': 3, 'S': 20, 'counts': [1, 2]}, 860)
+    >>> sel.learner.feature
+    4
     """
 
     name = "tasting_q1"

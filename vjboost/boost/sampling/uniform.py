@@ -25,7 +25,20 @@ __all__ = ["BestFamily", "Full", "Uniform1Q", "UniformNaive", "UniformQ1"]
 
 
 class Full(Sampler):
-    """All features, all examples, exact weights: the reference (cost ``F * N`` per round)."""
+    """All features, all examples, exact weights: the reference (cost ``F * N`` per round).
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sel = Full().select(ev, 1)  # the budget is ignored: all 6 x 200 are paid
+    >>> sel.learner.feature, sel.cost, sel.info
+    (4, 1200, {'Q': 6, 'S': 200})
+    """
 
     name = "full"
 
@@ -60,6 +73,18 @@ class UniformNaive(_FixedSize):
         [1, N]); ``Q = budget // S``.
     random_state : None, int or Generator
         Seed of every random choice of the sampler.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sel = UniformNaive(n_examples=20, random_state=0).select(ev, 60)
+    >>> sel.learner.feature, sel.cost, sel.info  # Q = 60 // 20 features of the six
+    (4, 60, {'Q': 3, 'S': 20})
     """
 
     name = "uniform_naive"
@@ -82,6 +107,18 @@ class Uniform1Q(_FixedSize):
         [1, N]); ``Q = budget // S``.
     random_state : None, int or Generator
         Seed of every random choice of the sampler.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sel = Uniform1Q(n_examples=20, random_state=0).select(ev, 60)
+    >>> sel.learner.feature, sel.cost, sel.info  # family 1 has only 2 features to give
+    (4, 40, {'Q': 2, 'S': 20, 'family': 1})
     """
 
     name = "uniform_1q"
@@ -114,6 +151,18 @@ class UniformQ1(_FixedSize):
         [1, N]); ``Q = budget // S``.
     random_state : None, int or Generator
         Seed of every random choice of the sampler.
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sel = UniformQ1(n_examples=20, random_state=0).select(ev, 60)
+    >>> sel.learner.feature, sel.cost, sel.info
+    (4, 60, {'Q': 3, 'S': 20})
     """
 
     name = "uniform_q1"
@@ -140,6 +189,21 @@ class BestFamily(_FixedSize):
     n_probe : int, default=32
     n_examples : int, optional
         ``S`` (default ``sqrt(budget)``).
+
+    Examples
+    --------
+    >>> from vjboost.boost.sampling import EdgeEvaluator, MatrixSource, Problem
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(6, 200)).astype(np.float32)
+    >>> y = np.where(X[4] > 0, 1.0, -1.0)  # feature 4, of family 1, decides
+    >>> ev = EdgeEvaluator(MatrixSource(X, families=[4, 2]))
+    >>> ev.set_problem(Problem(np.full(200, 1 / 200), y, "discrete"))
+    >>> sampler = BestFamily(n_probe=2, n_examples=20, random_state=0)
+    >>> first, second = sampler.select(ev, 40), sampler.select(ev, 40)
+    >>> sampler.family_, first.cost, second.cost  # the probe is paid in the first round only
+    (1, 120, 40)
+    >>> second.learner.feature
+    4
     """
 
     name = "best_family"
