@@ -125,3 +125,22 @@ def test_the_examples_walk_every_module():
     assert {"vjboost.boost.tree", "vjboost.cli._command", "vjboost._io",
             "vjboost.cascade.tasks", "vjboost.features.haar"} <= set(MODULES)
     assert len(MODULES) > 80
+
+
+def test_public_functions_are_typed():
+    import typing
+
+    untyped = []
+    for label, func, _ in _public_functions():
+        func = inspect.unwrap(func)
+        if not func.__module__.startswith("vjboost"):
+            continue
+        sig = inspect.signature(func)
+        args = [p for name, p in sig.parameters.items() if name not in ("self", "cls")
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+        if any(p.annotation is inspect.Parameter.empty for p in args) or (
+                func.__name__ != "__init__" and sig.return_annotation is inspect.Signature.empty):
+            untyped.append(label)
+        else:
+            typing.get_type_hints(func)  # every annotation names something that exists
+    assert not untyped, "untyped:\n" + "\n".join(sorted(set(untyped)))

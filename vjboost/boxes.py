@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numpy.typing import ArrayLike, DTypeLike
 
 from ._memory import check_memory
 from ._validation import check_array
@@ -88,7 +89,8 @@ __all__ = [
 # ------------------------------------------------------------------------------------------------
 
 
-def check_boxes(boxes, name: str = "boxes", *, dtype=np.float64, positive: bool = True):
+def check_boxes(boxes: ArrayLike, name: str = "boxes", *, dtype: DTypeLike = np.float64,
+                positive: bool = True) -> np.ndarray:
     """Validate an ``(n, 4)`` array of ``(x, y, w, h)`` boxes.
 
     Parameters
@@ -119,7 +121,7 @@ def check_boxes(boxes, name: str = "boxes", *, dtype=np.float64, positive: bool 
     return arr
 
 
-def iou_matrix(a, b) -> np.ndarray:
+def iou_matrix(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Intersection over union of every box of ``a`` with every box of ``b``.
 
     Parameters
@@ -151,7 +153,7 @@ def _intersections(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.clip(iw, 0, None) * np.clip(ih, 0, None)
 
 
-def coverage_matrix(a, b) -> np.ndarray:
+def coverage_matrix(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     """Fraction of each box of ``a`` covered by each box of ``b`` (intersection / area of a).
 
     How COCO decides that a detection falls in a crowd region.
@@ -175,7 +177,7 @@ def coverage_matrix(a, b) -> np.ndarray:
     return _intersections(a, b) / (a[:, 2] * a[:, 3])[:, None]
 
 
-def clip_boxes(boxes, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
+def clip_boxes(boxes: ArrayLike, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     """Intersect ``(x, y, w, h)`` boxes with the image rectangle; drop empty ones.
 
     Parameters
@@ -205,7 +207,7 @@ def clip_boxes(boxes, width: int, height: int) -> tuple[np.ndarray, np.ndarray]:
     return out.astype(np.int32), np.flatnonzero(ok)
 
 
-def inner_boxes(boxes, frame) -> np.ndarray:
+def inner_boxes(boxes: ArrayLike, frame: ArrayLike) -> np.ndarray:
     """The sub-rectangle ``frame`` of every box, in pixels, rounded to integers.
 
     A detector trained with context around its objects scans windows larger than the objects;
@@ -242,7 +244,7 @@ def inner_boxes(boxes, frame) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
-def nms(boxes, scores, iou_threshold: float = 0.3) -> np.ndarray:
+def nms(boxes: ArrayLike, scores: ArrayLike, iou_threshold: float = 0.3) -> np.ndarray:
     """Greedy non-maximum suppression.
 
     Parameters
@@ -304,7 +306,7 @@ def _nms(b, order, thr):
     return keep[:m]
 
 
-def suppress_inside(boxes, scores, coverage: float = 0.5) -> np.ndarray:
+def suppress_inside(boxes: ArrayLike, scores: ArrayLike, coverage: float = 0.5) -> np.ndarray:
     """Which boxes lie outside every better-scored box: the mask of those to keep.
 
     A box is dropped when at least ``coverage`` of its area lies inside another box that scores
@@ -402,7 +404,7 @@ def _suppress_inside(b, s, order, cov, keep):
                 break
 
 
-def overlap_counts(boxes, iou_threshold: float) -> np.ndarray:
+def overlap_counts(boxes: ArrayLike, iou_threshold: float) -> np.ndarray:
     """Per box, the number of boxes (itself included) overlapping it at IoU > ``iou_threshold``.
 
     Memory is linear in the number of boxes (boxes sorted by ``x`` are compared only while their
@@ -700,7 +702,7 @@ def _as_rects(rects, name: str = "rects") -> np.ndarray:
     return np.ascontiguousarray(r, dtype=np.int64)
 
 
-def similar_classes(rects, eps: float = 0.2) -> np.ndarray:
+def similar_classes(rects: ArrayLike, eps: float = 0.2) -> np.ndarray:
     """Equivalence-class label per rectangle under OpenCV's ``SimilarRects(eps)`` predicate.
 
     Parameters
@@ -958,10 +960,10 @@ class WindowGroups:
 
 
 def group_rectangles(
-    rects,
+    rects: ArrayLike,
     min_neighbors: int,
     eps: float = 0.2,
-    scores=None,
+    scores: ArrayLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """OpenCV's ``groupRectangles``: cluster similar rectangles and average each cluster.
 
@@ -996,9 +998,9 @@ def group_rectangles(
     return b, cnt, sc
 
 
-def group_detections(boxes, scores, *, method: str = "opencv", min_neighbors: int = 3,
-                     image_size: tuple[int, int] | None = None, nms_iou: float = 0.3,
-                     groups: WindowGroups | None = None, score: str = "best",
+def group_detections(boxes: ArrayLike, scores: ArrayLike, *, method: str = "opencv",
+                     min_neighbors: int = 3, image_size: tuple[int, int] | None = None,
+                     nms_iou: float = 0.3, groups: WindowGroups | None = None, score: str = "best",
                      offset: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Turn raw windows into detections: the grouping of the detector and of the evaluation.
 

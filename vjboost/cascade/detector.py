@@ -696,7 +696,8 @@ class CascadeDetector:
                        step=self.step, border=self.border, border_margin=self.border_margin)
 
     def raw_windows(self, image: np.ndarray, *, return_positions: bool = False,
-                    pyramid: Pyramid | None = None):
+                    pyramid: Pyramid | None = None
+                    ) -> tuple[np.ndarray, np.ndarray] | tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All accepted windows (before grouping) of a prepared image.
 
         Parameters

@@ -111,7 +111,7 @@ def random_cascade(
     balanced: bool = False,
     tilted_fraction: float = 0.0,
     pass_rate: float = 0.5,
-    seed=None,
+    seed: int | np.random.Generator | None = None,
 ) -> CascadeModel:
     """A random HAAR or LBP cascade (explicit-table family, exportable to OpenCV XML).
 

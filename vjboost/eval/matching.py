@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from numpy.typing import ArrayLike
 
 from .._validation import check_array
 from ..boxes import check_boxes, coverage_matrix, iou_matrix
@@ -41,7 +42,8 @@ def _greedy(iou, order, thr):
 
 
 def match_detections(
-    detections, scores, ground_truth, *, iou_threshold: float = 0.3, ignore=None
+    detections: ArrayLike, scores: ArrayLike, ground_truth: ArrayLike, *,
+    iou_threshold: float = 0.3, ignore: ArrayLike | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Greedy score-ordered matching of one image's detections to its ground truth.
 

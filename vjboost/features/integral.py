@@ -71,7 +71,8 @@ _UPRIGHT, _SQUARED, _TILTED = 0, 1, 2
 # --------------------------------------------------------------------------------------------
 
 
-def integral_dtype(height: int, width: int, max_value: float = 255.0, squared: bool = False):
+def integral_dtype(height: int, width: int, max_value: float = 255.0,
+                   squared: bool = False) -> type[np.signedinteger]:
     """Smallest exact integer dtype (int32 or int64) for an integral of an ``H x W`` input.
 
     int32 is used while ``H * W * max_value (** 2 if squared)`` stays below 2**31, which covers

@@ -22,7 +22,7 @@ import csv
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +111,7 @@ class AnnotationSet(Mapping):
         """Ignore regions of one image ((0, 4) when it has none)."""
         return self.ignore.get(image, _empty())
 
-    def restrict(self, images) -> AnnotationSet:
+    def restrict(self, images: Iterable[str]) -> AnnotationSet:
         """The same annotations for the given images only."""
         keep = set(images)
         out = AnnotationSet({k: v for k, v in self._boxes.items() if k in keep},

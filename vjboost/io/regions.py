@@ -11,14 +11,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .annotations import AnnotationSet
 
 __all__ = ["negative_mask", "negative_regions", "windows_outside"]
 
 
-def negative_mask(shape: tuple[int, int], boxes, ignore=None, *, margin: float = 0.0
-                  ) -> np.ndarray:
+def negative_mask(shape: tuple[int, int], boxes: ArrayLike, ignore: ArrayLike | None = None, *,
+                  margin: float = 0.0) -> np.ndarray:
     """Pixels of an image that no object box or ignore region covers.
 
     Parameters
@@ -58,7 +59,7 @@ def negative_mask(shape: tuple[int, int], boxes, ignore=None, *, margin: float =
     return mask
 
 
-def windows_outside(mask: np.ndarray, windows) -> np.ndarray:
+def windows_outside(mask: np.ndarray, windows: ArrayLike) -> np.ndarray:
     """Which windows lie entirely in the allowed pixels of ``mask``.
 
     Parameters

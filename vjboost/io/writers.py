@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._errors import OutputError
 from .._io import atomic_open, atomic_write, check_output_path, output_error
@@ -86,7 +87,8 @@ class DetectionWriter:
     _fh: IO[str] | None = None
     _ctx: Any = None
 
-    def add(self, source: str, boxes, scores, neighbors=None, *, frame: int = 0,
+    def add(self, source: str, boxes: ArrayLike, scores: ArrayLike,
+            neighbors: ArrayLike | None = None, *, frame: int = 0,
             image_size: tuple[int, int] = (0, 0)) -> None:
         """Record one image's (or frame's) detections.
 
