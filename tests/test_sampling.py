@@ -392,6 +392,32 @@ def test_sampled_booster_learns():
     assert m.train_loss_[-1] < 0.5
 
 
+@pytest.mark.parametrize("loss", ["discrete", "mh"])
+def test_sampled_booster_predicts_as_every_boosted_classifier(loss):
+    """The sampled booster shares the matrix-fitted boosters' prediction: probabilities,
+    staged scores and margins agree with its decision function, and the same trees summed by
+    hand give the same scores."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 40)).astype(np.float32)
+    noisy = X[:, 5] + X[:, 9] + 0.5 * rng.standard_normal(300)  # no single stump separates it
+    y = (noisy > 0).astype(int) + (loss == "mh") * (X[:, 7] > 0.5).astype(int)
+    m = SampledBoostedClassifier(sampler="laminating", loss=loss, n_estimators=8,
+                                 random_state=0).fit(X, y, families=[20, 20])
+    f = m.decision_function(X)
+    by_hand = sum(t.leaves[t.apply_matrix(X.T)] for t in m.estimators_)
+    np.testing.assert_allclose(f, by_hand, rtol=1e-12)
+    staged = list(m.staged_decision_function(X))
+    assert len(staged) == len(m.estimators_) == 8 == len(list(m.staged_predict(X)))
+    np.testing.assert_array_equal(staged[-1], f)
+    p = m.predict_proba(X)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(m.classes_[p.argmax(axis=1)], m.predict(X))
+    assert list(m.staged_score(X, y))[-1] == m.score(X, y) > 0.7
+    margins = m.margins_(X, y)
+    assert margins.shape == (300,) and np.all(np.abs(margins) <= 1 + 1e-12)
+    assert np.array_equal(margins > 0, m.predict(X) == y)
+
+
 @pytest.mark.parametrize("n", [1, 7, 40, 41, 500])
 def test_weighted_draws_are_the_sample_and_its_distinct_draws(n):
     from vjboost.boost.sampling.examples import distinct_draws, weighted_draws

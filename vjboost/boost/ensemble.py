@@ -83,197 +83,17 @@ def _tree_output(tree: Tree, Xfm: np.ndarray) -> np.ndarray:
     return tree.leaves[tree._apply(Xfm, tree.feature, False)]
 
 
-class _Booster(ClassifierMixin, Estimator):
-    """Shared fitting and prediction of the boosted classifiers (subclasses set the step)."""
+class _TreeSum(ClassifierMixin, Estimator):
+    """Prediction of a classifier whose score is the sum of its trees' outputs, one place for
+    every boosted classifier (the matrix-fitted ones below and the sampled one of
+    :mod:`vjboost.boost.sampling.booster`).
+
+    A subclass sets ``classes_``, ``n_features_in_``, ``estimators_`` (trees, vote-vector leaves
+    when ``_multiclass``) and ``n_trees_per_round_`` when it fits, and ``_multiclass``.
+    """
 
     _multiclass = False
 
-    # -- parameters ------------------------------------------------------------------------------
-    def _validate_common(self) -> None:
-        if self.weak_learner not in WEAK_LEARNERS:
-            raise ValueError(f"weak_learner: expected one of {WEAK_LEARNERS}, got "
-                             f"{self.weak_learner!r}")
-        check_in_range(self.max_depth, "max_depth", low=1, high=8, integer=True)
-        if self.max_leaves is not None:
-            check_in_range(self.max_leaves, "max_leaves", low=2, high=4096, integer=True)
-        check_in_range(self.n_estimators, "n_estimators", low=1, integer=True)
-        check_in_range(self.n_bins, "n_bins", low=2, high=256, integer=True)
-        check_in_range(self.weight_trim_rate, "weight_trim_rate", low=0.0, high=1.0,
-                       low_inclusive=False)
-        if self.leaf_refit not in ("all", "fitted"):
-            raise ValueError(f"leaf_refit: expected 'all' or 'fitted', got {self.leaf_refit!r}")
-        if not isinstance(self.binning, (bool, np.bool_)):
-            raise ValueError(f"binning: expected True or False, got {self.binning!r}")
-        mf = self.max_features
-        if mf is not None:
-            if isinstance(mf, float):
-                check_in_range(mf, "max_features", low=0.0, high=1.0, low_inclusive=False)
-            else:
-                check_in_range(mf, "max_features", low=1, integer=True)
-
-    def _shape(self) -> TreeShape:
-        return TreeShape.of(self.weak_learner, max_depth=self.max_depth,
-                            max_leaves=self.max_leaves, n_parts=getattr(self, "n_parts", 8))
-
-    def _categorical_mask(self, n_features: int) -> np.ndarray | None:
-        cf = getattr(self, "categorical_features", None)
-        if cf is None:
-            return None
-        arr = np.asarray(cf)
-        if arr.dtype == bool:
-            if arr.shape != (n_features,):
-                raise ValueError(f"categorical_features: boolean mask must have {n_features} "
-                                 "entries")
-            return arr.copy()
-        if arr.dtype.kind not in "iu" or arr.ndim != 1:
-            raise ValueError("categorical_features: expected feature indices or a boolean mask")
-        if arr.size and (arr.min() < 0 or arr.max() >= n_features):
-            raise ValueError(f"categorical_features: indices must be in [0, {n_features})")
-        mask = np.zeros(n_features, bool)
-        mask[arr] = True
-        return mask
-
-    @staticmethod
-    def _prepare_fm(Xfm: Any, bin_edges: Any) -> tuple[np.ndarray, np.ndarray | None]:
-        """Validate a feature-major matrix; returns (values, edges or None)."""
-        Xfm = np.asarray(Xfm)
-        if Xfm.dtype == np.uint8:
-            Xfm = check_array(Xfm, "X", ndim=2)
-            if bin_edges is None:
-                raise ValueError("bin_edges: required with a uint8 (binned) matrix")
-            edges = check_array(bin_edges, "bin_edges", ndim=2, dtype=np.float32, finite=False)
-            if edges.shape[0] != Xfm.shape[0]:
-                raise ValueError(f"bin_edges: has {edges.shape[0]} rows but X has "
-                                 f"{Xfm.shape[0]} features")
-            if np.isnan(edges).any():
-                raise ValueError("bin_edges: contains NaN")
-            return np.ascontiguousarray(Xfm), np.ascontiguousarray(edges)
-        if bin_edges is not None:
-            raise ValueError("bin_edges: only used with a uint8 (binned) matrix")
-        Xfm = check_array(Xfm, "X", ndim=2, dtype=np.float32)
-        return np.ascontiguousarray(Xfm), None
-
-    # -- fitting ---------------------------------------------------------------------------------
-    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _Booster:
-        """Fit on ``X`` of shape (n_samples, n_features) and labels ``y``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Finite feature values.
-        y : array-like of shape (n_samples,)
-            Class labels (two for :class:`BoostedClassifier`, where the larger is positive).
-        sample_weight : array-like of shape (n_samples,), optional
-            Non-negative, not all zero.
-
-        Returns
-        -------
-        self
-        """
-        X = _check_X(X)
-        codes, classes = self._labels(y, X.shape[0])
-        return self._fit(_feature_major(X), None, codes, classes, sample_weight,
-                         already_binned=False)
-
-    def fit_feature_major(self, X: Any, y: Any, sample_weight: Any = None, *,
-                          bin_edges: Any = None) -> _Booster:
-        """Fit on a feature-major matrix ``X`` of shape (n_features, n_samples).
-
-        ``X`` is float32 raw values, or uint8 bins together with their ``bin_edges``
-        (n_features, E) from :func:`vjboost.boost.binning.compute_bin_edges` (then training
-        uses it as is, without any copy, and the learned thresholds are raw values).
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_features, n_samples), float32 or uint8
-            Feature values, one row per feature (a float32 matrix is used without a copy when
-            C-contiguous).
-        y : array-like of shape (n_samples,)
-            Class labels, as for :meth:`fit`.
-        sample_weight : array-like of shape (n_samples,), optional
-            Non-negative, not all zero; uniform when omitted.
-        bin_edges : ndarray of shape (n_features, E), float32, optional
-            Upper bin edges of a uint8 ``X`` (required with it, refused with a float ``X``).
-
-        Returns
-        -------
-        self
-        """
-        Xfm, edges = self._prepare_fm(X, bin_edges)
-        codes, classes = self._labels(y, Xfm.shape[1])
-        return self._fit(Xfm, edges, codes, classes, sample_weight,
-                         already_binned=edges is not None)
-
-    def _labels(self, y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
-        y = np.asarray(y)
-        if y.ndim == 1 and y.shape[0] != n_samples:
-            raise ValueError(f"inconsistent numbers of samples: X has {n_samples}, y has "
-                             f"{y.shape[0]}")
-        return check_labels(y, "y", n_classes=None if self._multiclass else 2)
-
-    def _make_step(self, codes: np.ndarray, classes: np.ndarray, sample_weight: Any) -> Any:
-        raise NotImplementedError
-
-    def _fit(self, Xfm: np.ndarray, edges: np.ndarray | None, codes: np.ndarray,
-             classes: np.ndarray, sample_weight: Any, *, already_binned: bool) -> _Booster:
-        t0 = time.perf_counter()
-        self._validate()
-        n_features, n_samples = Xfm.shape
-        step = self._make_step(codes, classes, sample_weight)
-        cat = self._categorical_mask(n_features)
-        if cat is not None and cat.any():
-            codes_ = Xfm[cat]
-            if codes_.dtype != np.uint8 and ((codes_ < 0).any() or (codes_ > 255).any()
-                                             or (codes_ != np.round(codes_)).any()):
-                raise ValueError("X: categorical features must hold integer codes 0..255")
-        if not already_binned and self.binning:
-            check_memory(Xfm.size, f"binned matrix ({n_features} x {n_samples} uint8)")
-            raw = Xfm
-            edges = compute_bin_edges(raw, self.n_bins, threads=self.threads)
-            Xfm = bin_values(raw, edges, threads=self.threads)
-            if cat is not None and cat.any():
-                Xfm[cat] = raw[cat].astype(np.uint8)
-                edges[cat] = np.inf
-        search = MatrixSearch(Xfm, edges=edges if Xfm.dtype == np.uint8 else None,
-                              categorical=cat, threads=self.threads)
-        rng = check_random_state(self.random_state)
-        importances = np.zeros(n_features)
-        record = {"prev": step.loss(), "edges": []}
-
-        def before_round(t: int) -> None:
-            search.row_subset = _draw_rows(rng, n_features, self.max_features)
-
-        def after_round(r: RoundResult) -> bool:
-            dec = (record["prev"] - r.loss) / len(r.trees)
-            for tree in r.trees:
-                ns = np.maximum(tree.node_scores, 0.0)
-                share = ns / ns.sum() if ns.sum() > 0 else np.full(ns.size, 1.0 / ns.size)
-                np.add.at(importances, tree.feature, dec * share)
-            record["prev"] = r.loss
-            record["edges"].append(getattr(r.step, "last_edge", np.nan)
-                                   if getattr(r.step, "name", "") == "discrete" else np.nan)
-            return False
-
-        res = run_rounds(step, search, n_rounds=self.n_estimators, shape=self._shape(),
-                         weight_trim_rate=float(self.weight_trim_rate),
-                         leaf_refit=self.leaf_refit, before_round=before_round,
-                         callback=after_round)
-        if not res.trees:
-            raise ValueError("X: no feature can split the training examples (all constant?)")
-        self.estimators_ = res.flat
-        self.n_trees_per_round_ = len(res.trees[0])
-        self.classes_ = classes
-        self.n_features_in_ = n_features
-        self.train_loss_ = np.asarray(res.losses)
-        self.edges_ = np.asarray(record["edges"])
-        total = importances.sum()
-        self.feature_importances_ = importances / total if total > 0 else importances
-        self.bin_edges_ = edges
-        self.train_scores_ = step.scores.copy()
-        self.fit_time_ = time.perf_counter() - t0
-        return self
-
-    # -- prediction ------------------------------------------------------------------------------
     def _fm(self, X: Any, feature_major: bool) -> np.ndarray:
         self.check_fitted()
         X = _check_X(X)
@@ -471,6 +291,196 @@ class _Booster(ClassifierMixin, Estimator):
         other = f.copy()
         other[rows, idx] = -np.inf
         return (own - other.max(axis=1)) / max(norm, 1e-300)
+
+
+
+class _Booster(_TreeSum):
+    """Shared fitting of the boosted classifiers (subclasses set the step)."""
+
+    # -- parameters ------------------------------------------------------------------------------
+    def _validate_common(self) -> None:
+        if self.weak_learner not in WEAK_LEARNERS:
+            raise ValueError(f"weak_learner: expected one of {WEAK_LEARNERS}, got "
+                             f"{self.weak_learner!r}")
+        check_in_range(self.max_depth, "max_depth", low=1, high=8, integer=True)
+        if self.max_leaves is not None:
+            check_in_range(self.max_leaves, "max_leaves", low=2, high=4096, integer=True)
+        check_in_range(self.n_estimators, "n_estimators", low=1, integer=True)
+        check_in_range(self.n_bins, "n_bins", low=2, high=256, integer=True)
+        check_in_range(self.weight_trim_rate, "weight_trim_rate", low=0.0, high=1.0,
+                       low_inclusive=False)
+        if self.leaf_refit not in ("all", "fitted"):
+            raise ValueError(f"leaf_refit: expected 'all' or 'fitted', got {self.leaf_refit!r}")
+        if not isinstance(self.binning, (bool, np.bool_)):
+            raise ValueError(f"binning: expected True or False, got {self.binning!r}")
+        mf = self.max_features
+        if mf is not None:
+            if isinstance(mf, float):
+                check_in_range(mf, "max_features", low=0.0, high=1.0, low_inclusive=False)
+            else:
+                check_in_range(mf, "max_features", low=1, integer=True)
+
+    def _shape(self) -> TreeShape:
+        return TreeShape.of(self.weak_learner, max_depth=self.max_depth,
+                            max_leaves=self.max_leaves, n_parts=getattr(self, "n_parts", 8))
+
+    def _categorical_mask(self, n_features: int) -> np.ndarray | None:
+        cf = getattr(self, "categorical_features", None)
+        if cf is None:
+            return None
+        arr = np.asarray(cf)
+        if arr.dtype == bool:
+            if arr.shape != (n_features,):
+                raise ValueError(f"categorical_features: boolean mask must have {n_features} "
+                                 "entries")
+            return arr.copy()
+        if arr.dtype.kind not in "iu" or arr.ndim != 1:
+            raise ValueError("categorical_features: expected feature indices or a boolean mask")
+        if arr.size and (arr.min() < 0 or arr.max() >= n_features):
+            raise ValueError(f"categorical_features: indices must be in [0, {n_features})")
+        mask = np.zeros(n_features, bool)
+        mask[arr] = True
+        return mask
+
+    @staticmethod
+    def _prepare_fm(Xfm: Any, bin_edges: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        """Validate a feature-major matrix; returns (values, edges or None)."""
+        Xfm = np.asarray(Xfm)
+        if Xfm.dtype == np.uint8:
+            Xfm = check_array(Xfm, "X", ndim=2)
+            if bin_edges is None:
+                raise ValueError("bin_edges: required with a uint8 (binned) matrix")
+            edges = check_array(bin_edges, "bin_edges", ndim=2, dtype=np.float32, finite=False)
+            if edges.shape[0] != Xfm.shape[0]:
+                raise ValueError(f"bin_edges: has {edges.shape[0]} rows but X has "
+                                 f"{Xfm.shape[0]} features")
+            if np.isnan(edges).any():
+                raise ValueError("bin_edges: contains NaN")
+            return np.ascontiguousarray(Xfm), np.ascontiguousarray(edges)
+        if bin_edges is not None:
+            raise ValueError("bin_edges: only used with a uint8 (binned) matrix")
+        Xfm = check_array(Xfm, "X", ndim=2, dtype=np.float32)
+        return np.ascontiguousarray(Xfm), None
+
+    # -- fitting ---------------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _Booster:
+        """Fit on ``X`` of shape (n_samples, n_features) and labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite feature values.
+        y : array-like of shape (n_samples,)
+            Class labels (two for :class:`BoostedClassifier`, where the larger is positive).
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative, not all zero.
+
+        Returns
+        -------
+        self
+        """
+        X = _check_X(X)
+        codes, classes = self._labels(y, X.shape[0])
+        return self._fit(_feature_major(X), None, codes, classes, sample_weight,
+                         already_binned=False)
+
+    def fit_feature_major(self, X: Any, y: Any, sample_weight: Any = None, *,
+                          bin_edges: Any = None) -> _Booster:
+        """Fit on a feature-major matrix ``X`` of shape (n_features, n_samples).
+
+        ``X`` is float32 raw values, or uint8 bins together with their ``bin_edges``
+        (n_features, E) from :func:`vjboost.boost.binning.compute_bin_edges` (then training
+        uses it as is, without any copy, and the learned thresholds are raw values).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_features, n_samples), float32 or uint8
+            Feature values, one row per feature (a float32 matrix is used without a copy when
+            C-contiguous).
+        y : array-like of shape (n_samples,)
+            Class labels, as for :meth:`fit`.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative, not all zero; uniform when omitted.
+        bin_edges : ndarray of shape (n_features, E), float32, optional
+            Upper bin edges of a uint8 ``X`` (required with it, refused with a float ``X``).
+
+        Returns
+        -------
+        self
+        """
+        Xfm, edges = self._prepare_fm(X, bin_edges)
+        codes, classes = self._labels(y, Xfm.shape[1])
+        return self._fit(Xfm, edges, codes, classes, sample_weight,
+                         already_binned=edges is not None)
+
+    def _labels(self, y: Any, n_samples: int) -> tuple[np.ndarray, np.ndarray]:
+        y = np.asarray(y)
+        if y.ndim == 1 and y.shape[0] != n_samples:
+            raise ValueError(f"inconsistent numbers of samples: X has {n_samples}, y has "
+                             f"{y.shape[0]}")
+        return check_labels(y, "y", n_classes=None if self._multiclass else 2)
+
+    def _make_step(self, codes: np.ndarray, classes: np.ndarray, sample_weight: Any) -> Any:
+        raise NotImplementedError
+
+    def _fit(self, Xfm: np.ndarray, edges: np.ndarray | None, codes: np.ndarray,
+             classes: np.ndarray, sample_weight: Any, *, already_binned: bool) -> _Booster:
+        t0 = time.perf_counter()
+        self._validate()
+        n_features, n_samples = Xfm.shape
+        step = self._make_step(codes, classes, sample_weight)
+        cat = self._categorical_mask(n_features)
+        if cat is not None and cat.any():
+            codes_ = Xfm[cat]
+            if codes_.dtype != np.uint8 and ((codes_ < 0).any() or (codes_ > 255).any()
+                                             or (codes_ != np.round(codes_)).any()):
+                raise ValueError("X: categorical features must hold integer codes 0..255")
+        if not already_binned and self.binning:
+            check_memory(Xfm.size, f"binned matrix ({n_features} x {n_samples} uint8)")
+            raw = Xfm
+            edges = compute_bin_edges(raw, self.n_bins, threads=self.threads)
+            Xfm = bin_values(raw, edges, threads=self.threads)
+            if cat is not None and cat.any():
+                Xfm[cat] = raw[cat].astype(np.uint8)
+                edges[cat] = np.inf
+        search = MatrixSearch(Xfm, edges=edges if Xfm.dtype == np.uint8 else None,
+                              categorical=cat, threads=self.threads)
+        rng = check_random_state(self.random_state)
+        importances = np.zeros(n_features)
+        record = {"prev": step.loss(), "edges": []}
+
+        def before_round(t: int) -> None:
+            search.row_subset = _draw_rows(rng, n_features, self.max_features)
+
+        def after_round(r: RoundResult) -> bool:
+            dec = (record["prev"] - r.loss) / len(r.trees)
+            for tree in r.trees:
+                ns = np.maximum(tree.node_scores, 0.0)
+                share = ns / ns.sum() if ns.sum() > 0 else np.full(ns.size, 1.0 / ns.size)
+                np.add.at(importances, tree.feature, dec * share)
+            record["prev"] = r.loss
+            record["edges"].append(getattr(r.step, "last_edge", np.nan)
+                                   if getattr(r.step, "name", "") == "discrete" else np.nan)
+            return False
+
+        res = run_rounds(step, search, n_rounds=self.n_estimators, shape=self._shape(),
+                         weight_trim_rate=float(self.weight_trim_rate),
+                         leaf_refit=self.leaf_refit, before_round=before_round,
+                         callback=after_round)
+        if not res.trees:
+            raise ValueError("X: no feature can split the training examples (all constant?)")
+        self.estimators_ = res.flat
+        self.n_trees_per_round_ = len(res.trees[0])
+        self.classes_ = classes
+        self.n_features_in_ = n_features
+        self.train_loss_ = np.asarray(res.losses)
+        self.edges_ = np.asarray(record["edges"])
+        total = importances.sum()
+        self.feature_importances_ = importances / total if total > 0 else importances
+        self.bin_edges_ = edges
+        self.train_scores_ = step.scores.copy()
+        self.fit_time_ = time.perf_counter() - t0
+        return self
 
     # -- saving ----------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

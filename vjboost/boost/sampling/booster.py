@@ -12,16 +12,15 @@ losses) or vote vector and coefficient (AdaBoost.MH) before the scores are updat
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from vjboost._estimator import ClassifierMixin, Estimator
 from vjboost._memory import check_memory
 from vjboost._threads import n_threads
 from vjboost._validation import check_array, check_consistent_length, check_in_range, check_labels
 from vjboost.boost.binning import bin_values, compute_bin_edges
+from vjboost.boost.ensemble import _TreeSum
 from vjboost.boost.losses import LOSSES, MulticlassLoss, Problem, make_loss
 from vjboost.boost.rounds import RoundResult, run_rounds
 from vjboost.boost.sampling.base import Sampler
@@ -50,7 +49,7 @@ def problem_from_loss(step: Any) -> Problem:
     return step.problems()[0]
 
 
-class SampledBoostedClassifier(ClassifierMixin, Estimator):
+class SampledBoostedClassifier(_TreeSum):
     """Boosting with adaptive sampling of features and examples.
 
     Parameters
@@ -79,6 +78,9 @@ class SampledBoostedClassifier(ClassifierMixin, Estimator):
     Attributes
     ----------
     estimators_ : list of Tree
+        One per round.
+    n_trees_per_round_ : int
+        1 (AdaBoost.MH's trees carry a vote vector per leaf).
     classes_ : ndarray
     partition_ : Partition
     train_loss_ : ndarray (n_rounds,)
@@ -265,6 +267,7 @@ class SampledBoostedClassifier(ClassifierMixin, Estimator):
             res = run_rounds(step, search, n_rounds=self.n_estimators, shape=shape,
                              callback=after_round)
         self.estimators_ = res.flat
+        self.n_trees_per_round_ = 1
         self.refit_cost_ = search.refit_cost_
         self.train_loss_ = np.asarray(res.losses)
         self.cost_ = np.asarray(costs, dtype=np.int64)
@@ -273,61 +276,11 @@ class SampledBoostedClassifier(ClassifierMixin, Estimator):
         self.fit_time_ = time.perf_counter() - t0
         return self
 
-    # -- prediction -----------------------------------------------------------------------
+    # -- prediction (vjboost.boost.ensemble._TreeSum) ---------------------------------------
 
-    def _fm(self, X: Any, feature_major: bool) -> np.ndarray:
-        self.check_fitted()
-        X = check_array(X, "X", ndim=2)
-        nf = X.shape[0] if feature_major else X.shape[1]
-        if nf != self.n_features_in_:
-            raise ValueError(
-                f"X: has {nf} features, the model was fitted with {self.n_features_in_}"
-            )
-        return np.ascontiguousarray(X if feature_major else X.T, dtype=np.float32)
-
-    def _zeros(self, n: int) -> np.ndarray:
-        return np.zeros((n, self.classes_.size)) if self.loss == "mh" else np.zeros(n)
-
-    def staged_decision_function(
-        self, X: Any, *, feature_major: bool = False
-    ) -> Iterator[np.ndarray]:
-        """Scores after each round: (n_samples, K) for AdaBoost.MH, (n_samples,) otherwise.
-
-        Parameters
-        ----------
-        X, feature_major
-            As for :meth:`decision_function`.
-
-        Yields
-        ------
-        ndarray of float64
-            The sum of the first ``t`` weak learners' outputs, ``t = 1 ... len(estimators_)``.
-        """
-        Xfm = self._fm(X, feature_major)
-        f = self._zeros(Xfm.shape[1])
-        for est in self.estimators_:
-            f = f + est.predict_matrix(Xfm)
-            yield f
-
-    def decision_function(self, X: Any, *, feature_major: bool = False) -> np.ndarray:
-        """Final scores: (n_samples, K) for AdaBoost.MH, (n_samples,) otherwise.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Raw feature values (shape (n_features, n_samples) with ``feature_major``).
-        feature_major : bool, default False
-            ``X`` is transposed: one row per feature.
-
-        Returns
-        -------
-        ndarray of float64, shape (n_samples, K) or (n_samples,)
-        """
-        Xfm = self._fm(X, feature_major)
-        f = self._zeros(Xfm.shape[1])
-        for est in self.estimators_:
-            f += est.predict_matrix(Xfm)
-        return f
+    @property
+    def _multiclass(self) -> bool:
+        return self.loss == "mh"
 
     def decision_function_source(self, source: FeatureSource) -> np.ndarray:
         """Final scores on the examples of a :class:`FeatureSource` (e.g. a :class:`PoolSource`
@@ -347,21 +300,3 @@ class SampledBoostedClassifier(ClassifierMixin, Estimator):
         for est in self.estimators_:
             f += est.predict(vals[np.searchsorted(used, est.features_)])
         return f
-
-    def predict(self, X: Any, *, feature_major: bool = False) -> np.ndarray:
-        """Class labels: the argmax of the scores (AdaBoost.MH), else ``classes_[1]`` where > 0.
-
-        Parameters
-        ----------
-        X, feature_major
-            As for :meth:`decision_function`.
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-            Entries of ``classes_``.
-        """
-        f = self.decision_function(X, feature_major=feature_major)
-        if self.loss == "mh":
-            return self.classes_[np.argmax(f, axis=1)]
-        return self.classes_[(f > 0).astype(np.intp)]
