@@ -223,7 +223,7 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     import numpy as np
     from skimage import data
 
-    from vjboost.cascade.verifier import fit_verifier
+    from vjboost.cascade.verifier import DEFAULT_VERIFIER, fit_verifier
 
     monkeypatch.syspath_prepend(str(TOOLS))
     tf = importlib.import_module("train_face")
@@ -231,6 +231,7 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     opts = {"size": 24, "pixels_per_cell": 6, "weight": 0.5, "hard_per_image": 3,
             "hard_stages": 15, "per_image": 4, "copies": 1}
     monkeypatch.setitem(tf.VERIFIER, "face", opts)
+    opts = {**DEFAULT_VERIFIER, **opts}  # what the recipe's options leave out is the default
     rng = np.random.default_rng(0)
     (tmp_path / "train").mkdir()
     images = rng.integers(0, 256, (12, 36, 36), dtype=np.uint8)

@@ -253,3 +253,33 @@ def test_early_exits_from_the_centred_positives(data_dir, tmp_path):
     jittered = _load_positives(str(data_dir / "pos.npz"), (WIN, WIN), True, print, None,
                                Jitter(1, seed=3))
     assert len(jittered) == 2 * len(centred)
+
+
+def test_verifier_is_fitted_declared_and_changes_only_the_ranking(data_dir, tmp_path):
+    import cv2 as _cv2
+
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, [*_args(data_dir, out, stages=3), "--verifier"])
+    assert res.exit_code == 0, res.output
+    assert "verifier:" in res.output and "OpenCV's XML holds no verifier" in res.output
+    model = load_model(out / "model.json")
+    assert model.params["verifier"]["descriptor"] == "fhog"
+    assert model.params["operating_score"] == {"min_neighbors": 1, "rank": "verified"}
+    info = json.loads((out / "report.json").read_text())["verifier"]
+    assert info["positives"] > 0 and info["negatives"] > 0
+    # the same cascade without it: nothing set, both return the same detections
+    plain = model.with_stages(model.stages, params={
+        k: v for k, v in model.params.items() if k not in ("verifier", "operating_score")})
+    image = _cv2.imread(str(sorted((data_dir / "bg").iterdir())[0]), _cv2.IMREAD_GRAYSCALE)
+    a, b = CascadeDetector(model, threads=1).detect(image), CascadeDetector(plain, threads=1)\
+        .detect(image)
+    np.testing.assert_array_equal(a.boxes, b.boxes)
+    np.testing.assert_array_equal(a.scores, b.scores)
+    # ranked by the model: every group, rescored by the verifier it declares
+    ranked = CascadeDetector(model, score="model", min_neighbors=1, threads=1)
+    margins = CascadeDetector(plain, score="margin", min_neighbors=1, threads=1).detect(image)
+    got = ranked.detect(image)
+    np.testing.assert_array_equal(got.boxes, margins.boxes)
+    np.testing.assert_allclose(got.scores,
+                               ranked.verifier.rescore(image, margins.boxes, margins.scores))
+    assert cv2.CascadeClassifier(str(out / "cascade.xml")).empty() is False

@@ -67,6 +67,8 @@ sys.path.insert(0, str(REPO / "tools"))
 import bench_peers as bp  # noqa: E402
 import face_data as fd  # noqa: E402
 
+from vjboost.cascade.verifier import DEFAULT_VERIFIER  # noqa: E402
+
 DATA = fd.DEFAULT_DATA
 #: the area of the benchmark's image set (bench_peers: CMU-MIT, 107 images), whose
 #: false-positive budgets ``validate --budget-mp`` reproduces per megapixel
@@ -169,9 +171,7 @@ SHIPPED_STAGES = {"frontalface": 17}
 #: the validation views (vjboost/models/README.md, *Its verifier and its stages, chosen again*,
 #: *The false alarms of a shorter cut*, *Parts of faces inside faces*, *Its description*,
 #: *Two components*)
-VERIFIER = {"frontalface": {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
-                            "descriptor": "fhog", "components": 2, "mirror": True,
-                            "hard_per_image": 300,
+VERIFIER = {"frontalface": {**DEFAULT_VERIFIER,  # vjboost's default verifier is this one's
                             "hard_stages": SHIPPED_STAGES["frontalface"] - 2,
                             "part_per_face": 3}}
 
@@ -190,14 +190,12 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0,
     the recipe's (``tools/rank_rounds.py --refit``); besides :func:`fit_verifier`'s, ``people``
     (bodies of people among the backgrounds) and ``relight`` (side-lit copies of every face,
     :func:`side_light`, as the recipe's cascade trains on)."""
-    from vjboost.cascade.verifier import fit_verifier
+    from vjboost.cascade.verifier import declare_verifier as declare
     from vjboost.io import read_bg_list
 
     pos = np.load(data / "train" / "positives.npz")
     keep = np.isin(pos["source"], RECIPES[recipe]["sources"].split(","))
     opts = {**VERIFIER.get(recipe, {}), **(options or {})}
-    if opts.get("hard_stages") is not None:  # a shorter cascade (--quick) mines with all of it
-        opts["hard_stages"] = min(opts["hard_stages"], model.n_stages)
     backgrounds = list(read_bg_list(data / "backgrounds_train.txt"))
     if opts.pop("people", False):  # bodies of people, tiled as val/det_people tiles its own
         bodies = np.load(data / "train" / "people.npz")["images"]
@@ -207,15 +205,12 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0,
     if n_lit:  # side-lit copies, as the recipe's cascade trains on (prepare_positives)
         faces = np.concatenate([faces, side_light(faces, n_lit, seed=seed + 1)])
     gate = model.params.pop("min_std", None)
-    try:
-        ver = fit_verifier(model, faces, pos["box"], backgrounds, seed=seed, **opts)
+    try:  # a declared default threshold (``min_score``) stays: the recipe's, not the verifier's
+        ver = declare(model, faces, backgrounds, box=tuple(pos["box"]), seed=seed, **opts)
     finally:
         if gate is not None:
             model.params["min_std"] = gate
-    model.params["verifier"] = ver.to_dict()
-    # a declared default threshold (``min_score``) stays: it is the recipe's, not the verifier's
-    model.params["operating_score"] = {**model.params.get("operating_score", {}),
-                                       "min_neighbors": 1, "rank": "verified"}
+    model.params["verifier"] = model.params.pop("verifier")  # after the gate, as shipped
     return ver
 
 

@@ -47,9 +47,11 @@ from .._memory import check_memory
 from ..features.hog import HOGFamily, fhog_descriptor, fhog_length
 
 __all__ = [
+    "DEFAULT_VERIFIER",
     "DetectionVerifier",
     "additive_map",
     "crop_boxes",
+    "declare_verifier",
     "fit_verifier",
     "jittered_windows",
     "part_windows",
@@ -730,6 +732,87 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     ver.fit(pos, neg_w, seed=seed)
     ver.n_positives_, ver.n_negatives_ = len(pos), len(neg_w)
     ver.n_hard_negatives_, ver.n_part_negatives_ = n_hard, n_part
+    return ver
+
+
+#: the verifier of the default face model (``vjboost:frontalface``), chosen on its validation
+#: views: Felzenszwalb's HOG of a 40-px crop in 5-px cells (round 36), two linear components
+#: read on the crop and its mirror (round 43), the verdict weighing half the margin's log, and
+#: among its negatives up to 300 of the cascade's own false alarms per background image
+#: (of the cascade cut two stages short: :func:`declare_verifier`)
+DEFAULT_VERIFIER: dict[str, Any] = {"size": 40, "pixels_per_cell": 5, "weight": 0.5,
+                                    "descriptor": "fhog", "components": 2, "mirror": True,
+                                    "hard_per_image": 300}
+
+
+def declare_verifier(model: Any, windows: Any, backgrounds: Sequence[Any], *,
+                     box: Sequence[float] | None = None, seed: int = 0,
+                     threads: int | None = None, **options: Any) -> DetectionVerifier:
+    """Fit a verifier for ``model`` (:func:`fit_verifier`) and declare it in the model.
+
+    Sets ``model.params["verifier"]`` and ranks the model's detections by the verified score
+    (``params["operating_score"]``: every group, ``rank="verified"``), the score ``vjdetect
+    --score model`` and ``vjeval`` read its curve on. A default threshold the model declares
+    (``min_score``) is kept; without one, a detector left at ``"auto"`` still runs OpenCV's
+    settings (:func:`~vjboost.cascade.detector.default_operating`), so a verifier never changes
+    what a model returns with nothing set, only how its detections are ranked.
+
+    Parameters
+    ----------
+    model : CascadeModel
+        Changed in place.
+    windows : array-like of uint8, shape (N, H, W)
+        The cascade's training positives.
+    backgrounds : sequence of (H, W) uint8 arrays or image paths
+        Object-free training images (never test images).
+    box : (x, y, w, h), optional
+        The object's box in each window, in pixels (default: the box the model declares,
+        ``params["object_box"]``, else the whole window).
+    seed : int, default=0
+    threads : int, optional
+        Detector threads.
+    **options
+        :func:`fit_verifier` and :class:`DetectionVerifier` options, over
+        :data:`DEFAULT_VERIFIER`; ``hard_stages`` defaults to two stages fewer than the model
+        has (at least one), and is at most the model's stages.
+
+    Returns
+    -------
+    DetectionVerifier
+        Fitted (its sample sizes in ``n_positives_`` and ``n_negatives_``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from vjboost.cascade.detector import CascadeDetector, operating_score
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> model = random_cascade(seed=0, window=(20, 20), pass_rate=0.9)
+    >>> rng = np.random.default_rng(0)
+    >>> faces = rng.integers(100, 160, (10, 20, 20), dtype=np.uint8)
+    >>> backgrounds = [rng.integers(0, 256, (60, 80), dtype=np.uint8) for _ in range(2)]
+    >>> v = declare_verifier(model, faces, backgrounds, size=16, pixels_per_cell=4,
+    ...                      per_image=10, hard_per_image=10, copies=2)
+    >>> operating_score(model), v.n_positives_, v.descriptor
+    ({'min_neighbors': 1, 'rank': 'verified'}, 20, 'fhog')
+    >>> det = CascadeDetector(model, score="model", threads=1)
+    >>> det.verifier is not None
+    True
+    """
+    from ..boxes import inner_boxes
+    from .detector import object_box
+
+    if box is None:
+        h, w = model.window_shape
+        frame = object_box(model)
+        box = ((0, 0, w, h) if frame is None
+               else tuple(int(v) for v in inner_boxes(np.array([[0, 0, w, h]]), frame)[0]))
+    opts = {**DEFAULT_VERIFIER, **options}
+    hard = opts.get("hard_stages", max(1, model.n_stages - 2))
+    opts["hard_stages"] = None if hard is None else min(hard, model.n_stages)  # None: all
+    ver = fit_verifier(model, windows, box, backgrounds, seed=seed, threads=threads, **opts)
+    model.params["verifier"] = ver.to_dict()
+    model.params["operating_score"] = {**model.params.get("operating_score", {}),
+                                       "min_neighbors": 1, "rank": "verified"}
     return ver
 
 

@@ -286,28 +286,29 @@ def function_family(
 
     >>> import pathlib, sys, tempfile
     >>> folder = tempfile.mkdtemp()
-    >>> _ = pathlib.Path(folder, "row_features.py").write_text('''
+    >>> _ = pathlib.Path(folder, "column_features.py").write_text('''
     ... import numba
     ... from vjboost.features import function_family
     ...
     ... @numba.njit
-    ... def row_means(window, out):
-    ...     for y in range(window.shape[0]):
-    ...         out[y] = window[y].mean()
+    ... def column_means(window, out):
+    ...     for x in range(window.shape[1]):
+    ...         out[x] = window[:, x].mean()
     ...
-    ... RowMeans = function_family(row_means, name="row_means", n_features=lambda shape: shape[0],
-    ...                            describe=lambda i, shape: f"mean of row {i}")
+    ... ColumnMeans = function_family(column_means, name="column_means",
+    ...                               n_features=lambda shape: shape[1],
+    ...                               describe=lambda i, shape: f"mean of column {i}")
     ... ''')
     >>> sys.path.insert(0, folder)
-    >>> from row_features import RowMeans
+    >>> from column_features import ColumnMeans
     >>> sys.path.remove(folder)                     # as before; the module stays imported
-    >>> fam = RowMeans((3, 3))
-    >>> RowMeans.__name__, fam.get_config(), fam.describe(2)["text"]
-    ('RowMeansFamily', {'window_shape': [3, 3]}, 'mean of row 2')
+    >>> fam = ColumnMeans((3, 3))
+    >>> ColumnMeans.__name__, fam.get_config(), fam.describe(2)["text"]
+    ('ColumnMeansFamily', {'window_shape': [3, 3]}, 'mean of column 2')
     >>> fam.compute(np.arange(9, dtype=np.uint8).reshape(1, 3, 3)).ravel().tolist()
-    [1.0, 4.0, 7.0]
+    [3.0, 4.0, 5.0]
     >>> from vjboost.features import get_family_class
-    >>> get_family_class("row_means") is RowMeans   # what loading a saved pool or model does
+    >>> get_family_class("column_means") is ColumnMeans   # what loading a saved pool or model does
     True
     """
     func = _check_func(func)
