@@ -250,6 +250,9 @@ def test_trainer_rejects_bad_settings(faces, backgrounds):
         CascadeTrainer(window_shape=WIN, num_pos=5000).fit(faces, backgrounds)
     with pytest.raises(TrainingError, match="unknown feature family"):
         CascadeTrainer(window_shape=WIN, features="nope", num_pos=10).fit(faces, backgrounds)
+    with pytest.raises(TrainingError, match="color_hist read colour windows"):
+        CascadeTrainer(window_shape=WIN, features="haar,color_hist", num_pos=10).fit(
+            faces, backgrounds)
     with pytest.raises(TrainingError, match="object_box"):
         CascadeTrainer(window_shape=WIN, object_box=(0, 0, 0, 1)).fit(faces, backgrounds)
 

@@ -66,6 +66,8 @@ def _args(root: Path, out: Path, stages: int = 3) -> list[str]:
         (lambda a, r: a.extend(["--window", "24x24"]) or a.__setitem__(
             slice(0, 1), ["--vec", str(r / "pos.vec")]), "vec"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--min-hit-rate", "1.5", a[1]]), "hit"),
+        (lambda a, r: a.__setitem__(slice(1, 2), ["--features", "haar,pixel_rgb", a[1]]),
+         "colour windows"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--pos-crop", "0.1,0.1", a[1]]), "pos-crop"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--pos-crop", "0.5,0,0.9,1", a[1]]), "crop"),
         (lambda a, r: a.__setitem__(slice(1, 2), ["--jitter", "0", a[1]]), "jitter"),

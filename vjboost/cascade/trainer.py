@@ -137,18 +137,23 @@ def make_pool(features: Any, window_shape: tuple[int, int], *, haar_mode: str = 
     Raises
     ------
     TrainingError
-        An unknown family name, or a pool for another window.
+        An unknown family name, a pool for another window, or a family that reads colour
+        windows (a cascade is trained on grey images).
 
     Examples
     --------
     >>> make_pool("haar,mblbp", (12, 12)).n_features > 0
     True
+    >>> make_pool("color_hist", (12, 12))
+    Traceback (most recent call last):
+    ...
+    vjboost.cascade.trainer.TrainingError: features: color_hist read colour windows, ...
     """
     if isinstance(features, FeaturePool):
         if tuple(features.window_shape) != tuple(window_shape):
             raise TrainingError(f"features: the pool's window {features.window_shape} differs "
                                 f"from the training window {tuple(window_shape)}")
-        return features
+        return _grey_pool(features)
     if isinstance(features, FeatureFamily):
         features = [features]
     if isinstance(features, str):
@@ -172,9 +177,22 @@ def make_pool(features: Any, window_shape: tuple[int, int], *, haar_mode: str = 
     if not fams:
         raise TrainingError("features: no feature family given")
     try:
-        return FeaturePool(fams)
+        pool = FeaturePool(fams)
     except (TypeError, ValueError) as exc:
         raise TrainingError(f"features: {exc}") from None
+    return _grey_pool(pool)
+
+
+def _grey_pool(pool: FeaturePool) -> FeaturePool:
+    """``pool`` unless a family reads colour windows: positives, backgrounds and mining are
+    read as grey images."""
+    colour = [f.name for f in pool.families if f.color]
+    if colour:
+        raise TrainingError(f"features: {', '.join(colour)} read colour windows, and a cascade "
+                            "is trained on grey positives and backgrounds; use grey families "
+                            "(the channels family without color=True, haar, lbp, hog...), or "
+                            "colour ones with the boosting estimators (fit_pool)")
+    return pool
 
 
 
