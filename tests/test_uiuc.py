@@ -262,8 +262,26 @@ def test_vjeval_uiuc_protocol_wiring(tmp_path):
     assert doc["protocol"] == "uiuc" and row["n_objects"] == 3 and row["n_images"] == 3
     bad = CliRunner().invoke(main, [str(tmp_path / "trueLocations.txt"), "--protocol", "uiuc",
                                     "--images", str(imgs), "-m", str(tmp_path / "cars.xml"),
+                                    "--min-score", "1"])
+    assert bad.exit_code == 2 and "--min-score" in bad.output
+    # --score ranks the detector's own groups at --min-neighbors by that score
+    res = CliRunner().invoke(main, [str(tmp_path / "trueLocations.txt"), "--protocol", "uiuc",
+                                    "--images", str(imgs), "-m", str(tmp_path / "cars.xml"),
+                                    "-o", str(tmp_path / "out_margin"), "--min-neighbors", "1",
                                     "--score", "margin"])
-    assert bad.exit_code == 2 and "--score" in bad.output
+    assert res.exit_code == 0, res.output
+    assert "over the margin score of the groups at min_neighbors 1" in res.output
+    by_margin = json.loads((tmp_path / "out_margin" / "eval.json").read_text())["models"][0]
+    grouped = CascadeDetector(model, scale_factor=1.1, min_neighbors=1, score="margin",
+                              min_score=None)
+    ranked = {}
+    for n in range(3):
+        d = grouped.detect(cv2.imread(str(imgs / f"test-{n}.pgm"), 0))
+        ranked[n] = (box_locations(d.boxes), d.scores)
+    ev_m = evaluate_uiuc(ranked, read_uiuc_locations(tmp_path / "trueLocations.txt"))
+    assert by_margin["eer_recall"] == pytest.approx(ev_m.eer_recall)
+    assert by_margin["curve"] == ev_m.as_dict()["curve"] and by_margin["n_detections"] > 0
+    assert by_margin["at_min_neighbors"]["true_positives"] == ev_m.true_positives
     assert (tmp_path / "out" / "curve.png").stat().st_size > 1000
     # the same figures from the detector's raw windows, grouped and scored here
     found = read_uiuc_locations(tmp_path / "out" / "foundLocations-cars.txt")

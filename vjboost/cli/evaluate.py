@@ -146,8 +146,9 @@ def _image_list(images: str | None, annotations) -> list[str]:
               show_default=True,
               help="boxes: ANNOTATIONS are boxes matched by IoU. uiuc: ANNOTATIONS is a UIUC car "
                    "trueLocations.txt (window corner in the 25 %% ellipse, one detection per car, "
-                   "recall at the equal-error rate; detections ranked by group size) and "
-                   "--images its TestImages folder.")
+                   "recall at the equal-error rate; detections ranked by group size, or with "
+                   "--score by that score of the groups at min_neighbors) and --images its "
+                   "TestImages folder.")
 def main(annotations, fmt, category, image_root, models, detection_files, labels, images,
          scale_factor, min_size, border, border_margin, min_neighbors, score, min_score,
          max_neighbors, iou, threads, max_pixels, output_dir, progress, report, report_samples,
@@ -160,10 +161,13 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
     min_neighbors, min_score = parse_min_neighbors(min_neighbors), parse_min_score(min_score)
     with compile_notice():
         if protocol == "uiuc":
-            if score not in ("best", "auto") or min_score not in ("auto", None):
-                raise click.UsageError("--score, --min-score: the UIUC protocol ranks "
-                                       "detections by group size; they apply to --protocol "
-                                       "boxes")
+            if min_score not in ("auto", None):
+                raise click.UsageError("--min-score: the UIUC protocol reads every threshold "
+                                       "(recall at the equal-error rate); it applies to "
+                                       "--protocol boxes")
+            # the protocol's own ranking is the group size; any other --score ranks the
+            # detector's groups at the reported min_neighbors
+            scan["score"] = None if score in ("best", "auto") else score
             _main_uiuc(annotations, models, labels, images, scale_factor, min_size,
                        min_neighbors, threads, output_dir, scan)
             return
@@ -361,13 +365,17 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
         label = labels[k] if labels else Path(spec.split(":")[-1]).stem
         try:
             model = load_model(resolve_model_path(spec))
+            at = operating_neighbors(model, min_neighbors)
+            ranked = {} if scan["score"] is None else {"min_neighbors": at}
             ev, info = run_uiuc(model, annotations, paths, scale_factor=scale_factor,
-                                min_size=min_size or None, threads=threads or None, **scan)
+                                min_size=min_size or None, threads=threads or None, **scan,
+                                **ranked)
         except (CascadeFormatError, AnnotationError, VJBoostError, ValueError) as exc:
             raise click.ClickException(str(exc)) from None
         evs[label] = ev
-        at = operating_neighbors(model, min_neighbors)
-        op = ev.at_threshold(at + 1)  # groups of more than min_neighbors windows
+        # ranked by group size: the groups of more than min_neighbors windows; by a score:
+        # every group (the detector grouped them at min_neighbors)
+        op = ev.at_threshold(at + 1 if scan["score"] is None else -float("inf"))
         rows.append({"label": label, "model": spec, **ev.as_dict(), "at_min_neighbors": {
             "min_neighbors": at, **op}, "detect_seconds": info["detect_seconds"]})
         write_uiuc_locations(out / f"foundLocations-{label}.txt", info["locations"])
@@ -388,8 +396,10 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
                    f"{r['detect_seconds']:>7.2f}")
     n = rows[0]["n_objects"] if rows else 0
     where = "each model's default" if min_neighbors == "auto" else min_neighbors
+    over = ("all group sizes" if scan["score"] is None
+            else f"the {scan['score']} score of the groups at min_neighbors {where}")
     click.echo(f"({n} cars; recall/precision/F at min_neighbors {where}; EER recall "
-               f"over all group sizes); wrote {out / 'eval.json'} and {out / 'curve.png'}")
+               f"over {over}); wrote {out / 'eval.json'} and {out / 'curve.png'}")
 
 
 if __name__ == "__main__":

@@ -453,6 +453,7 @@ def run_uiuc(
     scale_factor: float = 1.1,
     min_neighbors: int = 1,
     confidence: str = "neighbors",
+    score: str | None = None,
     min_size: Any = None,
     max_size: Any = None,
     border: str | None = "model",
@@ -475,6 +476,10 @@ def run_uiuc(
         :func:`~vjboost.cascade.detector.declared_border`).
     min_neighbors, confidence
         See :func:`cascade_detections`.
+    score : str, optional
+        Rank the detector's own detections (grouped at ``min_neighbors``, as
+        :class:`~vjboost.cascade.detector.CascadeDetector` with ``score`` returns them; e.g.
+        ``"verified"`` or ``"model"``) instead of ``confidence``.
 
     Returns
     -------
@@ -489,9 +494,12 @@ def run_uiuc(
 
     truth = read_uiuc_locations(truth_path)
     multiscale = next(iter(truth.values())).shape[1] == 3
-    det = CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0, grouping="none",
-                          min_size=min_size, max_size=max_size, border=border,
-                          border_margin=border_margin, threads=threads)
+    grouped = {} if score is None else {"min_neighbors": min_neighbors, "score": score,
+                                        "min_score": None}
+    det = CascadeDetector(model, scale_factor=scale_factor, min_size=min_size,
+                          max_size=max_size, border=border, border_margin=border_margin,
+                          threads=threads,
+                          **(grouped or {"min_neighbors": 0, "grouping": "none"}))
     numbered: dict[int, str] = {}
     for p in images:
         n = uiuc_image_number(p)
@@ -515,9 +523,13 @@ def run_uiuc(
             unreadable.append(str(exc))
             continue
         t0 = time.perf_counter()
-        raw_b, raw_s = det.raw_windows(gray)
-        boxes, conf = cascade_detections(raw_b, raw_s, min_neighbors=min_neighbors,
-                                         confidence=confidence)
+        if score is None:
+            raw_b, raw_s = det.raw_windows(gray)
+            boxes, conf = cascade_detections(raw_b, raw_s, min_neighbors=min_neighbors,
+                                             confidence=confidence)
+        else:
+            found = det.detect(gray)
+            boxes, conf = found.boxes, found.scores
         seconds += time.perf_counter() - t0
         locs = box_locations(boxes, object_shape=OBJECT_SHAPE, multiscale=multiscale)
         dets[n] = (locs, conf)
