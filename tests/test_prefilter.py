@@ -11,7 +11,7 @@ import threading
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from vjboost.boost.tree import Tree
@@ -256,7 +256,8 @@ def test_a_runner_reusing_its_planes_scans_as_brute_force(kind, monkeypatch):
 def _random_scan(seed: int, kind: str):
     """A random cascade of trees of depth <= 2 (``kind``: HAAR or RECTS records; odd seeds
     balanced trees, even ones of one and two nodes), its compiled stages and the integral
-    planes of a random 80x60 image."""
+    planes of a random 80x60 image. A draw whose trees are all stumps (the passes do not run
+    such cascades: :func:`prefilter.suits`) is left out."""
     shape = {"balanced": True} if seed % 2 else {"max_nodes": 2}
     if kind == "HAAR":
         model = random_cascade("HAAR", n_stages=3, pass_rate=0.6, tilted_fraction=0.3,
@@ -264,6 +265,7 @@ def _random_scan(seed: int, kind: str):
     else:
         model = rects_cascade(seed % 1000, window=(20, 20), **shape)
     cc = CascadeRunner(model).compiled
+    assume(prefilter.suits(cc))
     return model, cc, cc.program.channels.image(_image(seed, shape=(60, 80)))
 
 
@@ -335,6 +337,15 @@ def test_scan_list_checks_its_arguments():
         prefilter.scan_list(*args, 0, *out, ops=cc.ops)
     with pytest.raises(ValueError, match="ops"):
         prefilter.scan_list(*args, 512, *out, ops=-1)
+    # a cascade of stumps keeps two leaves a tree: the passes (four, unchecked reads) refuse it
+    stumps = CascadeRunner(random_cascade("HAAR", n_stages=2, max_nodes=1, seed=3)).compiled
+    assert not prefilter.suits(stumps)
+    bad = (*args[:10], stumps.tree_node0, stumps.leaves)
+    with pytest.raises(ValueError, match="four leaves per tree"):
+        prefilter.scan_list(*bad, 512, *out, ops=stumps.ops)
+    with pytest.raises(ValueError, match="four leaves per tree"):
+        prefilter.scan_rows(bad[0], np.zeros((1, 4), np.int64), *bad[2:6], np.inf, False,
+                            *bad[7:], 0.5, *out, ops=stumps.ops)
 
 
 def test_applies_only_to_depth2_haar_and_rects_rows():

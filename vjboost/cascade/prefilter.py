@@ -176,7 +176,7 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
     int
         How many windows every stage accepts (the filled length of the outputs).
     """
-    run = _pass(_ROW_PASSES, ops, "row")
+    run = _pass(_ROW_PASSES, ops, "row", tree_node0, leaves)
     width = int(item_windows(items).max()) if len(items) else 0
     return run(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_thr,
                stage_carry, tree_node0, leaves, sparse0, out_slot, out_score,
@@ -184,12 +184,17 @@ def scan_rows(buf, items, tab, tabf, pro, prof, gate, skip0, stage_first, stage_
                np.empty(width, np.int64), np.empty(width, np.bool_))
 
 
-def _pass(passes: dict, ops: int, what: str):
+def _pass(passes: dict, ops: int, what: str, tree_node0: np.ndarray, leaves: np.ndarray):
     """The compiled pass of ``passes`` for a cascade's ``ops`` (a ValueError naming ``what``
-    pass when it has none)."""
+    pass when it has none, or when the leaves are not four per tree: the passes read them
+    without bounds checks, and a cascade of stumps keeps two, :func:`suits`)."""
     if ops not in passes:
         raise ValueError(f"ops: the {what} pass runs OPS_HAAR ({OPS_HAAR}) or OPS_RECTS "
                          f"({OPS_RECTS}) cascades, got {ops}")
+    n_trees = tree_node0.shape[0] - 1
+    if leaves.shape[0] != 4 * n_trees:
+        raise ValueError(f"leaves: the {what} pass reads four leaves per tree (trees of depth "
+                         f"2, see suits()), got {leaves.shape[0]} for {n_trees} trees")
     return passes[ops]
 
 
@@ -329,7 +334,7 @@ def scan_list(buf, pos, tab, tabf, pro, prof, gate, stage_first, stage_thr, stag
     int
         How many windows every stage accepts (the filled length of the outputs).
     """
-    run = _pass(_LIST_PASSES, ops, "list")
+    run = _pass(_LIST_PASSES, ops, "list", tree_node0, leaves)
     if block < 1:
         raise ValueError(f"block: expected >= 1 windows, got {block}")
     width = min(block, len(pos))
