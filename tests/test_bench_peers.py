@@ -21,6 +21,7 @@ def bp(monkeypatch):
     return importlib.import_module("bench_peers")
 
 
+@pytest.mark.slow
 def test_a_model_is_timed_at_its_declared_operating_score(bp):
     """The default face model declares verified@1: the timed detector groups at minNeighbors 1
     and ranks by the verified score, the verifier included, exactly as the library does."""

@@ -47,6 +47,7 @@ def test_level_is_resized_then_padded(border):
         assert abs(last[1] + last[3] - (size[1] + 3) * lv.scale) <= 1.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("border", ["replicate", "reflect"])
 def test_detection_equals_scanning_the_padded_image(face_model, border):
     """At scale 1 the border is the hand-padded image: the same windows, shifted."""

@@ -266,6 +266,7 @@ def test_grouping_many_sizes_matches_reference(rects, thr, eps):
     assert Counter(map(tuple, boxes.tolist())) == _reference(rects, thr, eps)
 
 
+@pytest.mark.slow
 def test_partition_of_detector_like_windows_matches_quadratic():
     # a dense field of windows at 12 scales, as a cascade accepting a textured region gives
     from vjboost.boxes import _classes, _classes_all_pairs

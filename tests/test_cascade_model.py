@@ -203,6 +203,7 @@ def test_old_layout_loads_in_opencv_identically(tmp_path):
         map(tuple, np.asarray(ref).reshape(-1, 4).tolist()))
 
 
+@pytest.mark.slow
 def test_shipped_cascades_parse():
     cv2 = pytest.importorskip("cv2")
     base = getattr(getattr(cv2, "data", None), "haarcascades", None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import numpy as np
+import pytest
 
 from vjboost.cli import demo
 
@@ -30,6 +31,7 @@ def test_demo_runs_and_beats_chance(capsys):
     assert "time: features" in out
 
 
+@pytest.mark.slow
 def test_cascade_demo_trains_and_detects(tmp_path, capsys):
     from vjboost.cascade.model_io import load_model
     from vjboost.cli import demo_cascade

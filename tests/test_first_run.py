@@ -203,6 +203,7 @@ print(json.dumps({"boxes": found.boxes.tolist(), "light": light, "later": later(
 """
 
 
+@pytest.mark.slow
 def test_warm_process_loads_the_kernel_without_the_compiler_registries():
     """Two processes on one cache: the second loads the detection kernel without numba's
     typing and lowering registries, finds the same faces as this process, and still compiles

@@ -538,6 +538,7 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.slow
 def test_variants_cached_by_two_processes_keep_their_own_code(tmp_path):
     # numba names a kernel's machine code after its qualified name and a counter of the
     # process that compiled it, and a cached caller carries its callees' code under those

@@ -22,6 +22,7 @@ def rr(monkeypatch):
     return importlib.import_module("rank_rounds")
 
 
+@pytest.mark.slow
 def test_cache_holds_the_detectors_raw_windows_and_score_ranks_as_the_detector(tmp_path, rr,
                                                                                face_views,
                                                                                capsys):

@@ -30,6 +30,7 @@ def test_scans_are_parsed_and_refused_in_one_line(st, capsys):
         assert err.startswith("error: ") and message in err and "\n" not in err
 
 
+@pytest.mark.slow
 @pytest.mark.shared_data
 def test_quick_run_times_every_scan_against_dlib(st, shared_dir, monkeypatch, capsys):
     pytest.importorskip("dlib")

@@ -216,6 +216,7 @@ def test_prefix_spec(monkeypatch):
     assert tf._prefix("runs/e1/model.json") is None
 
 
+@pytest.mark.slow
 def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, monkeypatch):
     """``verify`` fits the recipe's verifier (its :data:`VERIFIER` options) on the model as
     ``--ship`` does — negatives mined without the declared σ gate — and keeps the gate."""
@@ -283,6 +284,7 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     assert m2.params["min_std"] == 8.0
 
 
+@pytest.mark.slow
 def test_validation_by_image_kind_is_each_kinds_own_validation(monkeypatch):
     """``validate_one`` and ``validate_dlib`` report their curve on each kind of image (the
     folder: whole frames, pasted scenes): the same rates as validating that kind alone at

@@ -39,6 +39,7 @@ def test_arguments_are_refused_in_one_line(vv, tmp_path, capsys):
         assert err.startswith("error: ") and message in err and "\n" not in err
 
 
+@pytest.mark.slow
 def test_the_unchanged_variants_score_what_the_detector_finds(vv, tmp_path, face_views,
                                                               capsys):
     _, gt = face_views(tmp_path, ("det", "det_scan"))
@@ -108,6 +109,7 @@ def test_relaxed_stages_lower_only_their_thresholds_and_accept_more(vv, capsys):
 
 
 
+@pytest.mark.slow
 def test_thresholds_read_the_detector_at_each_grouping_threshold(vv, tmp_path, face_views,
                                                                  capsys):
     assert vv.parse_thresholds("none, 2.5,-1") == [-np.inf, 2.5, -1.0]

@@ -123,6 +123,7 @@ def _run(args: list[str], **kw) -> subprocess.Popen:
     )
 
 
+@pytest.mark.slow
 def test_resume_after_kill_gives_the_same_cascade(data_dir, tmp_path):
     whole = _run(_args(data_dir, tmp_path / "whole"))
     assert whole.wait(timeout=600) == 0, whole.stdout.read().decode()
