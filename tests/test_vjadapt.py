@@ -157,3 +157,18 @@ def test_bad_inputs(stream, tmp_path):
               tmp_path / "m.txt"])
     assert r.exit_code == 2 and "expected a .json or .xml" in r.output
     assert not out.exists()
+
+
+@pytest.mark.shared_data
+def test_a_video_cut_short_is_adapted_on_what_it_holds_and_said(shared_dir, tmp_path):
+    vid = sorted((shared_dir / "data" / "video").glob("*.avi"))[0]
+    cut = tmp_path / "cut.avi"
+    cut.write_bytes(vid.read_bytes()[:20000])  # the header announces every frame
+    res = CliRunner().invoke(vjadapt, ["vjboost:frontalface_haar", str(cut), "--self-label",
+                                       "-o", str(tmp_path / "a.json")])
+    assert res.exit_code == 0, res.output
+    note = [ln for ln in res.stderr.splitlines() if ln.startswith("vjadapt: warning:")]
+    assert len(note) == 1 and "cut short or damaged" in note[0]
+    n = int(note[0].split(": ")[3].split()[0])
+    assert 0 < n < 100 and f"stream: {n} frame(s) read" in res.output
+    assert load_model(tmp_path / "a.json").n_stages == 19

@@ -128,12 +128,16 @@ def _sources(inputs: tuple[str, ...]) -> list[tuple[str, str]]:
     return [(s.kind, str(s.target)) for s in got.sources]
 
 
-def _video_frames(path: str, every: int, max_frames: int | None) -> Iterator[tuple[int,
-                                                                                   np.ndarray]]:
-    from vjboost.io import VideoReadError, iter_frames
+def _video_frames(path: str, every: int, max_frames: int | None, echo
+                  ) -> Iterator[tuple[int, np.ndarray]]:
+    from vjboost.io import VideoFrames, VideoReadError
 
     try:
-        yield from iter_frames(path, every=every, max_frames=max_frames, gray=True)
+        with VideoFrames(path, every=every, max_frames=max_frames, gray=True) as frames:
+            yield from frames
+            if frames.cut_short:
+                echo(f"warning: {path}: {frames.n_read} of the {frames.n_frames} frames it "
+                     "announces could be read (cut short or damaged)")
     except VideoReadError as exc:
         raise InputError(str(exc)) from None
 
@@ -239,6 +243,7 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     from vjboost.io.images import ImageReadError, read_image
 
     echo = (lambda *a, **k: None) if quiet else click.echo
+    warn = (lambda *a, **k: None) if quiet else (lambda m: click.echo(f"vjadapt: {m}", err=True))
     if (boxes_path is None) == (not self_label):
         raise InputError("label the stream with --boxes FILE or with --self-label (one of them)")
     _check_params(pos_iou, neg_iou, min_hit_rate, blend, holdout)
@@ -306,7 +311,7 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     for kind, path in sources:
         if kind == "video":
             lookup = _video_lookup(frame_boxes, path, n_videos) if boxes_path else {}
-            for k, gray in _video_frames(path, every, max_frames):
+            for k, gray in _video_frames(path, every, max_frames, warn):
                 n_read += 1
                 col.add_frame(gray, objects(gray, lookup.get(k)))
         else:
