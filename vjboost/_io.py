@@ -351,66 +351,18 @@ def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
-    """Open a temporary file beside ``path``; rename it over ``path`` only on success.
-
-    Whatever fails (the disk fills up, the body raises, the process is interrupted), the
-    temporary file is removed and ``path`` keeps its previous content.
-
-    Parameters
-    ----------
-    path : path-like
-        Final destination. Its folder is created if missing.
-    mode : {"wb", "w"}
-        Binary or text mode.
-
-    Raises
-    ------
-    OutputError
-        The file cannot be written (full disk, read-only file system, permission denied,
-        ``path`` is a folder...): one line naming the path and the reason.
-    """
-    if mode not in ("wb", "w"):
-        raise ValueError(f"mode: expected 'wb' or 'w', got {mode!r}")
-    path = Path(path)
-    if path.is_dir():
-        raise OutputError(f"{path}: is a folder; cannot write a file there")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise output_error(path, exc) from None
-    ours = True  # exceptions of the body that are not write failures pass unchanged
-    try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
-            ours = False
-            yield fh
-            ours = True
-            fh.flush()
-            os.fsync(fh.fileno())
-        # mkstemp creates the file readable by its owner only; give it the permissions a plain
-        # open() would have given (0o666 less the umask), so that others can read models
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and not isinstance(exc, OutputError) and (
-                ours or exc.errno in _BODY_ERRNOS):
-            raise output_error(path, exc) from None
-        raise
-
-
-@contextlib.contextmanager
-def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """A temporary file name beside ``path`` (ending in its suffix), renamed over ``path`` only
-    on success: :func:`atomic_open` for writers that take a file name, such as OpenCV's
-    ``VideoWriter``, which picks the container by the name's ending.
+def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> Iterator[Path]:
+    """A temporary file name beside ``path``, renamed over ``path`` only on success: the one
+    mechanism of every write (:func:`atomic_open` opens the file on it), also for writers that
+    take a file name, such as OpenCV's ``VideoWriter``, which picks the container by the name's
+    ending.
 
     Parameters
     ----------
     path : path-like
         Final destination. Its folder is created if missing.
+    suffix : str, optional
+        Ending of the temporary name after ``.tmp`` (default: ``path``'s own).
 
     Yields
     ------
@@ -420,7 +372,9 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     Raises
     ------
     OutputError
-        See :func:`atomic_open`.
+        The temporary file cannot be made or renamed, or the block fails writing (full disk,
+        read-only file system...): one line naming the path and the reason. Other exceptions
+        of the block pass unchanged; the temporary file is removed in every case.
 
     Examples
     --------
@@ -438,21 +392,64 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise OutputError(f"{path}: is a folder; cannot write a file there")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp" + path.suffix,
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.",
+                                   suffix=".tmp" + (path.suffix if suffix is None else suffix),
                                    dir=path.parent)
         os.close(fd)
     except OSError as exc:
         raise output_error(path, exc) from None
+    ours = False  # exceptions of the body that are not write failures pass unchanged
     try:
         yield Path(tmp)
+        ours = True
+        # mkstemp creates the file readable by its owner only; give it the permissions a plain
+        # open() would have given (0o666 less the umask), so that others can read models
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        if isinstance(exc, OSError) and not isinstance(exc, OutputError):
+        if isinstance(exc, OSError) and not isinstance(exc, OutputError) and (
+                ours or exc.errno in _BODY_ERRNOS):
             raise output_error(path, exc) from None
         raise
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
+    """Open a temporary file beside ``path``; rename it over ``path`` only on success.
+
+    Whatever fails (the disk fills up, the body raises, the process is interrupted), the
+    temporary file is removed and ``path`` keeps its previous content (:func:`atomic_path`,
+    with the file opened, flushed and synced to disk here).
+
+    Parameters
+    ----------
+    path : path-like
+        Final destination. Its folder is created if missing.
+    mode : {"wb", "w"}
+        Binary or text mode.
+
+    Raises
+    ------
+    OutputError
+        The file cannot be written (full disk, read-only file system, permission denied,
+        ``path`` is a folder...): one line naming the path and the reason.
+    """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"mode: expected 'wb' or 'w', got {mode!r}")
+    with atomic_path(path, suffix="") as tmp:
+        try:
+            fh = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+        except OSError as exc:
+            raise output_error(path, exc) from None
+        with fh:
+            yield fh
+            try:
+                fh.flush()
+                os.fsync(fh.fileno())
+            except OSError as exc:
+                raise output_error(path, exc) from None
 
 
 def _umask() -> int:
