@@ -67,8 +67,6 @@ sys.path.insert(0, str(REPO / "tools"))
 import bench_peers as bp  # noqa: E402
 import face_data as fd  # noqa: E402
 
-from vjboost.cascade.verifier import DEFAULT_VERIFIER  # noqa: E402
-
 DATA = fd.DEFAULT_DATA
 #: the area of the benchmark's image set (bench_peers: CMU-MIT, 107 images), whose
 #: false-positive budgets ``validate --budget-mp`` reproduces per megapixel
@@ -161,9 +159,10 @@ VERIFIED = ("frontalface",)
 #: (a later stage that adds almost nothing on validation still costs faces that it was not
 #: trained on; vjboost/models/README.md)
 SHIPPED_STAGES = {"frontalface": 17}
-#: each verified recipe's verifier (``fit_verifier`` options): Felzenszwalb's HOG of the detection
-#: crop (round 36) with its cells and size, two linear components read on the crop and its mirror
-#: (round 43), the verdict's weight, and among its negatives all the
+#: each verified recipe's verifier: ``declare_verifier`` options over
+#: ``vjboost.cascade.verifier.DEFAULT_VERIFIER`` (which is this recipe's: Felzenszwalb's HOG of
+#: the detection crop, round 36, with its cells and size, two linear components read on the
+#: crop and its mirror, round 43, the verdict's weight), and among its negatives all the
 #: false alarms on the training backgrounds of the cascade cut two stages short of the shipped
 #: ones (``hard_stages``: its false alarms and the near misses around them; ``hard_per_image``
 #: only caps them) and three per training face and factor of the whole cascade's false alarms on
@@ -171,8 +170,7 @@ SHIPPED_STAGES = {"frontalface": 17}
 #: the validation views (vjboost/models/README.md, *Its verifier and its stages, chosen again*,
 #: *The false alarms of a shorter cut*, *Parts of faces inside faces*, *Its description*,
 #: *Two components*)
-VERIFIER = {"frontalface": {**DEFAULT_VERIFIER,  # vjboost's default verifier is this one's
-                            "hard_stages": SHIPPED_STAGES["frontalface"] - 2,
+VERIFIER = {"frontalface": {"hard_stages": SHIPPED_STAGES["frontalface"] - 2,
                             "part_per_face": 3}}
 
 

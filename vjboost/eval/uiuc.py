@@ -494,12 +494,12 @@ def run_uiuc(
 
     truth = read_uiuc_locations(truth_path)
     multiscale = next(iter(truth.values())).shape[1] == 3
-    grouped = {} if score is None else {"min_neighbors": min_neighbors, "score": score,
-                                        "min_score": None}
+    # the raw windows, grouped here by size; or with a score the detector's own groups
+    grouping = ({"min_neighbors": 0, "grouping": "none"} if score is None
+                else {"min_neighbors": min_neighbors, "score": score, "min_score": None})
     det = CascadeDetector(model, scale_factor=scale_factor, min_size=min_size,
                           max_size=max_size, border=border, border_margin=border_margin,
-                          threads=threads,
-                          **(grouped or {"min_neighbors": 0, "grouping": "none"}))
+                          threads=threads, **grouping)
     numbered: dict[int, str] = {}
     for p in images:
         n = uiuc_image_number(p)
