@@ -136,8 +136,7 @@ def _video_frames(path: str, every: int, max_frames: int | None, echo
         with VideoFrames(path, every=every, max_frames=max_frames, gray=True) as frames:
             yield from frames
             if frames.cut_short:
-                echo(f"warning: {path}: {frames.n_read} of the {frames.n_frames} frames it "
-                     "announces could be read (cut short or damaged)")
+                echo(f"warning: {frames.cut_short_note}")
     except VideoReadError as exc:
         raise InputError(str(exc)) from None
 

@@ -204,8 +204,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
                     progress.advance(task)
             n_read = frames.n_read
             if frames.cut_short:
-                stats.notes.append(f"{name}: {n_read} of the {frames.n_frames} frames it "
-                                   "announces could be read (cut short or damaged)")
+                stats.notes.append(frames.cut_short_note)
     except InputError as exc:  # VideoReadError, ImageReadError
         stats.fail(name, exc)
         return

@@ -101,6 +101,15 @@ class VideoFrames:
         self.fps = float(cap.get(cv2.CAP_PROP_FPS) or 0.0) or 25.0
         return self
 
+    @property
+    def cut_short_note(self) -> str | None:
+        """After iterating, what a tool says of a video :attr:`cut_short` (None if it was not):
+        ``"clip.avi: 3 of the 228 frames it announces could be read (cut short or damaged)"``."""
+        if not self.cut_short:
+            return None
+        return (f"{self.label}: {self.n_read} of the {self.n_frames} frames it announces could "
+                "be read (cut short or damaged)")
+
     def __exit__(self, *exc: object) -> None:
         if self._cap is not None:
             self._cap.release()
