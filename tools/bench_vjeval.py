@@ -41,6 +41,7 @@ from vjboost.boxes import (  # noqa: E402
     WindowGroups,
     _classes,
     _classes_all_pairs,
+    group_rectangles,
 )
 from vjboost.cascade.detector import CascadeDetector  # noqa: E402
 from vjboost.cascade.model_io import save_model  # noqa: E402
@@ -124,7 +125,7 @@ def main() -> None:
     for p in compared:
         b, s = raw[p]
         t0 = time.perf_counter()
-        ours = WindowGroups(b, s).select(3)[0]
+        ours = group_rectangles(b, 3, 0.2, s)[0]  # cv2.groupRectangles' own call
         ours_s += time.perf_counter() - t0
         t0 = time.perf_counter()
         groups = WindowGroups(b, s)
