@@ -553,3 +553,41 @@ def test_tree_apply_keeps_the_callers_thread_count(thread_counts):
     assert seen == [1, 2]
     np.testing.assert_array_equal(one, np.where(X[1] < 0.5, -1.0, 2.0))
     np.testing.assert_array_equal(two, one)
+
+
+@pytest.mark.parametrize("name,k", [("vjboost:frontalface", 4), ("vjboost:frontalface_haar", 7),
+                                    ("vjboost:car_side", 3)])
+def test_truncated_keeps_the_features_its_stages_read(name, k):
+    """A cut of a model reads exactly the features of its stages, in increasing id order (as a
+    training run of that many stages writes them), and scores every window as the first ``k``
+    stages of the whole model do."""
+    from vjboost.cascade import load_model
+    from vjboost.cascade.runner import CascadeRunner
+
+    model = load_model(name)
+    cut = model.truncated(k)
+    ids = np.asarray(model.feature_ids)
+    read = sorted({int(ids[f]) for s in model.stages[:k] for t in s.trees for f in t.feature})
+    assert list(cut.feature_ids) == read and len(read) < len(ids)
+    for a, b in zip(cut.stages, model.stages[:k], strict=True):
+        assert a.threshold == b.threshold
+        for ta, tb in zip(a.trees, b.trees, strict=True):
+            np.testing.assert_array_equal(np.asarray(cut.feature_ids)[ta.feature], ids[tb.feature])
+            np.testing.assert_array_equal(ta.leaves, tb.leaves)
+            np.testing.assert_array_equal(ta.threshold, tb.threshold)
+    h, w = model.window_shape
+    rng = np.random.default_rng(k)
+    wins = rng.integers(0, 256, (300, h, w), dtype=np.uint8)
+    wins[:100] = np.linspace(0, 255, w, dtype=np.uint8)[None, None, :]  # smooth ones pass more
+    import cv2
+    from skimage import data
+
+    g = data.astronaut()[..., 1]  # and the astronaut's face, framed a little differently
+    for i in range(100):
+        x, y, s = 160 + i % 10 * 3, 60 + i // 10 * 3, 120 + i % 7 * 4
+        wins[200 + i] = cv2.resize(g[y:y + s * h // w, x:x + s], (w, h),
+                                   interpolation=cv2.INTER_AREA)
+    got = CascadeRunner(cut).run(wins)
+    want = CascadeRunner(model, last_stage=k).run(wins)
+    for g, e in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, e)

@@ -6,6 +6,7 @@ import importlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vjboost.cascade import load_model, save_model
@@ -60,7 +61,9 @@ def test_ship_model_keeps_the_shipped_stages(tmp_path, monkeypatch, shipping):
     save_model(model, run / "model.json")
     tf.ship_model("face", run)
     got = load_model(models / "face.json")
-    assert got.n_stages == 5 and got.stages == model.stages[:5]
+    cut = model.truncated(5)  # the first stages, and the features they read
+    assert got.n_stages == 5 and got.stages == cut.stages
+    np.testing.assert_array_equal(got.feature_ids, cut.feature_ids)
     # the shipped default: the first SHIPPED_STAGES of the stages its report records
     face = load_model(MODELS_DIR / "frontalface.json")
     report = json.loads((MODELS_DIR / "frontalface.report.json").read_text(encoding="utf-8"))

@@ -668,3 +668,28 @@ def test_fit_verifier_part_negatives(face_model):
     np.testing.assert_array_equal(again.coef_, plain.coef_)
     with pytest.raises(ValueError, match="part_per_face"):
         fit_verifier(face_model, faces, box, bgs, part_per_face=-1)
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_fit_verifier_is_the_same_for_any_thread_count(face_model):
+    """The scans run an image per thread and the seeded choices are drawn in image order as
+    the images come back: one thread and two fit the same verifier from the same windows, and
+    the parts are a serial loop's (:func:`test_part_windows_are_the_cascades_windows_inside_
+    each_face` writes that loop out)."""
+    from skimage import data
+
+    from vjboost.cascade.verifier import part_windows
+
+    faces, box = _astronaut_faces(), (6, 6, 24, 24)
+    bgs = [data.camera(), data.coins(), data.astronaut()[..., 1], data.camera()[::2, ::2]]
+    kw = dict(negative_stages=2, per_image=3, hard_per_image=2, part_per_face=1, copies=1,
+              seed=4)
+    one = fit_verifier(face_model, faces, box, bgs, threads=1, **kw)
+    two = fit_verifier(face_model, faces, box, bgs, threads=2, **kw)
+    assert one.n_hard_negatives_ > 0 and one.n_part_negatives_ > 0
+    assert one.to_dict() == two.to_dict()
+    assert (one.n_negatives_, one.n_hard_negatives_, one.n_part_negatives_) == (
+        two.n_negatives_, two.n_hard_negatives_, two.n_part_negatives_)
+    np.testing.assert_array_equal(
+        part_windows(face_model, faces, box, per_face=2, seed=1, threads=1),
+        part_windows(face_model, faces, box, per_face=2, seed=1, threads=2))

@@ -28,7 +28,8 @@ process's CPU seconds with ``--clock cpu``, steadier on a shared machine), with 
 (OpenCV: ``cv2.setNumThreads``; vjboost: its ``threads``; dlib is single-threaded: timed once,
 both columns). Printed as ms per megapixel, with ratios vjboost/dlib (upsample 2) and
 vjboost/OpenCV default. A vjboost model's training time is read from its report
-(``<model>.report.json`` or ``report.json`` beside it: ``training_seconds``).
+(``<model>.report.json`` or ``report.json`` beside it: ``training_seconds``, and the shipped
+model's verifier fit, ``verifier_seconds``).
 
 Prints a table; ``-o DIR`` writes ``peers.json`` and ``peers.png`` (the curves); the last line is
 ``RESULT {json}``. ``--quick``: a fixed subset of 20 small images (2 MP), one repeat (well under
@@ -306,11 +307,13 @@ class Cascade:
         for rep in (p.with_suffix(".report.json"), p.parent / "report.json"):
             if rep.is_file():
                 try:
-                    v = json.loads(rep.read_text()).get("training_seconds")
+                    r = json.loads(rep.read_text())
                 except (OSError, ValueError):
                     continue
-                if v is not None:
-                    return round(float(v), 1)
+                if r.get("training_seconds") is not None:
+                    # a shipped model's verifier is trained too (tools/train_face.py --ship)
+                    return round(float(r["training_seconds"])
+                                 + float(r.get("verifier_seconds") or 0), 1)
         return None
 
 

@@ -290,9 +290,11 @@ class CascadeModel:
         return make(self.feature_ids) if callable(make) else None
 
     def truncated(self, n_stages: int) -> CascadeModel:
-        """A copy that keeps only the first ``n_stages`` stages.
+        """A copy that keeps only the first ``n_stages`` stages, and the features they read.
 
-        A declared coarse-to-fine scan (``params["coarse_to_fine"]``, see
+        The copy is the model a training run of ``n_stages`` stages writes (its features in
+        increasing id order, as :func:`~vjboost.cascade.trainer.build_cascade_model` keeps
+        them). A declared coarse-to-fine scan (``params["coarse_to_fine"]``, see
         :class:`~vjboost.cascade.detector.CascadeDetector`) of more stages than the copy keeps
         becomes one of all its stages.
 
@@ -308,8 +310,9 @@ class CascadeModel:
         Examples
         --------
         >>> from vjboost.cascade.model_io import load_model
-        >>> load_model("vjboost:frontalface").truncated(3).params["coarse_to_fine"]
-        3
+        >>> m = load_model("vjboost:frontalface").truncated(3)
+        >>> m.params["coarse_to_fine"], len(m.feature_ids)
+        (3, 69)
         """
         if not 1 <= n_stages <= self.n_stages:
             raise ValueError(f"n_stages: expected 1..{self.n_stages}, got {n_stages}")
@@ -317,7 +320,14 @@ class CascadeModel:
         k = params.get("coarse_to_fine")
         if isinstance(k, int) and not isinstance(k, bool) and k > n_stages:
             params["coarse_to_fine"] = int(n_stages)
-        return self.with_stages(self.stages[:n_stages], params)
+        stages = self.stages[:n_stages]
+        used = np.unique(np.concatenate([t.feature for s in stages for t in s.trees]))
+        position = np.full(len(self.feature_ids), -1, np.int64)
+        position[used] = np.arange(len(used))
+        kept = [Stage([t.remap(position) for t in s.trees], threshold=s.threshold, exits=s.exits)
+                for s in stages]
+        return CascadeModel(self.window_shape, stages=kept, family=self.family,
+                            feature_ids=np.asarray(self.feature_ids)[used], params=params)
 
     def with_stages(self, stages: Sequence[Stage], params: dict[str, Any] | None = None
                     ) -> CascadeModel:

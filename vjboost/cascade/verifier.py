@@ -667,7 +667,8 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     scale_factor : float, default=1.1
     seed : int, default=0
     threads : int, optional
-        Detector threads.
+        Images scanned at once, one per thread (default: every numba thread); the result does
+        not depend on it.
     **params
         :class:`DetectionVerifier` parameters.
 
@@ -703,21 +704,26 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     pos = jittered_windows(windows, box, size=ver.size, context=ver.context, copies=copies,
                            rotate=rotate, seed=seed)
     part = model.truncated(min(negative_stages, model.n_stages))
-    passes = [(_scanner(part, scale_factor, threads), per_image, np.random.default_rng([seed, 1]))]
+    passes = [(_scanner(part, scale_factor), per_image, np.random.default_rng([seed, 1]))]
     if hard_per_image:
         hard = model if hard_stages is None else model.truncated(hard_stages)
-        passes.append((_scanner(hard, scale_factor, threads), hard_per_image,
+        passes.append((_scanner(hard, scale_factor), hard_per_image,
                        np.random.default_rng([seed, 2])))
-    neg, n_hard = [], 0
-    for bg in backgrounds:
+
+    def scan(bg: Any) -> tuple[np.ndarray, list[np.ndarray]]:
         img = bg if isinstance(bg, np.ndarray) else read_image(bg)
-        for k, (det, keep, rng) in enumerate(passes):
-            boxes, _ = det.raw_windows(img)
-            if len(boxes) > keep:
-                boxes = boxes[np.sort(rng.choice(len(boxes), keep, replace=False))]
-            if len(boxes):
-                neg.append(ver.crops(img, boxes))
-                n_hard += len(boxes) if k else 0
+        return img, [det.raw_windows(img)[0] for det, _, _ in passes]
+
+    neg, n_hard = [], 0
+    with _image_executor(threads) as ex:
+        # the seeded choices are drawn here, image by image in order, as the images come back
+        for img, found in ex.imap(scan, backgrounds):
+            for k, ((_, keep, rng), boxes) in enumerate(zip(passes, found, strict=True)):
+                if len(boxes) > keep:
+                    boxes = boxes[np.sort(rng.choice(len(boxes), keep, replace=False))]
+                if len(boxes):
+                    neg.append(ver.crops(img, boxes))
+                    n_hard += len(boxes) if k else 0
     if not neg:
         raise ValueError(f"backgrounds: the cascade's first {part.n_stages} stages accept no "
                          "window in any of them; nothing to learn the clutter from")
@@ -770,7 +776,8 @@ def declare_verifier(model: Any, windows: Any, backgrounds: Sequence[Any], *,
         ``params["object_box"]``, else the whole window).
     seed : int, default=0
     threads : int, optional
-        Detector threads.
+        Images scanned at once, one per thread (default: every numba thread); the result does
+        not depend on it.
     **options
         :func:`fit_verifier` and :class:`DetectionVerifier` options, over
         :data:`DEFAULT_VERIFIER`; ``hard_stages`` defaults to two stages fewer than the model
@@ -816,15 +823,25 @@ def declare_verifier(model: Any, windows: Any, backgrounds: Sequence[Any], *,
     return ver
 
 
-def _scanner(model: Any, scale_factor: float, threads: int | None) -> Any:
+def _scanner(model: Any, scale_factor: float) -> Any:
     """A detector returning every window the cascade accepts, on the full grid (the windows a
-    verifier's negatives are drawn from). Its score is set, not the model's: raw windows are
-    not ranked, and a model may declare a verified operating score before its verifier is
-    fitted."""
+    verifier's negatives are drawn from), on the thread that calls it (:func:`_image_executor`
+    spreads the images). Its score is set, not the model's: raw windows are not ranked, and a
+    model may declare a verified operating score before its verifier is fitted."""
     from .detector import CascadeDetector
 
     return CascadeDetector(model, scale_factor=scale_factor, min_neighbors=0, grouping="none",
-                           score="best", min_score=None, threads=threads, coarse_to_fine=None)
+                           score="best", min_score=None, threads=1, coarse_to_fine=None)
+
+
+def _image_executor(threads: int | None) -> Any:
+    """The executor of a verifier's scans: an image per thread (the scans of a background or
+    of a training face are small, and split within one image their threads mostly wait; the
+    detector keeps its buffers per thread), the results in image order whatever the count."""
+    from .._parallel import make_executor
+    from .._threads import resolve_threads
+
+    return make_executor(threads=resolve_threads(threads))
 
 
 def part_windows(model: Any, windows: Any, box: Sequence[float], *, per_face: int,
@@ -855,6 +872,8 @@ def part_windows(model: Any, windows: Any, box: Sequence[float], *, per_face: in
     scale_factor : float, default=1.1
     seed : int, default=0
     threads : int, optional
+        Windows scanned at once, one per thread (default: every numba thread); the result does
+        not depend on it.
 
     Returns
     -------
@@ -879,15 +898,21 @@ def part_windows(model: Any, windows: Any, box: Sequence[float], *, per_face: in
     factors = [check_int(f, "upscale", lo=1, error=ValueError) for f in upscale]
     if not factors:
         raise ValueError("upscale: expected at least one enlargement factor")
-    det = _scanner(model, scale_factor, threads)
+    det = _scanner(model, scale_factor)
     rng = np.random.default_rng([seed, 3])
     face = np.asarray(box, np.float64).reshape(1, 4)
+
+    def scan(unit: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        f, i = unit
+        big = w[i] if f == 1 else cv2.resize(w[i], (w.shape[2] * f, w.shape[1] * f),
+                                             interpolation=cv2.INTER_CUBIC)
+        return big, det.raw_windows(big)[0]
+
+    units = [(f, i) for f in factors for i in range(len(w))]
     out = []
-    for f in factors:
-        for img in w:
-            big = img if f == 1 else cv2.resize(img, (img.shape[1] * f, img.shape[0] * f),
-                                                interpolation=cv2.INTER_CUBIC)
-            boxes, _ = det.raw_windows(big)
+    with _image_executor(threads) as ex:
+        # the seeded choices are drawn here, window by window in order
+        for (f, _), (big, boxes) in zip(units, ex.imap(scan, units), strict=True):
             if len(boxes) == 0:
                 continue
             part = ((coverage_matrix(boxes, face * f)[:, 0] >= 0.5)
