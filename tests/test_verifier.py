@@ -693,3 +693,37 @@ def test_fit_verifier_is_the_same_for_any_thread_count(face_model):
     np.testing.assert_array_equal(
         part_windows(face_model, faces, box, per_face=2, seed=1, threads=1),
         part_windows(face_model, faces, box, per_face=2, seed=1, threads=2))
+
+
+@pytest.mark.parametrize("negative_stages,hard_stages", [(2, None), (2, 4), (5, 3), (3, 3)])
+def test_fit_verifier_negatives_are_each_cuts_own_windows(face_model, monkeypatch,
+                                                          negative_stages, hard_stages):
+    """The background negatives are, image by image, a seeded choice among the raw windows of
+    the first ``negative_stages`` stages, then among those of the first ``hard_stages``: the
+    same windows as two scans, each by its own cut (the fit scans once, by the shorter cut, and
+    reads the longer one's further stages on the windows it found)."""
+    from skimage import data
+
+    seen = {}
+    monkeypatch.setattr(DetectionVerifier, "fit",
+                        lambda self, p, n, seed=0: seen.update(neg=n) or self)
+    pos, _ = _two_classes(10, size=32)
+    bgs = [data.camera(), data.astronaut()[..., 1], data.coins(), data.page()]
+    fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, negative_stages=negative_stages,
+                 per_image=6, hard_per_image=4, hard_stages=hard_stages, copies=1, seed=2)
+    ver = DetectionVerifier()
+    cuts = [(negative_stages, 6, np.random.default_rng([2, 1])),
+            (hard_stages or face_model.n_stages, 4, np.random.default_rng([2, 2]))]
+    scans = [CascadeDetector(face_model.truncated(n), scale_factor=1.1, min_neighbors=0,
+                             grouping="none", score="best", min_score=None,
+                             coarse_to_fine=None) for n, _, _ in cuts]
+    want = []
+    for g in bgs:
+        for det, (_, keep, rng) in zip(scans, cuts, strict=True):
+            b, _ = det.raw_windows(g)
+            if len(b) > keep:
+                b = b[np.sort(rng.choice(len(b), keep, replace=False))]
+            if len(b):
+                want.append(ver.crops(g, b))
+    assert sum(len(w) for w in want) > 12
+    np.testing.assert_array_equal(seen["neg"], np.concatenate(want))

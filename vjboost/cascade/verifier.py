@@ -693,6 +693,7 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     (20, 20, 0, (144,))
     """
     from ..io import read_image
+    from .runner import CascadeRunner
 
     check_int(negative_stages, "negative_stages", lo=1, error=ValueError)
     check_int(per_image, "per_image", lo=1, error=ValueError)
@@ -703,29 +704,43 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     ver = DetectionVerifier(**params)
     pos = jittered_windows(windows, box, size=ver.size, context=ver.context, copies=copies,
                            rotate=rotate, seed=seed)
-    part = model.truncated(min(negative_stages, model.n_stages))
-    passes = [(_scanner(part, scale_factor), per_image, np.random.default_rng([seed, 1]))]
+    # the cuts whose accepted windows are drawn from: the first ``negative_stages`` stages, and
+    # with hard negatives the first ``hard_stages`` (default all)
+    cuts = [min(negative_stages, model.n_stages)]
     if hard_per_image:
-        hard = model if hard_stages is None else model.truncated(hard_stages)
-        passes.append((_scanner(hard, scale_factor), hard_per_image,
-                       np.random.default_rng([seed, 2])))
+        cuts.append(model.n_stages if hard_stages is None else hard_stages)
+    draws = [(per_image, np.random.default_rng([seed, 1])),
+             (hard_per_image, np.random.default_rng([seed, 2]))]
+    # one scan, by the shorter cut; the longer cut's windows are those of the scan that its
+    # further stages accept, read on the windows cut from the scan's levels (a window-level
+    # evaluation decides as the scan does)
+    short = min(cuts)
+    det = _scanner(model.truncated(short), scale_factor)
+    further = {n: CascadeRunner(model.truncated(n), first_stage=short, threads=1)
+               for n in set(cuts) - {short}}
 
     def scan(bg: Any) -> tuple[np.ndarray, list[np.ndarray]]:
         img = bg if isinstance(bg, np.ndarray) else read_image(bg)
-        return img, [det.raw_windows(img)[0] for det, _, _ in passes]
+        boxes, _, at = det.raw_windows(img, return_positions=True)
+        found = {short: boxes}
+        if further:
+            wins = det.pyramid((img.shape[1], img.shape[0])).windows(img, at)
+            for n, runner in further.items():
+                found[n] = boxes[runner.accepts(wins, min_std=det.min_std)]
+        return img, [found[n] for n in cuts]
 
     neg, n_hard = [], 0
     with _image_executor(threads) as ex:
         # the seeded choices are drawn here, image by image in order, as the images come back
         for img, found in ex.imap(scan, backgrounds):
-            for k, ((_, keep, rng), boxes) in enumerate(zip(passes, found, strict=True)):
+            for k, (boxes, (keep, rng)) in enumerate(zip(found, draws, strict=False)):
                 if len(boxes) > keep:
                     boxes = boxes[np.sort(rng.choice(len(boxes), keep, replace=False))]
                 if len(boxes):
                     neg.append(ver.crops(img, boxes))
                     n_hard += len(boxes) if k else 0
     if not neg:
-        raise ValueError(f"backgrounds: the cascade's first {part.n_stages} stages accept no "
+        raise ValueError(f"backgrounds: the cascade's first {cuts[0]} stages accept no "
                          "window in any of them; nothing to learn the clutter from")
     n_part = 0
     if part_per_face:
