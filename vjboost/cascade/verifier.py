@@ -733,7 +733,7 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     with _image_executor(threads) as ex:
         # the seeded choices are drawn here, image by image in order, as the images come back
         for img, found in ex.imap(scan, backgrounds):
-            for k, (boxes, (keep, rng)) in enumerate(zip(found, draws, strict=False)):
+            for k, (boxes, (keep, rng)) in enumerate(zip(found, draws[:len(cuts)], strict=True)):
                 if len(boxes) > keep:
                     boxes = boxes[np.sort(rng.choice(len(boxes), keep, replace=False))]
                 if len(boxes):
