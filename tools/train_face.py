@@ -81,6 +81,12 @@ COMMON = {
     "jitter": 3, "jitter-range": "12,0.1,0.06,0.5", "shuffle-positives": True,
     "mining-scale-factor": 1.1, "seed": 0,
 }
+#: the stages each recipe's shipped model keeps of those a run trains (the recipe trains exactly
+#: them; a round's run may train more): with a verifier ranking the detections, the fewest whose
+#: validation score is within a quarter of a point of the best (a later stage that adds almost
+#: nothing on validation still costs faces that it was not trained on;
+#: vjboost/models/README.md)
+SHIPPED_STAGES = {"frontalface": 17}
 #: the recipes of the shipped face models (``vjtrain`` options; True = a flag)
 RECIPES: dict[str, dict] = {
     # the default model: Haar and gradient channels in one pool, depth-2 trees whose features
@@ -98,9 +104,9 @@ RECIPES: dict[str, dict] = {
         "sources": "webfaces,nrc", "relight": 1,
         "features": "haar,channels", "haar-mode": "ALL", "sampler": "stratified_laminating",
         "weak-learner": "tree", "max-depth": 2, "num-pos": 16000, "num-neg": 10000,
-        # the stages it ships (SHIPPED_STAGES): a run's first stages do not depend on how many
-        # follow, and the two more that the rounds trained cost 7 minutes
-        "stages": 17, "min-hit-rate": 0.999, "max-false-alarm": 0.5,
+        # the stages it ships: a run's first stages do not depend on how many follow, and the
+        # two more that the rounds trained cost 7 minutes
+        "stages": SHIPPED_STAGES["frontalface"], "min-hit-rate": 0.999, "max-false-alarm": 0.5,
     }),
     # the OpenCV-exportable one: Haar only, same windows; the CBCL windows, about a quarter of
     # whose detection window is edge-replicated pixels, lowered the detection rate that degraded
@@ -156,11 +162,6 @@ SUPPRESS_INSIDE = {"frontalface": 0.3}
 #: the recipes whose model declares a detection verifier (``vjboost.cascade.verifier``), fitted
 #: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
 VERIFIED = ("frontalface",)
-#: the stages each recipe's shipped model keeps of those it trains: with a verifier ranking the
-#: detections, the fewest whose validation score is within a quarter of a point of the best
-#: (a later stage that adds almost nothing on validation still costs faces that it was not
-#: trained on; vjboost/models/README.md)
-SHIPPED_STAGES = {"frontalface": 17}
 #: each verified recipe's verifier: ``declare_verifier`` options over
 #: ``vjboost.cascade.verifier.DEFAULT_VERIFIER`` (which is this recipe's: Felzenszwalb's HOG of
 #: the detection crop, round 36, with its cells and size, two linear components read on the
