@@ -561,6 +561,9 @@ def test_truncated_keeps_the_features_its_stages_read(name, k):
     """A cut of a model reads exactly the features of its stages, in increasing id order (as a
     training run of that many stages writes them), and scores every window as the first ``k``
     stages of the whole model do."""
+    import cv2
+    from skimage import data
+
     from vjboost.cascade import load_model
     from vjboost.cascade.runner import CascadeRunner
 
@@ -579,15 +582,13 @@ def test_truncated_keeps_the_features_its_stages_read(name, k):
     rng = np.random.default_rng(k)
     wins = rng.integers(0, 256, (300, h, w), dtype=np.uint8)
     wins[:100] = np.linspace(0, 255, w, dtype=np.uint8)[None, None, :]  # smooth ones pass more
-    import cv2
-    from skimage import data
-
-    g = data.astronaut()[..., 1]  # and the astronaut's face, framed a little differently
+    photo = data.astronaut()[..., 1]  # and the astronaut's face, framed a little differently
     for i in range(100):
         x, y, s = 160 + i % 10 * 3, 60 + i // 10 * 3, 120 + i % 7 * 4
-        wins[200 + i] = cv2.resize(g[y:y + s * h // w, x:x + s], (w, h),
+        wins[200 + i] = cv2.resize(photo[y:y + s * h // w, x:x + s], (w, h),
                                    interpolation=cv2.INTER_AREA)
-    got = CascadeRunner(cut).run(wins)
-    want = CascadeRunner(model, last_stage=k).run(wins)
-    for g, e in zip(got, want, strict=True):
-        np.testing.assert_array_equal(g, e)
+    depth, score = CascadeRunner(cut).run(wins)
+    assert depth.max() == k  # some windows pass every stage of the cut
+    want_depth, want_score = CascadeRunner(model, last_stage=k).run(wins)
+    np.testing.assert_array_equal(depth, want_depth)
+    np.testing.assert_array_equal(score, want_score)
