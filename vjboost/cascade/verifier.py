@@ -714,19 +714,18 @@ def fit_verifier(model: Any, windows: Any, box: Sequence[float], backgrounds: Se
     # one scan, by the shorter cut; the longer cut's windows are those of the scan that its
     # further stages accept, read on the windows cut from the scan's levels (a window-level
     # evaluation decides as the scan does)
-    short = min(cuts)
+    short, long = min(cuts), max(cuts)
     det = _scanner(model.truncated(short), scale_factor)
-    further = {n: CascadeRunner(model.truncated(n), first_stage=short, threads=1)
-               for n in set(cuts) - {short}}
+    further = (None if long == short
+               else CascadeRunner(model.truncated(long), first_stage=short, threads=1))
 
     def scan(bg: Any) -> tuple[np.ndarray, list[np.ndarray]]:
         img = bg if isinstance(bg, np.ndarray) else read_image(bg)
-        boxes, _, at = det.raw_windows(img, return_positions=True)
+        pyr = det.pyramid((img.shape[1], img.shape[0]))
+        boxes, _, at = det.raw_windows(img, return_positions=True, pyramid=pyr)
         found = {short: boxes}
-        if further:
-            wins = det.pyramid((img.shape[1], img.shape[0])).windows(img, at)
-            for n, runner in further.items():
-                found[n] = boxes[runner.accepts(wins, min_std=det.min_std)]
+        if further is not None:
+            found[long] = boxes[further.accepts(pyr.windows(img, at), min_std=det.min_std)]
         return img, [found[n] for n in cuts]
 
     neg, n_hard = [], 0
