@@ -28,8 +28,8 @@ process's CPU seconds with ``--clock cpu``, steadier on a shared machine), with 
 (OpenCV: ``cv2.setNumThreads``; vjboost: its ``threads``; dlib is single-threaded: timed once,
 both columns). Printed as ms per megapixel, with ratios vjboost/dlib (upsample 2) and
 vjboost/OpenCV default. A vjboost model's training time is read from its report
-(``<model>.report.json`` or ``report.json`` beside it: ``training_seconds``, and the shipped
-model's verifier fit, ``verifier_seconds``).
+(``<model>.report.json`` or ``report.json`` beside it: ``training_seconds``, and the seconds of
+a verifier fitted after the cascade, ``verifier["seconds"]``).
 
 Prints a table; ``-o DIR`` writes ``peers.json`` and ``peers.png`` (the curves); the last line is
 ``RESULT {json}``. ``--quick``: a fixed subset of 20 small images (2 MP), one repeat (well under
@@ -311,9 +311,10 @@ class Cascade:
                 except (OSError, ValueError):
                     continue
                 if r.get("training_seconds") is not None:
-                    # a shipped model's verifier is trained too (tools/train_face.py --ship)
-                    return round(float(r["training_seconds"])
-                                 + float(r.get("verifier_seconds") or 0), 1)
+                    # a verifier fitted after the cascade (vjtrain --verifier, train_face.py
+                    # --ship) is part of the training
+                    ver = r.get("verifier") or {}
+                    return round(float(r["training_seconds"]) + float(ver.get("seconds") or 0), 1)
         return None
 
 

@@ -468,14 +468,16 @@ def ship_model(name: str, out: Path, data: Path = DATA) -> list[str]:
     shipped = [MODELS_DIR / f"{name}.json"]
     for src, suffix in (("cascade.xml", ".xml"), ("report.json", ".report.json")):
         if (out / src).is_file():
-            shutil.copyfile(out / src, MODELS_DIR / f"{name}{suffix}")
-            shipped.append(MODELS_DIR / f"{name}{suffix}")
             if src == "report.json" and name in VERIFIED:
-                # the verifier is part of the model's training: its fit's wall time beside
-                # vjtrain's (tools/bench_peers.py counts both)
+                # the verifier is part of the model's training: its fit's wall time in the
+                # report's record of it, as ``vjtrain --verifier`` writes it (tools/bench_peers.py
+                # counts it with vjtrain's)
                 rep = json.loads((out / src).read_text())
-                rep["verifier_seconds"] = round(declare_s, 1)
+                rep["verifier"] = {**rep.get("verifier", {}), "seconds": round(declare_s, 1)}
                 (MODELS_DIR / f"{name}{suffix}").write_text(json.dumps(rep, indent=1) + "\n")
+            else:
+                shutil.copyfile(out / src, MODELS_DIR / f"{name}{suffix}")
+            shipped.append(MODELS_DIR / f"{name}{suffix}")
         else:
             # a cascade OpenCV cannot run has no XML twin: a previous model's must not stay
             # behind under its name (vjboost:NAME.xml would resolve to it)
