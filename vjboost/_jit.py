@@ -25,27 +25,40 @@ machine code after the function's qualified name and a counter of the process th
 so two variants cached by two processes can carry the same symbol, and a process that loads
 both from the cache then runs the first one's code for both.
 
-This module imports nothing heavy; numba is imported only by :func:`compile_notice` and when
-numba itself loads its array maths or its cache.
+numba compiles one function at a time in a process, but its disk cache is shared between
+processes: :func:`compile_ahead` starts, when a block starts compiling, a second process that
+compiles kernels the block will need later (with the argument types it will pass them) and
+caches them; the block then loads them instead of compiling them, the two compilations running
+on two cores. Whatever the second process has not cached in time, the block compiles itself, as
+it would have: results never depend on it.
+
+This module imports nothing heavy; numba is imported only by :func:`compile_notice`,
+:func:`compile_ahead` and when numba itself loads its array maths or its cache.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import importlib.util
 import os
+import subprocess
 import sys
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
-__all__ = ["cache_dir", "compile_notice", "defer_blas_probe", "light_cache_loads",
-           "use_user_cache", "variant"]
+__all__ = ["AHEAD_ENV", "cache_dir", "compile_ahead", "compile_notice", "defer_blas_probe",
+           "light_cache_loads", "use_user_cache", "variant"]
 
 NOTE = "vjboost: compiling kernels (first run only; cached in {dir})"
+
+#: set to ``0`` to keep :func:`compile_ahead` from starting second processes
+AHEAD_ENV = "VJBOOST_COMPILE_AHEAD"
 
 
 def cache_dir() -> Path:
@@ -135,6 +148,74 @@ def compile_notice(stream: TextIO | None = None) -> Iterator[None]:
             if not shown:
                 shown = True
                 print(NOTE.format(dir=cache_dir()), file=out, flush=True)
+
+        def on_end(self, ev: event.Event) -> None:
+            pass
+
+    with event.install_listener("numba:compile", _Listener()):
+        yield
+
+
+#: the second processes started by :func:`compile_ahead`, by command (one each per process)
+_AHEAD: dict[tuple[str, ...], subprocess.Popen] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def _start_ahead(command: tuple[str, ...]) -> None:
+    with _AHEAD_LOCK:
+        if command in _AHEAD:
+            return
+        try:
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        except OSError:  # no interpreter to start (an embedded Python...): compile here
+            return
+        if not _AHEAD:
+            atexit.register(_stop_ahead)
+        _AHEAD[command] = proc
+
+
+def _stop_ahead() -> None:
+    """At exit, stop a second process still compiling: this process has compiled what it
+    needed by then, and numba writes each cache file whole, then renames it (a stopped process
+    leaves no half-written entry)."""
+    for proc in _AHEAD.values():
+        if proc.poll() is None:
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(2.0)
+
+
+@contextlib.contextmanager
+def compile_ahead(module: str, jobs: Sequence[str], *, cpus: int = 2) -> Iterator[None]:
+    """When numba starts compiling inside the block, run ``python -m module *jobs`` once (in
+    the background, with this process's environment and so its cache folder), a process that
+    compiles and caches the kernels ``jobs`` name (see the module docstring).
+
+    Nothing starts when every kernel the block needs comes from the cache, without ``jobs``,
+    when the block may use fewer than two CPUs (``cpus``: the second process would take the
+    block's own), when ``sys.executable`` is not a Python interpreter, or when the environment
+    sets ``VJBOOST_COMPILE_AHEAD=0``; the same command runs once per process. A second process
+    still running when this one exits is stopped.
+
+    Examples
+    --------
+    >>> with compile_ahead("vjboost.cascade.ahead", []):
+    ...     pass
+    """
+    # an embedding program's sys.executable may be no Python at all (a server binary)
+    python = Path(sys.executable or "").name.lower()
+    if not jobs or cpus < 2 or os.environ.get(AHEAD_ENV, "1").strip() == "0" \
+            or not python.startswith("python"):
+        yield
+        return
+    from numba.core import event
+
+    command = (sys.executable, "-m", module, *jobs)
+
+    class _Listener(event.Listener):
+        def on_start(self, ev: event.Event) -> None:
+            _start_ahead(command)
 
         def on_end(self, ev: event.Event) -> None:
             pass

@@ -29,8 +29,10 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .._threads import n_threads
+from .._jit import compile_ahead
+from .._threads import n_threads, resolve_threads
 from ..boxes import DETECTION_SCORES, drop_inside, group_detections, inner_boxes
+from . import ahead
 from .model import CascadeModel
 from .runner import CascadeRunner
 from .scan import (
@@ -680,8 +682,11 @@ class CascadeDetector:
                                  f"{img.shape[1]}x{img.shape[0]} image")
             img = np.ascontiguousarray(img[y0:y1, x0:x1])
             ox, oy = x0, y0
-        boxes, scores = self.raw_windows(img)
-        det = self._group(boxes, scores, img)
+        # a first run compiles the later kernels in a second process meanwhile (vjboost._jit)
+        with compile_ahead(ahead.__name__, ahead.detection_jobs(self),
+                           cpus=resolve_threads(self.threads)):
+            boxes, scores = self.raw_windows(img)
+            det = self._group(boxes, scores, img)
         if ox or oy:
             det.boxes[:, 0] += ox
             det.boxes[:, 1] += oy

@@ -1,0 +1,170 @@
+"""Compiling a detection's later kernels ahead in a second process: the kernels named carry the
+argument types detections pass them (checked against what detections compile), a cache filled by
+the second process spares a detection those compilations and leaves its results as they are,
+and the second process starts once, only when a block compiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import numba
+import numpy as np
+import pytest
+from skimage import data
+
+from vjboost import _jit
+from vjboost.cascade import ahead
+from vjboost.cascade.detector import CascadeDetector, to_gray
+from vjboost.cascade.model_io import load_model
+from vjboost.cascade.shipped import resolve_model
+
+
+@pytest.fixture(scope="module")
+def photo() -> np.ndarray:
+    return to_gray(data.astronaut(), channel_order="rgb")
+
+
+def _detector(name: str, **kw) -> CascadeDetector:
+    return CascadeDetector(load_model(resolve_model(name)), **kw)
+
+
+def test_detection_jobs_follow_the_model():
+    default = ahead.detection_jobs(_detector("vjboost:frontalface"))
+    assert default == ("tree_dense_rects", "tree_sparse_rects", "list_rects", "fhog",
+                       "suppress_inside")
+    haar = _detector("vjboost:frontalface_haar")
+    # OpenCV's scan: no list pass; coarse to fine, or without OpenCV's skip rule: the list pass
+    assert ahead.detection_jobs(haar) == ("tree_dense_haar", "tree_sparse_haar")
+    for kw in ({"coarse_to_fine": 2}, {"mode": "clean", "skip_after_stage0": False}):
+        assert ahead.detection_jobs(_detector("vjboost:frontalface_haar", **kw)) == (
+            "tree_dense_haar", "tree_sparse_haar", "list_haar")
+    # without grouping, no suppression; without the verifier's score, no HOG
+    assert ahead.detection_jobs(_detector("vjboost:frontalface", min_neighbors=0,
+                                          score="margin")) == default[:3]
+    # cascades the row pass does not run (deeper trees): nothing to compile ahead
+    assert ahead.detection_jobs(_detector("vjboost:car_side")) == ()
+    assert set(default) | {"list_haar"} <= set(ahead.jobs())
+
+
+_DETECT = """
+import json, sys
+from numba.core import event
+compiled = []
+class L(event.Listener):
+    def on_start(self, ev):
+        compiled.append([ev.data["dispatcher"].py_func.__qualname__, str(ev.data["args"])])
+    def on_end(self, ev):
+        pass
+event.register("numba:compile", L())
+from skimage import data
+from vjboost.cascade.detector import CascadeDetector, to_gray
+from vjboost.cascade.model_io import load_model
+from vjboost.cascade.shipped import resolve_model
+found = []
+for name, c2f in json.loads(sys.argv[1]):
+    det = CascadeDetector(load_model(resolve_model(name)), coarse_to_fine=c2f)
+    d = det.detect(to_gray(data.astronaut(), channel_order="rgb"))
+    found.append([d.boxes.tolist(), d.scores.tolist()])
+print(json.dumps({"compiled": compiled, "found": found}))
+"""
+
+#: detections whose kernels the tests compile: the default model (its verifier and
+#: suppression; coarse to fine, so the list pass too) and the Haar one, coarse to fine
+_CASES = [["vjboost:frontalface", "model"], ["vjboost:frontalface_haar", 2]]
+
+
+def _detect_in_process(cache, cases) -> dict:
+    """Run :data:`_DETECT` on ``cases`` in a new process over the numba cache folder
+    ``cache``, without a second process."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), _jit.AHEAD_ENV: "0"}
+    done = subprocess.run([sys.executable, "-c", _DETECT, json.dumps(cases)], env=env,
+                          check=True, capture_output=True, text=True, timeout=600)
+    return json.loads(done.stdout)
+
+
+def _jobs_of(case) -> tuple[str, ...]:
+    return ahead.detection_jobs(_detector(case[0], coarse_to_fine=case[1]))
+
+
+@pytest.mark.slow
+def test_jobs_carry_the_types_detections_compile(tmp_path):
+    # an empty cache: each detection compiles its kernels, with the types it passes them
+    out = _detect_in_process(tmp_path / "cache", _CASES)
+    compiled = {tuple(c) for c in out["compiled"]}
+    table = ahead.jobs()
+    for case in _CASES:
+        jobs = {(table[n][0].py_func.__qualname__, str(table[n][1])) for n in _jobs_of(case)}
+        assert len(jobs) >= 3
+        assert jobs <= compiled, case
+    assert all(len(f[0]) >= 1 for f in out["found"])  # the verifier and grouping ran
+
+
+@pytest.mark.slow
+def test_a_cache_filled_ahead_spares_the_detection_those_compilations(tmp_path, photo):
+    cache = tmp_path / "cache"
+    names = _jobs_of(_CASES[0])
+    # an empty cache: the second process first, to its end; then the detection alone
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), _jit.AHEAD_ENV: "0"}
+    subprocess.run([sys.executable, "-m", ahead.__name__, *names], env=env, check=True,
+                   timeout=600)
+    out = _detect_in_process(cache, _CASES[:1])
+    compiled = {c[0] for c in out["compiled"]}
+    assert "_gray_image" in compiled  # the cache held none of the detection's first kernels
+    assert not {ahead.jobs()[n][0].py_func.__qualname__ for n in names} & compiled
+    found = _detector(_CASES[0][0]).detect(photo)
+    assert out["found"] == [[found.boxes.tolist(), found.scores.tolist()]]
+
+
+def _command(job: str) -> tuple[str, ...]:
+    return (sys.executable, "-m", ahead.__name__, job)
+
+
+def _fresh_kernel():
+    # a kernel no process has compiled: calling it compiles (no cache)
+    return numba.njit(lambda x: x + 1)
+
+
+def test_compile_ahead_starts_once_when_the_block_compiles(monkeypatch):
+    monkeypatch.delenv(_jit.AHEAD_ENV, raising=False)
+    job = f"unknown_{uuid.uuid4().hex}"  # main() skips names it does not know
+    with _jit.compile_ahead(ahead.__name__, [job]):
+        pass  # nothing compiled: nothing started
+    assert _command(job) not in _jit._AHEAD
+    with _jit.compile_ahead(ahead.__name__, [job]):
+        assert _fresh_kernel()(1) == 2
+        assert _fresh_kernel()(2) == 3
+    proc = _jit._AHEAD[_command(job)]
+    assert proc.wait(timeout=120) == 0
+    with _jit.compile_ahead(ahead.__name__, [job]):
+        _fresh_kernel()(3)
+    assert _jit._AHEAD[_command(job)] is proc  # once per process
+
+
+@pytest.mark.parametrize("setting", [{"cpus": 1}, {"env": "0"}, {"jobs": []}])
+def test_compile_ahead_stays_off(monkeypatch, setting):
+    job = f"unknown_{uuid.uuid4().hex}"
+    if "env" in setting:
+        monkeypatch.setenv(_jit.AHEAD_ENV, setting["env"])
+    else:
+        monkeypatch.delenv(_jit.AHEAD_ENV, raising=False)
+    jobs = setting.get("jobs", [job])
+    with _jit.compile_ahead(ahead.__name__, jobs, cpus=setting.get("cpus", 2)):
+        _fresh_kernel()(1)
+    assert _command(job) not in _jit._AHEAD
+    assert (sys.executable, "-m", ahead.__name__) not in _jit._AHEAD
+
+
+def test_main_compiles_the_named_kernels_and_skips_unknown_names():
+    # in a process of its own: this one must not compile the table's types itself (see
+    # test_jobs_carry_the_types_detections_compile)
+    code = ("import sys; from vjboost.cascade import ahead; "
+            "assert ahead.main(['nothing', 'suppress_inside']) == 0; "
+            "d, t = ahead.jobs()['suppress_inside']; "
+            "print([tuple(s) for s in d.signatures] == [t])")
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                          text=True, timeout=300)
+    assert done.stdout.strip() == "True"
