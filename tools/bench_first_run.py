@@ -6,7 +6,8 @@ kernel compilation or cache loading, detection, output), measured here in one ru
 * ``first``: ``vjdetect photo.png --model vjboost:frontalface_haar`` (``--model``: another
   shipped model, e.g. ``vjboost:frontalface``, the default one, whose channels, row pass of
   rectangle records and verifier need more kernels) with an empty numba cache (a fresh
-  install: every kernel the detection needs is compiled, then cached);
+  install: every kernel the detection needs is compiled, then cached; by two processes at
+  once, ``vjboost.cascade.ahead``: run with ``VJBOOST_COMPILE_AHEAD=0`` to time one);
 * ``warm``: the same command again, kernels loaded from the cache;
 * ``cv2``: a ``python`` process that imports ``cv2``, loads the shipped Haar cascade's XML
   twin (``vjboost/models/frontalface_haar.xml``, whatever ``--model`` is) into
