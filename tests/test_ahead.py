@@ -45,9 +45,21 @@ def test_detection_jobs_follow_the_model():
     # without grouping, no suppression; without the verifier's score, no HOG
     assert ahead.detection_jobs(_detector("vjboost:frontalface", min_neighbors=0,
                                           score="margin")) == default[:3]
-    # cascades the row pass does not run (deeper trees): nothing to compile ahead
-    assert ahead.detection_jobs(_detector("vjboost:car_side")) == ()
-    assert set(default) | {"list_haar"} <= set(ahead.jobs())
+    # cascades the row pass does not run (MB-LBP nodes, trees of three nodes): the window
+    # kernel of their operations and tree shape
+    car = _detector("vjboost:car_side")
+    cc = car._runner.compiled
+    assert ahead.detection_jobs(car) == (f"scan_{cc.ops}_{cc.shape}",)
+    for name in default + ("list_haar", f"scan_{cc.ops}_{cc.shape}"):
+        kernel, types = ahead.job(name)
+        assert len(types) == kernel.py_func.__code__.co_argcount, name
+
+
+@pytest.mark.parametrize("name", ["", "tree", "tree_dense", "tree_dense_lbp", "list_x",
+                                  "scan_9_2", "scan_1_7", "scan_a_b", "fhog_rects"])
+def test_job_refuses_unknown_names(name):
+    with pytest.raises(KeyError, match="no kernel"):
+        ahead.job(name)
 
 
 _DETECT = """
@@ -73,14 +85,19 @@ print(json.dumps({"compiled": compiled, "found": found}))
 """
 
 #: detections whose kernels the tests compile: the default model (its verifier and
-#: suppression; coarse to fine, so the list pass too) and the Haar one, coarse to fine
-_CASES = [["vjboost:frontalface", "model"], ["vjboost:frontalface_haar", 2]]
+#: suppression; coarse to fine, so the list pass too), the Haar one, coarse to fine, and a
+#: cascade of the window kernel
+_CASES = [["vjboost:frontalface", "model"], ["vjboost:frontalface_haar", 2],
+          ["vjboost:car_side", "model"]]
 
 
-def _detect_in_process(cache, cases) -> dict:
+def _detect_in_process(cache, cases, *, second: bool = False) -> dict:
     """Run :data:`_DETECT` on ``cases`` in a new process over the numba cache folder
-    ``cache``, without a second process."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), _jit.AHEAD_ENV: "0"}
+    ``cache``, with a second process compiling ahead (``second``, two numba threads) or
+    without."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), _jit.AHEAD_ENV: "1" if second else "0"}
+    if second:
+        env["NUMBA_NUM_THREADS"] = "2"
     done = subprocess.run([sys.executable, "-c", _DETECT, json.dumps(cases)], env=env,
                           check=True, capture_output=True, text=True, timeout=600)
     return json.loads(done.stdout)
@@ -95,28 +112,43 @@ def test_jobs_carry_the_types_detections_compile(tmp_path):
     # an empty cache: each detection compiles its kernels, with the types it passes them
     out = _detect_in_process(tmp_path / "cache", _CASES)
     compiled = {tuple(c) for c in out["compiled"]}
-    table = ahead.jobs()
     for case in _CASES:
-        jobs = {(table[n][0].py_func.__qualname__, str(table[n][1])) for n in _jobs_of(case)}
-        assert len(jobs) >= 3
-        assert jobs <= compiled, case
-    assert all(len(f[0]) >= 1 for f in out["found"])  # the verifier and grouping ran
+        jobs = {(k.py_func.__qualname__, str(t)) for k, t in map(ahead.job, _jobs_of(case))}
+        assert jobs and jobs <= compiled, case
+    # the faces' verifier and grouping ran
+    assert len(out["found"][0][0]) >= 1 and len(out["found"][1][0]) >= 1
 
 
 @pytest.mark.slow
 def test_a_cache_filled_ahead_spares_the_detection_those_compilations(tmp_path, photo):
     cache = tmp_path / "cache"
-    names = _jobs_of(_CASES[0])
-    # an empty cache: the second process first, to its end; then the detection alone
+    cases = [_CASES[0], _CASES[2]]
+    names = [n for case in cases for n in _jobs_of(case)]
+    # an empty cache: the second process first, to its end; then the detections alone
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), _jit.AHEAD_ENV: "0"}
     subprocess.run([sys.executable, "-m", ahead.__name__, *names], env=env, check=True,
                    timeout=600)
-    out = _detect_in_process(cache, _CASES[:1])
+    out = _detect_in_process(cache, cases)
     compiled = {c[0] for c in out["compiled"]}
     assert "_gray_image" in compiled  # the cache held none of the detection's first kernels
-    assert not {ahead.jobs()[n][0].py_func.__qualname__ for n in names} & compiled
-    found = _detector(_CASES[0][0]).detect(photo)
-    assert out["found"] == [[found.boxes.tolist(), found.scores.tolist()]]
+    assert not {ahead.job(n)[0].py_func.__qualname__ for n in names} & compiled
+    for (name, c2f), got in zip(cases, out["found"], strict=True):
+        found = _detector(name, coarse_to_fine=c2f).detect(photo)
+        assert got == [found.boxes.tolist(), found.scores.tolist()]
+
+
+@pytest.mark.slow
+def test_the_detection_waits_for_the_second_process(tmp_path, photo):
+    # an empty cache, the second process started by the detection itself: whatever it has
+    # not cached when the detection needs it, the detection waits for, compiling none of it
+    for i, (name, c2f) in enumerate([_CASES[0], _CASES[2]]):
+        out = _detect_in_process(tmp_path / f"cache{i}", [[name, c2f]], second=True)
+        compiled = {c[0] for c in out["compiled"]}
+        assert "_gray_image" in compiled
+        names = _jobs_of([name, c2f])
+        assert not {ahead.job(n)[0].py_func.__qualname__ for n in names} & compiled, name
+        found = _detector(name, coarse_to_fine=c2f).detect(photo)
+        assert out["found"] == [[found.boxes.tolist(), found.scores.tolist()]]
 
 
 def _command(job: str) -> tuple[str, ...]:
@@ -163,8 +195,66 @@ def test_main_compiles_the_named_kernels_and_skips_unknown_names():
     # test_jobs_carry_the_types_detections_compile)
     code = ("import sys; from vjboost.cascade import ahead; "
             "assert ahead.main(['nothing', 'suppress_inside']) == 0; "
-            "d, t = ahead.jobs()['suppress_inside']; "
+            "d, t = ahead.job('suppress_inside'); "
             "print([tuple(s) for s in d.signatures] == [t])")
     done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                           text=True, timeout=300)
     assert done.stdout.strip() == "True"
+
+
+class _Proc:
+    """A stand-in for the second process: running until ``poll`` has been asked ``runs``
+    times."""
+
+    def __init__(self, runs: int) -> None:
+        self.runs = runs
+
+    def poll(self):
+        self.runs -= 1
+        return None if self.runs >= 0 else 0
+
+
+def _loads(results):
+    calls = []
+
+    def load():
+        calls.append(1)
+        return results[min(len(calls), len(results)) - 1]
+
+    return load, calls
+
+
+def test_a_load_waits_for_the_second_process(monkeypatch):
+    monkeypatch.setattr(_jit, "_POLL", 0.0)
+    key = ("vjboost.x", "k", (1,))
+    monkeypatch.setitem(_jit._PENDING, key, _Proc(runs=100))
+    # cached by the second process at its fourth look
+    load, calls = _loads([None, None, None, "kernel"])
+    assert _jit._await_ahead(key, load) == "kernel"
+    assert len(calls) == 4
+    # a kernel no second process compiles: no wait, no load
+    load, calls = _loads(["kernel"])
+    assert _jit._await_ahead(("vjboost.x", "other", (1,)), load) is None
+    assert calls == []
+    # the process exits without caching it: one last look, then compiled here
+    monkeypatch.setitem(_jit._PENDING, key, _Proc(runs=2))
+    load, calls = _loads([None])
+    assert _jit._await_ahead(key, load) is None
+    assert 1 <= len(calls) <= 3
+    # a process that never caches it: the wait ends after AHEAD_WAIT seconds
+    monkeypatch.setattr(_jit, "AHEAD_WAIT", 0.05)
+    monkeypatch.setattr(_jit, "_POLL", 0.005)
+    monkeypatch.setitem(_jit._PENDING, key, _Proc(runs=10**9))
+    load, calls = _loads([None])
+    assert _jit._await_ahead(key, load) is None
+    assert len(calls) >= 2
+
+
+def test_the_kernel_key_reads_signatures_and_tuples():
+    def f(x):
+        return x
+
+    key = _jit._kernel_key(f, (numba.int64,))
+    assert key == (__name__, "test_the_kernel_key_reads_signatures_and_tuples.<locals>.f",
+                   (numba.int64,))
+    assert _jit._kernel_key(f, numba.float64(numba.int64)) == key

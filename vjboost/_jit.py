@@ -29,8 +29,10 @@ numba compiles one function at a time in a process, but its disk cache is shared
 processes: :func:`compile_ahead` starts, when a block starts compiling, a second process that
 compiles kernels the block will need later (with the argument types it will pass them) and
 caches them; the block then loads them instead of compiling them, the two compilations running
-on two cores. Whatever the second process has not cached in time, the block compiles itself, as
-it would have: results never depend on it.
+on two cores. A load of one of those kernels that finds nothing in the cache while the second
+process runs waits for it (polling the cache) rather than compile the kernel a second time; a
+kernel the second process does not compile, or not with those types, or once it has exited, the
+block compiles itself, as it would have: results never depend on it.
 
 This module imports nothing heavy; numba is imported only by :func:`compile_notice`,
 :func:`compile_ahead` and when numba itself loads its array maths or its cache.
@@ -45,7 +47,8 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -158,10 +161,26 @@ def compile_notice(stream: TextIO | None = None) -> Iterator[None]:
 
 #: the second processes started by :func:`compile_ahead`, by command (one each per process)
 _AHEAD: dict[tuple[str, ...], subprocess.Popen] = {}
+#: the kernels a running second process compiles: (module, qualified name, argument types) →
+#: the process
+_PENDING: dict[tuple[str, str, tuple], subprocess.Popen] = {}
 _AHEAD_LOCK = threading.Lock()
+#: the longest a load waits for a second process (seconds; then the kernel is compiled here)
+AHEAD_WAIT = 30.0
+#: how often a waiting load looks in the cache again (seconds)
+_POLL = 0.01
+
+#: a kernel a second process compiles: its Python function and argument types
+Kernel = tuple[Callable[..., Any], tuple]
 
 
-def _start_ahead(command: tuple[str, ...]) -> None:
+def _kernel_key(py_func: Any, types: Any) -> tuple[str, str, tuple]:
+    return (getattr(py_func, "__module__", ""), getattr(py_func, "__qualname__", ""),
+            tuple(getattr(types, "args", types)))
+
+
+def _start_ahead(command: tuple[str, ...], kernels: Callable[[], Iterable[Kernel]] | None
+                 ) -> None:
     with _AHEAD_LOCK:
         if command in _AHEAD:
             return
@@ -173,6 +192,25 @@ def _start_ahead(command: tuple[str, ...]) -> None:
         if not _AHEAD:
             atexit.register(_stop_ahead)
         _AHEAD[command] = proc
+        for py_func, types in (kernels() if kernels is not None else ()):
+            _PENDING[_kernel_key(py_func, types)] = proc
+
+
+def _await_ahead(key: tuple[str, str, tuple], load: Callable[[], Any]) -> Any:
+    """``load()`` again and again while the second process compiling ``key`` runs (at most
+    :data:`AHEAD_WAIT` seconds), until it finds the kernel; None when it never does, or when no
+    running second process compiles ``key``."""
+    proc = _PENDING.get(key)
+    if proc is None or proc.poll() is not None:
+        return None
+    deadline = time.monotonic() + AHEAD_WAIT
+    while time.monotonic() < deadline:
+        done = proc.poll() is not None
+        got = load()
+        if got is not None or done:  # found, or what the process has written is all there is
+            return got
+        time.sleep(_POLL)
+    return None
 
 
 def _stop_ahead() -> None:
@@ -187,10 +225,13 @@ def _stop_ahead() -> None:
 
 
 @contextlib.contextmanager
-def compile_ahead(module: str, jobs: Sequence[str], *, cpus: int = 2) -> Iterator[None]:
+def compile_ahead(module: str, jobs: Sequence[str], *, cpus: int = 2,
+                  kernels: Callable[[], Iterable[Kernel]] | None = None) -> Iterator[None]:
     """When numba starts compiling inside the block, run ``python -m module *jobs`` once (in
     the background, with this process's environment and so its cache folder), a process that
-    compiles and caches the kernels ``jobs`` name (see the module docstring).
+    compiles and caches the kernels ``jobs`` name (see the module docstring). ``kernels``
+    (called when the process starts) lists them, as (Python function, argument types): while
+    it runs, a load of one of them that misses the cache waits for it.
 
     Nothing starts when every kernel the block needs comes from the cache, without ``jobs``,
     when the block may use fewer than two CPUs (``cpus``: the second process would take the
@@ -215,7 +256,7 @@ def compile_ahead(module: str, jobs: Sequence[str], *, cpus: int = 2) -> Iterato
 
     class _Listener(event.Listener):
         def on_start(self, ev: event.Event) -> None:
-            _start_ahead(command)
+            _start_ahead(command, kernels)
 
         def on_end(self, ev: event.Event) -> None:
             pass
@@ -329,7 +370,8 @@ def _light_load(cache: Any, sig: Any, target_context: Any, *, real: Callable[...
     """``Cache.load_overload`` for vjboost's kernels: the target context's refresh during the
     load only starts numba's runtime (the rest of it loads the typing and lowering registries,
     which only a compilation uses, and every compilation refreshes the context itself). Any
-    failure of that load is retried as numba does it."""
+    failure of that load is retried as numba does it. A miss of a kernel that a running second
+    process compiles (:func:`compile_ahead`) waits for it."""
     py_func = getattr(cache, "_py_func", None)
     if not getattr(py_func, "__module__", "").startswith("vjboost."):
         return real(cache, sig, target_context)
@@ -337,14 +379,21 @@ def _light_load(cache: Any, sig: Any, target_context: Any, *, real: Callable[...
         from numba.core.runtime.nrt import rtsys
     except ImportError:  # another numba
         return real(cache, sig, target_context)
-    target_context.refresh = lambda: rtsys.initialize(target_context)
-    try:
+
+    def load() -> Any:
+        target_context.refresh = lambda: rtsys.initialize(target_context)
+        try:
+            return real(cache, sig, target_context)
+        except Exception:  # noqa: BLE001 - whatever the light load lacked, numba's own has
+            pass
+        finally:
+            del target_context.refresh
         return real(cache, sig, target_context)
-    except Exception:  # noqa: BLE001 - whatever the light load lacked, numba's own load has
-        pass
-    finally:
-        del target_context.refresh
-    return real(cache, sig, target_context)
+
+    got = load()
+    if got is None and _PENDING:  # a second process may be compiling it (compile_ahead)
+        got = _await_ahead(_kernel_key(py_func, sig), load)
+    return got
 
 
 def _patch_cache_loads(module: Any) -> None:
