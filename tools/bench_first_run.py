@@ -6,8 +6,10 @@ kernel compilation or cache loading, detection, output), measured here in one ru
 * ``first``: ``vjdetect photo.png --model vjboost:frontalface_haar`` (``--model``: another
   shipped model, e.g. ``vjboost:frontalface``, the default one, whose channels, row pass of
   rectangle records and verifier need more kernels) with an empty numba cache (a fresh
-  install: every kernel the detection needs is compiled, then cached; by two processes at
-  once, ``vjboost.cascade.ahead``: run with ``VJBOOST_COMPILE_AHEAD=0`` to time one);
+  install: every kernel the detection needs is compiled, then cached, by two processes at
+  once: ``vjboost.cascade.ahead``);
+* ``alone``: the same first run compiled by one process (``VJBOOST_COMPILE_AHEAD=0``), each
+  alternated with a ``first`` run;
 * ``warm``: the same command again, kernels loaded from the cache;
 * ``cv2``: a ``python`` process that imports ``cv2``, loads the shipped Haar cascade's XML
   twin (``vjboost/models/frontalface_haar.xml``, whatever ``--model`` is) into
@@ -144,26 +146,36 @@ def main(argv: list[str] | None = None) -> dict:
         photo = args.image.resolve() if args.image else tmp_path / "photo.png"
         if args.image is None:
             write_photo(photo)
-        # a user's environment: no cache folder chosen, and Python writes its bytecode caches
-        # (an installed wheel has them already; PYTHONDONTWRITEBYTECODE would make every run
-        # of an editable install compile vjboost's sources again)
+        # a user's environment: no cache folder chosen (nor the second process's switch), and
+        # Python writes its bytecode caches (an installed wheel has them already;
+        # PYTHONDONTWRITEBYTECODE would make every run of an editable install compile
+        # vjboost's sources again)
         base_env = {k: v for k, v in os.environ.items()
-                    if k not in ("NUMBA_CACHE_DIR", "PYTHONDONTWRITEBYTECODE")}
+                    if k not in ("NUMBA_CACHE_DIR", "PYTHONDONTWRITEBYTECODE",
+                                 "VJBOOST_COMPILE_AHEAD")}
         xml = subprocess.run(
             [python, "-c", "from vjboost.cascade.shipped import MODELS_DIR; "
              f"print(MODELS_DIR / '{MODEL.split(':')[1]}.xml')"],
             env=base_env, capture_output=True, text=True, check=True, cwd=tmp_path).stdout.strip()
 
         first, first_cpu, notes, n_dets = [], [], [], None
+        alone, alone_cpu = [], []
         cache = tmp_path / "cache-0"
         for k in range(args.first_runs):
-            cache = tmp_path / f"cache-{k}"
-            env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
-            dt, res = timed([vjdetect, str(photo), "--model", args.model], env, tmp_path)
-            first.append(dt)
-            first_cpu.append(CPU[-1])
-            notes.append("compiling kernels" in res.stderr)
-            n_dets = len(res.stdout.splitlines())
+            # alternated, so that a change of the machine's load shows in both
+            for second in ((True, False) if k % 2 == 0 else (False, True)):
+                cache = tmp_path / f"cache-{k}-{int(second)}"
+                env = dict(base_env, NUMBA_CACHE_DIR=str(cache),
+                           VJBOOST_COMPILE_AHEAD="1" if second else "0")
+                dt, res = timed([vjdetect, str(photo), "--model", args.model], env, tmp_path)
+                if not second:
+                    alone.append(dt)
+                    alone_cpu.append(CPU[-1])
+                    continue
+                first.append(dt)
+                first_cpu.append(CPU[-1])
+                notes.append("compiling kernels" in res.stderr)
+                n_dets = len(res.stdout.splitlines())
         env = dict(base_env, NUMBA_CACHE_DIR=str(cache))
         warm, warm_cpu, warm_note = [], [], False
         for _ in range(args.warm_runs):
@@ -191,6 +203,9 @@ def main(argv: list[str] | None = None) -> dict:
         "python": python,
         "first_run_s": [round(t, 2) for t in first],
         "first_run_median_s": round(med(first), 2),
+        "first_run_alone_s": [round(t, 2) for t in alone],
+        "first_run_alone_median_s": round(med(alone), 2),
+        "first_over_alone": round(med(first) / med(alone), 2),
         "warm_median_s": round(med(warm), 2),
         "warm_min_s": round(min(warm), 2),
         "cv2_median_s": round(med(cv2_times), 2),
@@ -198,6 +213,7 @@ def main(argv: list[str] | None = None) -> dict:
         "warm_over_cv2": round(med(warm) / med(cv2_times), 1),
         "compile_s": round(med(first) - med(warm), 2),
         "first_run_cpu_s": round(med(first_cpu), 2),
+        "first_run_alone_cpu_s": round(med(alone_cpu), 2),
         "warm_cpu_s": round(med(warm_cpu), 2),
         "cv2_cpu_s": round(med(cv2_cpu), 2),
         "python_start_s": round(med(start), 3),
@@ -214,10 +230,14 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"vjdetect --model {args.model} on {result['photo']} ({python})")
     print(f"  first run (empty cache)  {result['first_run_median_s']:6.2f} s  "
           f"(runs: {result['first_run_s']}; target <= 5 s)")
+    print(f"  first run, one process   {result['first_run_alone_median_s']:6.2f} s  "
+          f"(runs: {result['first_run_alone_s']}; VJBOOST_COMPILE_AHEAD=0) -> "
+          f"{result['first_over_alone']}x with two")
     print(f"  warm run                 {result['warm_median_s']:6.2f} s  (target <= 1 s)")
     print(f"  cv2 process, same XML    {result['cv2_median_s']:6.2f} s  "
           f"-> first {result['first_over_cv2']}x, warm {result['warm_over_cv2']}x cv2's time")
-    print(f"  CPU seconds (user+sys): first {result['first_run_cpu_s']:.2f}, warm "
+    print(f"  CPU seconds (user+sys): first {result['first_run_cpu_s']:.2f} (one process "
+          f"{result['first_run_alone_cpu_s']:.2f}), warm "
           f"{result['warm_cpu_s']:.2f}, cv2 {result['cv2_cpu_s']:.2f}")
     print(f"  of which: python start {result['python_start_s']:.2f} s, import vjboost.cli.detect "
           f"{result['import_cli_s']:.2f} s, compilation ~{result['compile_s']:.2f} s")
