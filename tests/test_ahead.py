@@ -241,13 +241,21 @@ def test_a_load_waits_for_the_second_process(monkeypatch):
     load, calls = _loads([None])
     assert _jit._await_ahead(key, load) is None
     assert 1 <= len(calls) <= 3
-    # a process that never caches it: the wait ends after AHEAD_WAIT seconds
+    # a process that never caches it: the wait ends after AHEAD_WAIT seconds, and the
+    # process's other kernels are waited for no more
     monkeypatch.setattr(_jit, "AHEAD_WAIT", 0.05)
     monkeypatch.setattr(_jit, "_POLL", 0.005)
-    monkeypatch.setitem(_jit._PENDING, key, _Proc(runs=10**9))
+    stuck = _Proc(runs=10**9)
+    other = ("vjboost.x", "k2", (1,))
+    monkeypatch.setitem(_jit._PENDING, key, stuck)
+    monkeypatch.setitem(_jit._PENDING, other, stuck)
     load, calls = _loads([None])
     assert _jit._await_ahead(key, load) is None
     assert len(calls) >= 2
+    assert key not in _jit._PENDING and other not in _jit._PENDING
+    load, calls = _loads([None])
+    assert _jit._await_ahead(other, load) is None
+    assert calls == []
 
 
 def test_the_kernel_key_reads_signatures_and_tuples():

@@ -199,7 +199,8 @@ def _start_ahead(command: tuple[str, ...], kernels: Callable[[], Iterable[Kernel
 def _await_ahead(key: tuple[str, str, tuple], load: Callable[[], Any]) -> Any:
     """``load()`` again and again while the second process compiling ``key`` runs (at most
     :data:`AHEAD_WAIT` seconds), until it finds the kernel; None when it never does, or when no
-    running second process compiles ``key``."""
+    running second process compiles ``key``. A process waited for in vain that long is waited
+    for no more (a stopped or stuck process delays one load, not every one)."""
     proc = _PENDING.get(key)
     if proc is None or proc.poll() is not None:
         return None
@@ -210,6 +211,9 @@ def _await_ahead(key: tuple[str, str, tuple], load: Callable[[], Any]) -> Any:
         if got is not None or done:  # found, or what the process has written is all there is
             return got
         time.sleep(_POLL)
+    with _AHEAD_LOCK:
+        for k in [k for k, p in _PENDING.items() if p is proc]:
+            del _PENDING[k]
     return None
 
 
