@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -266,3 +267,13 @@ def test_the_kernel_key_reads_signatures_and_tuples():
     assert key == (__name__, "test_the_kernel_key_reads_signatures_and_tuples.<locals>.f",
                    (numba.int64,))
     assert _jit._kernel_key(f, numba.float64(numba.int64)) == key
+
+
+def test_the_second_process_imports_this_package_and_finds_the_cache(monkeypatch, tmp_path):
+    # -m imports from the working folder first: the second process starts where this
+    # process's vjboost lives, with the cache folder as an absolute path
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "relative-cache")
+    cwd, env = _jit._ahead_place(ahead.__name__)
+    assert (Path(cwd) / "vjboost" / "_jit.py").resolve() == Path(_jit.__file__).resolve()
+    assert env["NUMBA_CACHE_DIR"] == str(tmp_path.resolve() / "relative-cache")

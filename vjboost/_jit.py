@@ -179,13 +179,27 @@ def _kernel_key(py_func: Any, types: Any) -> tuple[str, str, tuple]:
             tuple(getattr(types, "args", types)))
 
 
+def _ahead_place(module: str) -> tuple[str | None, dict[str, str]]:
+    """Where a second process running ``python -m module`` starts, and its environment: in
+    the folder that holds this process's package of ``module`` (``-m`` imports from the
+    working folder first, which could hold another copy of the package), with the cache
+    folder as an absolute path (a relative one would name another folder there)."""
+    env = dict(os.environ)
+    if env.get("NUMBA_CACHE_DIR"):
+        env["NUMBA_CACHE_DIR"] = str(Path(env["NUMBA_CACHE_DIR"]).expanduser().resolve())
+    top = sys.modules.get(module.partition(".")[0])
+    where = getattr(top, "__file__", None)
+    return (str(Path(where).resolve().parent.parent) if where else None), env
+
+
 def _start_ahead(command: tuple[str, ...], kernels: Callable[[], Iterable[Kernel]] | None
                  ) -> None:
     with _AHEAD_LOCK:
         if command in _AHEAD:
             return
+        cwd, env = _ahead_place(command[2])
         try:
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         except OSError:  # no interpreter to start (an embedded Python...): compile here
             return
