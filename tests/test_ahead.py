@@ -1,7 +1,8 @@
 """Compiling a detection's later kernels ahead in a second process: the kernels named carry the
 argument types detections pass them (checked against what detections compile), a cache filled by
-the second process spares a detection those compilations and leaves its results as they are,
-and the second process starts once, only when a block compiles."""
+the second process spares a detection those compilations and leaves its results as they are, a
+detection waits for the second process rather than compile those kernels itself, and the second
+process starts once, only when a block compiles."""
 
 from __future__ import annotations
 
