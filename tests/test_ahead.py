@@ -165,15 +165,15 @@ def _fresh_kernel():
 def test_compile_ahead_starts_once_when_the_block_compiles(monkeypatch):
     monkeypatch.delenv(_jit.AHEAD_ENV, raising=False)
     job = f"unknown_{uuid.uuid4().hex}"  # main() skips names it does not know
-    with _jit.compile_ahead(ahead.__name__, [job]):
+    with _jit.compile_ahead(ahead.__name__, lambda: [job]):
         pass  # nothing compiled: nothing started
     assert _command(job) not in _jit._AHEAD
-    with _jit.compile_ahead(ahead.__name__, [job]):
+    with _jit.compile_ahead(ahead.__name__, lambda: [job]):
         assert _fresh_kernel()(1) == 2
         assert _fresh_kernel()(2) == 3
     proc = _jit._AHEAD[_command(job)]
     assert proc.wait(timeout=120) == 0
-    with _jit.compile_ahead(ahead.__name__, [job]):
+    with _jit.compile_ahead(ahead.__name__, lambda: [job]):
         _fresh_kernel()(3)
     assert _jit._AHEAD[_command(job)] is proc  # once per process
 
@@ -186,7 +186,7 @@ def test_compile_ahead_stays_off(monkeypatch, setting):
     else:
         monkeypatch.delenv(_jit.AHEAD_ENV, raising=False)
     jobs = setting.get("jobs", [job])
-    with _jit.compile_ahead(ahead.__name__, jobs, cpus=setting.get("cpus", 2)):
+    with _jit.compile_ahead(ahead.__name__, lambda: jobs, cpus=setting.get("cpus", 2)):
         _fresh_kernel()(1)
     assert _command(job) not in _jit._AHEAD
     assert (sys.executable, "-m", ahead.__name__) not in _jit._AHEAD

@@ -48,7 +48,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
@@ -140,17 +140,27 @@ def compile_notice(stream: TextIO | None = None) -> Iterator[None]:
     >>> with compile_notice():
     ...     pass
     """
-    from numba.core import event
-
     shown = False
     out = sys.stderr if stream is None else stream
 
+    def note() -> None:
+        nonlocal shown
+        if not shown:
+            shown = True
+            print(NOTE.format(dir=cache_dir()), file=out, flush=True)
+
+    with _on_compile(note):
+        yield
+
+
+@contextlib.contextmanager
+def _on_compile(start: Callable[[], None]) -> Iterator[None]:
+    """Call ``start()`` each time numba starts compiling inside the block."""
+    from numba.core import event
+
     class _Listener(event.Listener):
         def on_start(self, ev: event.Event) -> None:
-            nonlocal shown
-            if not shown:
-                shown = True
-                print(NOTE.format(dir=cache_dir()), file=out, flush=True)
+            start()
 
         def on_end(self, ev: event.Event) -> None:
             pass
@@ -170,8 +180,8 @@ AHEAD_WAIT = 30.0
 #: how often a waiting load looks in the cache again (seconds)
 _POLL = 0.01
 
-#: a kernel a second process compiles: its Python function and argument types
-Kernel = tuple[Callable[..., Any], tuple]
+#: a job's kernel: a numba dispatcher (or its Python function) and its argument types
+Kernel = tuple[Any, tuple]
 
 
 def _kernel_key(py_func: Any, types: Any) -> tuple[str, str, tuple]:
@@ -192,12 +202,15 @@ def _ahead_place(module: str) -> tuple[str | None, dict[str, str]]:
     return (str(Path(where).resolve().parent.parent) if where else None), env
 
 
-def _start_ahead(command: tuple[str, ...], kernels: Callable[[], Iterable[Kernel]] | None
-                 ) -> None:
+def _start_ahead(module: str, jobs: Sequence[str],
+                 resolve: Callable[[str], Kernel] | None) -> None:
+    if not jobs:
+        return
+    command = (sys.executable, "-m", module, *jobs)
     with _AHEAD_LOCK:
         if command in _AHEAD:
             return
-        cwd, env = _ahead_place(command[2])
+        cwd, env = _ahead_place(module)
         try:
             proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -206,8 +219,8 @@ def _start_ahead(command: tuple[str, ...], kernels: Callable[[], Iterable[Kernel
         if not _AHEAD:
             atexit.register(_stop_ahead)
         _AHEAD[command] = proc
-        for py_func, types in (kernels() if kernels is not None else ()):
-            _PENDING[_kernel_key(py_func, types)] = proc
+        for kernel, types in (map(resolve, jobs) if resolve is not None else ()):
+            _PENDING[_kernel_key(getattr(kernel, "py_func", kernel), types)] = proc
 
 
 def _await_ahead(key: tuple[str, str, tuple], load: Callable[[], Any]) -> Any:
@@ -243,43 +256,32 @@ def _stop_ahead() -> None:
 
 
 @contextlib.contextmanager
-def compile_ahead(module: str, jobs: Sequence[str], *, cpus: int = 2,
-                  kernels: Callable[[], Iterable[Kernel]] | None = None) -> Iterator[None]:
-    """When numba starts compiling inside the block, run ``python -m module *jobs`` once (in
+def compile_ahead(module: str, jobs: Callable[[], Sequence[str]], *, cpus: int = 2,
+                  resolve: Callable[[str], Kernel] | None = None) -> Iterator[None]:
+    """When numba starts compiling inside the block, run ``python -m module *jobs()`` once (in
     the background, with this process's environment and so its cache folder), a process that
-    compiles and caches the kernels ``jobs`` name (see the module docstring). ``kernels``
-    (called when the process starts) lists them, as (Python function, argument types): while
-    it runs, a load of one of them that misses the cache waits for it.
+    compiles and caches the kernels the jobs name (see the module docstring). ``jobs`` is
+    called only then; ``resolve(job)`` gives a job's kernel and argument types: while the
+    process runs, a load of one of them that misses the cache waits for it.
 
-    Nothing starts when every kernel the block needs comes from the cache, without ``jobs``,
-    when the block may use fewer than two CPUs (``cpus``: the second process would take the
-    block's own), when ``sys.executable`` is not a Python interpreter, or when the environment
-    sets ``VJBOOST_COMPILE_AHEAD=0``; the same command runs once per process. A second process
-    still running when this one exits is stopped.
+    Nothing starts when every kernel the block needs comes from the cache, without jobs, when
+    the block may use fewer than two CPUs (``cpus``: the second process would take the block's
+    own), when ``sys.executable`` is not a Python interpreter, or when the environment sets
+    ``VJBOOST_COMPILE_AHEAD=0``; the same command runs once per process. A second process still
+    running when this one exits is stopped.
 
     Examples
     --------
-    >>> with compile_ahead("vjboost.cascade.ahead", []):
+    >>> with compile_ahead("vjboost.cascade.ahead", lambda: []):
     ...     pass
     """
     # an embedding program's sys.executable may be no Python at all (a server binary)
     python = Path(sys.executable or "").name.lower()
-    if not jobs or cpus < 2 or os.environ.get(AHEAD_ENV, "1").strip() == "0" \
+    if cpus < 2 or os.environ.get(AHEAD_ENV, "1").strip() == "0" \
             or not python.startswith("python"):
         yield
         return
-    from numba.core import event
-
-    command = (sys.executable, "-m", module, *jobs)
-
-    class _Listener(event.Listener):
-        def on_start(self, ev: event.Event) -> None:
-            _start_ahead(command, kernels)
-
-        def on_end(self, ev: event.Event) -> None:
-            pass
-
-    with event.install_listener("numba:compile", _Listener()):
+    with _on_compile(lambda: _start_ahead(module, jobs(), resolve)):
         yield
 
 

@@ -683,9 +683,8 @@ class CascadeDetector:
             img = np.ascontiguousarray(img[y0:y1, x0:x1])
             ox, oy = x0, y0
         # a first run compiles the later kernels in a second process meanwhile (vjboost._jit)
-        jobs = ahead.detection_jobs(self)
-        with compile_ahead(ahead.__name__, jobs, cpus=resolve_threads(self.threads),
-                           kernels=lambda: [(k.py_func, t) for k, t in map(ahead.job, jobs)]):
+        with compile_ahead(ahead.__name__, lambda: ahead.detection_jobs(self),
+                           cpus=resolve_threads(self.threads), resolve=ahead.job):
             boxes, scores = self.raw_windows(img)
             det = self._group(boxes, scores, img)
         if ox or oy:
