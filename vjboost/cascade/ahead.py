@@ -17,6 +17,7 @@ than compile it too (:func:`vjboost._jit.compile_ahead`).
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -30,8 +31,10 @@ _OPS = (OPS_MIXED, OPS_RECTS, OPS_MBLBP, OPS_HAAR, OPS_RECTS_MBLBP)
 _SHAPES = (0, 1, 2, 3)
 
 
+@functools.lru_cache(maxsize=1)
 def _types() -> dict[str, tuple]:
-    """The argument types of each kind of kernel, as the detection passes them."""
+    """The argument types of each kind of kernel, as the detection passes them (built once:
+    every job reads them)."""
     from numba import types as nt
 
     def a(dtype: Any, ndim: int = 1) -> Any:
