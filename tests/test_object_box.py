@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import vjboost
 from vjboost.boxes import inner_boxes
 from vjboost.cascade import CascadeDetector
-from vjboost.cascade.detector import check_object_box, object_box
+from vjboost.cascade.model import check_object_box, object_box
 
 
 @pytest.fixture(scope="module")

@@ -843,7 +843,7 @@ def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = Fal
     """
     import cv2
 
-    from vjboost.cascade.detector import object_box
+    from vjboost.cascade.model import object_box
     from vjboost.cascade.runner import cascade_accepts
 
     def crop(stack: np.ndarray, box: np.ndarray, model) -> np.ndarray:

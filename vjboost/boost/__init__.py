@@ -14,9 +14,10 @@ tree
     ``Tree``: the one decision-tree class (boosting learners and cascade trees).
 weak
     ``TreeShape``: stumps, depth-k trees, best-first J-leaf trees, domain partitions grown node by
-    node from a split search; ``fit_weak_learner`` for one block.
+    node from a split search.
 search
-    Split searches over a precomputed matrix, streamed feature blocks, or an adaptive sampler.
+    Split searches over a precomputed matrix, streamed feature blocks, or an adaptive sampler;
+    ``fit_weak_learner`` for one block.
 losses
     Step objects of Discrete/Real/Gentle AdaBoost, LogitBoost, AdaBoost.MH and J-class LogitBoost.
 rounds
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
         trim_weights,
     )
     from vjboost.boost.rounds import RoundResult, Rounds, run_rounds
-    from vjboost.boost.search import MatrixSearch, SampledSearch, StreamedSearch
+    from vjboost.boost.search import MatrixSearch, SampledSearch, StreamedSearch, fit_weak_learner
     from vjboost.boost.source import (
         CallableSource,
         FeatureSource,
@@ -64,6 +65,6 @@ if TYPE_CHECKING:
         search_stumps,
     )
     from vjboost.boost.tree import Tree
-    from vjboost.boost.weak import Split, TreeShape, fit_weak_learner, partition_tree
+    from vjboost.boost.weak import Split, TreeShape, partition_tree
 
 __getattr__, __dir__, __all__ = attach(__name__, __file__)

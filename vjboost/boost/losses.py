@@ -22,7 +22,7 @@ The same calls by hand, for a caller that evaluates feature blocks itself::
 
     step = make_loss("gentle", y_pm)
     learner, search = fit_weak_learner(step, block, sample_ids=ids, block=True,
-                                       feature_ids=feature_ids)   # vjboost.boost.weak
+                                       feature_ids=feature_ids)   # vjboost.boost.search
     loss = step.refit_and_update(learner, rows)   # rows: learner.features_ on all N examples
 
 Binary algorithms (``y`` in {-1, +1}; leaves include the coefficient, so ``F`` is a plain sum):

@@ -18,8 +18,8 @@ vectors (criterion ``"vote"``) the root chooses the vote vector ``v``; the nodes
 the collapsed two-class problem ``r_i = sum_k v_k w_ik Y_ik`` (Discrete AdaBoost on ``|r|`` and
 ``sign(r)``), so a deeper tree outputs ``phi(x) v`` with ``phi`` in {-1, +1} per leaf.
 
-:func:`fit_weak_learner` fits one learner on a block of values (the step interface of
-:mod:`vjboost.boost.losses`).
+:func:`vjboost.boost.search.fit_weak_learner` fits one learner on a block of values (a
+:class:`~vjboost.boost.search.MatrixSearch` over the block, grown by :class:`TreeShape`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from vjboost.boost.losses import Problem
 from vjboost.boost.stumps import StumpSearch, search_histograms
 from vjboost.boost.tree import Tree
 
-__all__ = ["WEAK_LEARNERS", "Split", "TreeShape", "fit_weak_learner", "partition_tree"]
+__all__ = ["WEAK_LEARNERS", "Split", "TreeShape", "partition_tree"]
 
 WEAK_LEARNERS = ("stump", "tree", "histogram")
 
@@ -468,103 +468,6 @@ def partition_tree(feature: int, thresholds: Any, values: Any, *, split_bins: An
         return node
 
     return TreeShape._build(build(0, t.size, 0), sb is not None)
-
-
-def fit_weak_learner(
-    step: Any,
-    values: np.ndarray,
-    *,
-    kind: str = "stump",
-    max_depth: int = 2,
-    max_leaves: int | None = None,
-    sample_ids: Any = None,
-    block: bool = False,
-    rows: Any = None,
-    feature_ids: Any = None,
-    categorical: Any = None,
-    edges: np.ndarray | None = None,
-    n_parts: int = 8,
-    threads: int | None = None,
-) -> tuple[Tree | None, Any]:
-    """Fit the best weak learner of a block with the step's current weights and response.
-
-    Parameters
-    ----------
-    step : loss object or Problem
-        Gives ``weights``, ``response`` and ``criterion`` (a loss of
-        :mod:`vjboost.boost.losses` with one problem per round, or a :class:`Problem`).
-    values : ndarray of shape (Q_all, S_all)
-        float32 raw values or uint8 bins (categorical rows: codes 0..255).
-    kind : {"stump", "tree", "histogram"}
-        ``"histogram"`` (Real AdaBoost's domain partitioning) needs the ``"real"`` criterion.
-    max_depth : int, default=2
-        Depth of trees (``kind="tree"``).
-    max_leaves : int, optional
-        Best-first trees of this many leaves instead (``kind="tree"``).
-    sample_ids : array-like of int, optional
-        ``block=False``: ``values`` has all N examples as columns and ``sample_ids`` selects the
-        ones to fit on (default all). ``block=True``: the columns of ``values`` are the examples
-        ``sample_ids`` (required, length S_all), in that order.
-    rows : array-like of int, optional
-        Rows of ``values`` to consider (default all).
-    feature_ids : array-like of shape (Q_all,), optional
-        Global feature id of each row of ``values`` (default: the row index); learners store
-        global ids.
-    categorical : array-like of shape (Q_all,), bool, optional
-        Rows holding categorical codes (MB-LBP).
-    edges : ndarray of shape (Q_all, E), float32, optional
-        Bin edges of uint8 ``values``.
-    n_parts : int, default=8
-        Parts of the histogram learner.
-    threads : int, optional
-
-    Returns
-    -------
-    learner : Tree or None
-        With the *hypothesis* leaf values fitted on the block (refit them on all examples with
-        ``step.fit_leaves``). ``None`` if no feature can split the examples.
-    search : StumpSearch or HistogramSearch
-        Per-feature result of the root split over ``rows``.
-
-    Examples
-    --------
-    >>> from vjboost.boost.losses import make_loss
-    >>> X = np.array([[0, 1, 2, 3], [3, 1, 2, 0]], dtype=np.float32)
-    >>> tree, search = fit_weak_learner(make_loss("gentle", [-1, -1, 1, 1]), X)
-    >>> int(tree.feature[0]), float(tree.threshold[0]), tree.leaves.tolist()
-    (0, 1.5, [-1.0, 1.0])
-    """
-    from vjboost.boost.search import MatrixSearch
-
-    if kind not in WEAK_LEARNERS:
-        raise ValueError(f"kind: expected one of {WEAK_LEARNERS}, got {kind!r}")
-    shape = TreeShape.of(kind, max_depth=max_depth, max_leaves=max_leaves, n_parts=n_parts)
-    values = np.asarray(values)
-    if values.ndim != 2:
-        raise ValueError(f"values: expected a 2-D feature-major block, got shape {values.shape}")
-    problem = step if isinstance(step, Problem) else step.problems()[0]
-    if block:
-        if sample_ids is None:
-            raise ValueError("sample_ids: required with block=True (the examples of the columns)")
-        sid = np.asarray(sample_ids, dtype=np.int64)
-        if sid.shape != (values.shape[1],):
-            raise ValueError(f"sample_ids: expected {values.shape[1]} ids (one per column), got "
-                             f"{sid.shape}")
-        if sid.size and (sid.min() < 0 or sid.max() >= problem.n_samples):
-            raise ValueError(f"sample_ids: ids must be in [0, {problem.n_samples})")
-        problem = Problem(problem.weights[sid], problem.response[sid], problem.criterion)
-        cols = None
-    else:
-        if values.shape[1] != problem.n_samples:
-            raise ValueError(f"values: has {values.shape[1]} columns but the loss has "
-                             f"{problem.n_samples} examples (pass block=True for a block of "
-                             "sampled examples)")
-        cols = None if sample_ids is None else np.asarray(sample_ids, dtype=np.int64)
-    if kind == "histogram" and problem.criterion != "real":
-        raise ValueError("kind: the histogram learner needs the 'real' loss")
-    search = MatrixSearch(values, edges=edges, categorical=categorical, feature_ids=feature_ids,
-                          rows=rows, threads=threads)
-    return shape.grow(search, problem, cols)
 
 
 def fit_partition(values: np.ndarray, problem: Problem, cols: np.ndarray | None,

@@ -36,11 +36,10 @@ if TYPE_CHECKING:
         declared_suppression,
         default_operating,
         detect_images,
-        object_box,
         operating_score,
     )
     from vjboost.cascade.exits import early_exits
-    from vjboost.cascade.model import CascadeModel, ModelError, Stage
+    from vjboost.cascade.model import CascadeModel, ModelError, Stage, object_box
     from vjboost.cascade.model_io import load_model, model_from_dict, model_to_dict, save_model
     from vjboost.cascade.opencv_xml import (
         CascadeFormatError,

@@ -33,7 +33,7 @@ from .._jit import compile_ahead
 from .._threads import n_threads, resolve_threads
 from ..boxes import DETECTION_SCORES, drop_inside, group_detections, inner_boxes
 from . import ahead
-from .model import CascadeModel
+from .model import CascadeModel, object_box
 from .runner import CascadeRunner
 from .scan import (
     DEFAULT_BORDER_MARGIN,
@@ -49,14 +49,12 @@ from .verifier import DetectionVerifier
 __all__ = [
     "CascadeDetector",
     "Detections",
-    "check_object_box",
     "check_suppress_inside",
     "declared_border",
     "declared_suppression",
     "default_operating",
     "detect_images",
     "model_verifier",
-    "object_box",
     "opencv_scales",
     "operating_score",
     "to_gray",
@@ -216,71 +214,6 @@ def model_verifier(model: CascadeModel) -> DetectionVerifier:
     if d is None:
         raise ValueError("score 'verified': the model declares no verifier (params['verifier'])")
     return DetectionVerifier.from_dict(d, name="the model's params['verifier']")
-
-
-def object_box(model: CascadeModel) -> tuple[float, float, float, float] | None:
-    """Where a model's objects lie in its window (``params["object_box"]``), checked.
-
-    A cascade trained with context around its objects (``vjtrain --pos-crop`` wider than the
-    object, ``--object-box`` for the object inside it) declares its object's box as fractions
-    ``(x, y, w, h)`` of the window; its detector then reports object boxes, not windows.
-
-    Returns
-    -------
-    tuple of 4 float, or None
-        None when the model declares none (or the whole window): boxes are the windows.
-
-    Examples
-    --------
-    >>> from vjboost.cascade import load_model
-    >>> object_box(load_model("vjboost:frontalface"))  # a 24×24 window, the face 18×18 in it
-    (0.125, 0.125, 0.75, 0.75)
-    >>> object_box(load_model("vjboost:frontalface_haar")) is None
-    True
-    """
-    v = dict(getattr(model, "params", {}) or {}).get("object_box")
-    if v is None:
-        return None
-    return check_object_box(v, "the model's params['object_box']")
-
-
-def check_object_box(value: Any,
-                     name: str = "object_box") -> tuple[float, float, float, float] | None:
-    """``value`` as an object box ``(x, y, w, h)`` in fractions of the window, checked.
-
-    Parameters
-    ----------
-    value : sequence of 4 numbers
-        Four finite numbers with ``0 < w, h <= 4`` and a corner within ``[-2, 2]``.
-    name : str
-        What the error message calls it (an option, or a model's param).
-
-    Returns
-    -------
-    tuple of 4 float, or None
-        None for the whole window ``(0, 0, 1, 1)``.
-
-    Raises
-    ------
-    ValueError
-        Naming ``name`` and the limits.
-
-    Examples
-    --------
-    >>> check_object_box(["0.125", "0.125", "0.75", "0.75"], "--object-box")
-    (0.125, 0.125, 0.75, 0.75)
-    >>> check_object_box([0, 0, 1, 1]) is None
-    True
-    """
-    try:
-        box = tuple(float(x) for x in value)
-    except (TypeError, ValueError):
-        box = ()
-    if (len(box) != 4 or not all(math.isfinite(x) for x in box)
-            or not (0 < box[2] <= 4 and 0 < box[3] <= 4) or not all(-2 <= x <= 2 for x in box[:2])):
-        raise ValueError(f"{name}: expected X,Y,W,H, fractions of the window with 0 < W, H <= 4 "
-                         f"and -2 <= X, Y <= 2, got {value!r}")
-    return None if box == (0.0, 0.0, 1.0, 1.0) else box  # type: ignore[return-value]
 
 
 def _min_std(value: Any, model: CascadeModel) -> float:
@@ -720,7 +653,7 @@ class CascadeDetector:
         boxes : ndarray of int32, shape (N, 4)
             ``(x, y, w, h)`` in image pixels (not clipped), ordered by scale, row, column: the
             windows, or the object box inside each window that the model declares
-            (:func:`object_box`).
+            (:func:`~vjboost.cascade.model.object_box`).
         scores : ndarray of float64, shape (N,)
             Last stage score of each window.
         positions : ndarray of int64, shape (N, 3)

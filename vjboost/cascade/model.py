@@ -40,6 +40,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from numbers import Integral, Real
 from typing import Any
@@ -50,7 +51,7 @@ from .._errors import InputError
 from ..boost.tree import Tree
 from .kernels import reject_threshold
 
-__all__ = ["CascadeModel", "ModelError", "Stage"]
+__all__ = ["CascadeModel", "ModelError", "Stage", "check_object_box", "object_box"]
 
 
 class ModelError(InputError):
@@ -420,8 +421,6 @@ class CascadeModel:
                 + self._object_box_note())
 
     def _object_box_note(self) -> str:
-        from .detector import object_box  # the detector reads and checks the declaration
-
         try:
             box = object_box(self)
         except ValueError:
@@ -431,3 +430,68 @@ class CascadeModel:
 
     def __repr__(self) -> str:
         return f"CascadeModel({self.summary()})"
+
+
+def object_box(model: CascadeModel) -> tuple[float, float, float, float] | None:
+    """Where a model's objects lie in its window (``params["object_box"]``), checked.
+
+    A cascade trained with context around its objects (``vjtrain --pos-crop`` wider than the
+    object, ``--object-box`` for the object inside it) declares its object's box as fractions
+    ``(x, y, w, h)`` of the window; its detector then reports object boxes, not windows.
+
+    Returns
+    -------
+    tuple of 4 float, or None
+        None when the model declares none (or the whole window): boxes are the windows.
+
+    Examples
+    --------
+    >>> from vjboost.cascade import load_model
+    >>> object_box(load_model("vjboost:frontalface"))  # a 24×24 window, the face 18×18 in it
+    (0.125, 0.125, 0.75, 0.75)
+    >>> object_box(load_model("vjboost:frontalface_haar")) is None
+    True
+    """
+    v = dict(getattr(model, "params", {}) or {}).get("object_box")
+    if v is None:
+        return None
+    return check_object_box(v, "the model's params['object_box']")
+
+
+def check_object_box(value: Any,
+                     name: str = "object_box") -> tuple[float, float, float, float] | None:
+    """``value`` as an object box ``(x, y, w, h)`` in fractions of the window, checked.
+
+    Parameters
+    ----------
+    value : sequence of 4 numbers
+        Four finite numbers with ``0 < w, h <= 4`` and a corner within ``[-2, 2]``.
+    name : str
+        What the error message calls it (an option, or a model's param).
+
+    Returns
+    -------
+    tuple of 4 float, or None
+        None for the whole window ``(0, 0, 1, 1)``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name`` and the limits.
+
+    Examples
+    --------
+    >>> check_object_box(["0.125", "0.125", "0.75", "0.75"], "--object-box")
+    (0.125, 0.125, 0.75, 0.75)
+    >>> check_object_box([0, 0, 1, 1]) is None
+    True
+    """
+    try:
+        box = tuple(float(x) for x in value)
+    except (TypeError, ValueError):
+        box = ()
+    if (len(box) != 4 or not all(math.isfinite(x) for x in box)
+            or not (0 < box[2] <= 4 and 0 < box[3] <= 4) or not all(-2 <= x <= 2 for x in box[:2])):
+        raise ValueError(f"{name}: expected X,Y,W,H, fractions of the window with 0 < W, H <= 4 "
+                         f"and -2 <= X, Y <= 2, got {value!r}")
+    return None if box == (0.0, 0.0, 1.0, 1.0) else box  # type: ignore[return-value]

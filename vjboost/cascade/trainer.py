@@ -355,7 +355,7 @@ class CascadeTrainer:
         Where the object lies in the training window, as fractions of its width and height,
         when the positives keep context around it: declared by the model
         (``params["object_box"]``), so that its detector reports object boxes, not windows
-        (:func:`vjboost.cascade.detector.object_box`). Training does not use it.
+        (:func:`vjboost.cascade.model.object_box`). Training does not use it.
 
     Attributes
     ----------
@@ -512,7 +512,7 @@ class CascadeTrainer:
             raise TrainingError(f"mining: {exc}") from None
         self._object_box = None  # the checked box the model declares (None: the window)
         if self.object_box is not None:
-            from .detector import check_object_box
+            from .model import check_object_box
 
             try:  # the detector's own check
                 self._object_box = check_object_box(self.object_box)

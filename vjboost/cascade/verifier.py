@@ -820,7 +820,7 @@ def declare_verifier(model: Any, windows: Any, backgrounds: Sequence[Any], *,
     True
     """
     from ..boxes import inner_boxes
-    from .detector import object_box
+    from .model import object_box
 
     if box is None:
         h, w = model.window_shape

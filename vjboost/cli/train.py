@@ -200,7 +200,7 @@ def _parse_crop(value: str | None) -> tuple[float, float, float, float] | None:
 def _parse_object_box(value: str | None) -> tuple[float, float, float, float] | None:
     if value is None:
         return None
-    from vjboost.cascade.detector import check_object_box
+    from vjboost.cascade.model import check_object_box
 
     try:  # the detector's own check, under the option's name
         return check_object_box(value.split(","), "--object-box")
