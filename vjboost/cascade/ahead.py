@@ -98,7 +98,7 @@ def job(name: str) -> tuple[Any, tuple]:
             return (prefilter._tree_dense if haar else prefilter._tree_dense_r), types["tree"]
         return (prefilter._tree_sparse if haar else prefilter._tree_sparse_r), types["tree"]
     if len(parts) == 2 and parts[0] == "list" and parts[1] in ("haar", "rects"):
-        ops = prefilter.OPS_HAAR if parts[1] == "haar" else prefilter.OPS_RECTS
+        ops = OPS_HAAR if parts[1] == "haar" else OPS_RECTS
         return prefilter._LIST_PASSES[ops], types["list"]
     if len(parts) == 3 and parts[0] == "scan" and parts[1].isdigit() and parts[2].isdigit() \
             and int(parts[1]) in _OPS and int(parts[2]) in _SHAPES:
@@ -122,9 +122,8 @@ def detection_jobs(detector: Any) -> tuple[str, ...]:
     """
     cc = detector._runner.compiled
     names: list[str] = []
-    if cc is not None and prefilter.suits(cc) and cc.ops in (prefilter.OPS_HAAR,
-                                                             prefilter.OPS_RECTS):
-        tag = "haar" if cc.ops == prefilter.OPS_HAAR else "rects"
+    if cc is not None and prefilter.suits(cc):  # OPS_HAAR or OPS_RECTS trees of depth <= 2
+        tag = "haar" if cc.ops == OPS_HAAR else "rects"
         names += [f"tree_dense_{tag}", f"tree_sparse_{tag}"]
         # the list pass runs coarse-to-fine scanning's neighbourhoods, and sparse rows where
         # OpenCV's skip rule is off (CascadeRunner._run_items)
