@@ -25,6 +25,7 @@ from vjboost.boost.sampling import (
     SampledBoostedClassifier,
     Tasting1Q,
     UniformNaive,
+    UniformQ1,
     allocate_mas,
     expected_max_order_statistics,
     expected_selected_edge,
@@ -159,6 +160,16 @@ def test_partition_and_bad_parameters():
     ev, _ = _evaluator(X, y, [60])
     with pytest.raises(ValueError, match="budget"):
         UniformNaive().select(ev, 0)
+    # every fixed-size strategy refuses a budget that cannot pay for S examples of one
+    # feature (of one feature per arm, for a bandit pulling several)
+    with pytest.raises(ValueError, match="cannot cover S=50 examples"):
+        Tasting1Q(n_examples=50, random_state=0).select(ev, 49)
+    with pytest.raises(ValueError, match="cannot cover S=50 examples"):
+        UniformQ1(n_examples=50, random_state=0).select(ev, 49)
+    ev2, _ = _evaluator(X, y, [30, 30])
+    with pytest.raises(ValueError, match="cannot cover 2 arms x S=50"):
+        UCB(k=2, n_examples=50, random_state=0).select(ev2, 99)
+    assert UCB(k=2, n_examples=50, random_state=0).select(ev2, 100).info["Q"] == 2
     with pytest.raises(ValueError, match="feature_ids"):
         ev.block([60], [0])
     with pytest.raises(ValueError, match="sample_ids"):

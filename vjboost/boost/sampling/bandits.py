@@ -20,19 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from vjboost.boost.sampling.base import Sampler, check_count, draw_features, reward
+from vjboost.boost.sampling.base import _FixedSize, check_count, draw_features, reward
 from vjboost.boost.sampling.evaluator import EdgeEvaluator
 
 __all__ = ["UCB", "EpsilonGreedy", "Exp3P"]
 
 
-class _Bandit(Sampler):
-    def __init__(self, n_examples: int | None = None, *, random_state: Any = None) -> None:
-        super().__init__(random_state)
-        if n_examples is not None:
-            check_count(n_examples, "n_examples")
-        self.n_examples = n_examples
-
+class _Bandit(_FixedSize):
     def _setup(self, evaluator, budget):
         k = evaluator.partition.n_families
         self.pulls_ = np.zeros(k, dtype=np.int64)
@@ -40,10 +34,7 @@ class _Bandit(Sampler):
 
     def _pull(self, evaluator: EdgeEvaluator, arms: list[int], budget: int):
         """Evaluate ``Q`` features split over ``arms`` on one sample; per-arm best rewards."""
-        s = self._default_s(evaluator, budget, self.n_examples)
-        q = budget // s
-        if q < len(arms):
-            raise ValueError(f"budget: {budget} evaluations cannot cover {len(arms)} arms x S={s}")
+        q, s = self._qs(evaluator, budget, arms=len(arms))
         part = evaluator.partition
         draws = evaluator.sample_examples(s, self.rng_)
         share = [q // len(arms) + (1 if j < q % len(arms) else 0) for j in range(len(arms))]

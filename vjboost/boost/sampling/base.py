@@ -208,12 +208,6 @@ class Sampler(Estimator, abc.ABC):
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _default_s(self, evaluator: EdgeEvaluator, budget: int, s: int | None) -> int:
-        """``S`` of the fixed-size strategies: given, else ``sqrt(budget)`` within ``[1, N]``."""
-        if s is not None:
-            return s
-        return int(max(1, min(evaluator.n_samples, int(np.sqrt(budget)))))
-
     def _best_of(self, blocks: list[BlockEdges]) -> tuple[WeakLearner, BlockEdges, int]:
         best_block, best_pos, best_edge = None, -1, -np.inf
         for b in blocks:
@@ -225,3 +219,26 @@ class Sampler(Estimator, abc.ABC):
             b = blocks[0]
             return b.learner(0), b, 0
         return best_block.learner(best_pos), best_block, best_pos
+
+
+class _FixedSize(Sampler):
+    """Strategies that draw ``S`` examples and spend the round's budget on the ``Q = budget //
+    S`` features it pays for (the uniform baselines, Tasting, the bandits)."""
+
+    def __init__(self, n_examples: int | None = None, *, random_state: Any = None) -> None:
+        super().__init__(random_state)
+        if n_examples is not None:
+            check_count(n_examples, "n_examples")
+        self.n_examples = n_examples
+
+    def _qs(self, evaluator: EdgeEvaluator, budget: int, *, arms: int = 1) -> tuple[int, int]:
+        """``(Q, S)``: ``S`` given, else ``sqrt(budget)`` within ``[1, N]``; ``Q = budget // S``,
+        enough for one feature of each of ``arms`` families."""
+        s = self.n_examples
+        if s is None:
+            s = int(max(1, min(evaluator.n_samples, int(np.sqrt(budget)))))
+        q = budget // s
+        if q < arms:
+            what = f"{arms} arms x S={s}" if arms > 1 else f"S={s} examples"
+            raise ValueError(f"budget: {budget} evaluations cannot cover {what}")
+        return q, s

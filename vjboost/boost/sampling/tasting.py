@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from vjboost._memory import check_memory
-from vjboost.boost.sampling.base import Sampler, check_count, draw_features
+from vjboost.boost.sampling.base import _FixedSize, check_count, draw_features
 from vjboost.boost.sampling.evaluator import EdgeEvaluator
 
 __all__ = ["Tasting1Q", "TastingQ1", "allocate_tasting", "expected_max_order_statistics"]
@@ -129,17 +129,14 @@ def allocate_tasting(
     return counts
 
 
-class _Tasting(Sampler):
+class _Tasting(_FixedSize):
     def __init__(
         self, n_tasted: int = 32, *, n_taste_examples: int = 1000,
         n_examples: int | None = None, random_state: Any = None,
     ) -> None:
-        super().__init__(random_state)
+        super().__init__(n_examples, random_state=random_state)
         self.n_tasted = check_count(n_tasted, "n_tasted")
         self.n_taste_examples = check_count(n_taste_examples, "n_taste_examples")
-        if n_examples is not None:
-            check_count(n_examples, "n_examples")
-        self.n_examples = n_examples
 
     def _setup(self, evaluator, budget):
         part = evaluator.partition
@@ -169,13 +166,6 @@ class _Tasting(Sampler):
         b = evaluator.cached_block(self._cache[:, draws], self._tasted_all, draws)
         e = np.where(np.isfinite(b.edges), b.edges, 0.0)
         return [e[self.tasted_family_ == k] for k in range(len(self.tasted_ids_))]
-
-    def _qs(self, evaluator, budget) -> tuple[int, int]:
-        s = self._default_s(evaluator, budget, self.n_examples)
-        q = budget // s
-        if q < 1:
-            raise ValueError(f"budget: {budget} evaluations cannot cover S={s} examples")
-        return q, s
 
 
 class Tasting1Q(_Tasting):

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from vjboost.boost.sampling.base import Sampler, check_count, draw_features
+from vjboost.boost.sampling.base import Sampler, _FixedSize, check_count, draw_features
 from vjboost.boost.sampling.evaluator import EdgeEvaluator, WeakLearner
 
 __all__ = ["BestFamily", "Full", "Uniform1Q", "UniformNaive", "UniformQ1"]
@@ -46,21 +46,6 @@ class Full(Sampler):
         b = evaluator.block(np.arange(evaluator.n_features), evaluator.node_ids, weighted=True)
         learner, _, _ = self._best_of([b])
         return learner, {"Q": evaluator.n_features, "S": int(evaluator.node_ids.size)}
-
-
-class _FixedSize(Sampler):
-    def __init__(self, n_examples: int | None = None, *, random_state: Any = None) -> None:
-        super().__init__(random_state)
-        if n_examples is not None:
-            check_count(n_examples, "n_examples")
-        self.n_examples = n_examples
-
-    def _qs(self, evaluator: EdgeEvaluator, budget: int) -> tuple[int, int]:
-        s = self._default_s(evaluator, budget, self.n_examples)
-        q = budget // s
-        if q < 1:
-            raise ValueError(f"budget: {budget} evaluations cannot cover S={s} examples")
-        return q, s
 
 
 class UniformNaive(_FixedSize):
