@@ -596,6 +596,41 @@ def test_fit_verifier_hard_stages_mines_with_a_cut_of_the_cascade(face_model):
             fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_stages=bad, **kw)
 
 
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 5), st.integers(0, 5)),
+                max_size=30),
+       st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 5), st.integers(0, 5)),
+                max_size=30))
+def test_rows_in_is_set_membership(rows, among):
+    from vjboost.cascade.verifier import _rows_in
+
+    want = [r in set(among) for r in rows]
+    got = _rows_in(np.array(rows, np.int64).reshape(-1, 3),
+                   np.array(among, np.int64).reshape(-1, 3))
+    assert got.tolist() == want
+
+
+def test_a_longer_cuts_windows_are_the_shorter_scans_windows_its_stages_accept(face_model):
+    """``fit_verifier`` reads the longer cut's windows off a scan by that cut: they are the
+    shorter cut's windows that the further stages accept, evaluated window by window."""
+    from skimage import data
+
+    from vjboost.cascade.runner import CascadeRunner
+    from vjboost.cascade.verifier import _rows_in, _scanner
+
+    img = data.astronaut()[..., 1]
+    n = face_model.n_stages
+    for short, long in ((2, n - 2), (4, n)):
+        det = _scanner(face_model.truncated(short), 1.1)
+        pyr = det.pyramid((img.shape[1], img.shape[0]))
+        _, _, at = det.raw_windows(img, return_positions=True, pyramid=pyr)
+        _, _, at_long = _scanner(face_model.truncated(long), 1.1).raw_windows(
+            img, return_positions=True, pyramid=pyr)
+        further = CascadeRunner(face_model.truncated(long), first_stage=short, threads=1)
+        want = further.accepts(pyr.windows(img, at), min_std=det.min_std)
+        assert 0 < want.sum() < len(at)
+        np.testing.assert_array_equal(_rows_in(at, at_long), want)
+
+
 def _astronaut_faces():
     """The astronaut's face framed as the face windows of ``tools/face_data.py`` (36 px, the face
     box (6, 6, 24, 24)), shifted by a pixel or two, and mirrored."""
