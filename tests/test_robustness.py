@@ -407,6 +407,80 @@ def test_dev_full_gives_the_disk_full_message():
                 raise vio.output_error("/dev/full", exc) from None
 
 
+def _char_device(path: Path, minor: int) -> Path:
+    """A memory character device (1, ``minor``: 3 null, 7 full) made in ``path`` with mknod;
+    skipped where that needs privileges or the file system refuses devices (``nodev``)."""
+    import stat
+
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+        open(path, "wb").close()
+    except (OSError, AttributeError) as exc:
+        pytest.skip(f"cannot make a character device in {path.parent} ({exc})")
+    return path
+
+
+def test_a_fifo_is_written_in_place_not_replaced(tmp_path):
+    import stat
+    import threading
+
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    check_output_path(fifo)
+    atomic_write(fifo, b"detections")
+    reader.join(10)
+    assert got == [b"detections"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert [f.name for f in tmp_path.iterdir()] == ["ff"]
+
+
+def test_a_symlink_stays_a_link_and_its_target_is_written(tmp_path):
+    (tmp_path / "target.txt").write_text("old")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to("target.txt")
+    check_output_path(link)
+    atomic_write(link, "new")
+    assert link.is_symlink() and (tmp_path / "target.txt").read_text() == "new"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["link.jsonl", "target.txt"]
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to("made.json")
+    atomic_write(dangling, "{}")
+    assert dangling.is_symlink() and (tmp_path / "made.json").read_text() == "{}"
+    loop = tmp_path / "loop.json"
+    loop.symlink_to("loop.json")
+    with pytest.raises(OutputError, match=r"loop.json: cannot be written"):
+        atomic_write(loop, "{}")
+
+
+def test_a_device_is_written_in_place_and_a_full_one_reported(tmp_path):
+    import stat
+
+    null = _char_device(tmp_path / "mynull", 3)
+    check_output_path(null)
+    atomic_write(null, "x" * 100)
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+    full = _char_device(tmp_path / "myfull", 7)
+    with pytest.raises(OutputError, match=r"myfull: cannot be written: the disk is full"):
+        atomic_write(full, "x" * 100)
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+def test_vjdetect_json_to_a_full_device_fails_in_one_line(tmp_path, model_json):
+    import stat
+
+    from vjboost.cli.detect import main
+
+    full = _char_device(tmp_path / "myfull", 7)
+    r = CliRunner().invoke(main, [str(_good(tmp_path / "a.png")), "--model", model_json,
+                                  "--json", str(full)])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("Error:")] == [
+        f"Error: {full}: cannot be written: the disk is full (No space left on device)"]
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
 def test_output_path_checks(tmp_path):
     (tmp_path / "model.json").mkdir()
     with pytest.raises(OutputError, match="is a folder"):

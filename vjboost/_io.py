@@ -12,6 +12,7 @@ import json
 import os
 import re
 import socket
+import stat
 import tempfile
 import time
 import zipfile
@@ -350,12 +351,52 @@ def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
     return OutputError(f"{path}: cannot be written: {reason}")
 
 
+def _is_std_stream(st: os.stat_result) -> bool:
+    """Whether ``st`` is the file of this process's standard output or error."""
+    for fd in (1, 2):
+        try:
+            own = os.fstat(fd)
+        except OSError:
+            continue
+        if (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
+def _destination(path: Path) -> tuple[Path, bool]:
+    """Where a write to ``path`` goes, and whether it goes straight into the file.
+
+    A rename would replace what ``path`` names, so it is only used for regular files (and new
+    ones). A device, FIFO or socket (``/dev/null``, a pipe a reader waits on, ``/dev/stdout``
+    when it is a pipe or terminal) is written in place, as is the tool's own standard output or
+    error when it is a regular file (``--json /dev/stdout > log``: renaming over the log would
+    cut it off from the shell's descriptor). A symlink is followed: the file it resolves to is
+    written atomically and the link stays a link.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:  # a symlink loop, a component that is not a folder...
+        raise output_error(path, exc) from None
+    if st is not None and not stat.S_ISDIR(st.st_mode) and (
+            not stat.S_ISREG(st.st_mode) or _is_std_stream(st)):
+        return path, True
+    if path.is_symlink():  # also a dangling one: its target is created
+        return Path(os.path.realpath(path)), False
+    return path, False
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> Iterator[Path]:
     """A temporary file name beside ``path``, renamed over ``path`` only on success: the one
     mechanism of every write (:func:`atomic_open` opens the file on it), also for writers that
     take a file name, such as OpenCV's ``VideoWriter``, which picks the container by the name's
     ending.
+
+    A symlink stays a link: the file it resolves to is replaced. A device, FIFO or socket, which
+    a rename would destroy, is written in place (``path`` itself is yielded), and so is the
+    process's own standard output or error (``/dev/stdout`` redirected to a file).
 
     Parameters
     ----------
@@ -387,9 +428,18 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
     >>> (d / "clip.avi").read_bytes(), sorted(p.name for p in d.iterdir())
     (b'frames', ['clip.avi'])
     """
-    path = Path(path)
-    if path.is_dir():
-        raise OutputError(f"{path}: is a folder; cannot write a file there")
+    name = Path(path)  # named in messages: what the user gave
+    if name.is_dir():
+        raise OutputError(f"{name}: is a folder; cannot write a file there")
+    path, direct = _destination(name)
+    if direct:
+        try:
+            yield path
+        except OSError as exc:
+            if isinstance(exc, OutputError) or exc.errno not in _BODY_ERRNOS:
+                raise
+            raise output_error(name, exc) from None
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.",
@@ -397,7 +447,7 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
                                    dir=path.parent)
         os.close(fd)
     except OSError as exc:
-        raise output_error(path, exc) from None
+        raise output_error(name, exc) from None
     ours = False  # exceptions of the body that are not write failures pass unchanged
     try:
         yield Path(tmp)
@@ -411,7 +461,7 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
             os.unlink(tmp)
         if isinstance(exc, OSError) and not isinstance(exc, OutputError) and (
                 ours or exc.errno in _BODY_ERRNOS):
-            raise output_error(path, exc) from None
+            raise output_error(name, exc) from None
         raise
 
 
@@ -421,7 +471,9 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
 
     Whatever fails (the disk fills up, the body raises, the process is interrupted), the
     temporary file is removed and ``path`` keeps its previous content (:func:`atomic_path`,
-    with the file opened, flushed and synced to disk here).
+    with the file opened, flushed and synced to disk here). A device, FIFO or socket is written
+    in place, and a write error there (``ENOSPC`` of a full device) is an
+    :class:`~vjboost._errors.OutputError` too.
 
     Parameters
     ----------
@@ -447,7 +499,10 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
             yield fh
             try:
                 fh.flush()
-                os.fsync(fh.fileno())
+                # only a regular file has a disk copy to sync (a pipe or a terminal written in
+                # place refuses fsync with EINVAL)
+                if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    os.fsync(fh.fileno())
             except OSError as exc:
                 raise output_error(path, exc) from None
 
@@ -501,10 +556,12 @@ def check_output_path(path: str | os.PathLike[str], kind: str = "file", *,
                       what: str | None = None, min_free: int = 4096) -> Path:
     """Check that an output file or folder can be written, before any work is done.
 
-    A file must not be a folder and its folder must exist; a folder is created when its parent
-    exists. The folder written to must accept a new file (a probe file is created and removed:
-    this catches permissions, read-only file systems and full inode tables) and have at least
-    ``min_free`` bytes free.
+    A file must not be a folder and its folder must exist (for a symlink, the folder of the
+    file it resolves to); a device, FIFO or socket must be writable, and is not probed further
+    (:func:`atomic_path` writes it in place); a folder is created when its parent exists. The
+    folder written to must accept a new file (a probe file is created and removed: this catches
+    permissions, read-only file systems and full inode tables) and have at least ``min_free``
+    bytes free.
 
     Parameters
     ----------
@@ -553,7 +610,12 @@ def check_output_path(path: str | os.PathLike[str], kind: str = "file", *,
     else:
         if p.is_dir():
             raise OutputError(f"{head}{p} is a folder; give a file name")
-        target = p.parent if str(p.parent) else Path(".")
+        dest, direct = _destination(p)
+        if direct:  # a device, FIFO or the tool's own output, written in place: no new file
+            if not os.access(dest, os.W_OK):
+                raise OutputError(f"{head}cannot write {p}: permission denied")
+            return p
+        target = dest.parent if str(dest.parent) else Path(".")
         if not target.is_dir():
             raise OutputError(f"{head}cannot write {p}: the folder {target} does not exist")
     try:
