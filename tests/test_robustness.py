@@ -503,6 +503,30 @@ def test_vjdetect_json_on_a_full_disk_leaves_no_file(tmp_path, model_json, monke
     assert not out.exists() and not list(tmp_path.glob(".dets*"))
 
 
+def test_vjdetect_never_writes_over_an_input_image_list_or_model(tmp_path, model_json):
+    from vjboost.cli.detect import main
+
+    img = _good(tmp_path / "x.png")
+    (tmp_path / "link.png").symlink_to("x.png")
+    (tmp_path / "list.txt").write_text("x.png\n")
+    before = img.read_bytes(), Path(model_json).read_bytes()
+    cases = [
+        ([img, "--json", img], f"--json: {img} is the input image;"),
+        ([img, "--json", tmp_path / "link.png"], f"is the input image {img};"),
+        ([tmp_path, "--format", "coco", "--save", img], f"--save: {img} is the input image"),
+        ([tmp_path / "list.txt", "--json", tmp_path / "list.txt"], "is the input file;"),
+        ([img, "--json", model_json], f"--json: {model_json} is the --model file;"),
+    ]
+    for args, message in cases:
+        r = CliRunner().invoke(main, [*map(str, args), "--model", model_json])
+        assert r.exit_code == 1 and message in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert (img.read_bytes(), Path(model_json).read_bytes()) == before
+    assert (tmp_path / "list.txt").read_text() == "x.png\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["link.png", "list.txt", "m.json",
+                                                          "x.png"]
+
+
 def test_vjdetect_model_dev_zero_and_partial_batch(tmp_path, model_json):
     from vjboost.cli.detect import main
 

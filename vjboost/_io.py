@@ -17,7 +17,7 @@ import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,6 +33,7 @@ __all__ = [
     "atomic_path",
     "atomic_write",
     "check_output_path",
+    "check_outputs_apart",
     "output_error",
     "parse_json",
     "read_bytes",
@@ -634,6 +635,89 @@ def check_output_path(path: str | os.PathLike[str], kind: str = "file", *,
             raise OutputError(f"{head}cannot write in {target}: the disk is full ({free} bytes "
                               "free)")
     return p
+
+
+def _identity(path: str | os.PathLike[str]) -> tuple[int, int] | str | None:
+    """What file ``path`` names, to tell whether two paths name one: an existing regular file's
+    device and inode (a symlink or a hard link to it names it too), a new file's resolved path,
+    None for a device, FIFO, socket or folder (written in place, or not a file: two outputs may
+    both be ``/dev/null``)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def check_outputs_apart(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+                        inputs: Iterable[tuple[str, str | os.PathLike[str] | None]] = ()
+                        ) -> None:
+    """Refuse, before any work, an output file that is one of the command's inputs or another
+    of its outputs: writing it would destroy that input (``vjdetect x.png --json x.png``) or
+    that output (``vjadapt -o a.json --report a.json``).
+
+    Paths are compared as files: an existing file by device and inode (a symlink or hard link to
+    an input is that input), a new one by its resolved path. Inputs are only looked at when an
+    output file already exists (a new file cannot be an input), then with one ``stat`` each, so
+    a long list of images costs nothing in the usual case. Devices, FIFOs and sockets
+    (``/dev/stdout``) are written in place and never refused; ``"-"`` (standard output) and
+    None (an output not written) are skipped.
+
+    Parameters
+    ----------
+    outputs : iterable of (str, path-like or None)
+        What each output is for messages (an option such as ``--json``) and its path.
+    inputs : iterable of (str, path-like or None)
+        What each input is for messages (``"input image"``, ``"--model file"``) and its path;
+        may be a generator.
+
+    Raises
+    ------
+    OutputError
+        One line naming the output, the input (or other output) it is, and what to do.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> img = Path(tempfile.mkdtemp()) / "x.png"
+    >>> _ = img.write_bytes(b"an image")
+    >>> check_outputs_apart([("--json", img.with_suffix(".jsonl"))], [("input image", img)])
+    >>> check_outputs_apart([("--json", img)], [("input image", img)])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.OutputError: --json: .../x.png is the input image; writing it would \
+destroy that input: give another output path
+    """
+    seen: dict[tuple[int, int] | str, tuple[str, str]] = {}
+    for what, path in outputs:
+        if path is None or os.fspath(path) == "-":
+            continue
+        key = _identity(path)
+        if key is None:
+            continue
+        if key in seen:
+            other, first = seen[key]
+            raise OutputError(f"{what}: {path} is the same file as {other} ({first}); one "
+                              "would overwrite the other: give them different paths")
+        seen[key] = (what, os.fspath(path))
+    existing = {k: v for k, v in seen.items() if isinstance(k, tuple)}
+    if not existing:
+        return
+    for what, path in inputs:
+        if path is None or isinstance(path, int):  # an int would stat a file descriptor
+            continue
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        hit = existing.get((st.st_dev, st.st_ino))
+        if hit is not None and stat.S_ISREG(st.st_mode):
+            out_what, out_path = hit
+            also = "" if os.fspath(path) == out_path else f" {path}"
+            raise OutputError(f"{out_what}: {out_path} is the {what}{also}; writing it would "
+                              "destroy that input: give another output path")
 
 
 def _reason(exc: OSError) -> str:

@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
-from .._io import atomic_path, atomic_write, check_output_path
+from .._io import atomic_path, atomic_write, check_output_path, check_outputs_apart
 from .._jit import compile_notice
 from .._limits import Limits, limit_error
 from .._parallel import ExecutorError
@@ -386,17 +386,28 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
     # outputs first: a wrong path fails now, not after the whole batch
     out_dir = check_output_path(output_dir, "folder", what="--output-dir") if output_dir else None
-    writer = open_detection_writer(save_path, format=fmt, label=label,
-                                   what="--json" if json_path is not None else "--save")
-    try:
+    if model_path is None:
+        model_path = default_model_path()
         if model_path is None:
-            model_path = default_model_path()
-            if model_path is None:
-                raise click.UsageError("no --model given and neither vjboost's models folder "
-                                       "nor OpenCV's frontal-face cascade is installed; pass "
-                                       "--model")
+            raise click.UsageError("no --model given and neither vjboost's models folder "
+                                   "nor OpenCV's frontal-face cascade is installed; pass "
+                                   "--model")
+    try:
+        model_file = resolve_model(model_path)
+    except ModelNotFound as exc:
+        raise click.BadParameter(str(exc), param_hint="--model") from None
+    expanded = expand_inputs(inputs, recursive=recursive)
+    what = "--json" if json_path is not None else "--save"
+    # the detections must not overwrite an image or the model they come from
+    check_outputs_apart([(what, save_path)], [
+        ("--model file", model_file),
+        *((f"input {s.kind}", s.target) for s in expanded.sources
+          if s.kind in ("image", "video")),
+        *(("input file", raw) for raw in inputs)])  # a list of images (.txt) too
+    writer = open_detection_writer(save_path, format=fmt, label=label, what=what)
+    try:
         try:
-            model = load_model(resolve_model(model_path))
+            model = load_model(model_file)
         except (ModelNotFound, CascadeFormatError, VJBoostError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
         params = dict(scale_factor=scale_factor, min_neighbors=parse_min_neighbors(min_neighbors),
@@ -414,7 +425,6 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         stats = _Stats()
-        expanded = expand_inputs(inputs, recursive=recursive)
         for src, why in expanded.problems:
             stats.fail(src, why)
         single = len(inputs) == 1 and len(expanded.sources) <= 1
