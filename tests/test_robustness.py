@@ -584,6 +584,46 @@ def test_vjtrain_refuses_a_held_folder_and_an_output_that_is_a_folder(train_data
     assert not (out / LOCK_NAME).exists() and not (out / "checkpoint.json").exists()
 
 
+def test_vjtrain_output_is_never_an_input_folder_nor_a_foreign_folder(train_data, tmp_path):
+    import shutil
+
+    from vjboost.cli.train import vjtrain
+
+    bg = tmp_path / "bg"
+    shutil.copytree(train_data / "bg", bg)
+    before = sorted(f.name for f in bg.iterdir())
+
+    def run(out, *extra):
+        args = _train_args(train_data, out, *extra)
+        args[1] = str(bg)
+        return CliRunner().invoke(vjtrain, args)
+
+    for out, where in ((bg, f"{bg} is the NEG folder;"), (bg / "sub", "lies inside the NEG")):
+        r = run(out)
+        assert r.exit_code == 2 and "Error: -o/--output: " in r.output and where in r.output
+        assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert sorted(f.name for f in bg.iterdir()) == before
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "model.json").write_text("important")
+    (foreign / "stages.png").write_text("a plot of mine")
+    for extra in ((), ("--resume",)):
+        r = run(foreign, *extra)
+        assert r.exit_code == 2 and "Traceback" not in r.output
+        assert r.output.strip().splitlines()[-1] == (
+            f"Error: {foreign}: holds model.json, stages.png, which training would overwrite, but "
+            "no training checkpoint: it is not a training to continue; choose a new or empty "
+            "output folder, or move those files away")
+    assert (foreign / "model.json").read_text() == "important"
+    assert not (foreign / LOCK_NAME).exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run(empty)
+    assert r.exit_code == 0, r.output
+    r = run(empty, "--resume", "--stages", "2")  # its own folder: resumed
+    assert r.exit_code == 0 and "resuming after stage 0" in r.output, r.output
+
+
 def test_vjtrain_full_disk_and_damaged_checkpoint(train_data, tmp_path, monkeypatch):
     """The disk fills up at the second checkpoint: one line, the first checkpoint intact, no
     temporary file, no lock; --resume then continues. A truncated checkpoint says what to do."""

@@ -33,6 +33,7 @@ __all__ = [
     "atomic_path",
     "atomic_write",
     "check_output_path",
+    "check_folder_apart",
     "check_outputs_apart",
     "output_error",
     "parse_json",
@@ -718,6 +719,51 @@ destroy that input: give another output path
             also = "" if os.fspath(path) == out_path else f" {path}"
             raise OutputError(f"{out_what}: {out_path} is the {what}{also}; writing it would "
                               "destroy that input: give another output path")
+
+
+def check_folder_apart(what: str, folder: str | os.PathLike[str],
+                       inputs: Iterable[tuple[str, str | os.PathLike[str] | None]]) -> None:
+    """Refuse, before any work, an output folder that is an input folder or lies inside one:
+    what is written there would be read as input the next time (``vjtrain -o POS`` fills the
+    positives folder with its plots, which the next run takes for positive crops).
+
+    Parameters
+    ----------
+    what : str
+        The output's option, for messages (``-o/--output``).
+    folder : path-like
+        The output folder (it need not exist yet).
+    inputs : iterable of (str, path-like or None)
+        What each input is for messages (``"POS"``) and its path; those that are not folders
+        are skipped.
+
+    Raises
+    ------
+    OutputError
+        One line naming the output folder, the input folder and what to do.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> pos = Path(tempfile.mkdtemp())
+    >>> check_folder_apart("-o", pos.parent / "elsewhere", [("POS", pos)])
+    >>> check_folder_apart("-o", pos / "out", [("POS", pos)])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.OutputError: -o: .../out lies inside the POS folder ...; what is written \
+there would be read as input: choose an output folder outside it
+    """
+    out = Path(os.path.realpath(folder))
+    for label, path in inputs:
+        if path is None or not os.path.isdir(path):
+            continue
+        src = Path(os.path.realpath(path))
+        if out == src or src in out.parents:
+            where = "is" if out == src else "lies inside"
+            named = "" if os.fspath(path) == os.fspath(folder) else f" {path}"
+            raise OutputError(f"{what}: {folder} {where} the {label} folder{named}; what is "
+                              "written there would be read as input: choose an output folder "
+                              "outside it")
 
 
 def _reason(exc: OSError) -> str:
