@@ -386,26 +386,27 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
     # outputs first: a wrong path fails now, not after the whole batch
     out_dir = check_output_path(output_dir, "folder", what="--output-dir") if output_dir else None
-    if model_path is None:
-        model_path = default_model_path()
-        if model_path is None:
-            raise click.UsageError("no --model given and neither vjboost's models folder "
-                                   "nor OpenCV's frontal-face cascade is installed; pass "
-                                   "--model")
-    try:
-        model_file = resolve_model(model_path)
-    except ModelNotFound as exc:
-        raise click.BadParameter(str(exc), param_hint="--model") from None
-    expanded = expand_inputs(inputs, recursive=recursive)
     what = "--json" if json_path is not None else "--save"
-    # the detections must not overwrite an image or the model they come from
-    check_outputs_apart([(what, save_path)], [
-        ("--model file", model_file),
-        *((f"input {s.kind}", s.target) for s in expanded.sources
-          if s.kind in ("image", "video")),
-        *(("input file", raw) for raw in inputs)])  # a list of images (.txt) too
     writer = open_detection_writer(save_path, format=fmt, label=label, what=what)
     try:
+        if model_path is None:
+            model_path = default_model_path()
+            if model_path is None:
+                raise click.UsageError("no --model given and neither vjboost's models folder "
+                                       "nor OpenCV's frontal-face cascade is installed; pass "
+                                       "--model")
+        try:
+            model_file = resolve_model(model_path)
+        except ModelNotFound as exc:
+            raise click.BadParameter(str(exc), param_hint="--model") from None
+        expanded = expand_inputs(inputs, recursive=recursive)
+        # the detections must not overwrite an image or the model they come from (the writer
+        # has written nothing yet: a jsonl file goes to a temporary file, removed by abort)
+        check_outputs_apart([(what, save_path)], [
+            ("--model file", model_file),
+            *((f"input {s.kind}", s.target) for s in expanded.sources
+              if s.kind in ("image", "video")),
+            *(("input file", raw) for raw in inputs)])  # a list of images (.txt) too
         try:
             model = load_model(model_file)
         except (ModelNotFound, CascadeFormatError, VJBoostError) as exc:
