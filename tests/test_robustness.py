@@ -239,9 +239,35 @@ def test_model_size_cap_before_reading(tmp_path, monkeypatch):
     monkeypatch.setenv("VJBOOST_MAX_MODEL_BYTES", "4000")
     with pytest.raises(LimitError, match=r"big.xml: model file of \d+ bytes exceeds"):
         load_model(p)
-    if os.path.exists("/dev/zero"):  # endless: at most the cap is read
-        with pytest.raises(LimitError, match="/dev/zero: model file of more than 4000 bytes"):
+    # a size the file system does not tell (procfs reports 0): at most the cap is read
+    fstat = os.fstat
+    monkeypatch.setattr(vio.os, "fstat", lambda fd: os.stat_result(
+        (*fstat(fd)[:6], 0, *fstat(fd)[7:10])))
+    with pytest.raises(LimitError, match=r"big.xml: model file of more than 4000 bytes"):
+        load_model(p)
+    monkeypatch.setattr(vio.os, "fstat", fstat)
+    if os.path.exists("/dev/zero"):  # endless: not read at all
+        with pytest.raises(InputError, match="/dev/zero: is a device, not a regular file"):
             load_model("/dev/zero")
+
+
+def test_inputs_that_are_fifos_are_refused_not_read(tmp_path):
+    from vjboost.cli.detect import main
+    from vjboost.io import read_annotations, read_image
+
+    fifo = tmp_path / "model.json"
+    os.mkfifo(fifo)
+    for read, what in ((load_model, "model file"), (read_annotations, "annotation file"),
+                       (lambda f: read_annotations(f, format="csv"), "CSV file"),
+                       (vio.read_npz, "array file"), (read_image, "image file")):
+        with pytest.raises(InputError, match=f"model.json: is a FIFO, not a regular file; it "
+                                             f"cannot be read as the {what}"):
+            read(fifo)
+    r = CliRunner().invoke(main, [str(_good(tmp_path / "a.png")), "--model", str(fifo)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.strip().splitlines()[-1] == (
+        f"Error: Invalid value for --model: {fifo}: is a FIFO, not a regular file; it cannot "
+        "be read as the model file")
 
 
 def test_node_and_feature_caps(tmp_path):
@@ -532,7 +558,7 @@ def test_vjdetect_model_dev_zero_and_partial_batch(tmp_path, model_json):
 
     if os.path.exists("/dev/zero"):
         r = CliRunner().invoke(main, [str(_good(tmp_path / "a.png")), "--model", "/dev/zero"])
-        assert r.exit_code != 0 and "VJBOOST_MAX_MODEL_BYTES" in r.output
+        assert r.exit_code != 0 and "/dev/zero: is a device, not a regular file" in r.output
         assert "Traceback" not in r.output
     d = tmp_path / "dir"
     d.mkdir()

@@ -35,6 +35,7 @@ __all__ = [
     "check_output_path",
     "check_folder_apart",
     "check_outputs_apart",
+    "check_regular",
     "output_error",
     "parse_json",
     "read_bytes",
@@ -62,6 +63,43 @@ _BODY_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
 # ------------------------------------------------------------------------------------------------
 
 
+def check_regular(path: str | os.PathLike[str], *, what: str,
+                  error: type[Exception]) -> None:
+    """Refuse an input that exists but is neither a regular file nor a folder: reading a FIFO,
+    socket or terminal blocks until another process writes to it (for ever if none does), and
+    a device such as ``/dev/zero`` never ends. A missing file or a folder passes: the reader
+    says what is wrong with them.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        What the file should be, for messages (``"model file"``).
+    error : exception class
+        Raised with a one-line message naming the file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> fifo = tempfile.mkdtemp() + "/model.json"
+    >>> os.mkfifo(fifo)
+    >>> check_regular(fifo, what="model file", error=InputError)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.InputError: .../model.json: is a FIFO, not a regular file; it cannot be read \
+as the model file
+    """
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return
+    mode = st.st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device")
+        raise error(f"{path}: is {kind}, not a regular file; it cannot be read as the {what}")
+
+
 def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception],
                max_bytes: int | None = None, limit_field: str = "max_model_bytes",
                option: str | None = None) -> bytes:
@@ -73,7 +111,8 @@ def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception
     what : str
         What the file should be, for messages (``"model file"``).
     error : exception class
-        Raised (with the message) when the file is missing, a folder or unreadable.
+        Raised (with the message) when the file is missing, a folder, not a regular file
+        (:func:`check_regular`: a FIFO would block) or unreadable.
     max_bytes : int, optional
         Read at most this many bytes (a larger file, or an endless one such as ``/dev/zero``,
         raises :class:`~vjboost._errors.LimitError`). Default: the ``limit_field`` cap of
@@ -95,6 +134,7 @@ def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception
     ValueError: /no/such/model.json: no such file
     """
     cap = getattr(get_limits(), limit_field) if max_bytes is None else int(max_bytes)
+    check_regular(path, what=what, error=error)
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -276,7 +316,8 @@ def read_npz(path: str | os.PathLike[str], keys: list[str] | None = None, *,
     Raises
     ------
     InputError
-        Missing, unreadable or damaged file, not an ``.npz`` (zip) file, an object (pickled)
+        Missing, unreadable or damaged file, not a regular file (a FIFO, device or socket),
+        not an ``.npz`` (zip) file, an object (pickled)
         array, a missing key; the message names the file.
     MemoryBudgetError
         The arrays' declared size is over the memory budget.
@@ -292,6 +333,7 @@ def read_npz(path: str | os.PathLike[str], keys: list[str] | None = None, *,
     from ._memory import check_memory
 
     name = str(path)
+    check_regular(path, what=what, error=InputError)
     try:
         with zipfile.ZipFile(path) as zf:
             members = {m[:-4] if m.endswith(".npy") else m: m for m in zf.namelist()}

@@ -73,7 +73,10 @@ def read_frame_boxes(path: str | os.PathLike[str]) -> FrameBoxes:
         Missing or unreadable file, missing columns, non-integer or negative values; the
         message names the file and line.
     """
+    from vjboost._io import check_regular
+
     path = Path(path)
+    check_regular(path, what="box file", error=ValueError)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
