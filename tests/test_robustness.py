@@ -239,9 +239,35 @@ def test_model_size_cap_before_reading(tmp_path, monkeypatch):
     monkeypatch.setenv("VJBOOST_MAX_MODEL_BYTES", "4000")
     with pytest.raises(LimitError, match=r"big.xml: model file of \d+ bytes exceeds"):
         load_model(p)
-    if os.path.exists("/dev/zero"):  # endless: at most the cap is read
-        with pytest.raises(LimitError, match="/dev/zero: model file of more than 4000 bytes"):
+    # a size the file system does not tell (procfs reports 0): at most the cap is read
+    fstat = os.fstat
+    monkeypatch.setattr(vio.os, "fstat", lambda fd: os.stat_result(
+        (*fstat(fd)[:6], 0, *fstat(fd)[7:10])))
+    with pytest.raises(LimitError, match=r"big.xml: model file of more than 4000 bytes"):
+        load_model(p)
+    monkeypatch.setattr(vio.os, "fstat", fstat)
+    if os.path.exists("/dev/zero"):  # endless: not read at all
+        with pytest.raises(InputError, match="/dev/zero: is a device, not a regular file"):
             load_model("/dev/zero")
+
+
+def test_inputs_that_are_fifos_are_refused_not_read(tmp_path):
+    from vjboost.cli.detect import main
+    from vjboost.io import read_annotations, read_image
+
+    fifo = tmp_path / "model.json"
+    os.mkfifo(fifo)
+    for read, what in ((load_model, "model file"), (read_annotations, "annotation file"),
+                       (lambda f: read_annotations(f, format="csv"), "CSV file"),
+                       (vio.read_npz, "array file"), (read_image, "image file")):
+        with pytest.raises(InputError, match=f"model.json: is a FIFO, not a regular file; it "
+                                             f"cannot be read as the {what}"):
+            read(fifo)
+    r = CliRunner().invoke(main, [str(_good(tmp_path / "a.png")), "--model", str(fifo)])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.strip().splitlines()[-1] == (
+        f"Error: Invalid value for --model: {fifo}: is a FIFO, not a regular file; it cannot "
+        "be read as the model file")
 
 
 def test_node_and_feature_caps(tmp_path):
@@ -407,6 +433,80 @@ def test_dev_full_gives_the_disk_full_message():
                 raise vio.output_error("/dev/full", exc) from None
 
 
+def _char_device(path: Path, minor: int) -> Path:
+    """A memory character device (1, ``minor``: 3 null, 7 full) made in ``path`` with mknod;
+    skipped where that needs privileges or the file system refuses devices (``nodev``)."""
+    import stat
+
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+        open(path, "wb").close()
+    except (OSError, AttributeError) as exc:
+        pytest.skip(f"cannot make a character device in {path.parent} ({exc})")
+    return path
+
+
+def test_a_fifo_is_written_in_place_not_replaced(tmp_path):
+    import stat
+    import threading
+
+    fifo = tmp_path / "ff"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    check_output_path(fifo)
+    atomic_write(fifo, b"detections")
+    reader.join(10)
+    assert got == [b"detections"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert [f.name for f in tmp_path.iterdir()] == ["ff"]
+
+
+def test_a_symlink_stays_a_link_and_its_target_is_written(tmp_path):
+    (tmp_path / "target.txt").write_text("old")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to("target.txt")
+    check_output_path(link)
+    atomic_write(link, "new")
+    assert link.is_symlink() and (tmp_path / "target.txt").read_text() == "new"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["link.jsonl", "target.txt"]
+    dangling = tmp_path / "dangling.json"
+    dangling.symlink_to("made.json")
+    atomic_write(dangling, "{}")
+    assert dangling.is_symlink() and (tmp_path / "made.json").read_text() == "{}"
+    loop = tmp_path / "loop.json"
+    loop.symlink_to("loop.json")
+    with pytest.raises(OutputError, match=r"loop.json: cannot be written"):
+        atomic_write(loop, "{}")
+
+
+def test_a_device_is_written_in_place_and_a_full_one_reported(tmp_path):
+    import stat
+
+    null = _char_device(tmp_path / "mynull", 3)
+    check_output_path(null)
+    atomic_write(null, "x" * 100)
+    assert stat.S_ISCHR(os.lstat(null).st_mode)
+    full = _char_device(tmp_path / "myfull", 7)
+    with pytest.raises(OutputError, match=r"myfull: cannot be written: the disk is full"):
+        atomic_write(full, "x" * 100)
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
+def test_vjdetect_json_to_a_full_device_fails_in_one_line(tmp_path, model_json):
+    import stat
+
+    from vjboost.cli.detect import main
+
+    full = _char_device(tmp_path / "myfull", 7)
+    r = CliRunner().invoke(main, [str(_good(tmp_path / "a.png")), "--model", model_json,
+                                  "--json", str(full)])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("Error:")] == [
+        f"Error: {full}: cannot be written: the disk is full (No space left on device)"]
+    assert stat.S_ISCHR(os.lstat(full).st_mode)
+
+
 def test_output_path_checks(tmp_path):
     (tmp_path / "model.json").mkdir()
     with pytest.raises(OutputError, match="is a folder"):
@@ -429,12 +529,36 @@ def test_vjdetect_json_on_a_full_disk_leaves_no_file(tmp_path, model_json, monke
     assert not out.exists() and not list(tmp_path.glob(".dets*"))
 
 
+def test_vjdetect_never_writes_over_an_input_image_list_or_model(tmp_path, model_json):
+    from vjboost.cli.detect import main
+
+    img = _good(tmp_path / "x.png")
+    (tmp_path / "link.png").symlink_to("x.png")
+    (tmp_path / "list.txt").write_text("x.png\n")
+    before = img.read_bytes(), Path(model_json).read_bytes()
+    cases = [
+        ([img, "--json", img], f"--json: {img} is the input image;"),
+        ([img, "--json", tmp_path / "link.png"], f"is the input image {img};"),
+        ([tmp_path, "--format", "coco", "--save", img], f"--save: {img} is the input image"),
+        ([tmp_path / "list.txt", "--json", tmp_path / "list.txt"], "is the input file;"),
+        ([img, "--json", model_json], f"--json: {model_json} is the --model file;"),
+    ]
+    for args, message in cases:
+        r = CliRunner().invoke(main, [*map(str, args), "--model", model_json])
+        assert r.exit_code == 1 and message in r.output, (args, r.output)
+        assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert (img.read_bytes(), Path(model_json).read_bytes()) == before
+    assert (tmp_path / "list.txt").read_text() == "x.png\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["link.png", "list.txt", "m.json",
+                                                          "x.png"]
+
+
 def test_vjdetect_model_dev_zero_and_partial_batch(tmp_path, model_json):
     from vjboost.cli.detect import main
 
     if os.path.exists("/dev/zero"):
         r = CliRunner().invoke(main, [str(_good(tmp_path / "a.png")), "--model", "/dev/zero"])
-        assert r.exit_code != 0 and "VJBOOST_MAX_MODEL_BYTES" in r.output
+        assert r.exit_code != 0 and "/dev/zero: is a device, not a regular file" in r.output
         assert "Traceback" not in r.output
     d = tmp_path / "dir"
     d.mkdir()
@@ -484,6 +608,46 @@ def test_vjtrain_refuses_a_held_folder_and_an_output_that_is_a_folder(train_data
     r = CliRunner().invoke(vjtrain, _train_args(train_data, out))  # refused before training
     assert r.exit_code == 2 and "model.json is a folder" in r.output, r.output
     assert not (out / LOCK_NAME).exists() and not (out / "checkpoint.json").exists()
+
+
+def test_vjtrain_output_is_never_an_input_folder_nor_a_foreign_folder(train_data, tmp_path):
+    import shutil
+
+    from vjboost.cli.train import vjtrain
+
+    bg = tmp_path / "bg"
+    shutil.copytree(train_data / "bg", bg)
+    before = sorted(f.name for f in bg.iterdir())
+
+    def run(out, *extra):
+        args = _train_args(train_data, out, *extra)
+        args[1] = str(bg)
+        return CliRunner().invoke(vjtrain, args)
+
+    for out, where in ((bg, f"{bg} is the NEG folder;"), (bg / "sub", "lies inside the NEG")):
+        r = run(out)
+        assert r.exit_code == 2 and "Error: -o/--output: " in r.output and where in r.output
+        assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert sorted(f.name for f in bg.iterdir()) == before
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "model.json").write_text("important")
+    (foreign / "stages.png").write_text("a plot of mine")
+    for extra in ((), ("--resume",)):
+        r = run(foreign, *extra)
+        assert r.exit_code == 2 and "Traceback" not in r.output
+        assert r.output.strip().splitlines()[-1] == (
+            f"Error: {foreign}: holds model.json, stages.png, which training would overwrite, but "
+            "no training checkpoint: it is not a training to continue; choose a new or empty "
+            "output folder, or move those files away")
+    assert (foreign / "model.json").read_text() == "important"
+    assert not (foreign / LOCK_NAME).exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run(empty)
+    assert r.exit_code == 0, r.output
+    r = run(empty, "--resume", "--stages", "2")  # its own folder: resumed
+    assert r.exit_code == 0 and "resuming after stage 0" in r.output, r.output
 
 
 def test_vjtrain_full_disk_and_damaged_checkpoint(train_data, tmp_path, monkeypatch):

@@ -159,6 +159,30 @@ def test_bad_inputs(stream, tmp_path):
     assert not out.exists()
 
 
+def test_outputs_never_overwrite_an_input_or_each_other(stream, tmp_path):
+    import shutil
+
+    video, model = tmp_path / "v.avi", tmp_path / "m.xml"
+    shutil.copy(stream["video"], video)
+    shutil.copy(stream["model"], model)
+    before = video.read_bytes(), model.read_bytes()
+    common = [model, video, "--boxes", stream["boxes"]]
+    cases = [
+        (["-o", model], f"-o/--output: {model} is the MODEL file;"),
+        (["-o", tmp_path / "a.json", "--report", video],
+         f"--report: {video} is the input video;"),
+        (["-o", tmp_path / "a.json", "--report", stream["boxes"]], "is the --boxes file;"),
+        (["-o", tmp_path / "a.json", "--report", tmp_path / "a.json"],
+         "is the same file as -o/--output"),
+    ]
+    for extra, message in cases:
+        r = _run([*common, *extra])
+        assert r.exit_code == 2 and message in r.output, (extra, r.output)
+        assert len(r.output.strip().splitlines()) == 1 and "Traceback" not in r.output
+    assert (video.read_bytes(), model.read_bytes()) == before
+    assert not (tmp_path / "a.json").exists()
+
+
 @pytest.mark.shared_data
 def test_a_video_cut_short_is_adapted_on_what_it_holds_and_said(shared_dir, tmp_path):
     vid = sorted((shared_dir / "data" / "video").glob("*.avi"))[0]

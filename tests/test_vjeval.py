@@ -96,6 +96,25 @@ def test_vjeval_errors(scene, tmp_path):
     assert res.exit_code == 1 and "no image could be read" in res.output
 
 
+def test_vjeval_output_files_never_overwrite_its_inputs(scene):
+    tmp, _ = scene
+    gt = (tmp / "gt.csv").read_text()
+    (tmp / "eval.json").write_text(gt)
+    r = CliRunner().invoke(main, [str(tmp / "eval.json"), "--format", "csv", "-m",
+                                  _cascade_path(), "--images", str(tmp / "list.txt"), "-o",
+                                  str(tmp)])
+    assert r.exit_code == 1 and "Traceback" not in r.output
+    assert r.output.strip() == (f"Error: -o/--output-dir: {tmp / 'eval.json'} is the "
+                                "ANNOTATIONS file; writing it would destroy that input: give "
+                                "another output path")
+    assert (tmp / "eval.json").read_text() == gt
+    (tmp / "report.html").write_text('[{"image_id": "astro.png"}]')
+    r = CliRunner().invoke(main, [str(tmp / "gt.csv"), "--detections", str(tmp / "report.html"),
+                                  "-o", str(tmp)])
+    assert r.exit_code == 1 and "report.html is the --detections file" in r.output
+    assert (tmp / "report.html").read_text() == '[{"image_id": "astro.png"}]'
+
+
 def test_sweep_reports_the_detectors_boxes_and_scores(scene):
     # one grouping: the sweep's detections at every threshold are CascadeDetector's
     from vjboost.cascade import CascadeDetector, load_model

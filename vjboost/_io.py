@@ -12,11 +12,12 @@ import json
 import os
 import re
 import socket
+import stat
 import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,6 +33,9 @@ __all__ = [
     "atomic_path",
     "atomic_write",
     "check_output_path",
+    "check_folder_apart",
+    "check_outputs_apart",
+    "check_regular",
     "output_error",
     "parse_json",
     "read_bytes",
@@ -59,6 +63,43 @@ _BODY_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
 # ------------------------------------------------------------------------------------------------
 
 
+def check_regular(path: str | os.PathLike[str], *, what: str,
+                  error: type[Exception]) -> None:
+    """Refuse an input that exists but is neither a regular file nor a folder: reading a FIFO,
+    socket or terminal blocks until another process writes to it (for ever if none does), and
+    a device such as ``/dev/zero`` never ends. A missing file or a folder passes: the reader
+    says what is wrong with them.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        What the file should be, for messages (``"model file"``).
+    error : exception class
+        Raised with a one-line message naming the file.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> fifo = tempfile.mkdtemp() + "/model.json"
+    >>> os.mkfifo(fifo)
+    >>> check_regular(fifo, what="model file", error=InputError)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.InputError: .../model.json: is a FIFO, not a regular file; it cannot be read \
+as the model file
+    """
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return
+    mode = st.st_mode
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device")
+        raise error(f"{path}: is {kind}, not a regular file; it cannot be read as the {what}")
+
+
 def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception],
                max_bytes: int | None = None, limit_field: str = "max_model_bytes",
                option: str | None = None) -> bytes:
@@ -70,7 +111,8 @@ def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception
     what : str
         What the file should be, for messages (``"model file"``).
     error : exception class
-        Raised (with the message) when the file is missing, a folder or unreadable.
+        Raised (with the message) when the file is missing, a folder, not a regular file
+        (:func:`check_regular`: a FIFO would block) or unreadable.
     max_bytes : int, optional
         Read at most this many bytes (a larger file, or an endless one such as ``/dev/zero``,
         raises :class:`~vjboost._errors.LimitError`). Default: the ``limit_field`` cap of
@@ -92,6 +134,7 @@ def read_bytes(path: str | os.PathLike[str], *, what: str, error: type[Exception
     ValueError: /no/such/model.json: no such file
     """
     cap = getattr(get_limits(), limit_field) if max_bytes is None else int(max_bytes)
+    check_regular(path, what=what, error=error)
     try:
         with open(path, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size
@@ -273,7 +316,8 @@ def read_npz(path: str | os.PathLike[str], keys: list[str] | None = None, *,
     Raises
     ------
     InputError
-        Missing, unreadable or damaged file, not an ``.npz`` (zip) file, an object (pickled)
+        Missing, unreadable or damaged file, not a regular file (a FIFO, device or socket),
+        not an ``.npz`` (zip) file, an object (pickled)
         array, a missing key; the message names the file.
     MemoryBudgetError
         The arrays' declared size is over the memory budget.
@@ -289,6 +333,7 @@ def read_npz(path: str | os.PathLike[str], keys: list[str] | None = None, *,
     from ._memory import check_memory
 
     name = str(path)
+    check_regular(path, what=what, error=InputError)
     try:
         with zipfile.ZipFile(path) as zf:
             members = {m[:-4] if m.endswith(".npy") else m: m for m in zf.namelist()}
@@ -350,12 +395,52 @@ def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
     return OutputError(f"{path}: cannot be written: {reason}")
 
 
+def _is_std_stream(st: os.stat_result) -> bool:
+    """Whether ``st`` is the file of this process's standard output or error."""
+    for fd in (1, 2):
+        try:
+            own = os.fstat(fd)
+        except OSError:
+            continue
+        if (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino):
+            return True
+    return False
+
+
+def _destination(path: Path) -> tuple[Path, bool]:
+    """Where a write to ``path`` goes, and whether it goes straight into the file.
+
+    A rename would replace what ``path`` names, so it is only used for regular files (and new
+    ones). A device, FIFO or socket (``/dev/null``, a pipe a reader waits on, ``/dev/stdout``
+    when it is a pipe or terminal) is written in place, as is the tool's own standard output or
+    error when it is a regular file (``--json /dev/stdout > log``: renaming over the log would
+    cut it off from the shell's descriptor). A symlink is followed: the file it resolves to is
+    written atomically and the link stays a link.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:  # a symlink loop, a component that is not a folder...
+        raise output_error(path, exc) from None
+    if st is not None and not stat.S_ISDIR(st.st_mode) and (
+            not stat.S_ISREG(st.st_mode) or _is_std_stream(st)):
+        return path, True
+    if path.is_symlink():  # also a dangling one: its target is created
+        return Path(os.path.realpath(path)), False
+    return path, False
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> Iterator[Path]:
     """A temporary file name beside ``path``, renamed over ``path`` only on success: the one
     mechanism of every write (:func:`atomic_open` opens the file on it), also for writers that
     take a file name, such as OpenCV's ``VideoWriter``, which picks the container by the name's
     ending.
+
+    A symlink stays a link: the file it resolves to is replaced. A device, FIFO or socket, which
+    a rename would destroy, is written in place (``path`` itself is yielded), and so is the
+    process's own standard output or error (``/dev/stdout`` redirected to a file).
 
     Parameters
     ----------
@@ -387,9 +472,18 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
     >>> (d / "clip.avi").read_bytes(), sorted(p.name for p in d.iterdir())
     (b'frames', ['clip.avi'])
     """
-    path = Path(path)
-    if path.is_dir():
-        raise OutputError(f"{path}: is a folder; cannot write a file there")
+    name = Path(path)  # named in messages: what the user gave
+    if name.is_dir():
+        raise OutputError(f"{name}: is a folder; cannot write a file there")
+    path, direct = _destination(name)
+    if direct:
+        try:
+            yield path
+        except OSError as exc:
+            if isinstance(exc, OutputError) or exc.errno not in _BODY_ERRNOS:
+                raise
+            raise output_error(name, exc) from None
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.",
@@ -397,7 +491,7 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
                                    dir=path.parent)
         os.close(fd)
     except OSError as exc:
-        raise output_error(path, exc) from None
+        raise output_error(name, exc) from None
     ours = False  # exceptions of the body that are not write failures pass unchanged
     try:
         yield Path(tmp)
@@ -411,7 +505,7 @@ def atomic_path(path: str | os.PathLike[str], *, suffix: str | None = None) -> I
             os.unlink(tmp)
         if isinstance(exc, OSError) and not isinstance(exc, OutputError) and (
                 ours or exc.errno in _BODY_ERRNOS):
-            raise output_error(path, exc) from None
+            raise output_error(name, exc) from None
         raise
 
 
@@ -421,7 +515,9 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
 
     Whatever fails (the disk fills up, the body raises, the process is interrupted), the
     temporary file is removed and ``path`` keeps its previous content (:func:`atomic_path`,
-    with the file opened, flushed and synced to disk here).
+    with the file opened, flushed and synced to disk here). A device, FIFO or socket is written
+    in place, and a write error there (``ENOSPC`` of a full device) is an
+    :class:`~vjboost._errors.OutputError` too.
 
     Parameters
     ----------
@@ -447,7 +543,10 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
             yield fh
             try:
                 fh.flush()
-                os.fsync(fh.fileno())
+                # only a regular file has a disk copy to sync (a pipe or a terminal written in
+                # place refuses fsync with EINVAL)
+                if stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    os.fsync(fh.fileno())
             except OSError as exc:
                 raise output_error(path, exc) from None
 
@@ -501,10 +600,12 @@ def check_output_path(path: str | os.PathLike[str], kind: str = "file", *,
                       what: str | None = None, min_free: int = 4096) -> Path:
     """Check that an output file or folder can be written, before any work is done.
 
-    A file must not be a folder and its folder must exist; a folder is created when its parent
-    exists. The folder written to must accept a new file (a probe file is created and removed:
-    this catches permissions, read-only file systems and full inode tables) and have at least
-    ``min_free`` bytes free.
+    A file must not be a folder and its folder must exist (for a symlink, the folder of the
+    file it resolves to); a device, FIFO or socket must be writable, and is not probed further
+    (:func:`atomic_path` writes it in place); a folder is created when its parent exists. The
+    folder written to must accept a new file (a probe file is created and removed: this catches
+    permissions, read-only file systems and full inode tables) and have at least ``min_free``
+    bytes free.
 
     Parameters
     ----------
@@ -553,7 +654,12 @@ def check_output_path(path: str | os.PathLike[str], kind: str = "file", *,
     else:
         if p.is_dir():
             raise OutputError(f"{head}{p} is a folder; give a file name")
-        target = p.parent if str(p.parent) else Path(".")
+        dest, direct = _destination(p)
+        if direct:  # a device, FIFO or the tool's own output, written in place: no new file
+            if not os.access(dest, os.W_OK):
+                raise OutputError(f"{head}cannot write {p}: permission denied")
+            return p
+        target = dest.parent if str(dest.parent) else Path(".")
         if not target.is_dir():
             raise OutputError(f"{head}cannot write {p}: the folder {target} does not exist")
     try:
@@ -572,6 +678,134 @@ def check_output_path(path: str | os.PathLike[str], kind: str = "file", *,
             raise OutputError(f"{head}cannot write in {target}: the disk is full ({free} bytes "
                               "free)")
     return p
+
+
+def _identity(path: str | os.PathLike[str]) -> tuple[int, int] | str | None:
+    """What file ``path`` names, to tell whether two paths name one: an existing regular file's
+    device and inode (a symlink or a hard link to it names it too), a new file's resolved path,
+    None for a device, FIFO, socket or folder (written in place, or not a file: two outputs may
+    both be ``/dev/null``)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
+def check_outputs_apart(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+                        inputs: Iterable[tuple[str, str | os.PathLike[str] | None]] = ()
+                        ) -> None:
+    """Refuse, before any work, an output file that is one of the command's inputs or another
+    of its outputs: writing it would destroy that input (``vjdetect x.png --json x.png``) or
+    that output (``vjadapt -o a.json --report a.json``).
+
+    Paths are compared as files: an existing file by device and inode (a symlink or hard link to
+    an input is that input), a new one by its resolved path. Inputs are only looked at when an
+    output file already exists (a new file cannot be an input), then with one ``stat`` each, so
+    a long list of images costs nothing in the usual case. Devices, FIFOs and sockets
+    (``/dev/stdout``) are written in place and never refused; ``"-"`` (standard output) and
+    None (an output not written) are skipped.
+
+    Parameters
+    ----------
+    outputs : iterable of (str, path-like or None)
+        What each output is for messages (an option such as ``--json``) and its path.
+    inputs : iterable of (str, path-like or None)
+        What each input is for messages (``"input image"``, ``"--model file"``) and its path;
+        may be a generator.
+
+    Raises
+    ------
+    OutputError
+        One line naming the output, the input (or other output) it is, and what to do.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> img = Path(tempfile.mkdtemp()) / "x.png"
+    >>> _ = img.write_bytes(b"an image")
+    >>> check_outputs_apart([("--json", img.with_suffix(".jsonl"))], [("input image", img)])
+    >>> check_outputs_apart([("--json", img)], [("input image", img)])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.OutputError: --json: .../x.png is the input image; writing it would \
+destroy that input: give another output path
+    """
+    seen: dict[tuple[int, int] | str, tuple[str, str]] = {}
+    for what, path in outputs:
+        if path is None or os.fspath(path) == "-":
+            continue
+        key = _identity(path)
+        if key is None:
+            continue
+        if key in seen:
+            other, first = seen[key]
+            raise OutputError(f"{what}: {path} is the same file as {other} ({first}); one "
+                              "would overwrite the other: give them different paths")
+        seen[key] = (what, os.fspath(path))
+    existing = {k: v for k, v in seen.items() if isinstance(k, tuple)}
+    if not existing:
+        return
+    for what, path in inputs:
+        if path is None or isinstance(path, int):  # an int would stat a file descriptor
+            continue
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):
+            continue
+        hit = existing.get((st.st_dev, st.st_ino))
+        if hit is not None and stat.S_ISREG(st.st_mode):
+            out_what, out_path = hit
+            also = "" if os.fspath(path) == out_path else f" {path}"
+            raise OutputError(f"{out_what}: {out_path} is the {what}{also}; writing it would "
+                              "destroy that input: give another output path")
+
+
+def check_folder_apart(what: str, folder: str | os.PathLike[str],
+                       inputs: Iterable[tuple[str, str | os.PathLike[str] | None]]) -> None:
+    """Refuse, before any work, an output folder that is an input folder or lies inside one:
+    what is written there would be read as input the next time (``vjtrain -o POS`` fills the
+    positives folder with its plots, which the next run takes for positive crops).
+
+    Parameters
+    ----------
+    what : str
+        The output's option, for messages (``-o/--output``).
+    folder : path-like
+        The output folder (it need not exist yet).
+    inputs : iterable of (str, path-like or None)
+        What each input is for messages (``"POS"``) and its path; those that are not folders
+        are skipped.
+
+    Raises
+    ------
+    OutputError
+        One line naming the output folder, the input folder and what to do.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> pos = Path(tempfile.mkdtemp())
+    >>> check_folder_apart("-o", pos.parent / "elsewhere", [("POS", pos)])
+    >>> check_folder_apart("-o", pos / "out", [("POS", pos)])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost._errors.OutputError: -o: .../out lies inside the POS folder ...; what is written \
+there would be read as input: choose an output folder outside it
+    """
+    out = Path(os.path.realpath(folder))
+    for label, path in inputs:
+        if path is None or not os.path.isdir(path):
+            continue
+        src = Path(os.path.realpath(path))
+        if out == src or src in out.parents:
+            where = "is" if out == src else "lies inside"
+            named = "" if os.fspath(path) == os.fspath(folder) else f" {path}"
+            raise OutputError(f"{what}: {folder} {where} the {label} folder{named}; what is "
+                              "written there would be read as input: choose an output folder "
+                              "outside it")
 
 
 def _reason(exc: OSError) -> str:

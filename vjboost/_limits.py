@@ -52,8 +52,9 @@ class Limits:
         a scale factor barely above 1 would otherwise scan for hours.
     max_model_bytes : int
         Largest model file read (``VJBOOST_MAX_MODEL_BYTES``), checked before parsing (at most
-        this many bytes are read, so ``/dev/zero`` is refused too). 32 MiB: ten times OpenCV's
-        largest cascade; parsing takes about 30 times the file size in memory.
+        this many bytes are read, also of a file whose size the file system does not tell;
+        a device such as ``/dev/zero`` is refused as not a regular file). 32 MiB: ten times
+        OpenCV's largest cascade; parsing takes about 30 times the file size in memory.
     max_json_depth : int
         Deepest nesting of arrays and objects in a JSON model or checkpoint
         (``VJBOOST_MAX_JSON_DEPTH``); vjboost's own files nest less than 10 deep.

@@ -9,9 +9,10 @@ trains exactly the cascade an uninterrupted run would.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from .._errors import InputError
 from .._io import atomic_write, read_json
 
 __all__ = [
+    "CHECKPOINT_FILES",
     "CHECKPOINT_NAME",
     "CheckpointError",
     "check_resumable",
@@ -131,8 +133,15 @@ def checkpoint_stages(checkpoint: dict[str, Any], from_dict: Callable[[Any], Any
     return out
 
 
-def check_resumable(folder: str | os.PathLike[str], *, resume: bool) -> dict[str, Any] | None:
-    """Check, before training starts, that ``folder``'s checkpoint fits ``resume``.
+#: the files a training writes beside its checkpoint (glob patterns): the negative pool and the
+#: bin-edge sample, named by their content; older ones are deleted when a stage is saved
+CHECKPOINT_FILES = (CHECKPOINT_NAME, "negatives-*.npy", "binsample-*.npy")
+
+
+def check_resumable(folder: str | os.PathLike[str], *, resume: bool,
+                    writes: Sequence[str] = ()) -> dict[str, Any] | None:
+    """Check, before training starts, that ``folder``'s checkpoint fits ``resume``, and that a
+    folder without one is not another program's: one training per output folder.
 
     Parameters
     ----------
@@ -140,6 +149,12 @@ def check_resumable(folder: str | os.PathLike[str], *, resume: bool) -> dict[str
         The training's output folder.
     resume : bool
         Whether the training is to continue a checkpoint.
+    writes : sequence of str, optional
+        The files the training writes into the folder besides :data:`CHECKPOINT_FILES` (glob
+        patterns: ``model.json``, ``report.html``...). A folder that holds one of those, or of
+        :data:`CHECKPOINT_FILES`, but no checkpoint is not a training of this one to continue
+        (another program's files, or a run whose checkpoint was deleted): it is refused, so
+        that nothing in it is overwritten.
 
     Returns
     -------
@@ -149,13 +164,41 @@ def check_resumable(folder: str | os.PathLike[str], *, resume: bool) -> dict[str
     Raises
     ------
     CheckpointError
-        A checkpoint exists and ``resume`` is false, or it is damaged (the message says what
-        to do).
+        A checkpoint exists and ``resume`` is false, it is damaged, or the folder holds files
+        the training would overwrite but no checkpoint (the message says what to do).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> check_resumable(folder, resume=False, writes=["model.json"]) is None  # empty: fine
+    True
+    >>> _ = (folder / "model.json").write_text("mine")
+    >>> check_resumable(folder, resume=False, writes=["model.json"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost.cascade.checkpoint.CheckpointError: ...: holds model.json, which training would \
+overwrite, but no training checkpoint: ...
     """
     ck = load_checkpoint(folder)
     if ck is not None and not resume:
         raise CheckpointError(f"{folder}: holds a training checkpoint already; add --resume to "
                               "continue it, or choose another output folder")
+    if ck is None:
+        patterns = (*CHECKPOINT_FILES, *writes)
+        try:
+            # a folder of such a name is not overwritten: writing there fails (and is checked)
+            names = sorted(e.name for e in os.scandir(folder) if not e.is_dir()
+                           and any(fnmatch.fnmatchcase(e.name, p) for p in patterns))
+        except FileNotFoundError:
+            names = []
+        if names:
+            shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4
+                                            else "")
+            raise CheckpointError(
+                f"{folder}: holds {shown}, which training would overwrite, but no training "
+                "checkpoint: it is not a training to continue; choose a new or empty output "
+                "folder, or move those files away")
     return ck
 
 

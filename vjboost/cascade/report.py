@@ -38,8 +38,12 @@ from .._html import Page, figure_png
 from .._io import atomic_write
 from .kernels import reject_threshold
 
-__all__ = ["TrainingSamples", "draw_feature", "training_report", "write_report"]
+__all__ = ["REPORT_NAMES", "TrainingSamples", "draw_feature", "training_report",
+           "write_report"]
 
+#: the files :func:`write_report` may write (the PNGs are the stems of :func:`_figures`)
+REPORT_NAMES = ("report.json", "report.html", "stages.png", "acceptance.png", "loss.png",
+                "features.png", "families.png", "time.png")
 #: features of each stage drawn over the mean positive
 FEATURES_PER_STAGE = 6
 #: seconds keys of a stage, in the order of the time plot

@@ -73,7 +73,10 @@ def read_frame_boxes(path: str | os.PathLike[str]) -> FrameBoxes:
         Missing or unreadable file, missing columns, non-integer or negative values; the
         message names the file and line.
     """
+    from vjboost._io import check_regular
+
     path = Path(path)
+    check_regular(path, what="box file", error=ValueError)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -234,10 +237,11 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
             quiet: bool) -> None:
     """Adapt the cascade MODEL (OpenCV XML or vjboost JSON, vjboost:NAME or opencv:NAME) to the
     stream INPUTS: videos, images or folders of images, labelled by --boxes or --self-label."""
-    from vjboost._io import atomic_write, check_output_path
+    from vjboost._io import atomic_write, check_output_path, check_outputs_apart
     from vjboost.cascade.adapt import StreamCollector, adapt_cascade
     from vjboost.cascade.model_io import load_model, save_model
     from vjboost.cascade.opencv_xml import CascadeFormatError, ExportError
+    from vjboost.cascade.shipped import ModelNotFound, resolve_model
     from vjboost.io import read_annotations
     from vjboost.io.images import ImageReadError, read_image
 
@@ -253,6 +257,17 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     check_output_path(out, what="-o/--output")
     if report_path is not None:
         check_output_path(report_path, what="--report")
+    rep_path = Path(report_path) if report_path else out.with_suffix(".report.json")
+    sources = _sources(inputs)
+    try:
+        model_file: str | None = resolve_model(model_path)
+    except ModelNotFound:
+        model_file = None  # load_model says why
+    # neither output may overwrite the model, a frame, the box file or the other output
+    check_outputs_apart(
+        [("-o/--output", out), ("--report" if report_path else "the report", rep_path)],
+        [("MODEL file", model_file), *((f"input {k}", path) for k, path in sources),
+         ("--boxes file", boxes_path)])
     try:
         model = load_model(model_path)
     except CascadeFormatError as exc:
@@ -263,7 +278,6 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     if candidate_stages >= model.n_stages:
         raise InputError(f"--candidate-stages: must be lower than the cascade's "
                          f"{model.n_stages} stages, got {candidate_stages}")
-    sources = _sources(inputs)
     n_videos = sum(1 for k, _ in sources if k == "video")
     frame_boxes: FrameBoxes = {}
     image_boxes: dict[str, np.ndarray] = {}
@@ -348,7 +362,6 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
         raise InputError(f"-o/--output: {exc}") from None
     except OSError as exc:
         raise InputError(f"{out}: cannot be written ({exc.strerror or exc})") from None
-    rep_path = Path(report_path) if report_path else out.with_suffix(".report.json")
     doc: dict[str, Any] = {
         "model": str(model_path), "output": str(out), "inputs": list(inputs),
         "labels": "self" if self_label else str(boxes_path),

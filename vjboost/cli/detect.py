@@ -30,7 +30,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError, OutputError, VJBoostError
-from .._io import atomic_path, atomic_write, check_output_path
+from .._io import atomic_path, atomic_write, check_output_path, check_outputs_apart
 from .._jit import compile_notice
 from .._limits import Limits, limit_error
 from .._parallel import ExecutorError
@@ -386,8 +386,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         limits = Limits(**{**limits.__dict__, "max_image_pixels": max_pixels})
     # outputs first: a wrong path fails now, not after the whole batch
     out_dir = check_output_path(output_dir, "folder", what="--output-dir") if output_dir else None
-    writer = open_detection_writer(save_path, format=fmt, label=label,
-                                   what="--json" if json_path is not None else "--save")
+    what = "--json" if json_path is not None else "--save"
+    writer = open_detection_writer(save_path, format=fmt, label=label, what=what)
     try:
         if model_path is None:
             model_path = default_model_path()
@@ -396,7 +396,19 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
                                        "nor OpenCV's frontal-face cascade is installed; pass "
                                        "--model")
         try:
-            model = load_model(resolve_model(model_path))
+            model_file = resolve_model(model_path)
+        except ModelNotFound as exc:
+            raise click.BadParameter(str(exc), param_hint="--model") from None
+        expanded = expand_inputs(inputs, recursive=recursive)
+        # the detections must not overwrite an image or the model they come from (the writer
+        # has written nothing yet: a jsonl file goes to a temporary file, removed by abort)
+        check_outputs_apart([(what, save_path)], [
+            ("--model file", model_file),
+            *((f"input {s.kind}", s.target) for s in expanded.sources
+              if s.kind in ("image", "video")),
+            *(("input file", raw) for raw in inputs)])  # a list of images (.txt) too
+        try:
+            model = load_model(model_file)
         except (ModelNotFound, CascadeFormatError, VJBoostError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
         params = dict(scale_factor=scale_factor, min_neighbors=parse_min_neighbors(min_neighbors),
@@ -414,7 +426,6 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
         stats = _Stats()
-        expanded = expand_inputs(inputs, recursive=recursive)
         for src, why in expanded.problems:
             stats.fail(src, why)
         single = len(inputs) == 1 and len(expanded.sources) <= 1

@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from .._errors import VJBoostError
-from .._io import OutputFolder, atomic_write
+from .._io import OutputFolder, atomic_write, check_outputs_apart
 from .._jit import compile_notice
 from .._limits import Limits
 from ..boxes import DETECTION_SCORES
@@ -59,6 +59,17 @@ def _hold(output_dir: str) -> Path:
     folder = OutputFolder(output_dir, what="evaluation").acquire()
     click.get_current_context().call_on_close(folder.release)
     return folder.path
+
+
+def _check_apart(out: Path, names: list[str], annotations: str, models, paths,
+                 detection_files=()) -> None:
+    """Refuse, before any work, files of the output folder that are inputs (the annotations,
+    a model, a --detections file, an image): writing them would destroy them."""
+    check_outputs_apart([("-o/--output-dir", out / n) for n in names], [
+        ("ANNOTATIONS file", annotations),
+        *(("--model file", resolve_model_path(spec)) for spec in models),
+        *(("--detections file", d) for d in detection_files),
+        *(("input image", p) for p in paths)])
 
 
 def _image_list(images: str | None, annotations) -> list[str]:
@@ -210,6 +221,9 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     except AnnotationError as exc:
         raise click.BadParameter(str(exc), param_hint="ANNOTATIONS") from None
     paths = _image_list(images, gt)
+    _check_apart(out, ["eval.json", *(["curve.png"] if models else []),
+                       *(["report.html"] if report else [])],
+                 annotations, models, paths, detection_files)
     loaded = []
     for k, spec in enumerate(models):
         try:
@@ -360,6 +374,10 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
         raise click.BadParameter("--protocol uiuc needs a cascade to run", param_hint="--model")
     paths = _image_list(images, {})
     out = _hold(output_dir)
+    names = [labels[k] if labels else Path(spec.split(":")[-1]).stem
+             for k, spec in enumerate(models)]
+    _check_apart(out, ["eval.json", "curve.png", *(f"foundLocations-{n}.txt" for n in names)],
+                 annotations, models, paths)
     evs, rows = {}, []
     for k, spec in enumerate(models):
         label = labels[k] if labels else Path(spec.split(":")[-1]).stem

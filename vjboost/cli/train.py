@@ -24,7 +24,7 @@ from typing import Any
 import click
 import numpy as np
 
-from .._io import OutputFolder, check_output_path
+from .._io import OutputFolder, check_folder_apart, check_output_path
 from ._command import SCALE_FACTOR, Command
 from ._dask import dask_options, open_executor
 
@@ -447,6 +447,8 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     if pos_src is None or neg_src is None:
         raise InputError("missing input: positives (POS or --vec) and backgrounds (NEG or --bg) "
                          "are both required; see vjtrain --help")
+    # the plots written into a folder of crops or backgrounds would be trained on next time
+    check_folder_apart("-o/--output", output, [("POS", pos_src), ("NEG", neg_src)])
     win = _parse_window(window)
     if not 0.0 < min_hit_rate <= 1.0:
         raise InputError(f"--min-hit-rate: must be in (0, 1], got {min_hit_rate}")
@@ -541,10 +543,13 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     click.get_current_context().call_on_close(out.release)
     out = out.path
     from vjboost.cascade.checkpoint import CHECKPOINT_NAME, check_resumable
+    from vjboost.cascade.report import REPORT_NAMES
 
-    if check_resumable(out, resume=resume) is None and resume:
+    writes = (*OUTPUT_NAMES, *REPORT_NAMES)
+    # a folder that holds files this run would overwrite but no checkpoint is not this run's
+    if check_resumable(out, resume=resume, writes=writes) is None and resume:
         echo(f"note: {out} holds no checkpoint: --resume starts from scratch")
-    for name in OUTPUT_NAMES:
+    for name in writes:
         check_output_path(out / name, min_free=0)
     echo(f"positives: {len(positives)} ({pos_src}), budget needed {need}; backgrounds: "
          f"{len(backgrounds)} image(s); pool: {pool!r}")

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
+from .._io import check_regular
 
 __all__ = [
     "FORMATS",
@@ -129,6 +130,7 @@ def _resolve(base: Path, entry: str) -> str:
 
 
 def _read_text(path: Path, what: str) -> str:
+    check_regular(path, what=f"{what} file", error=AnnotationError)
     try:
         return path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -408,6 +410,7 @@ def detect_format(path: str | os.PathLike[str]) -> str | None:
 
 
 def _head(p: Path, n: int = 4096) -> str:
+    check_regular(p, what="annotation file", error=AnnotationError)  # a FIFO would block
     try:
         with open(p, "rb") as fh:
             return fh.read(n).decode("utf-8", "replace")

@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from .._errors import InputError, LimitError
+from .._io import check_regular
 from .._limits import Limits, get_limits, limit_error
 
 __all__ = ["ImageReadError", "ImageTooLargeError", "ReadReport", "check_image_size",
@@ -158,6 +159,8 @@ def read_image(path: str | os.PathLike[str], *, gray: bool = True,
     pixels = 0
     if path.is_file():
         pixels = _checked_probe(path, limits)[1]
+    else:  # a FIFO would block the read
+        check_regular(path, what="image file", error=ImageReadError)
     try:
         data = np.fromfile(path, dtype=np.uint8)
     except FileNotFoundError:

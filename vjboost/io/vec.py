@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from .._errors import InputError
-from .._io import atomic_open
+from .._io import atomic_open, check_regular
 
 __all__ = ["VecFormatError", "VecLayout", "decode_vec_pixels", "read_vec", "vec_layout",
            "write_vec"]
@@ -86,6 +86,7 @@ def vec_layout(path: str | os.PathLike[str], window: tuple[int, int] | None = No
     (3, (6, 4), 3, 12, 49)
     """
     path = Path(path)
+    check_regular(path, what=".vec file", error=VecFormatError)
     try:
         size = path.stat().st_size
         with open(path, "rb") as fh:
