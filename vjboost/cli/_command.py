@@ -20,7 +20,12 @@ import click
 
 from .._errors import VJBoostError
 
-__all__ = ["SCALE_FACTOR", "Command", "CommandError", "FiniteRange", "one_line"]
+__all__ = ["EXIT_SOME_SKIPPED", "SCALE_FACTOR", "Command", "CommandError", "FiniteRange",
+           "one_line"]
+
+#: exit status of vjdetect and vjeval when some inputs were skipped (unreadable, oversized) and
+#: the others processed: the outputs are written, but do not cover every input
+EXIT_SOME_SKIPPED = 3
 
 
 def one_line(exc: BaseException) -> str:

@@ -45,7 +45,7 @@ from ..io import (
     open_detection_writer,
     read_image,
 )
-from ._command import SCALE_FACTOR, Command
+from ._command import EXIT_SOME_SKIPPED, SCALE_FACTOR, Command
 from ._dask import dask_options, open_executor
 from ._operating import (
     BORDER_CHOICES,
@@ -56,9 +56,6 @@ from ._operating import (
 )
 
 __all__ = ["EXIT_SOME_SKIPPED", "default_model_path", "main"]
-
-#: exit status when some inputs were skipped (unreadable, oversized) and the others processed
-EXIT_SOME_SKIPPED = 3
 
 
 @dataclass

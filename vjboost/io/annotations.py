@@ -128,6 +128,16 @@ def _resolve(base: Path, entry: str) -> str:
     return str(p if p.is_absolute() else (base / p).resolve())
 
 
+def _image_base(path: Path, images: str | os.PathLike[str] | None) -> Path:
+    """The folder image names are relative to: ``images``, which must exist (a mistyped folder
+    would otherwise fall back silently), else the annotation file's folder."""
+    if images is None:
+        return path.parent.resolve()
+    if not Path(images).is_dir():
+        raise AnnotationError(f"{images}: the image folder does not exist")
+    return Path(images).resolve()
+
+
 def _read_text(path: Path, what: str) -> str:
     try:
         return path.read_text(encoding="utf-8-sig")
@@ -186,7 +196,8 @@ def _as_boxes(rows: list[list[int]]) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64).reshape(-1, 4)
 
 
-def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
+def read_info_dat(path: str | os.PathLike[str], *,
+                  images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """Read an OpenCV ``info.dat``: ``image n x1 y1 w1 h1 ... xn yn wn hn`` per entry.
 
     Entries may wrap over lines (as OpenCV's reader allows); an image may appear with ``n = 0``.
@@ -203,7 +214,7 @@ def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
     ('info', 2)
     """
     path = Path(path)
-    base = path.parent.resolve()
+    base = _image_base(path, images)
     tokens: list[tuple[str, int]] = []
     for lineno, line in enumerate(_read_text(path, "info.dat").splitlines(), 1):
         if line.lstrip().startswith("#"):
@@ -242,7 +253,8 @@ def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
                          format="info")
 
 
-def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
+def read_boxes_csv(path: str | os.PathLike[str], *,
+                   images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """Read boxes from a CSV with a header naming ``image, x, y, w, h`` (any column order).
 
     Examples
@@ -255,7 +267,7 @@ def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
     {'a.png': [[1, 2, 30, 40], [50, 5, 20, 20]]}
     """
     path = Path(path)
-    base = path.parent.resolve()
+    base = _image_base(path, images)
     text = _read_text(path, "CSV")
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
@@ -285,7 +297,8 @@ def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
                          format="csv")
 
 
-def read_boxes_json(path: str | os.PathLike[str]) -> AnnotationSet:
+def read_boxes_json(path: str | os.PathLike[str], *,
+                    images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """Read boxes from JSON.
 
     Accepted shapes: ``{"image.png": [[x, y, w, h], ...], ...}`` or
@@ -302,7 +315,7 @@ def read_boxes_json(path: str | os.PathLike[str]) -> AnnotationSet:
     {'a.png': [[4, 6, 20, 20]], 'b.png': []}
     """
     path = Path(path)
-    base = path.parent.resolve()
+    base = _image_base(path, images)
     doc = read_json(path)
     if isinstance(doc, dict):
         items = list(doc.items())
@@ -457,7 +470,8 @@ def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
         The object class to read (name, or id for COCO and YOLO). Required when the file holds
         several; boxes of other classes are left out (neither objects nor ignore regions).
     images : path-like, optional
-        Folder the image names are relative to (default: COCO and CVAT: the file's folder;
+        Folder the image names are relative to; it must exist (default: info.dat, CSV, JSON,
+        COCO and CVAT: the file's folder;
         VOC: a sibling ``JPEGImages`` folder if there is one, else the XML folder; YOLO: a
         sibling ``images`` folder of ``labels``, else the label folder; LabelMe: the JSON
         file's folder).
@@ -495,7 +509,7 @@ def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
         reader = {"info": read_info_dat, "csv": read_boxes_csv, "json": read_boxes_json}[fmt]
         if category is not None:
             raise AnnotationError(f"{p}: the {fmt} format has no categories; drop the category")
-        return _naming(p, reader, p)
+        return _naming(p, reader, p, images=images)
     from . import formats
 
     return _naming(p, formats.READERS[fmt], p, category=category, images=images)

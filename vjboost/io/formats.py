@@ -22,6 +22,7 @@ from .annotations import (
     MAX_COORD,
     AnnotationError,
     AnnotationSet,
+    _image_base,
     _read_text,
     _resolve,
     read_json,
@@ -164,10 +165,10 @@ def _flag(v: str | None) -> bool:
 
 
 def _image_root(path: Path, images: str | os.PathLike[str] | None) -> Path:
-    root = Path(images) if images is not None else (path if path.is_dir() else path.parent)
-    if images is not None and not root.is_dir():
-        raise AnnotationError(f"{root}: the image folder does not exist")
-    return root.resolve()
+    """``images`` (which must exist), else the annotation folder or the file's folder."""
+    if images is None and path.is_dir():
+        return path.resolve()
+    return _image_base(path, images)
 
 
 # ------------------------------------------------------------------------------------------------
