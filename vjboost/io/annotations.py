@@ -87,6 +87,9 @@ class AnnotationSet(Mapping):
         self.source = source
         self.format = format
         self.image_ids: dict[str, str] = {}  # COCO image id -> path (COCO files only)
+        # path -> (width, height, where) the file declares (COCO images[].width/height),
+        # compared with the image once it is read (check_image)
+        self.sizes: dict[str, tuple[int, int, str]] = {}
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self._boxes[key]
@@ -118,7 +121,47 @@ class AnnotationSet(Mapping):
                             {k: v for k, v in self.ignore.items() if k in keep},
                             source=self.source, format=self.format)
         out.image_ids = {i: p for i, p in self.image_ids.items() if p in keep}
+        out.sizes = {p: v for p, v in self.sizes.items() if p in keep}
         return out
+
+    def check_image(self, image: str, width: int, height: int) -> None:
+        """Check the annotations of ``image`` against its real size, once it has been read:
+        the size the file declares, if any, and that every box and ignore region overlaps the
+        image (a box entirely outside can only count as a miss).
+
+        Parameters
+        ----------
+        image : str
+            An annotated image's path.
+        width, height : int
+            Its size in pixels.
+
+        Raises
+        ------
+        AnnotationError
+            Naming the annotation file and the image (and the element that declares the size).
+
+        Examples
+        --------
+        >>> a = AnnotationSet({"a.png": [[1, 2, 3, 4], [50, 50, 5, 5]]}, source="gt.csv")
+        >>> try:
+        ...     a.check_image("a.png", 40, 30)
+        ... except AnnotationError as exc:
+        ...     print(exc)
+        gt.csv: a.png: box [50, 50, 5, 5] lies entirely outside the 40x30 image
+        """
+        declared = self.sizes.get(image)
+        if declared is not None and declared[:2] != (width, height):
+            raise AnnotationError(
+                f"{declared[2]}: width x height {declared[0]}x{declared[1]} contradicts the "
+                f"image {image}, which is {width}x{height}")
+        for kind, boxes in (("box", self._boxes.get(image, _empty())),
+                            ("ignore region", self.ignore_for(image))):
+            for x, y, w, h in boxes.tolist():
+                if x >= width or y >= height or x + w <= 0 or y + h <= 0:
+                    raise AnnotationError(
+                        f"{self.source}: {image}: {kind} {[x, y, w, h]} lies entirely outside "
+                        f"the {width}x{height} image")
 
 
 def _resolve(base: Path, entry: str) -> str:
@@ -285,7 +328,7 @@ def read_boxes_csv(path: str | os.PathLike[str], *,
     for lineno, row in enumerate(reader, 2):
         if not row or all(not c.strip() for c in row):
             continue
-        if len(row) < len(cols):
+        if len(row) != len(cols):  # a longer row is as misaligned as a shorter one
             raise AnnotationError(
                 f"{path}, line {lineno}: expected {len(cols)} columns, got {len(row)}"
             )
