@@ -522,6 +522,44 @@ def test_vjtrain_full_disk_and_damaged_checkpoint(train_data, tmp_path, monkeypa
     assert "delete" in r.output and len(r.output.strip().splitlines()) == 1
 
 
+def test_python_warnings_reach_the_user_as_one_line():
+    """A library warning (e.g. read_vec's header count) is one ``PROG: warning:`` line, not
+    Python's two lines with the source file and the calling line."""
+    import warnings
+
+    import click
+
+    from vjboost.cli._command import Command
+
+    @click.command(cls=Command)
+    def tool():
+        warnings.warn("a.vec: header says 9 samples,\n the file holds 2; using 2",
+                      UserWarning, stacklevel=1)
+
+    r = CliRunner().invoke(tool, [], prog_name="vjtool")
+    assert r.exit_code == 0 and r.stderr == ("vjtool: warning: a.vec: header says 9 samples, "
+                                             "the file holds 2; using 2\n"), r.stderr
+
+
+def test_vjtrain_says_why_no_stage_could_be_trained(train_data, tmp_path):
+    """Backgrounds whose header reads but whose pixels do not: no window to mine, and the last
+    line says so (it said only "no stage could be trained")."""
+    from vjboost.cli.train import vjtrain
+
+    bg = tmp_path / "bg"
+    bg.mkdir()
+    ok, jpg = cv2.imencode(".jpg", np.random.default_rng(0).integers(0, 255, (120, 160),
+                                                                     dtype=np.uint8))
+    (bg / "cut.jpg").write_bytes(jpg.tobytes()[:400])  # the header, not the scan data
+    args = _train_args(train_data, tmp_path / "o")
+    args[1] = str(bg)
+    r = CliRunner().invoke(vjtrain, args)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: no stage could be trained: negatives exhausted") and \
+        "none of the background images could be read" in last, r.output
+
+
 @pytest.fixture(scope="module")
 def one_stage_run(train_data, tmp_path_factory):
     """A vjtrain run folder holding the checkpoint of one stage (``--stages 2`` resumes it)."""

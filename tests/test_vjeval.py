@@ -116,6 +116,17 @@ def test_vjeval_skipped_annotated_images_exit_3(scene):
     assert doc["n_objects"] == 1 and len(doc["skipped"]) == 2
 
 
+@pytest.mark.parametrize("name, text", [("h.csv", "image,x,y,w,h\n"), ("l.json", "[]"),
+                                        ("d.json", "{}")])
+def test_vjeval_no_annotations_is_said(scene, tmp_path, name, text):
+    """A file listing no image says so (it used to say that no image could be read)."""
+    (tmp_path / name).write_text(text)
+    res = CliRunner().invoke(main, [str(tmp_path / name), "-m", _cascade_path(), "-o",
+                                    str(tmp_path / "o")])
+    assert res.exit_code == 2 and f"{name}: no annotations (the file lists no image)" in \
+        res.output, res.output
+
+
 def test_vjeval_image_root(scene, tmp_path):
     """--image-root is honoured for a CSV, and a missing folder is refused (it used to fall back
     silently to the annotation's folder)."""

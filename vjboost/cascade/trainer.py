@@ -1047,10 +1047,18 @@ class CascadeTrainer:
                 f"mining budget reached: {found} of the {self.num_neg} negatives found in the "
                 f"{res.n_scanned} windows scanned (mining_budget {self.mining_budget}, "
                 f"acceptance ratio {res.acceptance_ratio:.3g}){floor}")}
+        why = ""
+        if res.n_scanned == 0:  # not a cascade rejecting everything: nothing to scan at all
+            n_bad = len(res.unreadable)
+            h, w = self.window_shape
+            why = ("; none of the background images could be read" if n_bad == n_bgs else
+                   f"; {n_bad} of the {n_bgs} background images could not be read, the other "
+                   f"{n_bgs - n_bad} yield no {w}x{h} window (smaller than the window at "
+                   "every mining scale)")
         return {"reason": "negatives_exhausted", "message": (
             f"negatives exhausted: {found} of the {self.num_neg} negatives found "
             f"after scanning {res.n_scanned} windows of {n_bgs} background images "
-            f"({res.passes} passes, {len(res.unreadable)} unreadable){floor}")}
+            f"({res.passes} passes, {len(res.unreadable)} unreadable){why}{floor}")}
 
     def _boost_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, emit, log, executor
                      ) -> tuple[StageResult, dict[str, Any], float]:

@@ -761,8 +761,8 @@ def _explain_stop(trainer, out: Path, echo) -> None:
     }.get(reason, "")
     if how:
         echo(f"to continue: {how} ({n} stage(s) saved in {out})")
-    if n == 0:
-        raise click.ClickException("no stage could be trained")
+    if n == 0:  # the line says why (with -q the lines above are not shown)
+        raise click.ClickException(f"no stage could be trained: {stop['message']}")
 
 
 def main(argv: list[str] | None = None) -> None:

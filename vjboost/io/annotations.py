@@ -192,8 +192,10 @@ def _read_text(path: Path, what: str) -> str:
         raise AnnotationError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def read_bg_list(path: str | os.PathLike[str]) -> list[str]:
+def read_bg_list(path: str | os.PathLike[str], *, what: str = "background list") -> list[str]:
     """Read a ``bg.txt`` list of background images (one path per line).
+
+    ``what`` names the list in errors (``"image list"`` for the inputs of ``vjdetect``).
 
     Blank lines and lines starting with ``#`` are skipped (traincascade stopped reading at the
     first blank line, silently dropping the rest).
@@ -210,11 +212,11 @@ def read_bg_list(path: str | os.PathLike[str]) -> list[str]:
     base = path.parent.resolve()
     out = [
         _naming(path, _resolve, base, line.strip())
-        for line in _read_text(path, "background list").splitlines()
+        for line in _read_text(path, what).splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
     if not out:
-        raise AnnotationError(f"{path}: the background list is empty")
+        raise AnnotationError(f"{path}: the {what} is empty")
     return out
 
 
@@ -552,10 +554,19 @@ def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
         reader = {"info": read_info_dat, "csv": read_boxes_csv, "json": read_boxes_json}[fmt]
         if category is not None:
             raise AnnotationError(f"{p}: the {fmt} format has no categories; drop the category")
-        return _naming(p, reader, p, images=images)
+        return _annotated(p, _naming(p, reader, p, images=images))
     from . import formats
 
-    return _naming(p, formats.READERS[fmt], p, category=category, images=images)
+    out = _naming(p, formats.READERS[fmt], p, category=category, images=images)
+    return _annotated(p, out)
+
+
+def _annotated(path: Path, ann: AnnotationSet) -> AnnotationSet:
+    """``ann``, unless it lists no image at all (a header-only CSV, ``[]``, ``{}``): then
+    nothing could be evaluated or cut, and later errors would blame the images."""
+    if not len(ann):
+        raise AnnotationError(f"{path}: no annotations (the file lists no image)")
+    return ann
 
 
 def _naming(path: Path, read: Any, *args: Any, **kwargs: Any) -> Any:
