@@ -207,7 +207,7 @@ def test_a_video_cut_short_is_read_as_far_as_it_goes_and_said(shared_dir, model_
     cut.write_bytes(vid.read_bytes()[:20000])  # the header announces every frame
     out = tmp_path / "o"
     r = CliRunner().invoke(main, [str(cut), "--model", model_xml, "-o", str(out)])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # as a skipped input: the detections do not cover it all
     frames = {d["frame"] for d in _lines(r.stdout)}
     note = [ln for ln in r.stderr.splitlines() if ln.startswith("vjdetect: warning:")]
     assert len(note) == 1 and "cut short or damaged" in note[0], r.stderr
@@ -257,6 +257,35 @@ def test_a_damaged_image_ends_in_one_line(tmp_path, model_xml):
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert r.returncode == 1
     assert len(lines) == 1 and "cut.png" in lines[0] and "not a readable image" in lines[0]
+
+
+def test_a_damaged_video_ends_in_one_line(tmp_path, model_xml):
+    # FFmpeg logs "moov atom not found" through its own logger; the tool's line is the only one
+    import subprocess
+    import sys
+
+    (tmp_path / "text.mp4").write_text("not a video at all\n" * 50)
+    r = subprocess.run([sys.executable, "-m", "vjboost.cli.detect", str(tmp_path / "text.mp4"),
+                        "--model", model_xml], capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 1
+    assert len(lines) == 1 and "text.mp4: cannot open the video" in lines[0], r.stderr
+
+
+def test_wrong_messages_fixed(tmp_path, model_xml):
+    """An empty argument is not the current folder; an empty list is an image list; a BMP with
+    a negative width is damaged (its width was read as 4294967291 columns)."""
+    (tmp_path / "list.txt").write_text("# nothing\n")
+    bmp = bytearray(cv2.imencode(".bmp", np.zeros((4, 4), np.uint8))[1].tobytes())
+    bmp[18:22] = (-5).to_bytes(4, "little", signed=True)
+    (tmp_path / "neg.bmp").write_bytes(bytes(bmp))
+    for arg, message in (("", "Error: '': an empty argument names no file"),
+                         (str(tmp_path / "list.txt"), "list.txt: the image list is empty"),
+                         (str(tmp_path / "neg.bmp"), "neg.bmp: damaged BMP file")):
+        r = CliRunner().invoke(main, [arg, "--model", model_xml])
+        assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], r.stderr
 
 
 def _check_option(face_png, option: str, good, bad, message: str) -> None:

@@ -79,6 +79,52 @@ def test_coco_category_crowd_and_errors(tmp_path, images):
         read_annotations(p, category="face")
 
 
+@pytest.mark.parametrize("edit, match", [
+    (lambda d: d["images"][0].update(width=-200), r"images\[0\].width: expected a positive "
+     "integer, got -200"),
+    (lambda d: d["images"][1].update(height="50"), r"images\[1\].height: expected a positive"),
+    (lambda d: d["annotations"][0].update(category_id=42), r"annotations\[0\]: category_id 42 "
+     "is not in 'categories'"),
+    (lambda d: d["annotations"][1].update(iscrowd="yes"), r"annotations\[1\]: 'iscrowd' must be "
+     "0 or 1, got 'yes'"),
+    (lambda d: d["annotations"][2].update(ignore=2), r"annotations\[2\]: 'ignore' must be 0 or "
+     "1, got 2"),
+])
+def test_coco_bad_values_are_refused(tmp_path, images, edit, match):
+    """Values that were silently used: a negative image size, an unknown category (the box
+    dropped), iscrowd "yes" (the object made an ignore region)."""
+    p = _coco(tmp_path, images)
+    doc = json.loads(p.read_text())
+    edit(doc)
+    p.write_text(json.dumps(doc))
+    with pytest.raises(AnnotationError, match="ann.json: " + match):
+        read_annotations(p, category="face")
+
+
+def test_annotations_are_checked_against_the_images_read(tmp_path, images):
+    """The declared COCO size must be the image's, and a box must overlap its image: checked
+    when vjeval reads the image."""
+    from vjboost.eval.run import load_evaluation_set
+
+    p = _coco(tmp_path, images)
+    ann = read_annotations(p, category="face")
+    es = load_evaluation_set(ann, list(ann))  # the sizes declared are right
+    assert len(es.images) == 2 and es.annotations.sizes[str(images / "a.png")][:2] == (200, 100)
+    doc = json.loads(p.read_text())
+    doc["images"][1]["width"] = 81
+    p.write_text(json.dumps(doc))
+    ann = read_annotations(p, category="face")
+    with pytest.raises(AnnotationError, match=r"ann.json: images\[1\]: width x height 81x50 "
+                       r"contradicts the image .*b.jpg, which is 80x50"):
+        load_evaluation_set(ann, list(ann))
+    (tmp_path / "out.csv").write_text(f"image,x,y,w,h\n{images / 'a.png'},10,10,5,5\n"
+                                      f"{images / 'b.jpg'},80,0,5,5\n")
+    ann = read_annotations(tmp_path / "out.csv")
+    with pytest.raises(AnnotationError, match=r"out.csv: .*b.jpg: box \[80, 0, 5, 5\] lies "
+                       "entirely outside the 80x50 image"):
+        load_evaluation_set(ann, list(ann))
+
+
 def test_voc_folder_difficult_and_one_based_corners(tmp_path, images):
     ann_dir = tmp_path / "Annotations"
     ann_dir.mkdir()
@@ -123,6 +169,13 @@ def test_yolo_with_images_folder_and_names(tmp_path, images):
     assert ann[str((images / "b.jpg").resolve())].shape == (0, 4)  # no label file: no object
     (root / "labels" / "a.txt").write_text("0 0.5 0.5 1.5 0.1\n")
     with pytest.raises(AnnotationError, match=r"a.txt, line 1: cx, cy, w, h must be fractions"):
+        read_annotations(root)
+    (root / "labels" / "a.txt").write_text("0 0.5 0.5 0.2 0.2 0.9 0.1 extra\n")
+    with pytest.raises(AnnotationError, match=r"a.txt, line 1: expected 'class cx cy w h' \(and "
+                       "optionally a score\\), got 8 fields"):
+        read_annotations(root)
+    (root / "labels" / "a.txt").write_text("0 0.5 0.5 0.2 0.2 extra\n")
+    with pytest.raises(AnnotationError, match=r"a.txt, line 1: score: expected a number"):
         read_annotations(root)
     (root / "labels" / "a.txt").write_text("0 0.5 0.5 0.1 0.1\n")
     (root / "labels" / "zz.txt").write_text("0 0.5 0.5 0.1 0.1\n")

@@ -130,6 +130,15 @@ def test_csv_and_json(tmp_path):
     (tmp_path / "bad.csv").write_text("image,x,y,w,h\na.png,1,2,3\n")
     with pytest.raises(AnnotationError, match="line 2: expected 5 columns"):
         read_annotations(tmp_path / "bad.csv")
+    (tmp_path / "long.csv").write_text("image,x,y,w,h\na.png,1,2,3,4\na.png,1,2,3,4,5,6,7\n")
+    with pytest.raises(AnnotationError, match="long.csv, line 3: expected 5 columns, got 8"):
+        read_annotations(tmp_path / "long.csv")
+    # image names relative to images=, which must exist
+    (tmp_path / "q").mkdir()
+    assert list(read_annotations(tmp_path / "b.csv", images=tmp_path / "q")) == [
+        str(tmp_path / "q" / "q" / "a.png")]
+    with pytest.raises(AnnotationError, match="nope: the image folder does not exist"):
+        read_annotations(tmp_path / "b.csv", images=tmp_path / "nope")
     (tmp_path / "hdr.csv").write_text("file,x,y\n")
     with pytest.raises(AnnotationError, match=r"line 1: header must name.*'image'"):
         read_annotations(tmp_path / "hdr.csv")

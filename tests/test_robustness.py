@@ -686,6 +686,102 @@ def test_vjtrain_full_disk_and_damaged_checkpoint(train_data, tmp_path, monkeypa
     assert "delete" in r.output and len(r.output.strip().splitlines()) == 1
 
 
+def test_python_warnings_reach_the_user_as_one_line():
+    """A library warning (e.g. read_vec's header count) is one ``PROG: warning:`` line, not
+    Python's two lines with the source file and the calling line."""
+    import warnings
+
+    import click
+
+    from vjboost.cli._command import Command
+
+    @click.command(cls=Command)
+    def tool():
+        warnings.warn("a.vec: header says 9 samples,\n the file holds 2; using 2",
+                      UserWarning, stacklevel=1)
+
+    r = CliRunner().invoke(tool, [], prog_name="vjtool")
+    assert r.exit_code == 0 and r.stderr == ("vjtool: warning: a.vec: header says 9 samples, "
+                                             "the file holds 2; using 2\n"), r.stderr
+
+
+def test_vjtrain_says_why_no_stage_could_be_trained(train_data, tmp_path):
+    """Backgrounds whose header reads but whose pixels do not: no window to mine, and the last
+    line says so (it said only "no stage could be trained")."""
+    from vjboost.cli.train import vjtrain
+
+    bg = tmp_path / "bg"
+    bg.mkdir()
+    ok, jpg = cv2.imencode(".jpg", np.random.default_rng(0).integers(0, 255, (120, 160),
+                                                                     dtype=np.uint8))
+    (bg / "cut.jpg").write_bytes(jpg.tobytes()[:400])  # the header, not the scan data
+    args = _train_args(train_data, tmp_path / "o")
+    args[1] = str(bg)
+    r = CliRunner().invoke(vjtrain, args)
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: no stage could be trained: negatives exhausted") and \
+        "none of the background images could be read" in last, r.output
+
+
+@pytest.fixture(scope="module")
+def one_stage_run(train_data, tmp_path_factory):
+    """A vjtrain run folder holding the checkpoint of one stage (``--stages 2`` resumes it)."""
+    from vjboost.cli.train import vjtrain
+
+    out = tmp_path_factory.mktemp("ck") / "run"
+    r = CliRunner().invoke(vjtrain, _train_args(train_data, out))
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def _negatives_file(ck):
+    return ck["negatives"]["file"]
+
+
+# how a checkpoint is damaged -> the file the message names, and what it says
+DAMAGED_CHECKPOINTS = {
+    "cursor a string": (lambda out, ck: ck["negatives"].update(cursor="abc"),
+                        "checkpoint.json", "'negatives.cursor'"),
+    "negatives null": (lambda out, ck: ck.update(negatives=None), "checkpoint.json",
+                       "'negatives' is not a mapping"),
+    "cursor negative": (lambda out, ck: ck["negatives"]["cursor"].update(
+        {k: -5 for k in ck["negatives"]["cursor"]}), "checkpoint.json", "non-negative"),
+    "pool file outside the folder": (lambda out, ck: ck["negatives"].update(
+        file="../negatives.npy"), "checkpoint.json", "'negatives.file'"),
+    "empty pool file": (lambda out, ck: (out / _negatives_file(ck)).write_bytes(b""),
+                        "negatives-", "EOF"),
+    "float pool file": (lambda out, ck: np.save(out / _negatives_file(ck), np.zeros(
+        (3, 16, 16))), "negatives-", "float64 windows"),
+    "feature id out of range": (lambda out, ck: ck["stages"][0]["learners"][0].update(
+        feature=[10**9] * len(ck["stages"][0]["learners"][0]["feature"])),
+        "checkpoint.json", "stage 0: learners[0]: feature id 1000000000 out of range"),
+}
+
+
+@pytest.mark.parametrize("case", DAMAGED_CHECKPOINTS)
+def test_vjtrain_damaged_checkpoint_ends_in_one_line(case, one_stage_run, train_data, tmp_path):
+    """Wrong types in the checkpoint's state, an empty or wrong .npy pool, a feature id outside
+    the pool: the one "damaged training checkpoint" line naming the file, exit 2."""
+    import shutil
+
+    from vjboost.cli.train import vjtrain
+
+    damage, name, needle = DAMAGED_CHECKPOINTS[case]
+    out = tmp_path / "run"
+    shutil.copytree(one_stage_run, out)
+    ck = json.loads((out / "checkpoint.json").read_text())
+    damage(out, ck)
+    (out / "checkpoint.json").write_text(json.dumps(ck))
+    args = _train_args(train_data, out, "--resume")
+    args[args.index("--stages") + 1] = "2"
+    r = CliRunner().invoke(vjtrain, args)
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    line = r.stderr.strip().splitlines()
+    assert len(line) == 1 and "damaged training checkpoint" in line[0], r.output
+    assert f"{out}/{name}" in line[0] and needle in line[0], r.output
+
+
 def test_vjtrain_memory_budget_refuses_big_windows_quickly(train_data, tmp_path, monkeypatch):
     from vjboost.cli.train import vjtrain
 

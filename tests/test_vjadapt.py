@@ -106,6 +106,9 @@ def test_read_frame_boxes(tmp_path):
     p.write_text("frame,x,y,w,h\n0,1,2,-3,4\n")
     with pytest.raises(ValueError, match="line 2: invalid entry"):
         read_frame_boxes(p)
+    p.write_text("frame,x,y,w,h\n0,1,2,3,4,extra\n")
+    with pytest.raises(ValueError, match="b.csv, line 2: expected 5 columns, got 6"):
+        read_frame_boxes(p)
 
 
 @pytest.mark.parametrize("extra, message", [

@@ -32,7 +32,8 @@ def scene(tmp_path):
     (tmp_path / "broken.png").write_bytes(b"nope")
     # ground truth: a hand-placed face box on the downscaled astronaut
     (tmp_path / "gt.csv").write_text("image,x,y,w,h\nastro.png,86,36,56,56\n")
-    (tmp_path / "list.txt").write_text("astro.png\nflat.png\nbroken.png\n")
+    (tmp_path / "list.txt").write_text("astro.png\nflat.png\n")
+    (tmp_path / "list_broken.txt").write_text("astro.png\nflat.png\nbroken.png\n")
     return tmp_path, small
 
 
@@ -46,14 +47,14 @@ def test_vjeval_matches_opencv_detections(scene):
             "-m",
             path,
             "--images",
-            str(tmp / "list.txt"),
+            str(tmp / "list_broken.txt"),
             "-o",
             str(tmp / "out"),
             "--iou",
             "0.3",
         ],
     )
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 3, res.output  # broken.png was skipped, the others scored
     doc = json.loads((tmp / "out" / "eval.json").read_text())
     assert (tmp / "out" / "curve.png").stat().st_size > 1000
     assert doc["n_images"] == 2 and doc["n_objects"] == 1
@@ -113,6 +114,51 @@ def test_vjeval_output_files_never_overwrite_its_inputs(scene):
                                   "-o", str(tmp)])
     assert r.exit_code == 1 and "report.html is the --detections file" in r.output
     assert (tmp / "report.html").read_text() == '[{"image_id": "astro.png"}]'
+
+
+def test_vjeval_skipped_annotated_images_exit_3(scene):
+    """An annotated image that is missing or unreadable: the rest is scored and written, and
+    the exit status (3, as vjdetect's) and a last line say the score lacks its objects."""
+    tmp, _ = scene
+    (tmp / "gt2.csv").write_text("image,x,y,w,h\nastro.png,86,36,56,56\nbroken.png,1,1,9,9\n"
+                                 "gone.png,1,1,9,9\ngone.png,20,20,9,9\n")
+    res = CliRunner().invoke(main, [str(tmp / "gt2.csv"), "-m", _cascade_path(), "-o",
+                                    str(tmp / "o3"), "--no-report", "--max-neighbors", "2"])
+    assert res.exit_code == 3 and "Traceback" not in res.output, res.output
+    err = res.stderr.strip().splitlines()
+    assert [ln for ln in err if ln.startswith("vjeval: skipped")] == [
+        f"vjeval: skipped {tmp / 'broken.png'}: not a readable image (corrupt or unsupported "
+        "format)", f"vjeval: skipped {tmp / 'gone.png'}: no such file"], err
+    assert err[-1].startswith("vjeval: 2 image(s) skipped, their 3 annotated object(s) left "
+                              "out of the score"), err
+    doc = json.loads((tmp / "o3" / "eval.json").read_text())
+    assert doc["n_objects"] == 1 and len(doc["skipped"]) == 2
+
+
+@pytest.mark.parametrize("name, text", [("h.csv", "image,x,y,w,h\n"), ("l.json", "[]"),
+                                        ("d.json", "{}")])
+def test_vjeval_no_annotations_is_said(scene, tmp_path, name, text):
+    """A file listing no image says so (it used to say that no image could be read)."""
+    (tmp_path / name).write_text(text)
+    res = CliRunner().invoke(main, [str(tmp_path / name), "-m", _cascade_path(), "-o",
+                                    str(tmp_path / "o")])
+    assert res.exit_code == 2 and f"{name}: no annotations (the file lists no image)" in \
+        res.output, res.output
+
+
+def test_vjeval_image_root(scene, tmp_path):
+    """--image-root is honoured for a CSV, and a missing folder is refused (it used to fall back
+    silently to the annotation's folder)."""
+    tmp, _ = scene
+    (tmp_path / "gt.csv").write_text("image,x,y,w,h\nastro.png,86,36,56,56\n")
+    args = [str(tmp_path / "gt.csv"), "-m", _cascade_path(), "--no-report",
+            "--max-neighbors", "2"]
+    res = CliRunner().invoke(main, [*args, "--image-root", str(tmp_path / "nope"), "-o",
+                                    str(tmp_path / "o1")])
+    assert res.exit_code == 2 and "--image-root" in res.output, res.output
+    res = CliRunner().invoke(main, [*args, "--image-root", str(tmp), "-o", str(tmp_path / "o2")])
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "o2" / "eval.json").read_text())["n_objects"] == 1
 
 
 def test_sweep_reports_the_detectors_boxes_and_scores(scene):

@@ -40,6 +40,7 @@ __all__ = [
     "parse_json",
     "read_bytes",
     "read_json",
+    "read_npy",
     "read_npz",
     "remove_stale_temps",
     "save_png",
@@ -345,14 +346,7 @@ def read_npz(path: str | os.PathLike[str], keys: list[str] | None = None, *,
             nbytes = 0
             for k in wanted:
                 with zf.open(members[k]) as fh:
-                    version = np.lib.format.read_magic(fh)
-                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                                   else np.lib.format.read_array_header_2_0)
-                    shape, _, dtype = read_header(fh)
-                if dtype.hasobject:
-                    raise InputError(f"{name}: array {k!r} holds Python objects (a pickle); "
-                                     "only plain numeric arrays are read")
-                nbytes += int(np.prod(shape, dtype=object)) * dtype.itemsize
+                    nbytes += _npy_nbytes(fh, f"{name}: array {k!r}")
             check_memory(nbytes, f"{name}: arrays {wanted}")
             out = {}
             for k in wanted:
@@ -369,9 +363,74 @@ def read_npz(path: str | os.PathLike[str], keys: list[str] | None = None, *,
         raise
     except (OSError, ValueError, EOFError, zlib.error, zipfile.LargeZipFile,
             NotImplementedError, RuntimeError) as exc:
-        why = getattr(exc, "strerror", None) or (str(exc).splitlines() or [""])[0] \
-            or type(exc).__name__
-        raise InputError(f"{name}: damaged or unreadable {what} ({why})") from None
+        raise InputError(f"{name}: damaged or unreadable {what} ({_why(exc)})") from None
+
+
+def read_npy(path: str | os.PathLike[str], *, what: str = "array file") -> np.ndarray:
+    """The array of an ``.npy`` file, without pickles, checked against the memory budget
+    before it is loaded.
+
+    Parameters
+    ----------
+    path : path-like
+    what : str
+        What the file should be, for messages.
+
+    Returns
+    -------
+    ndarray
+
+    Raises
+    ------
+    InputError
+        Missing, empty, truncated or damaged file, not an ``.npy`` file, an object (pickled)
+        array; the message names the file.
+    MemoryBudgetError
+        The array's declared size is over the memory budget.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> p = tempfile.mkdtemp() + "/a.npy"
+    >>> np.save(p, np.zeros((2, 3), np.uint8))
+    >>> read_npy(p).shape
+    (2, 3)
+    """
+    from ._memory import check_memory
+
+    name = str(path)
+    try:
+        with open(path, "rb") as fh:
+            check_memory(_npy_nbytes(fh, f"{name}: the array"), f"{name}: the array")
+            fh.seek(0)
+            return np.lib.format.read_array(fh, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a folder, not an .npy {what}") from None
+    except InputError:
+        raise
+    except (OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
+        raise InputError(f"{name}: damaged or unreadable {what} ({_why(exc)})") from None
+
+
+def _npy_nbytes(fh: IO[bytes], label: str) -> int:
+    """The data size an ``.npy`` header declares (``fh`` is left after the header); refuses
+    object arrays, which only a pickle could load."""
+    version = np.lib.format.read_magic(fh)
+    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                   else np.lib.format.read_array_header_2_0)
+    shape, _, dtype = read_header(fh)
+    if dtype.hasobject:
+        raise InputError(f"{label} holds Python objects (a pickle); only plain numeric arrays "
+                         "are read")
+    return int(np.prod(shape, dtype=object)) * dtype.itemsize
+
+
+def _why(exc: BaseException) -> str:
+    """The reason of a read error in a few words (an OSError's text without its path)."""
+    return (getattr(exc, "strerror", None) or (str(exc).splitlines() or [""])[0]
+            or type(exc).__name__)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -26,6 +26,7 @@ __all__ = [
     "check_resumable",
     "checkpoint_stages",
     "config_differences",
+    "damaged_checkpoint",
     "load_checkpoint",
     "save_checkpoint",
 ]
@@ -43,6 +44,62 @@ def _damaged(path: Path, why: str) -> CheckpointError:
     return CheckpointError(
         f"{path}: damaged training checkpoint ({why}); it cannot be resumed: delete "
         f"{path.parent} to train again from scratch, or train into a new output folder")
+
+
+def damaged_checkpoint(path: str | os.PathLike[str], why: str) -> CheckpointError:
+    """The error of a checkpoint file that cannot be resumed (``checkpoint.json`` or a file it
+    names in the run's folder, such as the negative pool's ``.npy``).
+
+    Parameters
+    ----------
+    path : path-like
+        The damaged file (its folder is the run's folder).
+    why : str
+        What is wrong with it.
+
+    Returns
+    -------
+    CheckpointError
+        To raise: one line naming the file, what is wrong and what to do.
+    """
+    return _damaged(Path(path), why)
+
+
+def _is_count(v: Any) -> bool:
+    """An ``int`` that is not a ``bool`` and not negative (JSON counts and cursors)."""
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _plain_name(v: Any) -> bool:
+    """A file name in the run's folder: no folder part, so a checkpoint cannot point outside."""
+    return isinstance(v, str) and v not in ("", ".", "..") and "/" not in v and "\\" not in v \
+        and "\0" not in v
+
+
+def _state_problem(key: str, state: Any) -> str | None:
+    """What is wrong with the ``negatives`` or ``bin_sample`` state of a checkpoint, or
+    ``None``. The types are checked here, once, so that resuming never meets a value it cannot
+    use (a string for the cursors, ``null`` for the state, a negative cursor...)."""
+    if not isinstance(state, dict):
+        return f"'{key}' is not a mapping but {type(state).__name__}"
+    if not _plain_name(state.get("file")):
+        return f"'{key}.file' is missing or not a file name in the run's folder"
+    if not isinstance(state.get("digest"), str):
+        return f"'{key}.digest' is missing or not a string"
+    if key == "bin_sample":
+        return None
+    for field, required in (("cursor", True), ("unit_windows", False)):
+        value = state.get(field, None if required else {})
+        if not isinstance(value, dict) or not all(_is_count(v) for v in value.values()):
+            return (f"'{key}.{field}' is missing or not a mapping of image paths to "
+                    "non-negative integers")
+    unreadable = state.get("unreadable", [])
+    if not isinstance(unreadable, list) or not all(isinstance(v, str) for v in unreadable):
+        return f"'{key}.unreadable' is not a list of image paths"
+    for field in ("checked_stages", "n_windows"):
+        if not _is_count(state.get(field)):
+            return f"'{key}.{field}' is missing or not a non-negative integer"
+    return None
 
 
 def save_checkpoint(folder: str | os.PathLike[str], state: dict[str, Any]) -> Path:
@@ -101,6 +158,12 @@ def load_checkpoint(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
         if not isinstance(m, dict) or isinstance(m.get("stage"), bool) or not isinstance(
                 m.get("stage"), int):
             raise _damaged(path, "a 'mining' entry without an integer 'stage'")
+    # the negative pool is saved with the first stage; the bin-edge sample only by some runs
+    if data["stages"] and "negatives" not in data:
+        raise _damaged(path, "'negatives' is missing")
+    for key in ("negatives", "bin_sample"):
+        if key in data and (why := _state_problem(key, data[key])) is not None:
+            raise _damaged(path, why)
     return data
 
 

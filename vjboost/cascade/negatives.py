@@ -58,7 +58,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .._io import atomic_open
+from .._io import atomic_open, read_npy
 from .._memory import available_memory
 from .._parallel import ThreadExecutor
 from .._threads import resolve_threads
@@ -769,9 +769,15 @@ class NegativePool:
         Raises
         ------
         ValueError
-            The windows do not match the state's digest.
+            The windows are not uint8 windows of the run's shape or do not match the state's
+            digest.
         """
-        windows = np.asarray(windows, dtype=np.uint8).reshape(-1, *self.params.window)
+        windows = np.asarray(windows)
+        if windows.dtype != np.uint8 or windows.ndim != 3 or \
+                windows.shape[1:] != tuple(self.params.window):
+            raise ValueError(f"the negative pool holds {windows.dtype} windows of shape "
+                             f"{windows.shape[1:]}, not uint8 windows of shape "
+                             f"{tuple(self.params.window)}")
         if _digest(windows) != state["digest"]:
             raise ValueError("the saved negative pool does not match its checkpoint")
         self.windows = np.ascontiguousarray(windows)
@@ -805,15 +811,12 @@ class NegativePool:
 
         Raises
         ------
+        InputError
+            The windows file cannot be read (the message names it).
         ValueError
-            The windows file cannot be read or does not match the state.
+            The windows do not match the state.
         """
-        path = Path(folder) / state["file"]
-        try:
-            windows = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: the checkpoint's negative pool cannot be read "
-                             f"({exc})") from None
+        windows = read_npy(Path(folder) / state["file"], what="negative pool")
         self.restore(state, windows)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_open
+from .._io import atomic_open, read_npy
 from ..boost.binning import carry_columns, edge_sample, precompute, precompute_nbytes
 from ..boost.source import MatrixSource
 
@@ -199,15 +199,13 @@ class StageMatrix:
 
         Raises
         ------
+        InputError
+            The file cannot be read (the message names it).
         ValueError
-            The file cannot be read or does not match the state.
+            The sample does not match the state.
         """
-        path = Path(folder) / state["file"]
-        try:
-            sample = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise ValueError(f"{path}: cannot be read ({exc})") from None
+        sample = read_npy(Path(folder) / state["file"], what="bin-edge sample")
         if sample.dtype != np.uint8 or _digest(sample) != state["digest"]:
-            raise ValueError(f"{path}: does not match its checkpoint")
+            raise ValueError("the bin-edge sample does not match its checkpoint")
         self.sample_, self.edges_ = sample, None
         self.drop()

@@ -63,7 +63,14 @@ from ..boost.weak import TreeShape
 from ..features.base import FeatureFamily, get_family_class
 from ..features.pool import FeaturePool
 from .budget import check_training_memory
-from .checkpoint import checkpoint_stages, config_differences, load_checkpoint, save_checkpoint
+from .checkpoint import (
+    CHECKPOINT_NAME,
+    checkpoint_stages,
+    config_differences,
+    damaged_checkpoint,
+    load_checkpoint,
+    save_checkpoint,
+)
 from .model import CascadeModel, Stage
 from .negatives import ImageCache, MiningParams, MiningResult, NegativePool, mining_summary
 from .progress import Callback, RunClock, mining_event, peak_rss, reset_peak_rss
@@ -816,14 +823,17 @@ class CascadeTrainer:
                         f"{out}: the checkpoint was made with other settings or data ("
                         + "; ".join(diff[:4]) + "); use the same ones to resume, or another "
                         "output folder")
-                stages = checkpoint_stages(ck, StageResult.from_dict, out)
+                stages = checkpoint_stages(ck, self._checkpoint_stage, out)
                 if stages and self._stage_matrix is not None:
+                    if "bin_sample" not in ck:
+                        raise damaged_checkpoint(out / CHECKPOINT_NAME,
+                                                 "'bin_sample' is missing")
+                    path = out / ck["bin_sample"]["file"]
                     try:
                         self._stage_matrix.load(out, ck["bin_sample"])
-                    except (KeyError, TypeError, ValueError) as exc:
-                        raise TrainingError(
-                            f"{out}: the checkpoint's bin-edge sample is missing or damaged "
-                            f"({exc}); train again in another folder") from None
+                    except ValueError as exc:
+                        raise damaged_checkpoint(
+                            path, str(exc).removeprefix(f"{path}: ")) from None
                 mining_log = [m for m in ck.get("mining", []) if m["stage"] < len(stages)]
                 if len(stages) > self.num_stages:
                     raise TrainingError(
@@ -988,12 +998,24 @@ class CascadeTrainer:
         pool = NegativePool(bgs, MiningParams(self.window_shape, **(self.mining or {})),
                             seed=int(self.seed), n=int(self.num_neg), cache=cache)
         if ck is not None and n_stages:
+            path = out / ck["negatives"]["file"]  # (load_checkpoint checked the types)
             try:
                 pool.load(out, ck["negatives"])
-            except (KeyError, ValueError) as exc:
-                raise TrainingError(f"{out}: the checkpoint's negative pool is missing or "
-                                    f"damaged ({exc}); train again in another folder") from None
+            except ValueError as exc:
+                raise damaged_checkpoint(path, str(exc).removeprefix(f"{path}: ")) from None
         return pool
+
+    def _checkpoint_stage(self, d: Any) -> StageResult:
+        """A stage of the checkpoint resumed, its feature ids checked against this run's pool
+        (a damaged id would otherwise surface later, naming neither file nor stage)."""
+        st = StageResult.from_dict(d)
+        n = self.pool_.n_features
+        for i, lr in enumerate(st.learners):
+            bad = [int(g) for g in lr.features_ if not 0 <= g < n]  # (sorted ids)
+            if bad:
+                raise ValueError(f"learners[{i}]: feature id {bad[-1]} out of range (the pool "
+                                 f"has {n} features)")
+        return st
 
     def _stage_positives(self, pos: np.ndarray, model: CascadeModel | None, k: int):
         """The stage's ``num_pos`` positives (the first of the pool the cascade accepts), the
@@ -1025,10 +1047,18 @@ class CascadeTrainer:
                 f"mining budget reached: {found} of the {self.num_neg} negatives found in the "
                 f"{res.n_scanned} windows scanned (mining_budget {self.mining_budget}, "
                 f"acceptance ratio {res.acceptance_ratio:.3g}){floor}")}
+        why = ""
+        if res.n_scanned == 0:  # not a cascade rejecting everything: nothing to scan at all
+            n_bad = len(res.unreadable)
+            h, w = self.window_shape
+            why = ("; none of the background images could be read" if n_bad == n_bgs else
+                   f"; {n_bad} of the {n_bgs} background images could not be read, the other "
+                   f"{n_bgs - n_bad} yield no {w}x{h} window (smaller than the window at "
+                   "every mining scale)")
         return {"reason": "negatives_exhausted", "message": (
             f"negatives exhausted: {found} of the {self.num_neg} negatives found "
             f"after scanning {res.n_scanned} windows of {n_bgs} background images "
-            f"({res.passes} passes, {len(res.unreadable)} unreadable){floor}")}
+            f"({res.passes} passes, {len(res.unreadable)} unreadable){why}{floor}")}
 
     def _boost_stage(self, pw: np.ndarray, nw: np.ndarray, k: int, emit, log, executor
                      ) -> tuple[StageResult, dict[str, Any], float]:

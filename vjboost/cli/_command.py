@@ -14,13 +14,21 @@ Use :class:`Command` as the ``cls`` of ``click.command``::
 from __future__ import annotations
 
 import math
+import os
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from .._errors import VJBoostError
 
-__all__ = ["SCALE_FACTOR", "Command", "CommandError", "FiniteRange", "one_line"]
+__all__ = ["EXIT_SOME_SKIPPED", "SCALE_FACTOR", "Command", "CommandError", "FiniteRange",
+           "one_line"]
+
+#: exit status of vjdetect and vjeval when some inputs were skipped (unreadable, oversized) and
+#: the others processed: the outputs are written, but do not cover every input
+EXIT_SOME_SKIPPED = 3
 
 
 def one_line(exc: BaseException) -> str:
@@ -43,6 +51,19 @@ def _quiet_opencv() -> None:
     import cv2
 
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+    # FFmpeg logs through its own av_log, errors included ("moov atom not found", "Corrupted
+    # tile data"): OpenCV sets its level from this variable when it first opens a video, and
+    # the tools report an unreadable or cut-short video themselves (-8: AV_LOG_QUIET)
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+
+
+def _warning_line(prog: str) -> Callable[..., None]:
+    """A :func:`warnings.showwarning` that prints ``PROG: warning: MESSAGE`` on one line, as
+    the tools' own warnings (Python's adds the source file and line of the call)."""
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        click.echo(f"{prog}: warning: {one_line(message)}", err=True)
+    return show
 
 
 class CommandError(click.ClickException):
@@ -84,7 +105,9 @@ class Command(click.Command):
     def invoke(self, ctx: click.Context) -> Any:
         _quiet_opencv()
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():  # (restores Python's showwarning afterwards)
+                warnings.showwarning = _warning_line(ctx.info_name or "vjboost")
+                return super().invoke(ctx)
         except VJBoostError as exc:
             raise CommandError(one_line(exc), self.error_exit_code) from None
 

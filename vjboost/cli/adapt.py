@@ -99,7 +99,7 @@ def read_frame_boxes(path: str | os.PathLike[str]) -> FrameBoxes:
     for lineno, row in enumerate(reader, 2):
         if not row or all(not c.strip() for c in row):
             continue
-        if len(row) < len(cols):
+        if len(row) != len(cols):  # a longer row is as misaligned as a shorter one
             raise ValueError(f"{path}, line {lineno}: expected {len(cols)} columns, got "
                              f"{len(row)}")
         try:

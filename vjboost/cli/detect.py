@@ -4,7 +4,8 @@ Writes the detections as JSON lines (``source, frame, x, y, w, h, score, neighbo
 or ``--save FILE``, or as COCO JSON, Pascal VOC XML or YOLO txt (``--format``), and with
 ``--output-dir`` annotated copies of the images and videos. Unreadable and oversized inputs are
 skipped and counted; the exit status is 1 when nothing at all could be read, 3 when some inputs
-were skipped (the others were processed). Output paths are checked before any detection runs.
+were skipped or a video was cut short (the others were processed). Output paths are checked
+before any detection runs.
 
 Examples::
 
@@ -45,7 +46,7 @@ from ..io import (
     open_detection_writer,
     read_image,
 )
-from ._command import SCALE_FACTOR, Command
+from ._command import EXIT_SOME_SKIPPED, SCALE_FACTOR, Command
 from ._dask import dask_options, open_executor
 from ._operating import (
     BORDER_CHOICES,
@@ -56,9 +57,6 @@ from ._operating import (
 )
 
 __all__ = ["EXIT_SOME_SKIPPED", "default_model_path", "main"]
-
-#: exit status when some inputs were skipped (unreadable, oversized) and the others processed
-EXIT_SOME_SKIPPED = 3
 
 
 @dataclass
@@ -461,7 +459,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         f"{stats.detections} detection(s), {len(stats.failed)} skipped", err=True)
     if stats.read == 0:
         sys.exit(1)
-    if stats.failed:
+    if stats.failed or stats.notes:  # (notes: videos cut short, read only in part)
         sys.exit(EXIT_SOME_SKIPPED)
 
 

@@ -26,7 +26,7 @@ from ..io import (
     AnnotationError,
     read_annotations,
 )
-from ._command import SCALE_FACTOR, Command, FiniteRange
+from ._command import EXIT_SOME_SKIPPED, SCALE_FACTOR, Command, FiniteRange
 from ._operating import (
     BORDER_CHOICES,
     operating_neighbors,
@@ -37,6 +37,9 @@ from ._operating import (
 )
 
 __all__ = ["main", "resolve_model_path"]
+
+#: skipped images named on stderr (all of them are listed in eval.json)
+MAX_SKIPPED_SHOWN = 5
 
 FRAMING_HELP = (
     "IoU for a detection to match a ground-truth box. Boxes of a detector are framed like its "
@@ -90,7 +93,7 @@ def _image_list(images: str | None, annotations) -> list[str]:
 @click.option("--category", default=None,
               help="Object class to evaluate (name, or id for COCO/YOLO); needed when the "
                    "annotations hold several.")
-@click.option("--image-root", default=None, type=click.Path(file_okay=False),
+@click.option("--image-root", default=None, type=click.Path(exists=True, file_okay=False),
               help="Folder the annotation's image names are relative to (default: see "
                    "vjboost.io.read_annotations).")
 @click.option("--model", "-m", "models", multiple=True,
@@ -258,11 +261,15 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
         else:
             es = EvaluationSet(gt.restrict(paths), dict.fromkeys(paths), {})
         grays, failed = es.images, es.failed
-        for msg in failed[:5]:
+        for msg in failed[:MAX_SKIPPED_SHOWN]:
             click.echo(f"vjeval: skipped {msg}", err=True)
+        if len(failed) > MAX_SKIPPED_SHOWN:
+            click.echo(f"vjeval: ... and {len(failed) - MAX_SKIPPED_SHOWN} more skipped "
+                       "(listed in eval.json)", err=True)
         if not grays:
             click.echo("vjeval: no image could be read", err=True)
             sys.exit(1)
+        lost = gt.n_objects - es.annotations.n_objects  # objects of the skipped images
         gt = es.annotations
         n_gt = gt.n_objects
         click.echo(f"vjeval: {len(grays)} image(s), {n_gt} annotated object(s), "
@@ -319,7 +326,8 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     finally:
         if bar is not None:
             bar.stop()
-    summary = {**es.as_dict(), "annotations": str(annotations), "iou_threshold": iou,
+    summary = {**es.as_dict(), "skipped": failed, "annotations": str(annotations),
+               "iou_threshold": iou,
                "scale_factor": scale_factor, "min_neighbors": min_neighbors,
                "score": scan["score"], "min_score": scan["min_score"],
                "models": results}
@@ -351,6 +359,12 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
              else f"models at min_neighbors {min_neighbors}")
     click.echo(f"({where}, detection files with every "
                f"detection; IoU >= {iou:g}); wrote {', '.join(str(p) for p in wrote)}")
+    if failed:
+        # as vjdetect: the others were scored, but the score lacks the skipped images' objects
+        click.echo(f"vjeval: {len(failed)} image(s) skipped, their {lost} annotated object(s) "
+                   "left out of the score: fix or remove them (exit status "
+                   f"{EXIT_SOME_SKIPPED})", err=True)
+        sys.exit(EXIT_SOME_SKIPPED)
 
 
 def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_neighbors,

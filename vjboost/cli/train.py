@@ -658,9 +658,14 @@ def _evaluate(model, eval_inputs, threads: int, echo):
     from vjboost.cascade.detector import CascadeDetector
     from vjboost.eval.report import detection_samples
     from vjboost.eval.run import load_evaluation_set, sample_images, sweep_detector
+    from vjboost.io import AnnotationError
 
     gt, paths = eval_inputs
-    es = load_evaluation_set(gt, paths)
+    try:
+        es = load_evaluation_set(gt, paths)
+    except AnnotationError as exc:  # found as the images are read: the training is not lost
+        echo(f"warning: --eval: {exc}; no evaluation")
+        return None
     for msg in es.failed[:5]:
         echo(f"warning: --eval: skipped {msg}")
     if not es.images:
@@ -766,8 +771,8 @@ def _explain_stop(trainer, out: Path, echo) -> None:
     }.get(reason, "")
     if how:
         echo(f"to continue: {how} ({n} stage(s) saved in {out})")
-    if n == 0:
-        raise click.ClickException("no stage could be trained")
+    if n == 0:  # the line says why (with -q the lines above are not shown)
+        raise click.ClickException(f"no stage could be trained: {stop['message']}")
 
 
 def main(argv: list[str] | None = None) -> None:

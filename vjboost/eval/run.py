@@ -106,6 +106,12 @@ def load_evaluation_set(annotations: AnnotationSet, paths: Iterable[str], *,
     -------
     EvaluationSet
 
+    Raises
+    ------
+    AnnotationError
+        An image's annotations do not fit it (a box entirely outside, a declared size that is
+        not the image's): see :meth:`~vjboost.io.AnnotationSet.check_image`.
+
     Examples
     --------
     >>> import tempfile, cv2
@@ -122,6 +128,7 @@ def load_evaluation_set(annotations: AnnotationSet, paths: Iterable[str], *,
         except ImageReadError as exc:
             failed.append(str(exc))
         else:
+            annotations.check_image(p, img.shape[1], img.shape[0])
             images[p] = img
             sizes[p] = (img.shape[1], img.shape[0])
         if progress is not None:

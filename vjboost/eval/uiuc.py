@@ -44,6 +44,7 @@ import numpy as np
 
 from .._validation import check_array
 from ..boxes import group_rectangles
+from ..io.uiuc import OBJECT_SHAPE, location_window
 
 __all__ = [
     "AXIS_FRACTION",
@@ -59,8 +60,6 @@ __all__ = [
     "run_uiuc",
 ]
 
-#: (height, width) of the benchmark's object window
-OBJECT_SHAPE = (40, 100)
 #: semi-axes of the acceptance ellipse as a fraction of the object's height and width
 AXIS_FRACTION = 0.25
 
@@ -489,7 +488,7 @@ def run_uiuc(
         ``locations`` (image number -> found locations, for :func:`write_uiuc_locations`).
     """
     from ..cascade.detector import CascadeDetector, to_gray
-    from ..io import ImageReadError, read_image
+    from ..io import AnnotationError, ImageReadError, read_image
     from ..io.uiuc import read_uiuc_locations, uiuc_image_number
 
     truth = read_uiuc_locations(truth_path)
@@ -522,6 +521,12 @@ def run_uiuc(
         except ImageReadError as exc:
             unreadable.append(str(exc))
             continue
+        for loc in truth.get(n, np.zeros((0, 2), np.int64)).tolist():
+            if loc[0] >= gray.shape[0] or loc[1] >= gray.shape[1]:
+                h, w = location_window(loc)
+                raise AnnotationError(
+                    f"{truth_path}: image {n}: ({','.join(map(str, loc))}) puts the {w}x{h} "
+                    f"window entirely outside the {gray.shape[1]}x{gray.shape[0]} image {p}")
         t0 = time.perf_counter()
         if score is None:
             raw_b, raw_s = det.raw_windows(gray)

@@ -88,6 +88,9 @@ class AnnotationSet(Mapping):
         self.source = source
         self.format = format
         self.image_ids: dict[str, str] = {}  # COCO image id -> path (COCO files only)
+        # path -> (width, height, where) the file declares (COCO images[].width/height),
+        # compared with the image once it is read (check_image)
+        self.sizes: dict[str, tuple[int, int, str]] = {}
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self._boxes[key]
@@ -119,7 +122,47 @@ class AnnotationSet(Mapping):
                             {k: v for k, v in self.ignore.items() if k in keep},
                             source=self.source, format=self.format)
         out.image_ids = {i: p for i, p in self.image_ids.items() if p in keep}
+        out.sizes = {p: v for p, v in self.sizes.items() if p in keep}
         return out
+
+    def check_image(self, image: str, width: int, height: int) -> None:
+        """Check the annotations of ``image`` against its real size, once it has been read:
+        the size the file declares, if any, and that every box and ignore region overlaps the
+        image (a box entirely outside can only count as a miss).
+
+        Parameters
+        ----------
+        image : str
+            An annotated image's path.
+        width, height : int
+            Its size in pixels.
+
+        Raises
+        ------
+        AnnotationError
+            Naming the annotation file and the image (and the element that declares the size).
+
+        Examples
+        --------
+        >>> a = AnnotationSet({"a.png": [[1, 2, 3, 4], [50, 50, 5, 5]]}, source="gt.csv")
+        >>> try:
+        ...     a.check_image("a.png", 40, 30)
+        ... except AnnotationError as exc:
+        ...     print(exc)
+        gt.csv: a.png: box [50, 50, 5, 5] lies entirely outside the 40x30 image
+        """
+        declared = self.sizes.get(image)
+        if declared is not None and declared[:2] != (width, height):
+            raise AnnotationError(
+                f"{declared[2]}: width x height {declared[0]}x{declared[1]} contradicts the "
+                f"image {image}, which is {width}x{height}")
+        for kind, boxes in (("box", self._boxes.get(image, _empty())),
+                            ("ignore region", self.ignore_for(image))):
+            for x, y, w, h in boxes.tolist():
+                if x >= width or y >= height or x + w <= 0 or y + h <= 0:
+                    raise AnnotationError(
+                        f"{self.source}: {image}: {kind} {[x, y, w, h]} lies entirely outside "
+                        f"the {width}x{height} image")
 
 
 def _resolve(base: Path, entry: str) -> str:
@@ -127,6 +170,16 @@ def _resolve(base: Path, entry: str) -> str:
         raise AnnotationError(f"image path {entry[:40]!r} holds a NUL character")
     p = Path(entry).expanduser()
     return str(p if p.is_absolute() else (base / p).resolve())
+
+
+def _image_base(path: Path, images: str | os.PathLike[str] | None) -> Path:
+    """The folder image names are relative to: ``images``, which must exist (a mistyped folder
+    would otherwise fall back silently), else the annotation file's folder."""
+    if images is None:
+        return path.parent.resolve()
+    if not Path(images).is_dir():
+        raise AnnotationError(f"{images}: the image folder does not exist")
+    return Path(images).resolve()
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -141,8 +194,10 @@ def _read_text(path: Path, what: str) -> str:
         raise AnnotationError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
-def read_bg_list(path: str | os.PathLike[str]) -> list[str]:
+def read_bg_list(path: str | os.PathLike[str], *, what: str = "background list") -> list[str]:
     """Read a ``bg.txt`` list of background images (one path per line).
+
+    ``what`` names the list in errors (``"image list"`` for the inputs of ``vjdetect``).
 
     Blank lines and lines starting with ``#`` are skipped (traincascade stopped reading at the
     first blank line, silently dropping the rest).
@@ -159,11 +214,11 @@ def read_bg_list(path: str | os.PathLike[str]) -> list[str]:
     base = path.parent.resolve()
     out = [
         _naming(path, _resolve, base, line.strip())
-        for line in _read_text(path, "background list").splitlines()
+        for line in _read_text(path, what).splitlines()
         if line.strip() and not line.lstrip().startswith("#")
     ]
     if not out:
-        raise AnnotationError(f"{path}: the background list is empty")
+        raise AnnotationError(f"{path}: the {what} is empty")
     return out
 
 
@@ -188,7 +243,8 @@ def _as_boxes(rows: list[list[int]]) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64).reshape(-1, 4)
 
 
-def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
+def read_info_dat(path: str | os.PathLike[str], *,
+                  images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """Read an OpenCV ``info.dat``: ``image n x1 y1 w1 h1 ... xn yn wn hn`` per entry.
 
     Entries may wrap over lines (as OpenCV's reader allows); an image may appear with ``n = 0``.
@@ -205,7 +261,7 @@ def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
     ('info', 2)
     """
     path = Path(path)
-    base = path.parent.resolve()
+    base = _image_base(path, images)
     tokens: list[tuple[str, int]] = []
     for lineno, line in enumerate(_read_text(path, "info.dat").splitlines(), 1):
         if line.lstrip().startswith("#"):
@@ -244,7 +300,8 @@ def read_info_dat(path: str | os.PathLike[str]) -> AnnotationSet:
                          format="info")
 
 
-def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
+def read_boxes_csv(path: str | os.PathLike[str], *,
+                   images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """Read boxes from a CSV with a header naming ``image, x, y, w, h`` (any column order).
 
     Examples
@@ -257,7 +314,7 @@ def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
     {'a.png': [[1, 2, 30, 40], [50, 5, 20, 20]]}
     """
     path = Path(path)
-    base = path.parent.resolve()
+    base = _image_base(path, images)
     text = _read_text(path, "CSV")
     reader = csv.reader(text.splitlines())
     header = next(reader, None)
@@ -275,7 +332,7 @@ def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
     for lineno, row in enumerate(reader, 2):
         if not row or all(not c.strip() for c in row):
             continue
-        if len(row) < len(cols):
+        if len(row) != len(cols):  # a longer row is as misaligned as a shorter one
             raise AnnotationError(
                 f"{path}, line {lineno}: expected {len(cols)} columns, got {len(row)}"
             )
@@ -287,7 +344,8 @@ def read_boxes_csv(path: str | os.PathLike[str]) -> AnnotationSet:
                          format="csv")
 
 
-def read_boxes_json(path: str | os.PathLike[str]) -> AnnotationSet:
+def read_boxes_json(path: str | os.PathLike[str], *,
+                    images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """Read boxes from JSON.
 
     Accepted shapes: ``{"image.png": [[x, y, w, h], ...], ...}`` or
@@ -304,7 +362,7 @@ def read_boxes_json(path: str | os.PathLike[str]) -> AnnotationSet:
     {'a.png': [[4, 6, 20, 20]], 'b.png': []}
     """
     path = Path(path)
-    base = path.parent.resolve()
+    base = _image_base(path, images)
     doc = read_json(path)
     if isinstance(doc, dict):
         items = list(doc.items())
@@ -460,7 +518,8 @@ def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
         The object class to read (name, or id for COCO and YOLO). Required when the file holds
         several; boxes of other classes are left out (neither objects nor ignore regions).
     images : path-like, optional
-        Folder the image names are relative to (default: COCO and CVAT: the file's folder;
+        Folder the image names are relative to; it must exist (default: info.dat, CSV, JSON,
+        COCO and CVAT: the file's folder;
         VOC: a sibling ``JPEGImages`` folder if there is one, else the XML folder; YOLO: a
         sibling ``images`` folder of ``labels``, else the label folder; LabelMe: the JSON
         file's folder).
@@ -498,10 +557,19 @@ def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
         reader = {"info": read_info_dat, "csv": read_boxes_csv, "json": read_boxes_json}[fmt]
         if category is not None:
             raise AnnotationError(f"{p}: the {fmt} format has no categories; drop the category")
-        return _naming(p, reader, p)
+        return _annotated(p, _naming(p, reader, p, images=images))
     from . import formats
 
-    return _naming(p, formats.READERS[fmt], p, category=category, images=images)
+    out = _naming(p, formats.READERS[fmt], p, category=category, images=images)
+    return _annotated(p, out)
+
+
+def _annotated(path: Path, ann: AnnotationSet) -> AnnotationSet:
+    """``ann``, unless it lists no image at all (a header-only CSV, ``[]``, ``{}``): then
+    nothing could be evaluated or cut, and later errors would blame the images."""
+    if not len(ann):
+        raise AnnotationError(f"{path}: no annotations (the file lists no image)")
+    return ann
 
 
 def _naming(path: Path, read: Any, *args: Any, **kwargs: Any) -> Any:

@@ -22,6 +22,7 @@ from .annotations import (
     MAX_COORD,
     AnnotationError,
     AnnotationSet,
+    _image_base,
     _read_text,
     _resolve,
     read_json,
@@ -82,6 +83,7 @@ class _Collector:
         self.ignore: dict[str, list[list[int]]] = {}
         self.labels: dict[str, int] = {}
         self.image_ids: dict[str, str] = {}
+        self.sizes: dict[str, tuple[int, int, str]] = {}
 
     def image(self, name: str) -> None:
         self.boxes.setdefault(name, [])
@@ -128,6 +130,7 @@ class _Collector:
                 f"{', '.join(sorted(self.labels)[:12])})")
         out = AnnotationSet(self.boxes, self.ignore, source=str(self.path), format=self.fmt)
         out.image_ids = self.image_ids
+        out.sizes = self.sizes
         return out
 
 
@@ -164,10 +167,10 @@ def _flag(v: str | None) -> bool:
 
 
 def _image_root(path: Path, images: str | os.PathLike[str] | None) -> Path:
-    root = Path(images) if images is not None else (path if path.is_dir() else path.parent)
-    if images is not None and not root.is_dir():
-        raise AnnotationError(f"{root}: the image folder does not exist")
-    return root.resolve()
+    """``images`` (which must exist), else the annotation folder or the file's folder."""
+    if images is None and path.is_dir():
+        return path.resolve()
+    return _image_base(path, images)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -226,8 +229,11 @@ def read_coco(path: Path, *, category: str | int | None = None,
         if not isinstance(im, dict) or "id" not in im or not isinstance(im.get("file_name"),
                                                                          str):
             raise AnnotationError(f"{where}: expected an object with 'id' and 'file_name'")
-        files[_key(im["id"], where)] = _resolve(root, im["file_name"])
-        col.image(files[_key(im["id"], where)])
+        img = files[_key(im["id"], where)] = _resolve(root, im["file_name"])
+        col.image(img)
+        if "width" in im or "height" in im:  # optional; checked when the image is read
+            col.sizes[img] = (*(_size(im.get(k), f"{where}.{k}") for k in ("width", "height")),
+                              where)
     col.image_ids = dict(files)
     want = None if category is None else str(category)
     if want is not None and want not in names and want not in names.values():
@@ -247,9 +253,28 @@ def read_coco(path: Path, *, category: str | int | None = None,
         x, y, w, h = (_num(v, f"{where}.bbox") for v in bbox)
         box = _corners(x, y, x + w, y + h, f"{where}.bbox")
         cid = _key(a.get("category_id"), where) if "category_id" in a else ""
-        crowd = _flag(str(a.get("iscrowd", 0))) or _flag(str(a.get("ignore", 0)))
+        if names and cid not in names:  # (a file without categories labels boxes by id)
+            raise AnnotationError(f"{where}: category_id {a.get('category_id')!r} is not in "
+                                  "'categories'")
+        crowd = _coco_flag(a, "iscrowd", where) or _coco_flag(a, "ignore", where)
         col.add(img, names.get(cid, cid), box, ignore=crowd, aliases=(cid,))
     return col.result()
+
+
+def _size(v: Any, where: str) -> int:
+    """A COCO image side: a positive integer."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= MAX_COORD:
+        raise AnnotationError(f"{where}: expected a positive integer, got {v!r}")
+    return v
+
+
+def _coco_flag(a: dict[str, Any], key: str, where: str) -> bool:
+    """COCO's ``iscrowd`` / ``ignore``: 0 or 1 (another value would silently turn an object
+    into an ignore region, or the reverse)."""
+    v = a.get(key, 0)
+    if v not in (0, 1) or isinstance(v, float):
+        raise AnnotationError(f"{where}: '{key}' must be 0 or 1, got {v!r}")
+    return bool(v)
 
 
 def _key(v: Any, where: str) -> str:
@@ -394,8 +419,13 @@ def read_yolo(path: Path, *, category: str | int | None = None,
             if not parts:
                 continue
             where = f"{f}, line {lineno}"
-            if len(parts) < 5:
-                raise AnnotationError(f"{where}: expected 'class cx cy w h', got {line.strip()!r}")
+            # a 6th field is a detection's score (vjdetect --format yolo writes one); more is
+            # a segment or a misaligned line, not a box
+            if len(parts) not in (5, 6):
+                raise AnnotationError(f"{where}: expected 'class cx cy w h' (and optionally a "
+                                      f"score), got {len(parts)} fields: {line.strip()[:80]!r}")
+            if len(parts) == 6:
+                _num(parts[5], f"{where}: score")
             cls = parts[0]
             if not cls.isdigit():
                 raise AnnotationError(f"{where}: class {cls!r} must be an integer index")

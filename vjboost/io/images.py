@@ -33,6 +33,8 @@ def _probe(path) -> tuple[tuple[int, int] | None, int | None]:
     images Pillow refuses to open as decompression bombs (from its message)."""
     from PIL import Image, UnidentifiedImageError
 
+    if _bad_bmp_width(path):
+        return None, None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -44,6 +46,20 @@ def _probe(path) -> tuple[tuple[int, int] | None, int | None]:
         return None, int(m.group(1)) if m else 2 * int(Image.MAX_IMAGE_PIXELS or 0) + 1
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError):
         return None, None
+
+
+def _bad_bmp_width(path) -> bool:
+    """A BMP whose width is not positive. Pillow reads the signed field as unsigned, so a width
+    of -5 passed for 4294967291 columns (a size that was then reported); such a header is
+    damaged. (A negative height is legal: the rows are stored top-down.)"""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(26)
+    except OSError:
+        return False
+    if len(head) < 26 or not head.startswith(b"BM") or int.from_bytes(head[14:18], "little") < 40:
+        return False  # not a BMP, or an OS/2 header (unsigned 16-bit sides)
+    return int.from_bytes(head[18:22], "little", signed=True) <= 0
 
 
 def image_size(path: str | os.PathLike[str]) -> tuple[int, int] | None:

@@ -221,6 +221,9 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]], *, recursive: bool =
     for raw in inputs:
         raw = os.fspath(raw)
         p = Path(raw)
+        if not raw.strip():  # Path("") is "." (the current folder): never what was meant
+            out.problems.append((repr(raw), "an empty argument names no file"))
+            continue
         if raw.strip().isdigit() and not p.exists():
             if "camera" not in kinds:
                 out.problems.append((raw, "no such file or folder"))
@@ -240,7 +243,8 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]], *, recursive: bool =
         elif p.is_file():
             if list_files and p.suffix.lower() in LIST_SUFFIXES and "image" in kinds:
                 try:
-                    out.sources += [Source("image", f) for f in read_bg_list(p)]
+                    out.sources += [Source("image", f)
+                                    for f in read_bg_list(p, what="image list")]
                 except AnnotationError as exc:
                     out.problems.append((raw, str(exc).removeprefix(f"{p}: ")))
                 continue
@@ -299,6 +303,8 @@ def list_images(source: str | os.PathLike[str], *, recursive: bool = False,
     """
     from .annotations import read_bg_list
 
+    if not os.fspath(source).strip():  # Path("") is "." (the current folder)
+        raise InputError(f"{what}: an empty path names no file or folder")
     p = Path(source)
     if not p.exists():
         raise InputError(f"{p}: {what} does not exist")
@@ -309,4 +315,4 @@ def list_images(source: str | os.PathLike[str], *, recursive: bool = False,
         return files
     if is_image_file(p):
         return [str(p)]
-    return read_bg_list(p)
+    return read_bg_list(p, what=what.replace("source", "list"))

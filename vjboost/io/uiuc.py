@@ -21,11 +21,30 @@ import numpy as np
 from .._io import atomic_write
 from .annotations import AnnotationError, _read_text
 
-__all__ = ["read_uiuc_locations", "uiuc_image_number", "write_uiuc_locations"]
+__all__ = ["OBJECT_SHAPE", "location_window", "read_uiuc_locations", "uiuc_image_number",
+           "write_uiuc_locations"]
+
+#: (height, width) of the benchmark's object window
+OBJECT_SHAPE = (40, 100)
 
 _LINE = re.compile(r"^\s*(\d+)\s*:(.*)$")
 _TUPLE = re.compile(r"\(([^()]*)\)")
 _NUMBER = re.compile(r"(\d+)(?!.*\d)")
+
+
+def location_window(loc: list[int]) -> tuple[int, int]:
+    """``(height, width)`` of the window at a location ``(i, j)`` (the benchmark's 100×40) or
+    ``(i, j, w)`` (width ``w``, the benchmark's aspect ratio).
+
+    Examples
+    --------
+    >>> location_window([48, 26]), location_window([48, 26, 50])
+    ((40, 100), (20, 50))
+    """
+    if len(loc) < 3:
+        return OBJECT_SHAPE
+    w = int(loc[2])
+    return max(1, round(w * OBJECT_SHAPE[0] / OBJECT_SHAPE[1])), w
 
 
 def read_uiuc_locations(path: str | os.PathLike[str]) -> dict[int, np.ndarray]:
@@ -89,6 +108,10 @@ def read_uiuc_locations(path: str | os.PathLike[str]) -> dict[int, np.ndarray]:
                                       f"earlier tuples have {width}")
             if len(vals) == 3 and vals[2] <= 0:
                 raise AnnotationError(f"{where}: width must be positive in ({t})")
+            h, w = location_window(vals)
+            if vals[0] <= -h or vals[1] <= -w:  # (the real file has corners a few pixels out)
+                raise AnnotationError(f"{where}: ({t}) puts the {w}x{h} window entirely "
+                                      "outside the image")
             rows.append(vals)
         if _TUPLE.sub("", rest).strip():
             raise AnnotationError(f"{where}: unexpected text {_TUPLE.sub('', rest).strip()!r} "
