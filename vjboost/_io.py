@@ -383,8 +383,8 @@ def read_npy(path: str | os.PathLike[str], *, what: str = "array file") -> np.nd
     Raises
     ------
     InputError
-        Missing, empty, truncated or damaged file, not an ``.npy`` file, an object (pickled)
-        array; the message names the file.
+        Missing, empty, truncated or damaged file, not a regular file (a FIFO, device or
+        socket), not an ``.npy`` file, an object (pickled) array; the message names the file.
     MemoryBudgetError
         The array's declared size is over the memory budget.
 
@@ -399,6 +399,7 @@ def read_npy(path: str | os.PathLike[str], *, what: str = "array file") -> np.nd
     from ._memory import check_memory
 
     name = str(path)
+    check_regular(path, what=what, error=InputError)
     try:
         with open(path, "rb") as fh:
             check_memory(_npy_nbytes(fh, f"{name}: the array"), f"{name}: the array")
