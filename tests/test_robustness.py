@@ -793,3 +793,55 @@ def test_every_numeric_option_refuses_nan_and_inf_in_one_line(train_data, model_
             lines = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
             assert len(lines) == 1 and "Traceback" not in res.output, where
             assert flag in lines[0] or flag.replace("--", "").replace("-", "_") in lines[0], where
+
+
+# ------------------------------------------------------------------------------------------------
+# hostile option values: huge, negative, malformed ones end in one line naming the option
+# ------------------------------------------------------------------------------------------------
+
+
+def _one_error_line(res, *needles):
+    """``res`` failed with one ``Error`` line holding every needle, and no traceback."""
+    where = repr(res.output)
+    assert res.exception is None or isinstance(res.exception, SystemExit), where
+    assert res.exit_code != 0, where
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
+    assert len(lines) == 1 and "Traceback" not in res.output, where
+    for needle in needles:
+        assert needle in lines[0], where
+    return lines[0]
+
+
+@pytest.mark.parametrize("name,flag", [("vjdetect", "--scale-factor"),
+                                       ("vjeval", "--scale-factor"),
+                                       ("vjadapt", "--scale-factor"),
+                                       ("vjtrain", "--mining-scale-factor")])
+def test_a_huge_finite_scale_factor_is_refused_in_one_line(train_data, model_json, tmp_path,
+                                                           name, flag):
+    cv2.imwrite(str(tmp_path / "img.png"), np.full((60, 80), 128, np.uint8))
+    (tmp_path / "boxes.csv").write_text("image,x,y,w,h\nimg.png,10,10,30,30\n")
+    base = {"vjtrain": _train_args(train_data, tmp_path / "out"),
+            "vjdetect": [str(tmp_path / "img.png"), "-m", model_json, "--threads", "1"],
+            "vjeval": [str(tmp_path / "boxes.csv"), "-m", model_json, "-o",
+                       str(tmp_path / "out"), "--threads", "1", "--no-report"],
+            "vjadapt": [model_json, str(tmp_path / "img.png"), "--boxes",
+                        str(tmp_path / "boxes.csv"), "-o", str(tmp_path / "a.json"), "-q"]}[name]
+    res = CliRunner().invoke(_commands()[name], [*base, flag, "1e308"])
+    _one_error_line(res, flag, "100")
+
+
+def test_scale_factor_limit_in_the_api_and_a_scan_that_cannot_overflow():
+    from vjboost._limits import MAX_SCALE_FACTOR
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.negatives import MiningParams
+    from vjboost.cascade.scan import opencv_scales
+
+    model = random_cascade(seed=1, window=(20, 20))
+    for bad in (1e308, MAX_SCALE_FACTOR * 1.01):
+        with pytest.raises(ValueError, match=r"scale_factor: expected a number in \(1, 100\]"):
+            CascadeDetector(model, scale_factor=bad)
+        with pytest.raises(ValueError, match="scale_factor"):
+            MiningParams((20, 20), scale_factor=bad)
+    CascadeDetector(model, scale_factor=MAX_SCALE_FACTOR)
+    # the scale list itself: the window overflows to infinity, which fits no image
+    assert [float(s) for s in opencv_scales((24, 24), (100, 100), 1e308)] == [1.0]

@@ -27,14 +27,21 @@ from typing import Any
 
 from ._errors import InputError, LimitError
 
-__all__ = ["ENV_PREFIX", "FLOAT32_OVERFLOW", "Limits", "check_count", "check_float32", "check_int",
-           "check_pyramid_levels", "get_limits", "limit_error", "pyramid_levels", "use_limits"]
+__all__ = ["ENV_PREFIX", "FLOAT32_OVERFLOW", "MAX_SCALE_FACTOR", "Limits", "check_count",
+           "check_float32", "check_int", "check_pyramid_levels", "get_limits", "limit_error",
+           "pyramid_levels", "use_limits"]
 
 ENV_PREFIX = "VJBOOST_"
 
 #: float32 rounds numbers of this magnitude and above to infinity (thresholds, leaf values and
 #: weights are float32 in the kernels): (2 - 2**-24) * 2**127
 FLOAT32_OVERFLOW = 3.4028235677973366e38
+
+#: largest ratio between successive scales of a scan (``scale_factor``, ``--scale-factor``,
+#: ``--mining-scale-factor``): detectors scan with 1.05 to 1.5, and at 100 a scan already sees
+#: only the base window and one 100 times larger, so a larger value is a typo; near 1e308 the
+#: window sizes would overflow to infinity
+MAX_SCALE_FACTOR = 100.0
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,11 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .._limits import check_pyramid_levels
+from .._limits import MAX_SCALE_FACTOR, check_pyramid_levels
 
 __all__ = ["BATCH_BYTES", "BORDERS", "KEEP_BYTES", "OPENCV_MIN_STD", "Batch", "Level",
-           "Pyramid", "check_border", "check_min_std", "check_mode", "opencv_scales"]
+           "Pyramid", "check_border", "check_min_std", "check_mode", "check_scale_factor",
+           "opencv_scales"]
 
 #: integral planes per batch (bytes): the levels of a pyramid are packed into batches this
 #: large, filled and scanned one after the other, so that a batch's planes are still in the
@@ -104,6 +105,41 @@ def check_min_std(value: object, name: str = "min_std") -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
             value >= 0 and math.isfinite(value)):
         raise ValueError(f"{name}: expected a finite number of grey levels >= 0, got {value!r}")
+    return float(value)
+
+
+def check_scale_factor(value: object, name: str = "scale_factor") -> float:
+    """A scan's ratio between successive scales, checked: a number in
+    ``(1, MAX_SCALE_FACTOR]`` (:data:`vjboost._limits.MAX_SCALE_FACTOR`, 100).
+
+    Parameters
+    ----------
+    value : float
+        The factor asked for.
+    name : str, default="scale_factor"
+        What the message calls it.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the value and the range.
+
+    Examples
+    --------
+    >>> check_scale_factor(1.1)
+    1.1
+    >>> check_scale_factor(1e308)
+    Traceback (most recent call last):
+    ...
+    ValueError: scale_factor: expected a number in (1, 100], got 1e+308
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            1.0 < value <= MAX_SCALE_FACTOR):
+        raise ValueError(f"{name}: expected a number in (1, {MAX_SCALE_FACTOR:g}], got {value!r}")
     return float(value)
 
 
@@ -200,7 +236,9 @@ def opencv_scales(
         return []
     all_scales: list[np.float32] = []
     factor = 1.0
-    while int(np.rint(W * factor)) <= img_w and int(np.rint(H * factor)) <= img_h:
+    # compared as floats: a huge factor makes the window infinite, which fits no image (an int
+    # of infinity would raise)
+    while np.rint(W * factor) <= img_w and np.rint(H * factor) <= img_h:
         all_scales.append(np.float32(factor))
         factor *= scale_factor
     scales = []

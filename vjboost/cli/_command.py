@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from .._errors import VJBoostError
+from .._limits import MAX_SCALE_FACTOR
 
 __all__ = ["SCALE_FACTOR", "Command", "CommandError", "FiniteRange", "one_line"]
 
@@ -115,5 +116,7 @@ class FiniteRange(click.FloatRange):
         return number
 
 
-#: a scan's ratio between successive scales: a finite number above 1
-SCALE_FACTOR = FiniteRange(1.0, min_open=True)
+#: a scan's ratio between successive scales: a number above 1, at most
+#: :data:`vjboost._limits.MAX_SCALE_FACTOR` (the library's own check,
+#: :func:`vjboost.cascade.scan.check_scale_factor`, with click's message)
+SCALE_FACTOR = FiniteRange(1.0, MAX_SCALE_FACTOR, min_open=True)
