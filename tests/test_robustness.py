@@ -845,3 +845,24 @@ def test_scale_factor_limit_in_the_api_and_a_scan_that_cannot_overflow():
     CascadeDetector(model, scale_factor=MAX_SCALE_FACTOR)
     # the scale list itself: the window overflows to infinity, which fits no image
     assert [float(s) for s in opencv_scales((24, 24), (100, 100), 1e308)] == [1.0]
+
+
+def test_vjtrain_jitter_and_sampler_budget_are_bounded(train_data, tmp_path, monkeypatch):
+    from vjboost._limits import MAX_JITTER_COPIES
+    from vjboost.cascade.positives import Jitter, load_positives
+    from vjboost.cli.train import vjtrain
+
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "j", "--jitter",
+                                                  "1000000000"))
+    _one_error_line(res, "--jitter", str(MAX_JITTER_COPIES))
+    with pytest.raises(ValueError, match="copies: expected an integer in"):
+        Jitter(MAX_JITTER_COPIES + 1)
+    # copies that fit the cap but not the memory: refused before they are drawn, in one line
+    monkeypatch.setenv("VJBOOST_MEMORY_BUDGET", str(100_000))
+    with pytest.raises(MemoryError, match=r"jitter: 1000 copies of positive 1 \(16x16\)"):
+        load_positives(train_data / "pos.npz", (16, 16), jitter=Jitter(1000))
+    monkeypatch.delenv("VJBOOST_MEMORY_BUDGET")
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "s", "--sampler-budget",
+                                                  "99999999999999"))
+    _one_error_line(res, "sampler_budget", "--sampler-budget", "memory budget")
+    assert res.exit_code == 2

@@ -27,7 +27,8 @@ from typing import Any
 
 from ._errors import InputError, LimitError
 
-__all__ = ["ENV_PREFIX", "FLOAT32_OVERFLOW", "MAX_SCALE_FACTOR", "MAX_SWEEP_NEIGHBORS", "Limits",
+__all__ = ["ENV_PREFIX", "FLOAT32_OVERFLOW", "MAX_JITTER_COPIES", "MAX_SCALE_FACTOR",
+           "MAX_SWEEP_NEIGHBORS", "Limits",
            "check_count", "check_float32", "check_int", "check_pyramid_levels", "get_limits",
            "limit_error", "pyramid_levels", "use_limits"]
 
@@ -48,6 +49,11 @@ MAX_SCALE_FACTOR = 100.0
 #: windows, so the curve is flat long before 1000 (which costs no more time than 10 on a few
 #: images, where 10**6 took 88 s and 10**9 over 20 GB)
 MAX_SWEEP_NEIGHBORS = 1000
+
+#: most jittered copies of one positive (``Jitter.copies``, ``vjtrain --jitter``): a few to a few
+#: dozen copies are the use, and OpenCV's createsamples makes about a thousand samples of a single
+#: image; 10,000 copies of a 24x24 positive already hold 5.8 MB and take a second to cut
+MAX_JITTER_COPIES = 10_000
 
 
 @dataclass(frozen=True)

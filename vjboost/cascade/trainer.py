@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from .._memory import format_bytes, memory_budget
+from .._memory import check_memory, format_bytes, memory_budget
 from .._threads import n_threads
 from .._validation import check_in_range
 from ..boost.binning import precompute, precompute_nbytes
@@ -100,6 +100,10 @@ RESERVOIR_IMAGE_CACHE = 64 * 1024**2
 RESERVOIR_CHUNK = 4096
 #: memory a run may use by default (``memory_budget``, ``vjtrain --memory``)
 DEFAULT_MEMORY = 4 * 1024**3
+#: bytes per feature evaluation a sampler's round may hold at its peak: its example draws
+#: (int64, as many as the evaluations when one feature is left) and the block of feature values
+#: (float32) with the edges' temporaries
+_ROUND_BYTES = 16
 #: share of the budget for decoded background images (speed only), and what the process itself
 #: holds besides the caches (interpreter, numba, OpenCV)
 IMAGE_CACHE_SHARE, BASE_MEMORY = 0.2, 512 * 1024**2
@@ -627,6 +631,11 @@ class CascadeTrainer:
 
             source = PoolSource(pool, windows, threads=self.threads)
             sb = self.sampler_budget or max(10 * n, int(0.01 * pool.n_features * n))
+            # a round holds its example draws (int64) and the block of feature values (float32)
+            # of at most the budget's evaluations, with their temporaries
+            check_memory(_ROUND_BYTES * int(sb), f"sampler_budget: rounds of {int(sb)} feature "
+                         "evaluations", budget=left,
+                         advice="Lower the budget (--sampler-budget).")
             sampler = make_sampler(self.sampler, random_state=self._stage_seed(k))
             info.update(mode=f"sampler {self.sampler}", sampler_budget=int(sb),
                         cache_bytes=int(source.channels.nbytes))

@@ -25,6 +25,7 @@ import click
 import numpy as np
 
 from .._io import OutputFolder, check_output_path
+from .._limits import MAX_JITTER_COPIES
 from ._command import SCALE_FACTOR, Command
 from ._dask import dask_options, open_executor
 
@@ -356,9 +357,9 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Annotation format of POS (default: detected from the file or folder).")
 @click.option("--category", help="Object class to train on, when POS's annotations hold "
                                  "several (a name, or an id for COCO/YOLO).")
-@click.option("--jitter", "jitter", type=click.IntRange(min=1), metavar="N",
+@click.option("--jitter", "jitter", type=click.IntRange(1, MAX_JITTER_COPIES), metavar="N",
               help="Add N randomly rotated, scaled and shifted copies of every positive "
-                   "(seeded by --seed; see --jitter-range).")
+                   f"(seeded by --seed; see --jitter-range; at most {MAX_JITTER_COPIES}).")
 @click.option("--jitter-range", default="10,0.06,0.04", show_default=True,
               metavar="ANGLE,SCALE,SHIFT[,GAMMA]",
               help="Largest rotation (degrees), relative scale change, shift (fraction of the "
