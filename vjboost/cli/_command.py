@@ -13,6 +13,7 @@ Use :class:`Command` as the ``cls`` of ``click.command``::
 
 from __future__ import annotations
 
+import errno
 import math
 from typing import Any
 
@@ -44,6 +45,11 @@ def _quiet_opencv() -> None:
     import cv2
 
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+
+
+#: errors of a path itself, whatever is done with it: a name longer than the file system's
+#: NAME_MAX (or PATH_MAX), a loop of symbolic links
+_PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP)
 
 
 class CommandError(click.ClickException):
@@ -88,6 +94,12 @@ class Command(click.Command):
             return super().invoke(ctx)
         except VJBoostError as exc:
             raise CommandError(one_line(exc), self.error_exit_code) from None
+        except OSError as exc:
+            # a path argument the system cannot even look up (any file argument of any tool):
+            # bad input, not a bug
+            if exc.errno not in _PATH_ERRNOS or exc.filename is None:
+                raise
+            raise CommandError(f"{exc.filename}: {exc.strerror}", self.error_exit_code) from None
 
 
 class FiniteRange(click.FloatRange):
