@@ -380,3 +380,35 @@ def test_closed_stdout_is_one_output_error(monkeypatch):
     for fmt in ("jsonl", "coco"):
         with pytest.raises(OutputError, match="--save: standard output is closed"):
             open_detection_writer("-", format=fmt, what="--save")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--min-size", "20x"], "expected N or WxH, got '20x'"),
+    (["--min-size", "x20"], "expected N or WxH, got 'x20'"),
+    (["--max-size", "20x20x20"], "expected N or WxH"),
+    (["--min-size", "100", "--max-size", "50"], "100 is larger than --max-size 50"),
+    (["--min-size", "30x60", "--max-size", "40x40"], "30x60 is larger than --max-size 40x40"),
+])
+def test_sizes_are_parsed_strictly(tmp_path, model_xml, args, message):
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((40, 40), 128, np.uint8))
+    r = CliRunner().invoke(main, [str(tmp_path / "a.png"), "--model", model_xml, *args])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert message in r.output and args[0] in r.output
+
+
+def test_one_size_parser():
+    import click
+
+    from vjboost.cli._command import parse_size
+    from vjboost.cli.train import _parse_window
+
+    assert parse_size("20", "--min-size") == (20, 20)
+    assert parse_size(" 30X40 ", "--min-size") == parse_size("30*40", "--min-size") == (30, 40)
+    for bad in ("20x", "x20", "", "a", "-5", "2x3x4", "1e3"):
+        with pytest.raises(click.BadParameter):
+            parse_size(bad, "--min-size")
+        with pytest.raises(click.BadParameter):
+            _parse_window(bad)
+    assert _parse_window("19x24") == (24, 19)
+    with pytest.raises(click.BadParameter, match="sides in 3.."):
+        _parse_window("2x24")

@@ -866,3 +866,16 @@ def test_vjtrain_jitter_and_sampler_budget_are_bounded(train_data, tmp_path, mon
                                                   "99999999999999"))
     _one_error_line(res, "sampler_budget", "--sampler-budget", "memory budget")
     assert res.exit_code == 2
+
+
+def test_seeds_are_non_negative_in_every_tool(train_data, model_json, tmp_path):
+    from vjboost.cli.adapt import vjadapt
+    from vjboost.cli.train import vjtrain
+
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "o", "--seed", "-5"))
+    _one_error_line(res, "--seed", "-5")
+    (tmp_path / "boxes.csv").write_text("image,x,y,w,h\nimg.png,10,10,30,30\n")
+    res = CliRunner().invoke(vjadapt, [model_json, str(tmp_path), "--boxes",
+                                       str(tmp_path / "boxes.csv"), "-o",
+                                       str(tmp_path / "a.json"), "--seed", "-5"])
+    _one_error_line(res, "--seed", "-5")

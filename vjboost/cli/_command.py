@@ -13,8 +13,12 @@ Use :class:`Command` as the ``cls`` of ``click.command``::
 
 from __future__ import annotations
 
+import argparse
 import errno
 import math
+import re
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -22,7 +26,8 @@ import click
 from .._errors import VJBoostError
 from .._limits import MAX_SCALE_FACTOR
 
-__all__ = ["SCALE_FACTOR", "Command", "CommandError", "FiniteRange", "one_line"]
+__all__ = ["SCALE_FACTOR", "SEED", "STAGES", "Command", "CommandError", "FiniteRange",
+           "argparse_type", "one_line", "parse_size", "run_argparse_command"]
 
 
 def one_line(exc: BaseException) -> str:
@@ -132,3 +137,112 @@ class FiniteRange(click.FloatRange):
 #: :data:`vjboost._limits.MAX_SCALE_FACTOR` (the library's own check,
 #: :func:`vjboost.cascade.scan.check_scale_factor`, with click's message)
 SCALE_FACTOR = FiniteRange(1.0, MAX_SCALE_FACTOR, min_open=True)
+
+
+#: a seed of a run's random choices: NumPy's generators take integers >= 0
+SEED = click.IntRange(min=0)
+
+#: stages of a cascade to train: the trainer's own range (``CascadeTrainer(num_stages=...)``)
+STAGES = click.IntRange(1, 1000)
+
+
+def argparse_type(param_type: click.ParamType) -> Callable[[str], Any]:
+    """A shared option type (:data:`SEED`, :data:`STAGES`...) for an :mod:`argparse` option:
+    the same conversion and range, refused as argparse's usage error (``vjdemo``).
+
+    Examples
+    --------
+    >>> argparse_type(SEED)("7")
+    7
+    >>> argparse_type(SEED)("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: -1 is not in the range x>=0.
+    """
+
+    def convert(text: str) -> Any:
+        try:
+            return param_type.convert(text, None, None)
+        except click.BadParameter as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    convert.__name__ = param_type.name  # argparse names the type in some messages
+    return convert
+
+
+def run_argparse_command(main: Callable[[], int], exit_code: int = 2) -> int:
+    """Run the body of an :mod:`argparse` command with :class:`Command`'s error policy: a
+    :class:`~vjboost._errors.VJBoostError` ends in one ``Error: ...`` line on stderr and
+    ``exit_code`` (other exceptions keep their traceback).
+
+    Examples
+    --------
+    >>> from vjboost._errors import InputError
+    >>> def body():
+    ...     raise InputError("out: not a folder")
+    >>> import contextlib, io
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err):
+    ...     code = run_argparse_command(body)
+    >>> code, err.getvalue()
+    (2, 'Error: out: not a folder\\n')
+    """
+    _quiet_opencv()
+    try:
+        return main()
+    except VJBoostError as exc:
+        print(f"Error: {one_line(exc)}", file=sys.stderr)
+        return exit_code
+    except OSError as exc:
+        if exc.errno not in _PATH_ERRNOS or exc.filename is None:
+            raise
+        print(f"Error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return exit_code
+
+
+#: ``N`` or ``WxH`` (``W*H``, ``W,H``): one or two integers, nothing missing around the separator
+_SIZE = re.compile(r"\s*(\d+)\s*(?:[x*,]\s*(\d+)\s*)?", re.IGNORECASE)
+
+
+def parse_size(value: str, name: str, *, minimum: int = 0, maximum: int = 2**31 - 1,
+               what: str = "WxH") -> tuple[int, int]:
+    """The one parser of sizes on the command line (``vjdetect --min-size``, ``vjtrain
+    --window``...): ``N`` (a square) or ``WxH``, strictly (``20x`` and ``x20`` are refused).
+
+    Parameters
+    ----------
+    value : str
+    name : str
+        The option, named in errors.
+    minimum, maximum : int
+        Range of each side.
+    what : str
+        How the expected form is called in errors.
+
+    Returns
+    -------
+    (width, height)
+
+    Raises
+    ------
+    click.BadParameter
+        Naming the option and the value.
+
+    Examples
+    --------
+    >>> parse_size("24", "--window"), parse_size("50x20", "--window")
+    ((24, 24), (50, 20))
+    >>> parse_size("20x", "--min-size")
+    Traceback (most recent call last):
+    ...
+    click.exceptions.BadParameter: expected N or WxH, got '20x'
+    """
+    m = _SIZE.fullmatch(value)
+    if m is None:
+        raise click.BadParameter(f"expected N or {what}, got {value!r}", param_hint=name)
+    w = int(m.group(1))
+    h = w if m.group(2) is None else int(m.group(2))
+    if not (minimum <= w <= maximum and minimum <= h <= maximum):
+        raise click.BadParameter(f"expected N or {what} with sides in {minimum}..{maximum}, "
+                                 f"got {value!r}", param_hint=name)
+    return w, h

@@ -26,7 +26,7 @@ import numpy as np
 
 from .._io import OutputFolder, check_output_path
 from .._limits import MAX_JITTER_COPIES
-from ._command import SCALE_FACTOR, Command
+from ._command import SCALE_FACTOR, SEED, STAGES, Command, parse_size
 from ._dask import dask_options, open_executor
 
 __all__ = ["main", "vjtrain"]
@@ -102,21 +102,13 @@ def _duration(seconds: float) -> str:
 
 def _parse_window(value: str) -> tuple[int, int]:
     """``"24x24"`` / ``"24"`` → (height, width)."""
-    try:
-        parts = [int(v) for v in value.lower().replace("*", "x").split("x")]
-    except ValueError:
-        raise InputError(f"--window: expected WIDTHxHEIGHT such as 24x24, got {value!r}") from None
-    if len(parts) == 1:
-        parts = parts * 2
-    if len(parts) != 2 or min(parts) < 3:
-        raise InputError(f"--window: expected WIDTHxHEIGHT with sides >= 3, got {value!r}")
     from vjboost._limits import get_limits, limit_error
 
+    w, h = parse_size(value, "--window", minimum=3, what="WIDTHxHEIGHT such as 24x24")
     cap = get_limits().max_window_side
-    if max(parts) > cap:
-        raise limit_error("--window", f"a side of {max(parts)}", cap, "max_window_side",
+    if max(w, h) > cap:
+        raise limit_error("--window", f"a side of {max(w, h)}", cap, "max_window_side",
                           unit=" pixels")
-    w, h = parts
     return h, w
 
 
@@ -294,7 +286,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "needed to resume their checkpoints).")
 @click.option("--sampler-budget", type=click.IntRange(min=1),
               help="Feature evaluations per round of the sampler (default: 1% of all).")
-@click.option("--stages", type=click.IntRange(1, 1000), default=20, show_default=True,
+@click.option("--stages", type=STAGES, default=20, show_default=True,
               help="Stages to train at most; training stops earlier, with fewer stages, once "
                    "the false-alarm target (--max-false-alarm ^ --stages) is met.")
 @click.option("--min-hit-rate", type=float, default=0.995, show_default=True,
@@ -386,7 +378,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "available memory if less). Caches are sized from it: feature values are "
                    "precomputed when they fit, else streamed; a stage that cannot fit is "
                    "refused.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed of every random choice.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0 = all cores).")
 @dask_options("Mine negatives")
