@@ -879,3 +879,53 @@ def test_seeds_are_non_negative_in_every_tool(train_data, model_json, tmp_path):
                                        str(tmp_path / "boxes.csv"), "-o",
                                        str(tmp_path / "a.json"), "--seed", "-5"])
     _one_error_line(res, "--seed", "-5")
+
+
+def test_too_few_positives_suggests_a_valid_num_pos(train_data, tmp_path):
+    from vjboost.cli.train import vjtrain
+
+    np.savez(tmp_path / "one.npz", images=np.load(train_data / "pos.npz")["images"][:1])
+    args = _train_args(train_data, tmp_path / "o", "--stages", "2")
+    args[0] = str(tmp_path / "one.npz")
+    line = _one_error_line(CliRunner().invoke(vjtrain, args), "too few positives")
+    assert "--num-pos 0" not in line and "even --num-pos 1 needs more" in line
+    # enough for some: the largest --num-pos that fits, which does fit
+    args = _train_args(train_data, tmp_path / "p", "--stages", "20", "--num-pos", "120")
+    line = _one_error_line(CliRunner().invoke(vjtrain, args), "too few positives")
+    most = int(re.search(r"use --num-pos (\d+) or fewer", line).group(1))
+    from vjboost.cascade.trainer import positives_needed
+
+    assert positives_needed(most, 20, 0.995) <= 120 < positives_needed(most + 1, 20, 0.995)
+
+
+def test_min_std_is_capped_and_flat_backgrounds_are_refused(train_data, tmp_path):
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cli.train import vjtrain
+
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "o", "--min-std",
+                                                  "1e308"))
+    _one_error_line(res, "--min-std", "127.5")
+    with pytest.raises(ValueError, match=r"min_std: expected .* \[0, 127.5\)"):
+        CascadeDetector(random_cascade(seed=1, window=(20, 20)), min_std=127.5)
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    cv2.imwrite(str(flat / "grey.png"), np.full((120, 160), 128, np.uint8))
+    args = _train_args(train_data, tmp_path / "f", "--stages", "2")
+    args[1] = str(flat)
+    res = CliRunner().invoke(vjtrain, args)
+    _one_error_line(res, "σ gate of 10", "--min-std")
+    assert res.exit_code == 2 and not (tmp_path / "f" / "model.json").exists()
+
+
+@pytest.mark.parametrize("box", ["0,0,2,2", "-0.1,0,0.5,0.5", "0.5,0.5,0.6,0.2", "0,0,0,1"])
+def test_object_box_must_lie_inside_the_window(train_data, tmp_path, box):
+    from vjboost.cascade.trainer import CascadeTrainer, TrainingError
+    from vjboost.cli.train import vjtrain
+
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "o", "--object-box",
+                                                  box))
+    _one_error_line(res, "--object-box")
+    assert not (tmp_path / "o" / "model.json").exists()
+    with pytest.raises(TrainingError, match="object_box"):
+        CascadeTrainer(window_shape=(16, 16), object_box=[float(v) for v in box.split(",")],
+                       num_stages=1)._check_params()

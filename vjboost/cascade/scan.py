@@ -53,8 +53,8 @@ import numpy as np
 
 from .._limits import MAX_SCALE_FACTOR, check_pyramid_levels
 
-__all__ = ["BATCH_BYTES", "BORDERS", "KEEP_BYTES", "OPENCV_MIN_STD", "Batch", "Level",
-           "Pyramid", "check_border", "check_min_std", "check_mode", "check_scale_factor",
+__all__ = ["BATCH_BYTES", "BORDERS", "KEEP_BYTES", "MAX_MIN_STD", "OPENCV_MIN_STD", "Batch",
+           "Level", "Pyramid", "check_border", "check_min_std", "check_mode", "check_scale_factor",
            "opencv_scales"]
 
 #: integral planes per batch (bytes): the levels of a pyramid are packed into batches this
@@ -78,8 +78,14 @@ BORDERS = {"replicate": cv2.BORDER_REPLICATE, "reflect": cv2.BORDER_REFLECT_101}
 OPENCV_MIN_STD = 10.0
 
 
+#: the largest standard deviation of 8-bit grey levels (half the pixels 0, half 255): a σ gate
+#: at or above it refuses every window
+MAX_MIN_STD = 127.5
+
+
 def check_min_std(value: object, name: str = "min_std") -> float:
-    """A σ gate in grey levels, checked: a finite number ``>= 0`` (0: no gate).
+    """A σ gate in grey levels, checked: a number in ``[0, MAX_MIN_STD)`` (0: no gate; at
+    :data:`MAX_MIN_STD`, 127.5, no 8-bit window would pass).
 
     Parameters
     ----------
@@ -103,8 +109,9 @@ def check_min_std(value: object, name: str = "min_std") -> float:
     6.0
     """
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{name}: expected a finite number of grey levels >= 0, got {value!r}")
+            0 <= value < MAX_MIN_STD):
+        raise ValueError(f"{name}: expected a number of grey levels in [0, {MAX_MIN_STD:g}) "
+                         f"(no 8-bit window has a larger standard deviation), got {value!r}")
     return float(value)
 
 

@@ -196,7 +196,7 @@ def _parse_object_box(value: str | None) -> tuple[float, float, float, float] | 
     from vjboost.cascade.model import check_object_box
 
     try:  # the detector's own check, under the option's name
-        return check_object_box(value.split(","), "--object-box")
+        return check_object_box(value.split(","), "--object-box", inside=True)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 
@@ -513,12 +513,16 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                                 seed if shuffle_positives else None, pos_format, category)
     need = positives_needed(num_pos, stages, min_hit_rate)
     if len(positives) < need:
+        # the largest --num-pos these positives cover (the division's rounding may be one off)
         most = int(len(positives) / (1 + max(stages - 1, 0) * (1 - min_hit_rate)))
+        while most > 0 and positives_needed(most, stages, min_hit_rate) > len(positives):
+            most -= 1
+        way = (f"use --num-pos {most} or fewer, fewer --stages, or more positives" if most >= 1
+               else "even --num-pos 1 needs more: use more positives or fewer --stages")
         raise InputError(
             f"too few positives: {len(positives)} available, but {stages} stages of --num-pos "
             f"{num_pos} at --min-hit-rate {min_hit_rate} may consume up to {need} (each stage "
-            f"replaces the positives earlier stages reject); use --num-pos {most} or fewer, "
-            "fewer --stages, or more positives")
+            f"replaces the positives earlier stages reject); {way}")
     eval_set = _eval_inputs(eval_annotations, eval_images, category)
     backgrounds = _background_list(neg_src)
     backgrounds, n_pixels = _check_backgrounds(backgrounds, win, echo)
