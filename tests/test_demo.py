@@ -63,3 +63,38 @@ def test_vjdemo_usage(capsys):
     out = capsys.readouterr().out
     assert out.startswith("usage: vjdemo") and "vjdemo cascade" in out
     assert demo.main(["nonsense"]) == 2
+
+
+@pytest.mark.parametrize("args, message", [
+    (["classifier", "--seed", "-1"], "argument --seed: -1 is not in the range x>=0"),
+    (["classifier", "--n-estimators", "0"], "argument --n-estimators: 0 is not in the range"),
+    (["cascade", "--seed", "-1"], "argument --seed: -1 is not in the range x>=0"),
+    (["cascade", "--stages", "0"], "argument --stages: 0 is not in the range 1<=x<=1000"),
+    (["cascade", "--stages", "-1"], "argument --stages: -1 is not in the range"),
+    (["cascade", "--num-neg", "0"], "argument --num-neg: 0 is not in the range"),
+    (["cascade", "--num-neg", "1000000000"], "argument --num-neg: 1000000000 is not in the"),
+])
+def test_vjdemo_bad_options_are_usage_errors(capsys, tmp_path, args, message):
+    with pytest.raises(SystemExit) as exc:
+        demo.main([*args, *(["OUT"] if args[0] == "cascade" else [])])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (tmp_path / "OUT").exists()
+
+
+def test_vjdemo_cascade_output_folder_is_checked_before_writing(capsys, tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("mine")
+    assert demo.main(["cascade", str(afile)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"Error: OUT: {afile} exists and is not a folder"
+    assert afile.read_text() == "mine"
+    # a vjtrain run's folder: refused before the demo writes its backgrounds into it
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "checkpoint.json").write_text('{"version": 1}')  # damaged, or another training's
+    assert demo.main(["cascade", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("Error: ") and str(run) in err[0]
+    assert not (run / "backgrounds").exists()

@@ -366,3 +366,78 @@ def test_unset_settings_run_the_models_default_operating_point(face_png):
                       (["--min-score", "inf"], "--min-score")):
         r = CliRunner().invoke(main, [*args, *bad])
         assert r.exit_code == 2 and hint in r.output, r.output
+
+
+def test_a_name_longer_than_name_max_is_one_line(tmp_path, model_xml):
+    cv2.imwrite(str(tmp_path / "ok.png"), np.full((40, 40), 128, np.uint8))
+    long = str(tmp_path / ("L" * 300 + ".png"))
+    r = CliRunner().invoke(main, [long, "--model", model_xml])
+    assert r.exit_code == 1 and "Traceback" not in r.output, r.output
+    assert "File name too long" in r.stderr
+    # in a batch it is one skipped input, the others are read
+    r = CliRunner().invoke(main, [long, str(tmp_path / "ok.png"), "--model", model_xml])
+    assert r.exit_code == 3 and "1 input(s) read" in r.stderr and "1 skipped" in r.stderr
+    # any other path argument: one line naming it
+    r = CliRunner().invoke(main, [str(tmp_path / "ok.png"), "--model", model_xml, "--json",
+                                  str(tmp_path / ("J" * 300))])
+    assert r.exit_code != 0 and "Traceback" not in r.output and r.exception is not None
+    assert isinstance(r.exception, SystemExit), r.output
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("Error")]
+    assert len(lines) == 1 and "J" * 300 in lines[0], r.output
+
+
+def test_voc_output_of_a_file_name_that_is_not_utf8(tmp_path, model_xml):
+    name = tmp_path / ("bad" + b"\xff".decode("utf-8", "surrogateescape") + ".png")
+    cv2.imwrite(str(tmp_path / "x.png"), np.full((40, 40), 128, np.uint8))
+    (tmp_path / "x.png").rename(name)
+    r = CliRunner().invoke(main, [str(name), "--model", model_xml, "--format", "voc",
+                                  "--save", str(tmp_path / "voc")])
+    assert r.exit_code == 0 and "Traceback" not in r.output, r.output
+    xml = (tmp_path / "voc").glob("*.xml")
+    (only,) = list(xml)
+    assert only.name == name.stem + ".xml"  # the file keeps the image's own name
+    assert "<filename>bad\\xff.png</filename>" in only.read_text(encoding="utf-8")
+
+
+def test_closed_stdout_is_one_output_error(monkeypatch):
+    import sys
+
+    from vjboost._errors import OutputError
+    from vjboost.io import open_detection_writer
+
+    monkeypatch.setattr(sys, "stdout", None)  # what Python makes of a closed descriptor 1
+    for fmt in ("jsonl", "coco"):
+        with pytest.raises(OutputError, match="--save: standard output is closed"):
+            open_detection_writer("-", format=fmt, what="--save")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--min-size", "20x"], "expected N or WxH, got '20x'"),
+    (["--min-size", "x20"], "expected N or WxH, got 'x20'"),
+    (["--max-size", "20x20x20"], "expected N or WxH"),
+    (["--min-size", "100", "--max-size", "50"], "100 is larger than --max-size 50"),
+    (["--min-size", "30x60", "--max-size", "40x40"], "30x60 is larger than --max-size 40x40"),
+])
+def test_sizes_are_parsed_strictly(tmp_path, model_xml, args, message):
+    cv2.imwrite(str(tmp_path / "a.png"), np.full((40, 40), 128, np.uint8))
+    r = CliRunner().invoke(main, [str(tmp_path / "a.png"), "--model", model_xml, *args])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert message in r.output and args[0] in r.output
+
+
+def test_one_size_parser():
+    import click
+
+    from vjboost.cli._command import parse_size
+    from vjboost.cli.train import _parse_window
+
+    assert parse_size("20", "--min-size") == (20, 20)
+    assert parse_size(" 30X40 ", "--min-size") == parse_size("30*40", "--min-size") == (30, 40)
+    for bad in ("20x", "x20", "", "a", "-5", "2x3x4", "1e3"):
+        with pytest.raises(click.BadParameter):
+            parse_size(bad, "--min-size")
+        with pytest.raises(click.BadParameter):
+            _parse_window(bad)
+    assert _parse_window("19x24") == (24, 19)
+    with pytest.raises(click.BadParameter, match="sides in 3.."):
+        _parse_window("2x24")

@@ -212,6 +212,26 @@ def test_unreachable_scheduler_is_one_clear_error(faces, backgrounds, tmp_path):
         make_executor(scheduler="tcp://127.0.0.1:1", timeout=0.5)
 
 
+@pytest.mark.parametrize("address,why", [("garbage", "missing port"),
+                                         ("tcp://host:99999", "outside 1..65535"),
+                                         ("foo://host:1", "unknown address scheme")])
+def test_malformed_scheduler_address_is_refused_at_once(tmp_path, address, why):
+    pytest.importorskip("distributed")
+    from vjboost.cli.detect import main as vjdetect
+    from vjboost.cli.train import vjtrain
+
+    t0 = time.monotonic()
+    with pytest.raises(ExecutorError, match=f"--scheduler '{address}': .*{why}"):
+        make_executor(scheduler=address, timeout=30)
+    for cmd, args in ((vjdetect, ["img.png"]), (vjtrain, ["pos.npz", "neg", "-o",
+                                                        str(tmp_path / "o")])):
+        r = CliRunner().invoke(cmd, [*args, "--scheduler", address])
+        assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+        errors = [ln for ln in r.output.splitlines() if ln.startswith("Error")]
+        assert len(errors) == 1 and "--scheduler" in errors[0] and why in errors[0], r.output
+    assert time.monotonic() - t0 < 5  # not after Dask's connection timeout
+
+
 @pytest.mark.slow
 def test_vjtrain_unreachable_scheduler(tmp_path, backgrounds):
     from vjboost.cli.train import vjtrain

@@ -1053,3 +1053,139 @@ def test_every_numeric_option_refuses_nan_and_inf_in_one_line(train_data, model_
             lines = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
             assert len(lines) == 1 and "Traceback" not in res.output, where
             assert flag in lines[0] or flag.replace("--", "").replace("-", "_") in lines[0], where
+
+
+# ------------------------------------------------------------------------------------------------
+# hostile option values: huge, negative, malformed ones end in one line naming the option
+# ------------------------------------------------------------------------------------------------
+
+
+def _one_error_line(res, *needles):
+    """``res`` failed with one ``Error`` line holding every needle, and no traceback."""
+    where = repr(res.output)
+    assert res.exception is None or isinstance(res.exception, SystemExit), where
+    assert res.exit_code != 0, where
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("Error")]
+    assert len(lines) == 1 and "Traceback" not in res.output, where
+    for needle in needles:
+        assert needle in lines[0], where
+    return lines[0]
+
+
+@pytest.mark.parametrize("name,flag", [("vjdetect", "--scale-factor"),
+                                       ("vjeval", "--scale-factor"),
+                                       ("vjadapt", "--scale-factor"),
+                                       ("vjtrain", "--mining-scale-factor")])
+def test_a_huge_finite_scale_factor_is_refused_in_one_line(train_data, model_json, tmp_path,
+                                                           name, flag):
+    cv2.imwrite(str(tmp_path / "img.png"), np.full((60, 80), 128, np.uint8))
+    (tmp_path / "boxes.csv").write_text("image,x,y,w,h\nimg.png,10,10,30,30\n")
+    base = {"vjtrain": _train_args(train_data, tmp_path / "out"),
+            "vjdetect": [str(tmp_path / "img.png"), "-m", model_json, "--threads", "1"],
+            "vjeval": [str(tmp_path / "boxes.csv"), "-m", model_json, "-o",
+                       str(tmp_path / "out"), "--threads", "1", "--no-report"],
+            "vjadapt": [model_json, str(tmp_path / "img.png"), "--boxes",
+                        str(tmp_path / "boxes.csv"), "-o", str(tmp_path / "a.json"), "-q"]}[name]
+    res = CliRunner().invoke(_commands()[name], [*base, flag, "1e308"])
+    _one_error_line(res, flag, "100")
+
+
+def test_scale_factor_limit_in_the_api_and_a_scan_that_cannot_overflow():
+    from vjboost._limits import MAX_SCALE_FACTOR
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.negatives import MiningParams
+    from vjboost.cascade.scan import opencv_scales
+
+    model = random_cascade(seed=1, window=(20, 20))
+    for bad in (1e308, MAX_SCALE_FACTOR * 1.01):
+        with pytest.raises(ValueError, match=r"scale_factor: expected a number in \(1, 100\]"):
+            CascadeDetector(model, scale_factor=bad)
+        with pytest.raises(ValueError, match="scale_factor"):
+            MiningParams((20, 20), scale_factor=bad)
+    CascadeDetector(model, scale_factor=MAX_SCALE_FACTOR)
+    # the scale list itself: the window overflows to infinity, which fits no image
+    assert [float(s) for s in opencv_scales((24, 24), (100, 100), 1e308)] == [1.0]
+
+
+def test_vjtrain_jitter_and_sampler_budget_are_bounded(train_data, tmp_path, monkeypatch):
+    from vjboost._limits import MAX_JITTER_COPIES
+    from vjboost.cascade.positives import Jitter, load_positives
+    from vjboost.cli.train import vjtrain
+
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "j", "--jitter",
+                                                  "1000000000"))
+    _one_error_line(res, "--jitter", str(MAX_JITTER_COPIES))
+    with pytest.raises(ValueError, match="copies: expected an integer in"):
+        Jitter(MAX_JITTER_COPIES + 1)
+    # copies that fit the cap but not the memory: refused before they are drawn, in one line
+    monkeypatch.setenv("VJBOOST_MEMORY_BUDGET", str(100_000))
+    with pytest.raises(MemoryError, match=r"jitter: 1000 copies of positive 1 \(16x16\)"):
+        load_positives(train_data / "pos.npz", (16, 16), jitter=Jitter(1000))
+    monkeypatch.delenv("VJBOOST_MEMORY_BUDGET")
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "s", "--sampler-budget",
+                                                  "99999999999999"))
+    _one_error_line(res, "sampler_budget", "--sampler-budget", "memory budget")
+    assert res.exit_code == 2
+
+
+def test_seeds_are_non_negative_in_every_tool(train_data, model_json, tmp_path):
+    from vjboost.cli.adapt import vjadapt
+    from vjboost.cli.train import vjtrain
+
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "o", "--seed", "-5"))
+    _one_error_line(res, "--seed", "-5")
+    (tmp_path / "boxes.csv").write_text("image,x,y,w,h\nimg.png,10,10,30,30\n")
+    res = CliRunner().invoke(vjadapt, [model_json, str(tmp_path), "--boxes",
+                                       str(tmp_path / "boxes.csv"), "-o",
+                                       str(tmp_path / "a.json"), "--seed", "-5"])
+    _one_error_line(res, "--seed", "-5")
+
+
+def test_too_few_positives_suggests_a_valid_num_pos(train_data, tmp_path):
+    from vjboost.cli.train import vjtrain
+
+    np.savez(tmp_path / "one.npz", images=np.load(train_data / "pos.npz")["images"][:1])
+    args = _train_args(train_data, tmp_path / "o", "--stages", "2")
+    args[0] = str(tmp_path / "one.npz")
+    line = _one_error_line(CliRunner().invoke(vjtrain, args), "too few positives")
+    assert "--num-pos 0" not in line and "even --num-pos 1 needs more" in line
+    # enough for some: the largest --num-pos that fits, which does fit
+    args = _train_args(train_data, tmp_path / "p", "--stages", "20", "--num-pos", "120")
+    line = _one_error_line(CliRunner().invoke(vjtrain, args), "too few positives")
+    most = int(re.search(r"use --num-pos (\d+) or fewer", line).group(1))
+    from vjboost.cascade.trainer import positives_needed
+
+    assert positives_needed(most, 20, 0.995) <= 120 < positives_needed(most + 1, 20, 0.995)
+
+
+def test_min_std_is_capped_and_flat_backgrounds_are_refused(train_data, tmp_path):
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cli.train import vjtrain
+
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "o", "--min-std",
+                                                  "1e308"))
+    _one_error_line(res, "--min-std", "127.5")
+    with pytest.raises(ValueError, match=r"min_std: expected .* \[0, 127.5\)"):
+        CascadeDetector(random_cascade(seed=1, window=(20, 20)), min_std=127.5)
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    cv2.imwrite(str(flat / "grey.png"), np.full((120, 160), 128, np.uint8))
+    args = _train_args(train_data, tmp_path / "f", "--stages", "2")
+    args[1] = str(flat)
+    res = CliRunner().invoke(vjtrain, args)
+    _one_error_line(res, "σ gate of 10", "--min-std")
+    assert res.exit_code == 2 and not (tmp_path / "f" / "model.json").exists()
+
+
+@pytest.mark.parametrize("box", ["0,0,2,2", "-0.1,0,0.5,0.5", "0.5,0.5,0.6,0.2", "0,0,0,1"])
+def test_object_box_must_lie_inside_the_window(train_data, tmp_path, box):
+    from vjboost.cascade.trainer import CascadeTrainer, TrainingError
+    from vjboost.cli.train import vjtrain
+
+    res = CliRunner().invoke(vjtrain, _train_args(train_data, tmp_path / "o", "--object-box",
+                                                  box))
+    _one_error_line(res, "--object-box")
+    assert not (tmp_path / "o" / "model.json").exists()
+    with pytest.raises(TrainingError, match="object_box"):
+        CascadeTrainer(window_shape=(16, 16), object_box=[float(v) for v in box.split(",")],
+                       num_stages=1)._check_params()

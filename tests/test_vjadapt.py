@@ -117,6 +117,8 @@ def test_read_frame_boxes(tmp_path):
     (["--holdout", "1"], "--holdout: must be in [0, 1)"),
     (["--min-hit-rate", "0"], "--min-hit-rate"),
     (["--candidate-stages", "25"], "lower than the cascade's 25 stages"),
+    (["--seed", "-5"], "'--seed': -5 is not in the range x>=0"),  # a raw ValueError once
+    (["--scale-factor", "1e308"], "'--scale-factor': 1e+308 is not in the range"),
 ])
 def test_bad_options(stream, tmp_path, extra, message):
     r = _run([stream["model"], stream["video"], "--boxes", stream["boxes"], "-o",

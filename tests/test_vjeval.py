@@ -338,3 +338,17 @@ def test_vjeval_help_states_the_default_models_operating_point():
         stated = re.search(r"\((?:as vjdetect runs it with nothing set: )?(\S+) for "
                            r"vjboost:frontalface", helps[option])
         assert stated is not None and float(stated.group(1)) == float(value), option
+
+
+def test_max_neighbors_is_capped(scene):
+    """--max-neighbors above MAX_SWEEP_NEIGHBORS is a usage error (10**9 took over 20 GB)."""
+    from vjboost._limits import MAX_SWEEP_NEIGHBORS
+
+    tmp, _ = scene
+    res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface",
+                                    "--max-neighbors", str(MAX_SWEEP_NEIGHBORS + 1)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "--max-neighbors" in res.output and str(MAX_SWEEP_NEIGHBORS) in res.output
+    res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface",
+                                    "--max-neighbors", "1000000000"])
+    assert res.exit_code == 2 and "--max-neighbors" in res.output

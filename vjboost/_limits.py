@@ -27,14 +27,33 @@ from typing import Any
 
 from ._errors import InputError, LimitError
 
-__all__ = ["ENV_PREFIX", "FLOAT32_OVERFLOW", "Limits", "check_count", "check_float32", "check_int",
-           "check_pyramid_levels", "get_limits", "limit_error", "pyramid_levels", "use_limits"]
+__all__ = ["ENV_PREFIX", "FLOAT32_OVERFLOW", "MAX_JITTER_COPIES", "MAX_SCALE_FACTOR",
+           "MAX_SWEEP_NEIGHBORS", "Limits",
+           "check_count", "check_float32", "check_int", "check_pyramid_levels", "get_limits",
+           "limit_error", "pyramid_levels", "use_limits"]
 
 ENV_PREFIX = "VJBOOST_"
 
 #: float32 rounds numbers of this magnitude and above to infinity (thresholds, leaf values and
 #: weights are float32 in the kernels): (2 - 2**-24) * 2**127
 FLOAT32_OVERFLOW = 3.4028235677973366e38
+
+#: largest ratio between successive scales of a scan (``scale_factor``, ``--scale-factor``,
+#: ``--mining-scale-factor``): detectors scan with 1.05 to 1.5, and at 100 a scan already sees
+#: only the base window and one 100 times larger, so a larger value is a typo; near 1e308 the
+#: window sizes would overflow to infinity
+MAX_SCALE_FACTOR = 100.0
+
+#: largest ``min_neighbors`` a curve sweeps (``vjeval --max-neighbors``): every value is one more
+#: grouping and evaluation of every image, held until the end; a face gathers tens of raw
+#: windows, so the curve is flat long before 1000 (which costs no more time than 10 on a few
+#: images, where 10**6 took 88 s and 10**9 over 20 GB)
+MAX_SWEEP_NEIGHBORS = 1000
+
+#: most jittered copies of one positive (``Jitter.copies``, ``vjtrain --jitter``): a few to a few
+#: dozen copies are the use, and OpenCV's createsamples makes about a thousand samples of a single
+#: image; 10,000 copies of a 24x24 positive already hold 5.8 MB and take a second to cut
+MAX_JITTER_COPIES = 10_000
 
 
 @dataclass(frozen=True)

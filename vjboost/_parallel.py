@@ -40,6 +40,7 @@ __all__ = [
     "DaskExecutor",
     "Executor",
     "ExecutorError",
+    "check_scheduler_address",
     "SerialExecutor",
     "ThreadExecutor",
     "make_executor",
@@ -167,6 +168,62 @@ def _import_distributed() -> Any:
     return distributed
 
 
+#: address schemes whose location is HOST:PORT (the others, such as ``inproc``, have their own)
+_HOST_PORT_SCHEMES = ("tcp", "tls", "ws", "wss")
+
+
+def check_scheduler_address(address: str) -> str:
+    """A Dask scheduler address, checked for its form before any connection is tried: a known
+    scheme and, for ``tcp``/``tls``/``ws``/``wss`` (``tcp`` when none is given), a host and a
+    port in 1..65535.
+
+    Dask's client only finds a malformed address out once its connection timeout has passed,
+    and then with two tracebacks.
+
+    Parameters
+    ----------
+    address : str
+        E.g. ``tcp://10.0.0.5:8786``.
+
+    Returns
+    -------
+    str
+        ``address``.
+
+    Raises
+    ------
+    ExecutorError
+        Naming ``--scheduler``, the address and what is wrong with it (also when Dask is not
+        installed).
+
+    Examples
+    --------
+    >>> check_scheduler_address("tcp://10.0.0.5:8786")
+    'tcp://10.0.0.5:8786'
+    >>> check_scheduler_address("garbage")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    vjboost._parallel.ExecutorError: --scheduler 'garbage': not a Dask scheduler address \
+(missing port number...); expected tcp://HOST:PORT
+    """
+    _import_distributed()
+    from distributed.comm import addressing, registry
+
+    try:
+        if not isinstance(address, str) or not address.strip():
+            raise ValueError("empty")
+        scheme, location = addressing.parse_address(address)
+        registry.get_backend(scheme)  # ValueError naming the known schemes
+        if scheme in _HOST_PORT_SCHEMES:
+            _, port = addressing.parse_host_port(location)
+            if not 1 <= int(port) <= 65535:
+                raise ValueError(f"port {port} is outside 1..65535")
+    except (ValueError, TypeError) as exc:
+        raise ExecutorError(f"--scheduler {address!r}: not a Dask scheduler address ({exc}); "
+                            "expected tcp://HOST:PORT") from None
+    return address
+
+
 class DaskExecutor(Executor):
     """Tasks on a ``dask.distributed`` cluster.
 
@@ -196,6 +253,8 @@ class DaskExecutor(Executor):
                                       or not isinstance(n_workers, int) or n_workers < 1):
             raise ValueError(f"n_workers: expected a positive integer, got {n_workers!r}")
         distributed = _import_distributed()
+        if address is not None:
+            check_scheduler_address(address)
         if quiet:
             logging.getLogger("distributed").setLevel(logging.CRITICAL)
         self.retries = int(retries)

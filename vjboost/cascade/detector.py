@@ -42,6 +42,7 @@ from .scan import (
     check_border,
     check_min_std,
     check_mode,
+    check_scale_factor,
     opencv_scales,
 )
 from .verifier import DetectionVerifier
@@ -524,9 +525,7 @@ class CascadeDetector:
                 min_score = auto["min_score"] if _auto(score) and same else None
             min_neighbors = auto["min_neighbors"] if _auto(min_neighbors) else min_neighbors
             score = auto["score"] if _auto(score) else score
-        if not (isinstance(scale_factor, int | float) and scale_factor > 1.0
-                and math.isfinite(scale_factor)):
-            raise ValueError(f"scale_factor: must be a number > 1, got {scale_factor!r}")
+        scale_factor = check_scale_factor(scale_factor)
         if isinstance(min_neighbors, bool) or not isinstance(min_neighbors, int | np.integer) \
                 or min_neighbors < 0:
             raise ValueError(f"min_neighbors: expected an integer >= 0, got {min_neighbors!r}")

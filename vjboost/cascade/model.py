@@ -458,8 +458,8 @@ def object_box(model: CascadeModel) -> tuple[float, float, float, float] | None:
     return check_object_box(v, "the model's params['object_box']")
 
 
-def check_object_box(value: Any,
-                     name: str = "object_box") -> tuple[float, float, float, float] | None:
+def check_object_box(value: Any, name: str = "object_box", *,
+                     inside: bool = False) -> tuple[float, float, float, float] | None:
     """``value`` as an object box ``(x, y, w, h)`` in fractions of the window, checked.
 
     Parameters
@@ -468,6 +468,11 @@ def check_object_box(value: Any,
         Four finite numbers with ``0 < w, h <= 4`` and a corner within ``[-2, 2]``.
     name : str
         What the error message calls it (an option, or a model's param).
+    inside : bool, default=False
+        Also require the box to lie inside the window (``x, y >= 0``, ``x + w <= 1``,
+        ``y + h <= 1``), as ``--pos-crop`` lies inside the sample: what a training declares
+        (``CascadeTrainer(object_box=...)``, ``vjtrain --object-box``). A model file may hold
+        the wider range.
 
     Returns
     -------
@@ -485,6 +490,11 @@ def check_object_box(value: Any,
     (0.125, 0.125, 0.75, 0.75)
     >>> check_object_box([0, 0, 1, 1]) is None
     True
+    >>> check_object_box([0, 0, 2, 2], "--object-box", inside=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: --object-box: (x, y, w, h) = (0.0, 0.0, 2.0, 2.0) must lie inside the window: \
+x, y >= 0, w, h > 0, x + w <= 1 and y + h <= 1 (fractions of its width and height)
     """
     try:
         box = tuple(float(x) for x in value)
@@ -494,4 +504,9 @@ def check_object_box(value: Any,
             or not (0 < box[2] <= 4 and 0 < box[3] <= 4) or not all(-2 <= x <= 2 for x in box[:2])):
         raise ValueError(f"{name}: expected X,Y,W,H, fractions of the window with 0 < W, H <= 4 "
                          f"and -2 <= X, Y <= 2, got {value!r}")
+    if inside and (box[0] < 0 or box[1] < 0 or box[0] + box[2] > 1 + 1e-9
+                   or box[1] + box[3] > 1 + 1e-9):
+        raise ValueError(f"{name}: (x, y, w, h) = {box} must lie inside the window: x, y >= 0, "
+                         "w, h > 0, x + w <= 1 and y + h <= 1 (fractions of its width and "
+                         "height)")
     return None if box == (0.0, 0.0, 1.0, 1.0) else box  # type: ignore[return-value]

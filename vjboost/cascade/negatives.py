@@ -66,7 +66,7 @@ from ..io import ImageReadError, read_image
 from .detector import CascadeDetector
 from .model import CascadeModel
 from .runner import CascadeRunner
-from .scan import Pyramid, check_min_std
+from .scan import Pyramid, check_min_std, check_scale_factor
 
 __all__ = [
     "AUGMENTATIONS",
@@ -138,9 +138,7 @@ class MiningParams:
         if h < 1 or w < 1:
             raise ValueError(f"window: expected positive (height, width), got {self.window}")
         object.__setattr__(self, "window", (h, w))
-        if not (isinstance(self.scale_factor, int | float) and self.scale_factor > 1.0
-                and math.isfinite(self.scale_factor)):
-            raise ValueError(f"scale_factor: expected a number > 1, got {self.scale_factor!r}")
+        check_scale_factor(self.scale_factor)
         if min(h, w) * (self.scale_factor - 1.0) < 1.5:
             raise ValueError(
                 f"scale_factor: {self.scale_factor} is too close to 1 for a {w}x{h} window "

@@ -21,6 +21,8 @@ import cv2
 import numpy as np
 
 from .._io import read_npz
+from .._limits import MAX_JITTER_COPIES
+from .._memory import check_memory
 from ..io import (
     IMAGE_SUFFIXES,
     ImageReadError,
@@ -87,7 +89,8 @@ class Jitter:
     Attributes
     ----------
     copies : int
-        Distorted copies per positive (the positive itself is kept too).
+        Distorted copies per positive (the positive itself is kept too), at most
+        :data:`vjboost._limits.MAX_JITTER_COPIES` (10,000).
     max_angle : float, default=10
         Degrees.
     max_scale : float, default=0.06
@@ -109,8 +112,9 @@ class Jitter:
 
     def __post_init__(self) -> None:
         if not isinstance(self.copies, int | np.integer) or isinstance(self.copies, bool) \
-                or self.copies < 1:
-            raise ValueError(f"copies: expected an integer >= 1, got {self.copies!r}")
+                or not 1 <= self.copies <= MAX_JITTER_COPIES:
+            raise ValueError(f"copies: expected an integer in [1, {MAX_JITTER_COPIES}], got "
+                             f"{self.copies!r}")
         for name, hi in (("max_angle", 90.0), ("max_scale", 1.0), ("max_shift", 0.5),
                          ("max_gamma", 3.0)):
             v = getattr(self, name)
@@ -270,6 +274,11 @@ def _crop_rect(shape: tuple[int, ...], crop: tuple[float, float, float, float] |
     return bx + x * bw, by + y * bh, w * bw, h * bh
 
 
+#: bytes a cut window holds beside its pixels until the windows are stacked (its ndarray object
+#: and list slot)
+_WINDOW_OVERHEAD = 128
+
+
 class _Cutter:
     """Turns sources into windows: the plain cut, then the jittered copies of each."""
 
@@ -297,6 +306,13 @@ class _Cutter:
             sample = img[y : y + h, x : x + w]
         self.plain.append(resize_to_window(crop_fraction(sample, self.crop), self.window))
         if self.jitter is not None:
+            # checked source by source, against what is left: the copies of the sources so far
+            # are already held
+            n = self.jitter.copies
+            check_memory(n * (self.window[0] * self.window[1] + _WINDOW_OVERHEAD),
+                         f"jitter: {n} copies of positive {len(self.plain)} "
+                         f"({self.window[1]}x{self.window[0]})",
+                         advice="Use fewer copies (--jitter) or fewer positives.")
             rect = _crop_rect(img.shape, self.crop, None if box is None else
                               tuple(float(v) for v in box))
             for d in self.jitter.draw(self.jitter.copies, self._rng):
@@ -305,6 +321,8 @@ class _Cutter:
     def samples(self) -> np.ndarray:
         h, w = self.window
         allw = self.plain + self.copies
+        check_memory(len(allw) * h * w, f"{len(allw)} positive windows of {w}x{h}",
+                     advice="Use fewer copies (--jitter) or fewer positives.")
         return np.stack(allw) if allw else np.zeros((0, h, w), np.uint8)
 
 

@@ -51,10 +51,11 @@ from typing import Any
 import cv2
 import numpy as np
 
-from .._limits import check_pyramid_levels
+from .._limits import MAX_SCALE_FACTOR, check_pyramid_levels
 
-__all__ = ["BATCH_BYTES", "BORDERS", "KEEP_BYTES", "OPENCV_MIN_STD", "Batch", "Level",
-           "Pyramid", "check_border", "check_min_std", "check_mode", "opencv_scales"]
+__all__ = ["BATCH_BYTES", "BORDERS", "KEEP_BYTES", "MAX_MIN_STD", "OPENCV_MIN_STD", "Batch",
+           "Level", "Pyramid", "check_border", "check_min_std", "check_mode", "check_scale_factor",
+           "opencv_scales"]
 
 #: integral planes per batch (bytes): the levels of a pyramid are packed into batches this
 #: large, filled and scanned one after the other, so that a batch's planes are still in the
@@ -77,8 +78,14 @@ BORDERS = {"replicate": cv2.BORDER_REPLICATE, "reflect": cv2.BORDER_REFLECT_101}
 OPENCV_MIN_STD = 10.0
 
 
+#: the largest standard deviation of 8-bit grey levels (half the pixels 0, half 255): a σ gate
+#: at or above it refuses every window
+MAX_MIN_STD = 127.5
+
+
 def check_min_std(value: object, name: str = "min_std") -> float:
-    """A σ gate in grey levels, checked: a finite number ``>= 0`` (0: no gate).
+    """A σ gate in grey levels, checked: a number in ``[0, MAX_MIN_STD)`` (0: no gate; at
+    :data:`MAX_MIN_STD`, 127.5, no 8-bit window would pass).
 
     Parameters
     ----------
@@ -102,8 +109,44 @@ def check_min_std(value: object, name: str = "min_std") -> float:
     6.0
     """
     if isinstance(value, bool) or not isinstance(value, int | float) or not (
-            value >= 0 and math.isfinite(value)):
-        raise ValueError(f"{name}: expected a finite number of grey levels >= 0, got {value!r}")
+            0 <= value < MAX_MIN_STD):
+        raise ValueError(f"{name}: expected a number of grey levels in [0, {MAX_MIN_STD:g}) "
+                         f"(no 8-bit window has a larger standard deviation), got {value!r}")
+    return float(value)
+
+
+def check_scale_factor(value: object, name: str = "scale_factor") -> float:
+    """A scan's ratio between successive scales, checked: a number in
+    ``(1, MAX_SCALE_FACTOR]`` (:data:`vjboost._limits.MAX_SCALE_FACTOR`, 100).
+
+    Parameters
+    ----------
+    value : float
+        The factor asked for.
+    name : str, default="scale_factor"
+        What the message calls it.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, the value and the range.
+
+    Examples
+    --------
+    >>> check_scale_factor(1.1)
+    1.1
+    >>> check_scale_factor(1e308)
+    Traceback (most recent call last):
+    ...
+    ValueError: scale_factor: expected a number in (1, 100], got 1e+308
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+            1.0 < value <= MAX_SCALE_FACTOR):
+        raise ValueError(f"{name}: expected a number in (1, {MAX_SCALE_FACTOR:g}], got {value!r}")
     return float(value)
 
 
@@ -200,7 +243,9 @@ def opencv_scales(
         return []
     all_scales: list[np.float32] = []
     factor = 1.0
-    while int(np.rint(W * factor)) <= img_w and int(np.rint(H * factor)) <= img_h:
+    # compared as floats: a huge factor makes the window infinite, which fits no image (an int
+    # of infinity would raise)
+    while np.rint(W * factor) <= img_w and np.rint(H * factor) <= img_h:
         all_scales.append(np.float32(factor))
         factor *= scale_factor
     scales = []

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
-from .._memory import format_bytes, memory_budget
+from .._memory import check_memory, format_bytes, memory_budget
 from .._threads import n_threads
 from .._validation import check_in_range
 from ..boost.binning import precompute, precompute_nbytes
@@ -75,6 +75,7 @@ from .model import CascadeModel, Stage
 from .negatives import ImageCache, MiningParams, MiningResult, NegativePool, mining_summary
 from .progress import Callback, RunClock, mining_event, peak_rss, reset_peak_rss
 from .runner import CascadeRunner
+from .scan import OPENCV_MIN_STD
 from .stage import StageResult, stage_false_alarm, stage_threshold, train_stage
 from .stage_matrix import StageMatrix
 
@@ -107,6 +108,10 @@ RESERVOIR_IMAGE_CACHE = 64 * 1024**2
 RESERVOIR_CHUNK = 4096
 #: memory a run may use by default (``memory_budget``, ``vjtrain --memory``)
 DEFAULT_MEMORY = 4 * 1024**3
+#: bytes per feature evaluation a sampler's round may hold at its peak: its example draws
+#: (int64, as many as the evaluations when one feature is left) and the block of feature values
+#: (float32) with the edges' temporaries
+_ROUND_BYTES = 16
 #: share of the budget for decoded background images (speed only), and what the process itself
 #: holds besides the caches (interpreter, numba, OpenCV)
 IMAGE_CACHE_SHARE, BASE_MEMORY = 0.2, 512 * 1024**2
@@ -522,7 +527,7 @@ class CascadeTrainer:
             from .model import check_object_box
 
             try:  # the detector's own check
-                self._object_box = check_object_box(self.object_box)
+                self._object_box = check_object_box(self.object_box, inside=True)
             except ValueError as exc:
                 raise TrainingError(str(exc)) from None
         self._check_reservoir()
@@ -634,6 +639,11 @@ class CascadeTrainer:
 
             source = PoolSource(pool, windows, threads=self.threads)
             sb = self.sampler_budget or max(10 * n, int(0.01 * pool.n_features * n))
+            # a round holds its example draws (int64) and the block of feature values (float32)
+            # of at most the budget's evaluations, with their temporaries
+            check_memory(_ROUND_BYTES * int(sb), f"sampler_budget: rounds of {int(sb)} feature "
+                         "evaluations", budget=left,
+                         advice="Lower the budget (--sampler-budget).")
             sampler = make_sampler(self.sampler, random_state=self._stage_seed(k))
             info.update(mode=f"sampler {self.sampler}", sampler_budget=int(sb),
                         cache_bytes=int(source.channels.nbytes))
@@ -883,6 +893,8 @@ class CascadeTrainer:
                 stop = self._mining_stop(res, k, required, len(bgs))
                 if stop is not None:
                     break
+                if k == 0:
+                    self._check_not_flat(res.windows)
                 if len(res.windows) < self.num_neg:
                     emit("log", message=(f"stage {k}: trains on {len(res.windows)} of the "
                                          f"{self.num_neg} negatives ({res.shortfall}; min_neg "
@@ -1082,6 +1094,28 @@ class CascadeTrainer:
                          weight_trim_rate=float(self.weight_trim_rate),
                          balanced_init=bool(self.balanced_init), callback=on_round)
         return st, finfo, t3
+
+    def _check_not_flat(self, windows: np.ndarray) -> None:
+        """Refuse stage 0's negatives when not one passes the σ gate the cascade detects with.
+
+        Stage 0 draws its windows before there is a cascade, so flat ones too; the detector
+        never evaluates a window whose grey-level σ is at most its gate, so from uniform
+        backgrounds stage 1 would find no negative, and training would stop as if the cascade
+        had met its false-alarm target, with a model that learnt nothing. The σ is that of the
+        window without its 1-pixel border (where OpenCV measures it).
+        """
+        gate = (self.mining or {}).get("min_std")
+        gate = OPENCV_MIN_STD if gate is None else float(gate)
+        if gate <= 0 or len(windows) == 0:
+            return
+        inner = windows[:, 1:-1, 1:-1] if min(windows.shape[1:3]) > 2 else windows
+        sigma = inner.reshape(len(inner), -1).astype(np.float64).std(axis=1)
+        if (sigma <= gate).all():
+            raise TrainingError(
+                f"backgrounds: none of the {len(windows)} negatives of stage 0 has a grey-level "
+                f"standard deviation above the σ gate of {gate:g} (max {sigma.max():.3g}); the "
+                "detector never evaluates such flat windows, so nothing can be learnt from "
+                "them: give textured backgrounds or a lower --min-std")
 
     def _cascade_fa(self, stages: list[StageResult]) -> float:
         return float(np.prod([s.false_alarm for s in stages])) if stages else 1.0

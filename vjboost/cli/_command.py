@@ -13,18 +13,24 @@ Use :class:`Command` as the ``cls`` of ``click.command``::
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import errno
 import math
 import os
+import re
+import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
 
 from .._errors import VJBoostError
+from .._limits import MAX_SCALE_FACTOR
 
-__all__ = ["EXIT_SOME_SKIPPED", "SCALE_FACTOR", "Command", "CommandError", "FiniteRange",
-           "one_line"]
+__all__ = ["EXIT_SOME_SKIPPED", "SCALE_FACTOR", "SEED", "STAGES", "Command", "CommandError",
+           "FiniteRange", "argparse_type", "one_line", "parse_size", "run_argparse_command"]
 
 #: exit status of vjdetect and vjeval when some inputs were skipped (unreadable, oversized) and
 #: the others processed: the outputs are written, but do not cover every input
@@ -66,6 +72,33 @@ def _warning_line(prog: str) -> Callable[..., None]:
     return show
 
 
+#: errors of a path itself, whatever is done with it: a name longer than the file system's
+#: NAME_MAX (or PATH_MAX), a loop of symbolic links
+_PATH_ERRNOS = (errno.ENAMETOOLONG, errno.ELOOP)
+
+
+@contextlib.contextmanager
+def _tool_context(prog: str) -> Iterator[None]:
+    """What every tool runs in: OpenCV's and FFmpeg's logs quiet, and library warnings shown
+    as one ``PROG: warning: ...`` line each (Python's showwarning restored afterwards)."""
+    _quiet_opencv()
+    with warnings.catch_warnings():
+        warnings.showwarning = _warning_line(prog)
+        yield
+
+
+def _bad_input_line(exc: BaseException) -> str | None:
+    """The one line a tool reports for ``exc`` when it is bad input rather than a bug: a
+    :class:`~vjboost._errors.VJBoostError`, or a path argument the system cannot even look up
+    (any file argument of any tool: a name too long, a loop of links); None for anything
+    else, which keeps its traceback."""
+    if isinstance(exc, VJBoostError):
+        return one_line(exc)
+    if isinstance(exc, OSError) and exc.errno in _PATH_ERRNOS and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror}"
+    return None
+
+
 class CommandError(click.ClickException):
     """A :class:`~vjboost._errors.VJBoostError` turned into click's one-line ``Error: ...``
     with the command's exit status."""
@@ -103,13 +136,14 @@ class Command(click.Command):
         self.error_exit_code = int(error_exit_code)
 
     def invoke(self, ctx: click.Context) -> Any:
-        _quiet_opencv()
-        try:
-            with warnings.catch_warnings():  # (restores Python's showwarning afterwards)
-                warnings.showwarning = _warning_line(ctx.info_name or "vjboost")
+        with _tool_context(ctx.info_name or "vjboost"):
+            try:
                 return super().invoke(ctx)
-        except VJBoostError as exc:
-            raise CommandError(one_line(exc), self.error_exit_code) from None
+            except (VJBoostError, OSError) as exc:
+                line = _bad_input_line(exc)
+                if line is None:
+                    raise
+                raise CommandError(line, self.error_exit_code) from None
 
 
 class FiniteRange(click.FloatRange):
@@ -138,5 +172,116 @@ class FiniteRange(click.FloatRange):
         return number
 
 
-#: a scan's ratio between successive scales: a finite number above 1
-SCALE_FACTOR = FiniteRange(1.0, min_open=True)
+#: a scan's ratio between successive scales: a number above 1, at most
+#: :data:`vjboost._limits.MAX_SCALE_FACTOR` (the library's own check,
+#: :func:`vjboost.cascade.scan.check_scale_factor`, with click's message)
+SCALE_FACTOR = FiniteRange(1.0, MAX_SCALE_FACTOR, min_open=True)
+
+
+#: a seed of a run's random choices: NumPy's generators take integers >= 0
+SEED = click.IntRange(min=0)
+
+#: stages of a cascade to train: the trainer's own range (``CascadeTrainer(num_stages=...)``)
+STAGES = click.IntRange(1, 1000)
+
+
+def argparse_type(param_type: click.ParamType) -> Callable[[str], Any]:
+    """A shared option type (:data:`SEED`, :data:`STAGES`...) for an :mod:`argparse` option:
+    the same conversion and range, refused as argparse's usage error (``vjdemo``).
+
+    Examples
+    --------
+    >>> argparse_type(SEED)("7")
+    7
+    >>> argparse_type(SEED)("-1")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: -1 is not in the range x>=0.
+    """
+
+    def convert(text: str) -> Any:
+        try:
+            return param_type.convert(text, None, None)
+        except click.BadParameter as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    convert.__name__ = param_type.name  # argparse names the type in some messages
+    return convert
+
+
+def run_argparse_command(main: Callable[[], int], exit_code: int = 2, *,
+                         prog: str = "vjboost") -> int:
+    """Run the body of an :mod:`argparse` command as :class:`Command` runs a click command:
+    bad input (:func:`_bad_input_line`) ends in one ``Error: ...`` line on stderr and
+    ``exit_code`` (other exceptions keep their traceback), and library warnings are one
+    ``PROG: warning: ...`` line each.
+
+    Examples
+    --------
+    >>> from vjboost._errors import InputError
+    >>> def body():
+    ...     raise InputError("out: not a folder")
+    >>> import contextlib, io
+    >>> err = io.StringIO()
+    >>> with contextlib.redirect_stderr(err):
+    ...     code = run_argparse_command(body)
+    >>> code, err.getvalue()
+    (2, 'Error: out: not a folder\\n')
+    """
+    with _tool_context(prog):
+        try:
+            return main()
+        except (VJBoostError, OSError) as exc:
+            line = _bad_input_line(exc)
+            if line is None:
+                raise
+            print(f"Error: {line}", file=sys.stderr)
+            return exit_code
+
+
+#: ``N`` or ``WxH`` (``W*H``, ``W,H``): one or two integers, nothing missing around the separator
+_SIZE = re.compile(r"\s*(\d+)\s*(?:[x*,]\s*(\d+)\s*)?", re.IGNORECASE)
+
+
+def parse_size(value: str, name: str, *, minimum: int = 0, maximum: int = 2**31 - 1,
+               what: str = "WxH") -> tuple[int, int]:
+    """The one parser of sizes on the command line (``vjdetect --min-size``, ``vjtrain
+    --window``...): ``N`` (a square) or ``WxH``, strictly (``20x`` and ``x20`` are refused).
+
+    Parameters
+    ----------
+    value : str
+    name : str
+        The option, named in errors.
+    minimum, maximum : int
+        Range of each side.
+    what : str
+        How the expected form is called in errors.
+
+    Returns
+    -------
+    (width, height)
+
+    Raises
+    ------
+    click.BadParameter
+        Naming the option and the value.
+
+    Examples
+    --------
+    >>> parse_size("24", "--window"), parse_size("50x20", "--window")
+    ((24, 24), (50, 20))
+    >>> parse_size("20x", "--min-size")
+    Traceback (most recent call last):
+    ...
+    click.exceptions.BadParameter: expected N or WxH, got '20x'
+    """
+    m = _SIZE.fullmatch(value)
+    if m is None:
+        raise click.BadParameter(f"expected N or {what}, got {value!r}", param_hint=name)
+    w = int(m.group(1))
+    h = w if m.group(2) is None else int(m.group(2))
+    if not (minimum <= w <= maximum and minimum <= h <= maximum):
+        raise click.BadParameter(f"expected N or {what} with sides in {minimum}..{maximum}, "
+                                 f"got {value!r}", param_hint=name)
+    return w, h

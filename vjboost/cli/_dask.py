@@ -7,9 +7,21 @@ from typing import Any
 
 import click
 
-from .._parallel import Executor, make_executor
+from .._parallel import Executor, ExecutorError, check_scheduler_address, make_executor
 
 __all__ = ["dask_options", "open_executor"]
+
+
+def _check_scheduler(ctx: click.Context, param: click.Parameter, value: str | None
+                     ) -> str | None:
+    """A malformed ``--scheduler`` is refused before any work, not after Dask's timeout."""
+    if value is None:
+        return None
+    try:
+        return check_scheduler_address(value)
+    except ExecutorError as exc:
+        raise click.BadParameter(str(exc).removeprefix("--scheduler "),
+                                 ctx, param) from None
 
 
 def dask_options(what: str) -> Callable[[Any], Any]:
@@ -21,7 +33,7 @@ def dask_options(what: str) -> Callable[[Any], Any]:
             help=f"{what} on a local Dask cluster of N worker processes (0: in this "
                  "process).")(cmd)
         return click.option(
-            "--scheduler", metavar="tcp://HOST:PORT",
+            "--scheduler", metavar="tcp://HOST:PORT", callback=_check_scheduler,
             help=f"{what} as tasks on this Dask scheduler's workers (pip install "
                  "'vjboost[dask]'; every worker must read the files at the same paths). Same "
                  "results as in this process; see docs/distributed.md.")(cmd)

@@ -41,7 +41,7 @@ from typing import Any
 import click
 import numpy as np
 
-from ._command import SCALE_FACTOR, Command
+from ._command import SCALE_FACTOR, SEED, Command
 
 __all__ = ["main", "read_frame_boxes", "vjadapt"]
 
@@ -223,7 +223,7 @@ def _check_params(pos_iou: float, neg_iou: float, min_hit_rate: float | None, bl
               help="Scale step of the window scan (as vjdetect).")
 @click.option("--min-size", type=click.IntRange(min=0), default=0, show_default=True,
               help="Smallest object side in pixels (0: no limit).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the negative "
+@click.option("--seed", type=SEED, default=0, show_default=True, help="Seed of the negative "
               "sampling.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               help="JSON report (default: OUTPUT with the suffix .report.json).")

@@ -16,10 +16,13 @@ import argparse
 import sys
 import time
 
+import click
 import numpy as np
 
 from vjboost._validation import check_random_state
 from vjboost.boost import BoostedClassifier
+
+from ._command import SEED, argparse_type, run_argparse_command
 
 __all__ = ["classifier_main", "load_lfw_windows", "main", "pixel_features"]
 
@@ -125,18 +128,20 @@ def classifier_main(argv: list[str] | None = None) -> int:
                         help="boosting loss (default: gentle)")
     parser.add_argument("--weak-learner", default="stump", choices=["stump", "tree"],
                         help="weak learner: a stump or a depth-2 tree (default: stump)")
-    parser.add_argument("--n-estimators", type=int, default=100,
+    parser.add_argument("--n-estimators", type=argparse_type(click.IntRange(min=1)), default=100,
                         help="boosting rounds, i.e. weak learners (default: 100)")
     parser.add_argument("--test-fraction", type=float, default=0.3,
                         help="share of the windows held out for testing, in (0, 1) "
                              "(default: 0.3)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=argparse_type(SEED), default=0,
                         help="seed of the split and the pair features (default: 0)")
     args = parser.parse_args(argv)
     if not 0.0 < args.test_fraction < 1.0:
         parser.error("--test-fraction: must be in (0, 1)")
-    if args.n_estimators < 1:
-        parser.error("--n-estimators: must be >= 1")
+    return run_argparse_command(lambda: _classifier(args), prog="vjdemo")
+
+
+def _classifier(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     windows, labels = load_lfw_windows()

@@ -24,10 +24,17 @@ import sys
 import time
 from pathlib import Path
 
+import click
 import cv2
 import numpy as np
 
-__all__ = ["BACKGROUNDS", "main"]
+from ._command import SEED, STAGES, argparse_type, run_argparse_command
+
+__all__ = ["BACKGROUNDS", "MAX_DEMO_NEG", "main"]
+
+#: most negatives per stage of the demo (``--num-neg``): it trains on 190 positives with 600
+#: negatives a stage; 10,000 is far beyond its use, while 10**9 overran the memory budget
+MAX_DEMO_NEG = 10_000
 
 #: scikit-image sample images without faces (``camera`` and ``astronaut`` show people).
 BACKGROUNDS = (
@@ -137,32 +144,77 @@ def main(argv: list[str] | None = None, *, prog: str = "vjdemo cascade") -> int:
     int
         The exit status (0).
     """
-    from skimage import data
-
-    from vjboost.cascade.checkpoint import load_checkpoint
-    from vjboost.cascade.detector import CascadeDetector
-    from vjboost.cascade.model_io import save_model
-    from vjboost.cascade.opencv_xml import ExportError
-    from vjboost.cascade.positives import resize_to_window
-    from vjboost.cascade.trainer import CascadeTrainer
-
     ap = argparse.ArgumentParser(
         prog=prog, description="Train a small face detector on scikit-image's data and run it "
         "and the shipped face cascade on astronaut().")
     ap.add_argument("out", nargs="?", default="demo-out",
                     help="output folder: model.json, cascade.xml, report, drawn detections "
                          "(default: demo-out)")
-    ap.add_argument("--stages", type=int, default=12,
+    ap.add_argument("--stages", type=argparse_type(STAGES), default=12,
                     help="stages to train at most; fewer when the false-alarm target is met "
                          "earlier (default: 12)")
-    ap.add_argument("--num-neg", type=int, default=600,
-                    help="negative windows mined per stage (default: 600)")
-    ap.add_argument("--seed", type=int, default=0, help="training seed (default: 0)")
+    ap.add_argument("--num-neg", type=argparse_type(click.IntRange(1, MAX_DEMO_NEG)),
+                    default=600,
+                    help=f"negative windows mined per stage, at most {MAX_DEMO_NEG} "
+                         "(default: 600)")
+    ap.add_argument("--seed", type=argparse_type(SEED), default=0,
+                    help="training seed (default: 0)")
     args = ap.parse_args(argv)
-    out = Path(args.out)
+    return run_argparse_command(lambda: _train_and_detect(Path(args.out), args), prog="vjdemo")
+
+
+def _output_folder(out: Path, positives: np.ndarray) -> bool:
+    """Check the demo's output folder before anything is written there; ``True`` when it holds
+    a demo run to continue.
+
+    Parameters
+    ----------
+    out : Path
+    positives : ndarray of uint8, shape (n, 24, 24)
+        The demo's positives (before mirroring): a checkpoint of other positives is not the
+        demo's.
+
+    Raises
+    ------
+    OutputError
+        ``out`` is not a folder or cannot be written, or holds another training's checkpoint
+        (a ``vjtrain`` run: the demo would write its backgrounds into it, then find other
+        settings).
+    """
+    from vjboost._errors import OutputError
+    from vjboost._io import check_output_path
+    from vjboost.cascade.checkpoint import load_checkpoint
+    from vjboost.cascade.trainer import _digest
+
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"OUT: cannot create {out}: {exc.strerror}") from None
+    check_output_path(out, "folder", what="OUT")
+    ck = load_checkpoint(out)
+    if ck is None:
+        return False
+    mirrored = np.concatenate([positives, positives[:, :, ::-1]])
+    if ck.get("config", {}).get("positives") != _digest(mirrored):
+        raise OutputError(f"OUT: {out} holds the checkpoint of another training (other "
+                          "positives than the demo's); choose another output folder")
+    return True
+
+
+def _train_and_detect(out: Path, args: argparse.Namespace) -> int:
+    """The demo's work, once its options are checked."""
+    from skimage import data
+
+    from vjboost.cascade.detector import CascadeDetector
+    from vjboost.cascade.model_io import save_model
+    from vjboost.cascade.opencv_xml import ExportError
+    from vjboost.cascade.positives import resize_to_window
+    from vjboost.cascade.trainer import CascadeTrainer
+
     t0 = time.perf_counter()
     faces = (data.lfw_subset()[:100] * 255).round().astype(np.uint8)
     pos = np.stack([resize_to_window(f, (24, 24)) for f in faces])
+    resume = _output_folder(out, pos)
     bgs = write_backgrounds(out / "backgrounds")
     print(
         f"vjboost cascade demo: {len(pos)} LFW faces (mirrored: {2 * len(pos)}), "
@@ -182,7 +234,6 @@ def main(argv: list[str] | None = None, *, prog: str = "vjdemo cascade") -> int:
     )
     # a second run in the same folder continues (or just reloads) the first one's training
     # instead of refusing the folder: the demo is deterministic, so its settings and data match
-    resume = load_checkpoint(out) is not None
     if resume:
         print(f"{out}: continuing the training found there (delete the folder to start over)")
     trainer.fit(pos, bgs, output_dir=out, log=print, resume=resume)

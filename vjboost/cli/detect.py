@@ -46,7 +46,7 @@ from ..io import (
     open_detection_writer,
     read_image,
 )
-from ._command import EXIT_SOME_SKIPPED, SCALE_FACTOR, Command
+from ._command import EXIT_SOME_SKIPPED, SCALE_FACTOR, Command, parse_size
 from ._dask import dask_options, open_executor
 from ._operating import (
     BORDER_CHOICES,
@@ -86,20 +86,17 @@ def default_model_path() -> str | None:
     return default_model()
 
 
-def _parse_size(value: str | None, name: str) -> tuple[int, int] | None:
-    if value is None:
-        return None
-    v = value.lower().replace("x", ",").split(",")
-    try:
-        nums = [int(s) for s in v if s.strip()]
-    except ValueError:
-        raise click.BadParameter(f"expected N or WxH, got {value!r}", param_hint=name) from None
-    if len(nums) == 1:
-        nums = nums * 2
-    if len(nums) != 2 or min(nums) < 0 or max(nums) > 2**31 - 1:
-        raise click.BadParameter(f"expected N or WxH with 0 <= N < 2^31, got {value!r}",
-                                 param_hint=name)
-    return nums[0], nums[1]
+def _min_max_size(min_size: str | None, max_size: str | None
+                  ) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+    """``--min-size`` and ``--max-size`` parsed; a minimum above the maximum is refused (the
+    detector, as OpenCV, would then scan the one scale nearest the minimum: objects larger than
+    the maximum, or none, without a word)."""
+    lo = None if min_size is None else parse_size(min_size, "--min-size")
+    hi = None if max_size is None else parse_size(max_size, "--max-size")
+    if lo is not None and hi is not None and min(hi) > 0 and (lo[0] > hi[0] or lo[1] > hi[1]):
+        raise click.BadParameter(f"{min_size} is larger than --max-size {max_size}",
+                                 param_hint="--min-size")
+    return lo, hi
 
 
 def _annotate(img_bgr: np.ndarray, det) -> np.ndarray:
@@ -409,9 +406,9 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
             model = load_model(model_file)
         except (ModelNotFound, CascadeFormatError, VJBoostError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
+        sizes = _min_max_size(min_size, max_size)
         params = dict(scale_factor=scale_factor, min_neighbors=parse_min_neighbors(min_neighbors),
-                      min_size=_parse_size(min_size, "--min-size"),
-                      max_size=_parse_size(max_size, "--max-size"), mode=mode,
+                      min_size=sizes[0], max_size=sizes[1], mode=mode,
                       grouping=grouping, score=score, min_score=parse_min_score(min_score),
                       n_stages=stages,
                       coarse_to_fine=_coarse_to_fine(coarse_to_fine), min_std=_min_std(min_std),

@@ -18,7 +18,7 @@ import click
 from .._errors import VJBoostError
 from .._io import OutputFolder, atomic_write, check_outputs_apart
 from .._jit import compile_notice
-from .._limits import Limits
+from .._limits import MAX_SWEEP_NEIGHBORS, Limits
 from ..boxes import DETECTION_SCORES
 from ..cascade.shipped import ModelNotFound, resolve_model
 from ..io import (
@@ -137,8 +137,10 @@ def _image_list(images: str | None, annotations) -> list[str]:
                    "curve (as vjdetect --min-score); none: keep them all (the whole curve); "
                    "auto: with --score auto, each model's default threshold (3.72 for "
                    "vjboost:frontalface), else none.")
-@click.option("--max-neighbors", type=click.IntRange(min=1), default=10, show_default=True,
-              help="Sweep min_neighbors from 0 to this value for the curve.")
+@click.option("--max-neighbors", type=click.IntRange(1, MAX_SWEEP_NEIGHBORS), default=10,
+              show_default=True,
+              help=f"Sweep min_neighbors from 0 to this value for the curve (at most "
+                   f"{MAX_SWEEP_NEIGHBORS}).")
 @click.option("--iou", type=FiniteRange(0, 1, min_open=True), default=0.3, show_default=True,
               help=FRAMING_HELP)
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,

@@ -25,7 +25,8 @@ import click
 import numpy as np
 
 from .._io import OutputFolder, check_folder_apart, check_output_path
-from ._command import SCALE_FACTOR, Command
+from .._limits import MAX_JITTER_COPIES
+from ._command import SCALE_FACTOR, SEED, STAGES, Command, parse_size
 from ._dask import dask_options, open_executor
 
 __all__ = ["main", "vjtrain"]
@@ -101,21 +102,13 @@ def _duration(seconds: float) -> str:
 
 def _parse_window(value: str) -> tuple[int, int]:
     """``"24x24"`` / ``"24"`` → (height, width)."""
-    try:
-        parts = [int(v) for v in value.lower().replace("*", "x").split("x")]
-    except ValueError:
-        raise InputError(f"--window: expected WIDTHxHEIGHT such as 24x24, got {value!r}") from None
-    if len(parts) == 1:
-        parts = parts * 2
-    if len(parts) != 2 or min(parts) < 3:
-        raise InputError(f"--window: expected WIDTHxHEIGHT with sides >= 3, got {value!r}")
     from vjboost._limits import get_limits, limit_error
 
+    w, h = parse_size(value, "--window", minimum=3, what="WIDTHxHEIGHT such as 24x24")
     cap = get_limits().max_window_side
-    if max(parts) > cap:
-        raise limit_error("--window", f"a side of {max(parts)}", cap, "max_window_side",
+    if max(w, h) > cap:
+        raise limit_error("--window", f"a side of {max(w, h)}", cap, "max_window_side",
                           unit=" pixels")
-    w, h = parts
     return h, w
 
 
@@ -203,7 +196,7 @@ def _parse_object_box(value: str | None) -> tuple[float, float, float, float] | 
     from vjboost.cascade.model import check_object_box
 
     try:  # the detector's own check, under the option's name
-        return check_object_box(value.split(","), "--object-box")
+        return check_object_box(value.split(","), "--object-box", inside=True)
     except ValueError as exc:
         raise InputError(str(exc)) from None
 
@@ -293,7 +286,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "needed to resume their checkpoints).")
 @click.option("--sampler-budget", type=click.IntRange(min=1),
               help="Feature evaluations per round of the sampler (default: 1% of all).")
-@click.option("--stages", type=click.IntRange(1, 1000), default=20, show_default=True,
+@click.option("--stages", type=STAGES, default=20, show_default=True,
               help="Stages to train at most; training stops earlier, with fewer stages, once "
                    "the false-alarm target (--max-false-alarm ^ --stages) is met.")
 @click.option("--min-hit-rate", type=float, default=0.995, show_default=True,
@@ -356,9 +349,9 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Annotation format of POS (default: detected from the file or folder).")
 @click.option("--category", help="Object class to train on, when POS's annotations hold "
                                  "several (a name, or an id for COCO/YOLO).")
-@click.option("--jitter", "jitter", type=click.IntRange(min=1), metavar="N",
+@click.option("--jitter", "jitter", type=click.IntRange(1, MAX_JITTER_COPIES), metavar="N",
               help="Add N randomly rotated, scaled and shifted copies of every positive "
-                   "(seeded by --seed; see --jitter-range).")
+                   f"(seeded by --seed; see --jitter-range; at most {MAX_JITTER_COPIES}).")
 @click.option("--jitter-range", default="10,0.06,0.04", show_default=True,
               metavar="ANGLE,SCALE,SHIFT[,GAMMA]",
               help="Largest rotation (degrees), relative scale change, shift (fraction of the "
@@ -385,7 +378,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "available memory if less). Caches are sized from it: feature values are "
                    "precomputed when they fit, else streamed; a stage that cannot fit is "
                    "refused.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of every random choice.")
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="Seed of every random choice.")
 @click.option("--threads", "-j", type=click.IntRange(min=0), default=0, show_default=True,
               help="Threads (0 = all cores).")
 @dask_options("Mine negatives")
@@ -521,12 +515,16 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                                 seed if shuffle_positives else None, pos_format, category)
     need = positives_needed(num_pos, stages, min_hit_rate)
     if len(positives) < need:
+        # the largest --num-pos these positives cover (the division's rounding may be one off)
         most = int(len(positives) / (1 + max(stages - 1, 0) * (1 - min_hit_rate)))
+        while most > 0 and positives_needed(most, stages, min_hit_rate) > len(positives):
+            most -= 1
+        way = (f"use --num-pos {most} or fewer, fewer --stages, or more positives" if most >= 1
+               else "even --num-pos 1 needs more: use more positives or fewer --stages")
         raise InputError(
             f"too few positives: {len(positives)} available, but {stages} stages of --num-pos "
             f"{num_pos} at --min-hit-rate {min_hit_rate} may consume up to {need} (each stage "
-            f"replaces the positives earlier stages reject); use --num-pos {most} or fewer, "
-            "fewer --stages, or more positives")
+            f"replaces the positives earlier stages reject); {way}")
     eval_set = _eval_inputs(eval_annotations, eval_images, category)
     backgrounds = _background_list(neg_src)
     backgrounds, n_pixels = _check_backgrounds(backgrounds, win, echo)

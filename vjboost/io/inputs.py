@@ -214,56 +214,65 @@ def expand_inputs(inputs: Iterable[str | os.PathLike[str]], *, recursive: bool =
     >>> got.problems[0][1]
     'no such file, folder or camera'
     """
-    from .annotations import AnnotationError, read_bg_list
-
     out = ExpandedInputs()
     ends = _accepted(kinds)
     for raw in inputs:
         raw = os.fspath(raw)
-        p = Path(raw)
-        if not raw.strip():  # Path("") is "." (the current folder): never what was meant
-            out.problems.append((repr(raw), "an empty argument names no file"))
-            continue
-        if raw.strip().isdigit() and not p.exists():
-            if "camera" not in kinds:
-                out.problems.append((raw, "no such file or folder"))
-                continue
-            idx = int(raw)
-            if idx > MAX_CAMERA_INDEX:
-                out.problems.append((raw, f"not a camera index (0..{MAX_CAMERA_INDEX})"))
-            else:
-                out.sources.append(Source("camera", idx))
-            continue
-        if p.is_dir():
-            files = image_files(p, recursive=recursive, suffixes=ends)
-            if not files:
-                what = " or ".join(k + "s" for k in kinds if k != "camera")
-                out.problems.append((raw, f"the folder holds no {what} ({', '.join(ends)})"))
-            out.sources += [s for f in files if (s := _classify(f, kinds)) is not None]
-        elif p.is_file():
-            if list_files and p.suffix.lower() in LIST_SUFFIXES and "image" in kinds:
-                try:
-                    out.sources += [Source("image", f)
-                                    for f in read_bg_list(p, what="image list")]
-                except AnnotationError as exc:
-                    out.problems.append((raw, str(exc).removeprefix(f"{p}: ")))
-                continue
-            s = _classify(raw, kinds)
-            if s is None:
-                out.problems.append((raw, f"not a supported file ({', '.join(ends)})"))
-            else:
-                out.sources.append(s)
-        elif glob.has_magic(raw):
-            files = sorted(f for f in glob.glob(raw, recursive=True) if os.path.isfile(f))
-            if not files:
-                out.problems.append((raw, "pattern matches no file"))
-            out.sources += [s for f in files if (s := _classify(f, kinds)) is not None]
-        elif p.exists():
-            out.problems.append((raw, "not a regular file or folder"))
-        else:
-            what = "file, folder or camera" if "camera" in kinds else "file or folder"
-            out.problems.append((raw, f"no such {what}"))
+        try:
+            _expand_one(raw, out, kinds, ends, recursive, list_files)
+        except OSError as exc:  # a name longer than NAME_MAX, a symlink loop...: that input only
+            out.problems.append((raw, exc.strerror or str(exc)))
     return out
+
+
+def _expand_one(raw: str, out: ExpandedInputs, kinds: Sequence[str], ends: tuple[str, ...],
+                recursive: bool, list_files: bool) -> None:
+    """Add one input of :func:`expand_inputs` to ``out`` (its sources, or its problem)."""
+    from .annotations import AnnotationError, read_bg_list
+
+    p = Path(raw)
+    if not raw.strip():  # Path("") is "." (the current folder): never what was meant
+        out.problems.append((repr(raw), "an empty argument names no file"))
+        return
+    if raw.strip().isdigit() and not p.exists():
+        if "camera" not in kinds:
+            out.problems.append((raw, "no such file or folder"))
+            return
+        idx = int(raw)
+        if idx > MAX_CAMERA_INDEX:
+            out.problems.append((raw, f"not a camera index (0..{MAX_CAMERA_INDEX})"))
+        else:
+            out.sources.append(Source("camera", idx))
+        return
+    if p.is_dir():
+        files = image_files(p, recursive=recursive, suffixes=ends)
+        if not files:
+            what = " or ".join(k + "s" for k in kinds if k != "camera")
+            out.problems.append((raw, f"the folder holds no {what} ({', '.join(ends)})"))
+        out.sources += [s for f in files if (s := _classify(f, kinds)) is not None]
+    elif p.is_file():
+        if list_files and p.suffix.lower() in LIST_SUFFIXES and "image" in kinds:
+            try:
+                out.sources += [Source("image", f)
+                                for f in read_bg_list(p, what="image list")]
+            except AnnotationError as exc:
+                out.problems.append((raw, str(exc).removeprefix(f"{p}: ")))
+            return
+        s = _classify(raw, kinds)
+        if s is None:
+            out.problems.append((raw, f"not a supported file ({', '.join(ends)})"))
+        else:
+            out.sources.append(s)
+    elif glob.has_magic(raw):
+        files = sorted(f for f in glob.glob(raw, recursive=True) if os.path.isfile(f))
+        if not files:
+            out.problems.append((raw, "pattern matches no file"))
+        out.sources += [s for f in files if (s := _classify(f, kinds)) is not None]
+    elif p.exists():
+        out.problems.append((raw, "not a regular file or folder"))
+    else:
+        what = "file, folder or camera" if "camera" in kinds else "file or folder"
+        out.problems.append((raw, f"no such {what}"))
 
 
 def list_images(source: str | os.PathLike[str], *, recursive: bool = False,

@@ -198,8 +198,11 @@ class DetectionWriter:
                 f"    <difficult>0</difficult>\n    <bndbox><xmin>{x + 1}</xmin><ymin>{y + 1}"
                 f"</ymin><xmax>{x + w}</xmax><ymax>{y + h}</ymax></bndbox>\n  </object>\n"
                 for (x, y, w, h), sc in zip(im.boxes.tolist(), im.scores.tolist(), strict=True))
-            xml = (f"<annotation>\n  <filename>{escape(Path(im.name).name)}</filename>\n"
-                   f"  <path>{escape(im.name)}</path>\n  <size><width>{im.width}</width>"
+            # a file name that is not UTF-8 (its bytes kept as surrogates) cannot be XML text:
+            # its undecodable bytes are written as \xNN (the .xml file itself keeps the name)
+            name = os.fsencode(im.name).decode("utf-8", "backslashreplace")
+            xml = (f"<annotation>\n  <filename>{escape(Path(name).name)}</filename>\n"
+                   f"  <path>{escape(name)}</path>\n  <size><width>{im.width}</width>"
                    f"<height>{im.height}</height><depth>3</depth></size>\n{objs}</annotation>\n")
             atomic_write(Path(self.path) / f"{self._stem(im, used)}.xml", xml)
 
@@ -256,6 +259,9 @@ def open_detection_writer(path: str | os.PathLike[str], *, format: str = "jsonl"
         check_output_path(path, "folder", what=what)
     elif path != "-":
         check_output_path(path, what=what)
+    elif sys.stdout is None:  # started with stdout closed (``>&-``)
+        raise OutputError(f"{what}: standard output is closed; give a file to write the "
+                          "detections to")
     if format == "jsonl":
         if path == "-":
             w._fh = sys.stdout
