@@ -197,10 +197,19 @@ def _read_text(path: Path, what: str) -> str:
 def read_bg_list(path: str | os.PathLike[str], *, what: str = "background list") -> list[str]:
     """Read a ``bg.txt`` list of background images (one path per line).
 
-    ``what`` names the list in errors (``"image list"`` for the inputs of ``vjdetect``).
-
     Blank lines and lines starting with ``#`` are skipped (traincascade stopped reading at the
     first blank line, silently dropping the rest).
+
+    Parameters
+    ----------
+    path : path-like
+    what : str, default="background list"
+        What the list is, in errors (``"image list"`` for the inputs of ``vjdetect``).
+
+    Returns
+    -------
+    list of str
+        The images' paths, relative ones resolved against the list's folder.
 
     Examples
     --------
@@ -248,6 +257,16 @@ def read_info_dat(path: str | os.PathLike[str], *,
     """Read an OpenCV ``info.dat``: ``image n x1 y1 w1 h1 ... xn yn wn hn`` per entry.
 
     Entries may wrap over lines (as OpenCV's reader allows); an image may appear with ``n = 0``.
+
+    Parameters
+    ----------
+    path : path-like
+    images : path-like, optional
+        Folder the image names are relative to (default: the file's folder).
+
+    Returns
+    -------
+    AnnotationSet
 
     Examples
     --------
@@ -304,6 +323,16 @@ def read_boxes_csv(path: str | os.PathLike[str], *,
                    images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """Read boxes from a CSV with a header naming ``image, x, y, w, h`` (any column order).
 
+    Parameters
+    ----------
+    path : path-like
+    images : path-like, optional
+        Folder the image names are relative to (default: the file's folder).
+
+    Returns
+    -------
+    AnnotationSet
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -350,6 +379,16 @@ def read_boxes_json(path: str | os.PathLike[str], *,
 
     Accepted shapes: ``{"image.png": [[x, y, w, h], ...], ...}`` or
     ``[{"image": "image.png", "boxes": [[x, y, w, h], ...]}, ...]``.
+
+    Parameters
+    ----------
+    path : path-like
+    images : path-like, optional
+        Folder the image names are relative to (default: the file's folder).
+
+    Returns
+    -------
+    AnnotationSet
 
     Examples
     --------
