@@ -89,10 +89,14 @@ def test_coco_category_crowd_and_errors(tmp_path, images):
      "0 or 1, got 'yes'"),
     (lambda d: d["annotations"][2].update(ignore=2), r"annotations\[2\]: 'ignore' must be 0 or "
      "1, got 2"),
+    (lambda d: d["images"][1].update(id=1), r"images\[1\]: id 1 is already the id of .*a.png"),
+    (lambda d: d["categories"][1].update(id=1), r"categories\[1\]: id 1 is already the id of "
+     "category 'face'"),
 ])
 def test_coco_bad_values_are_refused(tmp_path, images, edit, match):
     """Values that were silently used: a negative image size, an unknown category (the box
-    dropped), iscrowd "yes" (the object made an ignore region)."""
+    dropped), iscrowd "yes" (the object made an ignore region), an image or category id given
+    twice (the boxes laid on the last image or named by the last category with that id)."""
     p = _coco(tmp_path, images)
     doc = json.loads(p.read_text())
     edit(doc)

@@ -220,7 +220,11 @@ def read_coco(path: Path, *, category: str | int | None = None,
         where = f"{path}: categories[{k}]"
         if not isinstance(c, dict) or "id" not in c:
             raise AnnotationError(f"{where}: expected an object with 'id' and 'name'")
-        names[_key(c["id"], where)] = str(c.get("name", c["id"]))
+        key = _key(c["id"], where)
+        if key in names:  # which name its boxes have would depend on the order
+            raise AnnotationError(f"{where}: id {c['id']!r} is already the id of category "
+                                  f"{names[key]!r}")
+        names[key] = str(c.get("name", c["id"]))
     root = _image_root(path, images)
     files: dict[str, str] = {}
     col = _Collector(path, None, "coco")
@@ -229,7 +233,11 @@ def read_coco(path: Path, *, category: str | int | None = None,
         if not isinstance(im, dict) or "id" not in im or not isinstance(im.get("file_name"),
                                                                          str):
             raise AnnotationError(f"{where}: expected an object with 'id' and 'file_name'")
-        img = files[_key(im["id"], where)] = _resolve(root, im["file_name"])
+        key = _key(im["id"], where)
+        if key in files:  # the boxes of one would be laid on the other
+            raise AnnotationError(f"{where}: id {im['id']!r} is already the id of "
+                                  f"{files[key]}")
+        img = files[key] = _resolve(root, im["file_name"])
         col.image(img)
         if "width" in im or "height" in im:  # optional; checked when the image is read
             col.sizes[img] = (*(_size(im.get(k), f"{where}.{k}") for k in ("width", "height")),
