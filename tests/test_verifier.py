@@ -619,7 +619,7 @@ def test_a_longer_cuts_windows_are_the_shorter_scans_windows_its_stages_accept(f
 
     img = data.astronaut()[..., 1]
     n = face_model.n_stages
-    for short, long in ((2, n - 2), (4, n)):
+    for short, long in ((4, n - 2), (6, n)):
         det = _scanner(face_model.truncated(short), 1.1)
         pyr = det.pyramid((img.shape[1], img.shape[0]))
         _, _, at = det.raw_windows(img, return_positions=True, pyramid=pyr)
