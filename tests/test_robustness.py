@@ -270,6 +270,21 @@ def test_inputs_that_are_fifos_are_refused_not_read(tmp_path):
         "be read as the model file")
 
 
+def test_an_anonymous_pipe_is_read(tmp_path):
+    """A pipe made with its writer (``--model /dev/stdin``, a shell's ``<(...)``) is read, not
+    refused as a named FIFO would be."""
+    src = tmp_path / "m.json"
+    save_model(random_cascade(seed=3, window=(12, 12), n_stages=2), src)
+    r, w = os.pipe()
+    os.write(w, src.read_bytes())
+    os.close(w)
+    try:
+        back = load_model(f"/dev/fd/{r}")
+    finally:
+        os.close(r)
+    assert back.n_stages == 2 and back == load_model(src)
+
+
 def test_node_and_feature_caps(tmp_path):
     p = tmp_path / "m.json"
     save_model(random_cascade(seed=3, window=(12, 12), n_stages=3), p)
@@ -460,6 +475,19 @@ def test_a_fifo_is_written_in_place_not_replaced(tmp_path):
     reader.join(10)
     assert got == [b"detections"] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
     assert [f.name for f in tmp_path.iterdir()] == ["ff"]
+
+
+def test_the_own_redirected_stdout_is_written_after_what_is_there(tmp_path):
+    """``--json /dev/stdout >> log`` (or ``(echo a; vjdetect ...; echo b) > log``): written
+    through the descriptor, after the log's content, not over it from its first byte."""
+    log = tmp_path / "log.txt"
+    log.write_text("header\n")
+    code = ("import sys; from vjboost._io import atomic_write; sys.stdout.write('before\\n'); "
+            "sys.stdout.flush(); atomic_write('/dev/stdout', 'detections\\n'); print('after')")
+    with open(log, "a") as fh:
+        subprocess.run([sys.executable, "-c", code], stdout=fh, check=True)
+    assert log.read_text() == "header\nbefore\ndetections\nafter\n"
+    assert [f.name for f in tmp_path.iterdir()] == ["log.txt"]
 
 
 def test_a_symlink_stays_a_link_and_its_target_is_written(tmp_path):

@@ -66,10 +66,11 @@ _BODY_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EIO}
 
 def check_regular(path: str | os.PathLike[str], *, what: str,
                   error: type[Exception]) -> None:
-    """Refuse an input that exists but is neither a regular file nor a folder: reading a FIFO,
-    socket or terminal blocks until another process writes to it (for ever if none does), and
-    a device such as ``/dev/zero`` never ends. A missing file or a folder passes: the reader
-    says what is wrong with them.
+    """Refuse an input that exists but is neither a regular file nor a folder: reading a named
+    FIFO, a socket or a terminal blocks until another process writes to it (for ever if none
+    does), and a device such as ``/dev/zero`` never ends. A missing file or a folder passes
+    (the reader says what is wrong with them), and so does an anonymous pipe, which was made
+    with its writer (``cat m.json | vjdetect x.png --model /dev/stdin``, a shell's ``<(...)``).
 
     Parameters
     ----------
@@ -95,6 +96,8 @@ as the model file
     except (OSError, ValueError):
         return
     mode = st.st_mode
+    if stat.S_ISFIFO(mode) and not os.path.lexists(os.path.realpath(path)):
+        return  # /dev/stdin, /dev/fd/N: links to "pipe:[...]", which no folder holds
     if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
         kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
                 else "a device")
@@ -455,16 +458,26 @@ def output_error(path: str | os.PathLike[str], exc: OSError) -> OutputError:
     return OutputError(f"{path}: cannot be written: {reason}")
 
 
-def _is_std_stream(st: os.stat_result) -> bool:
-    """Whether ``st`` is the file of this process's standard output or error."""
+def _std_stream(st: os.stat_result) -> int | None:
+    """The descriptor (1 or 2) of this process's standard output or error if ``st`` is its
+    file, else None."""
     for fd in (1, 2):
         try:
             own = os.fstat(fd)
         except OSError:
             continue
         if (own.st_dev, own.st_ino) == (st.st_dev, st.st_ino):
-            return True
-    return False
+            return fd
+    return None
+
+
+def _own_stream(path: str | os.PathLike[str]) -> int | None:
+    """:func:`_std_stream` of what ``path`` names (``/dev/stdout``, a link to it, the file
+    stdout is redirected to), None when it names nothing or something else."""
+    try:
+        return _std_stream(os.stat(path))
+    except (OSError, ValueError):
+        return None
 
 
 def _destination(path: Path) -> tuple[Path, bool]:
@@ -484,7 +497,7 @@ def _destination(path: Path) -> tuple[Path, bool]:
     except OSError as exc:  # a symlink loop, a component that is not a folder...
         raise output_error(path, exc) from None
     if st is not None and not stat.S_ISDIR(st.st_mode) and (
-            not stat.S_ISREG(st.st_mode) or _is_std_stream(st)):
+            not stat.S_ISREG(st.st_mode) or _std_stream(st) is not None):
         return path, True
     if path.is_symlink():  # also a dangling one: its target is created
         return Path(os.path.realpath(path)), False
@@ -577,7 +590,9 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
     temporary file is removed and ``path`` keeps its previous content (:func:`atomic_path`,
     with the file opened, flushed and synced to disk here). A device, FIFO or socket is written
     in place, and a write error there (``ENOSPC`` of a full device) is an
-    :class:`~vjboost._errors.OutputError` too.
+    :class:`~vjboost._errors.OutputError` too. The process's own standard output or error
+    (``/dev/stdout``) is written through its descriptor, after what the shell and the tool
+    wrote there before.
 
     Parameters
     ----------
@@ -594,9 +609,26 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO]:
     """
     if mode not in ("wb", "w"):
         raise ValueError(f"mode: expected 'wb' or 'w', got {mode!r}")
+    text = {} if "b" in mode else {"encoding": "utf-8"}
+    fd = _own_stream(path)
+    if fd is not None:
+        # the tool's own output (``--json /dev/stdout >> log``): written through a copy of its
+        # descriptor, at the shell's offset and with its append flag; opening the path again
+        # would start a redirected file over from its first byte
+        try:
+            fh = os.fdopen(os.dup(fd), mode, **text)
+        except OSError as exc:
+            raise output_error(path, exc) from None
+        with fh:
+            yield fh
+            try:
+                fh.flush()
+            except OSError as exc:
+                raise output_error(path, exc) from None
+        return
     with atomic_path(path, suffix="") as tmp:
         try:
-            fh = open(tmp, mode, **({} if "b" in mode else {"encoding": "utf-8"}))
+            fh = open(tmp, mode, **text)
         except OSError as exc:
             raise output_error(path, exc) from None
         with fh:
