@@ -115,7 +115,12 @@ def test_annotations_are_checked_against_the_images_read(tmp_path, images):
     es = load_evaluation_set(ann, list(ann))  # the sizes declared are right
     assert len(es.images) == 2 and es.annotations.sizes[str(images / "a.png")][:2] == (200, 100)
     doc = json.loads(p.read_text())
-    doc["images"][1]["width"] = 81
+    # a size turned a quarter (a JPEG read upright by its EXIF orientation) is the image's
+    doc["images"][1].update(width=50, height=80)
+    p.write_text(json.dumps(doc))
+    ann = read_annotations(p, category="face")
+    assert len(load_evaluation_set(ann, list(ann)).images) == 2
+    doc["images"][1].update(width=81, height=50)
     p.write_text(json.dumps(doc))
     ann = read_annotations(p, category="face")
     with pytest.raises(AnnotationError, match=r"ann.json: images\[1\]: width x height 81x50 "

@@ -128,7 +128,9 @@ class AnnotationSet(Mapping):
     def check_image(self, image: str, width: int, height: int) -> None:
         """Check the annotations of ``image`` against its real size, once it has been read:
         the size the file declares, if any, and that every box and ignore region overlaps the
-        image (a box entirely outside can only count as a miss).
+        image (a box entirely outside can only count as a miss). A declared size that is the
+        image's turned a quarter (a JPEG read upright by its EXIF orientation) passes, and its
+        boxes are not checked.
 
         Parameters
         ----------
@@ -150,8 +152,14 @@ class AnnotationSet(Mapping):
         ... except AnnotationError as exc:
         ...     print(exc)
         gt.csv: a.png: box [50, 50, 5, 5] lies entirely outside the 40x30 image
+        >>> a.sizes["a.png"] = (30, 40, "gt.csv: a.png")  # stored 30x40, read upright as 40x30
+        >>> a.check_image("a.png", 40, 30)
         """
         declared = self.sizes.get(image)
+        if declared is not None and declared[:2] == (height, width) != (width, height):
+            # a photograph turned a quarter by its EXIF orientation when read: the file gives
+            # the size as stored, and its boxes may be in either frame (tools differ)
+            return
         if declared is not None and declared[:2] != (width, height):
             raise AnnotationError(
                 f"{declared[2]}: width x height {declared[0]}x{declared[1]} contradicts the "
