@@ -54,6 +54,20 @@ def test_image_json_and_annotation(face_png, model_xml, tmp_path):
     assert "1 input(s) read" in r.stderr
 
 
+def test_annotated_copies_never_replace_an_input(face_png, model_xml, tmp_path):
+    """``-o`` the input folder: a.png's copy takes another name than the input a_det.png."""
+    src = (face_png / "small.jpg").read_bytes()
+    for name in ("a.jpg", "a_det.jpg"):
+        (tmp_path / name).write_bytes(src)
+    r = CliRunner().invoke(main, [str(tmp_path), "--model", model_xml, "-o", str(tmp_path),
+                                  "--no-progress"])
+    assert r.exit_code == 0, r.output
+    assert len(_lines(r.stdout)) > 0 and "2 input(s) read" in r.stderr
+    assert (tmp_path / "a.jpg").read_bytes() == src == (tmp_path / "a_det.jpg").read_bytes()
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["a.jpg", "a_det.jpg", "a_det_1.jpg",
+                                                          "a_det_det.jpg"]
+
+
 def test_folder_glob_missing_and_json_file(face_png, model_xml, tmp_path):
     (face_png / "notes.txt").write_text("not an image")
     bad = face_png / "broken.png"

@@ -21,6 +21,7 @@ Examples::
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -118,6 +119,13 @@ def _out_path(out_dir: Path, source: str, suffix: str, used: set[str]) -> Path:
         k += 1
     used.add(name)
     return out_dir / name
+
+
+def _inputs_in(out_dir: Path, sources: list) -> set[str]:
+    """The file names of the image and video ``sources`` that lie in ``out_dir``."""
+    here = os.path.realpath(out_dir)
+    return {os.path.basename(t) for s in sources if s.kind in ("image", "video")
+            and os.path.dirname(t := os.path.realpath(s.target)) == here}
 
 
 class _ParameterLimit(Exception):
@@ -465,7 +473,9 @@ def _run_all(detector, sources, writer, out_dir, stats, max_frames, every, show,
     from ._progress import progress_line
 
     progress: Any = progress_line(show)
-    used: set[str] = set()
+    # names an annotated copy never takes: those of the inputs in the output folder (``-o``
+    # the input folder: a.png's copy must not replace an input a_det.png)
+    used: set[str] = set() if out_dir is None else _inputs_in(out_dir, sources)
     if progress is not None:
         progress.start()
     try:
