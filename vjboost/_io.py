@@ -855,11 +855,12 @@ destroy that input: give another output path
                               "destroy that input: give another output path")
 
 
-def check_folder_apart(what: str, folder: str | os.PathLike[str],
+def check_folder_apart(what: str, folder: str | os.PathLike[str], *,
                        inputs: Iterable[tuple[str, str | os.PathLike[str] | None]]) -> None:
-    """Refuse, before any work, an output folder that is an input folder or lies inside one:
-    what is written there would be read as input the next time (``vjtrain -o POS`` fills the
-    positives folder with its plots, which the next run takes for positive crops).
+    """Refuse, before any work, an output folder that is an input folder: what is written
+    there would be read as input the next time (``vjtrain -o POS`` fills the positives folder
+    with its plots, which the next run takes for positive crops). A folder inside an input
+    folder passes: input folders are read without their subfolders.
 
     Parameters
     ----------
@@ -880,24 +881,20 @@ def check_folder_apart(what: str, folder: str | os.PathLike[str],
     --------
     >>> import tempfile
     >>> pos = Path(tempfile.mkdtemp())
-    >>> check_folder_apart("-o", pos.parent / "elsewhere", [("POS", pos)])
-    >>> check_folder_apart("-o", pos / "out", [("POS", pos)])  # doctest: +ELLIPSIS
+    >>> check_folder_apart("-o", pos / "runs", inputs=[("POS", pos)])
+    >>> check_folder_apart("-o", pos, inputs=[("POS", pos)])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    vjboost._errors.OutputError: -o: .../out lies inside the POS folder ...; what is written \
-there would be read as input: choose an output folder outside it
+    vjboost._errors.OutputError: -o: ... is the POS folder; what is written there would be \
+read as input: choose another output folder
     """
-    out = Path(os.path.realpath(folder))
+    out = os.path.realpath(folder)
     for label, path in inputs:
-        if path is None or not os.path.isdir(path):
+        if path is None or not os.path.isdir(path) or os.path.realpath(path) != out:
             continue
-        src = Path(os.path.realpath(path))
-        if out == src or src in out.parents:
-            where = "is" if out == src else "lies inside"
-            named = "" if os.fspath(path) == os.fspath(folder) else f" {path}"
-            raise OutputError(f"{what}: {folder} {where} the {label} folder{named}; what is "
-                              "written there would be read as input: choose an output folder "
-                              "outside it")
+        named = "" if os.fspath(path) == os.fspath(folder) else f" {path}"
+        raise OutputError(f"{what}: {folder} is the {label} folder{named}; what is written "
+                          "there would be read as input: choose another output folder")
 
 
 def _reason(exc: OSError) -> str:

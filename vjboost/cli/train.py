@@ -442,7 +442,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
         raise InputError("missing input: positives (POS or --vec) and backgrounds (NEG or --bg) "
                          "are both required; see vjtrain --help")
     # the plots written into a folder of crops or backgrounds would be trained on next time
-    check_folder_apart("-o/--output", output, [("POS", pos_src), ("NEG", neg_src)])
+    check_folder_apart("-o/--output", output, inputs=[("POS", pos_src), ("NEG", neg_src)])
     win = _parse_window(window)
     if not 0.0 < min_hit_rate <= 1.0:
         raise InputError(f"--min-hit-rate: must be in (0, 1], got {min_hit_rate}")
