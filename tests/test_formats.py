@@ -68,6 +68,12 @@ def test_coco_category_crowd_and_errors(tmp_path, images):
         assert ann.ignore_for(a).tolist() == [[100, 10, 60, 60]]
     with pytest.raises(AnnotationError, match="no category 'dog'"):
         read_annotations(p, category="dog")
+    doc = json.loads(p.read_text())  # iscrowd stored as a float by some writers
+    doc["annotations"][0]["iscrowd"], doc["annotations"][1]["iscrowd"] = 0.0, 1.0
+    p.write_text(json.dumps(doc))
+    ann = read_annotations(p, category="face")
+    assert ann[a].tolist() == [[10, 20, 31, 40]]
+    assert ann.ignore_for(a).tolist() == [[100, 10, 60, 60]]
     bad = json.loads(p.read_text())
     bad["annotations"][0]["bbox"] = [1, 2, -3, 4]
     p.write_text(json.dumps(bad))

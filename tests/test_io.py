@@ -130,6 +130,10 @@ def test_csv_and_json(tmp_path):
     (tmp_path / "bad.csv").write_text("image,x,y,w,h\na.png,1,2,3\n")
     with pytest.raises(AnnotationError, match="line 2: expected 5 columns"):
         read_annotations(tmp_path / "bad.csv")
+    # a trailing comma (empty cells after the last column) is no misalignment
+    (tmp_path / "trail.csv").write_text("image,x,y,w,h\nq/a.png,1,2,3,4,\nq/a.png,5,6,7,8, ,\n")
+    np.testing.assert_array_equal(read_annotations(tmp_path / "trail.csv")[
+        str(tmp_path / "q/a.png")], [[1, 2, 3, 4], [5, 6, 7, 8]])
     (tmp_path / "long.csv").write_text("image,x,y,w,h\na.png,1,2,3,4\na.png,1,2,3,4,5,6,7\n")
     with pytest.raises(AnnotationError, match="long.csv, line 3: expected 5 columns, got 8"):
         read_annotations(tmp_path / "long.csv")

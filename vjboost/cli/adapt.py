@@ -74,6 +74,7 @@ def read_frame_boxes(path: str | os.PathLike[str]) -> FrameBoxes:
         message names the file and line.
     """
     from vjboost._io import check_regular
+    from vjboost.io.annotations import csv_cells
 
     path = Path(path)
     check_regular(path, what="box file", error=ValueError)
@@ -99,9 +100,7 @@ def read_frame_boxes(path: str | os.PathLike[str]) -> FrameBoxes:
     for lineno, row in enumerate(reader, 2):
         if not row or all(not c.strip() for c in row):
             continue
-        if len(row) != len(cols):  # a longer row is as misaligned as a shorter one
-            raise ValueError(f"{path}, line {lineno}: expected {len(cols)} columns, got "
-                             f"{len(row)}")
+        row = csv_cells(row, len(cols), f"{path}, line {lineno}", ValueError)
         try:
             frame, x, y, w, h = (int(row[j].strip()) for j in idx)
         except ValueError:

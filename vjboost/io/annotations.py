@@ -327,6 +327,41 @@ def read_info_dat(path: str | os.PathLike[str], *,
                          format="info")
 
 
+def csv_cells(row: list[str], n: int, where: str, error: type[Exception]) -> list[str]:
+    """The ``n`` cells of a CSV row under an ``n``-column header: empty cells after the last
+    column (a trailing comma) are dropped, and a row left with more or fewer cells is refused
+    (a longer row is as misaligned as a shorter one).
+
+    Parameters
+    ----------
+    row : list of str
+    n : int
+        Columns of the header.
+    where : str
+        The file and line, for messages.
+    error : exception class
+        Raised with a one-line message.
+
+    Returns
+    -------
+    list of str
+
+    Examples
+    --------
+    >>> csv_cells(["a.png", "1", "2", "3", "4", ""], 5, "gt.csv, line 2", ValueError)
+    ['a.png', '1', '2', '3', '4']
+    >>> csv_cells(["a.png", "1", "2", "3", "4", "9"], 5, "gt.csv, line 2", ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: gt.csv, line 2: expected 5 columns, got 6
+    """
+    while len(row) > n and not row[-1].strip():
+        row = row[:-1]
+    if len(row) != n:
+        raise error(f"{where}: expected {n} columns, got {len(row)}")
+    return row
+
+
 def read_boxes_csv(path: str | os.PathLike[str], *,
                    images: str | os.PathLike[str] | None = None) -> AnnotationSet:
     """Read boxes from a CSV with a header naming ``image, x, y, w, h`` (any column order).
@@ -369,10 +404,7 @@ def read_boxes_csv(path: str | os.PathLike[str], *,
     for lineno, row in enumerate(reader, 2):
         if not row or all(not c.strip() for c in row):
             continue
-        if len(row) != len(cols):  # a longer row is as misaligned as a shorter one
-            raise AnnotationError(
-                f"{path}, line {lineno}: expected {len(cols)} columns, got {len(row)}"
-            )
+        row = csv_cells(row, len(cols), f"{path}, line {lineno}", AnnotationError)
         vals = [row[j].strip() for j in idx]
         out.setdefault(_resolve(base, vals[0]), []).append(
             _check_box(vals[1:], f"{path}, line {lineno}")

@@ -280,7 +280,7 @@ def _coco_flag(a: dict[str, Any], key: str, where: str) -> bool:
     """COCO's ``iscrowd`` / ``ignore``: 0 or 1 (another value would silently turn an object
     into an ignore region, or the reverse)."""
     v = a.get(key, 0)
-    if v not in (0, 1) or isinstance(v, float):
+    if isinstance(v, str) or v not in (0, 1):  # (0.0 and 1.0, as some writers store them, pass)
         raise AnnotationError(f"{where}: '{key}' must be 0 or 1, got {v!r}")
     return bool(v)
 
@@ -431,7 +431,8 @@ def read_yolo(path: Path, *, category: str | int | None = None,
             # a segment or a misaligned line, not a box
             if len(parts) not in (5, 6):
                 raise AnnotationError(f"{where}: expected 'class cx cy w h' (and optionally a "
-                                      f"score), got {len(parts)} fields: {line.strip()[:80]!r}")
+                                      f"score), got {len(parts)} fields: {line.strip()[:80]!r} "
+                                      "(segment and keypoint labels hold no box to read)")
             if len(parts) == 6:
                 _num(parts[5], f"{where}: score")
             cls = parts[0]
