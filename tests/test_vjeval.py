@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -95,6 +96,17 @@ def test_vjeval_errors(scene, tmp_path):
         ],
     )
     assert res.exit_code == 1 and "no image could be read" in res.output
+    # two runs of one name (one's results would hide the other's): each needs a --label
+    res = runner.invoke(main, [str(tmp / "gt.csv"), "-m", _cascade_path(), "-m",
+                               _cascade_path(), "-o", str(tmp / "o4")])
+    name = Path(_cascade_path()).stem
+    assert res.exit_code == 2 and res.output.strip().splitlines()[-1] == (
+        f"Error: Invalid value for --label: two runs are named {name!r} (their results would "
+        "be one): give each a --label")
+    assert not (tmp / "o4").exists()
+    res = runner.invoke(main, [str(tmp / "gt.csv"), "-m", _cascade_path(), "--label", "a",
+                               "--label", "b", "-o", str(tmp / "o5")])
+    assert res.exit_code == 2 and "2 labels for 1 models" in res.output
 
 
 def test_vjeval_output_files_never_overwrite_its_inputs(scene):

@@ -196,6 +196,23 @@ def main(annotations, fmt, category, image_root, models, detection_files, labels
             raise click.ClickException(str(exc)) from None
 
 
+def _run_names(models, detection_files, labels) -> list[str]:
+    """Each model's and detection file's name in the results, the curves and the files they
+    name: its ``--label``, else its file's stem; two runs of one name are refused (one would
+    hide the other's results)."""
+    n_runs = len(models) + len(detection_files)
+    if labels and len(labels) != n_runs:
+        raise click.BadParameter(f"{len(labels)} labels for {n_runs} models and detection "
+                                 "files", param_hint="--label")
+    names = list(labels) if labels else [Path(spec.split(":")[-1]).stem for spec in models] + [
+        Path(path).stem for path in detection_files]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise click.BadParameter(f"two runs are named {twice[0]!r} (their results would be "
+                                 "one): give each a --label", param_hint="--label")
+    return names
+
+
 def _main(annotations, fmt, category, image_root, models, detection_files, labels, images,
           scale_factor, min_size, min_neighbors, max_neighbors, iou, threads, max_pixels,
           output_dir, progress, report, report_samples, scan) -> None:
@@ -216,10 +233,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
 
     if not models and not detection_files:
         raise click.UsageError("give at least one --model or --detections")
-    n_runs = len(models) + len(detection_files)
-    if labels and len(labels) != n_runs:
-        raise click.BadParameter(f"{len(labels)} labels for {n_runs} models and detection "
-                                 "files", param_hint="--label")
+    names = _run_names(models, detection_files, labels)
     out = _hold(output_dir)
     try:
         gt = read_annotations(annotations, format=fmt, category=category, images=image_root)
@@ -245,7 +259,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
             at = operating_neighbors(model, min_neighbors)  # the table's operating point
         except (CascadeFormatError, ValueError) as exc:
             raise click.BadParameter(str(exc), param_hint="--model") from None
-        loaded.append((labels[k] if labels else Path(spec.split(":")[-1]).stem, spec, det, at))
+        loaded.append((names[k], spec, det, at))
 
     limits = Limits.from_env()
     if max_pixels is not None:
@@ -316,7 +330,7 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                 samples[label] = detection_samples(run, es, min_neighbors=at,
                                                    iou_threshold=iou)
         for k, path in enumerate(detection_files):
-            label = labels[len(models) + k] if labels else Path(path).stem
+            label = names[len(models) + k]
             dets = read_coco_results(path, gt, category=category)
             dets = {p: dets.get(p, (None, None)) for p in grays}
             dets = {p: v if v[0] is not None else ([], []) for p, v in dets.items()}
@@ -388,15 +402,14 @@ def _main_uiuc(annotations, models, labels, images, scale_factor, min_size, min_
                                  param_hint="--images")
     if not models:
         raise click.BadParameter("--protocol uiuc needs a cascade to run", param_hint="--model")
+    names = _run_names(models, (), labels)
     paths = _image_list(images, {})
     out = _hold(output_dir)
-    names = [labels[k] if labels else Path(spec.split(":")[-1]).stem
-             for k, spec in enumerate(models)]
     _check_apart(out, ["eval.json", "curve.png", *(f"foundLocations-{n}.txt" for n in names)],
                  annotations, models, paths)
     evs, rows = {}, []
     for k, spec in enumerate(models):
-        label = labels[k] if labels else Path(spec.split(":")[-1]).stem
+        label = names[k]
         try:
             model = load_model(resolve_model_path(spec))
             at = operating_neighbors(model, min_neighbors)
