@@ -786,7 +786,7 @@ def _identity(path: str | os.PathLike[str]) -> tuple[int, int] | str | None:
     return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
 
 
-def check_outputs_apart(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+def check_outputs_apart(outputs: Iterable[tuple[str, str | os.PathLike[str] | None]], *,
                         inputs: Iterable[tuple[str, str | os.PathLike[str] | None]] = ()
                         ) -> None:
     """Refuse, before any work, an output file that is one of the command's inputs or another
@@ -818,8 +818,10 @@ def check_outputs_apart(outputs: Iterable[tuple[str, str | os.PathLike[str] | No
     >>> import tempfile
     >>> img = Path(tempfile.mkdtemp()) / "x.png"
     >>> _ = img.write_bytes(b"an image")
-    >>> check_outputs_apart([("--json", img.with_suffix(".jsonl"))], [("input image", img)])
-    >>> check_outputs_apart([("--json", img)], [("input image", img)])  # doctest: +ELLIPSIS
+    >>> check_outputs_apart([("--json", img.with_suffix(".jsonl"))],
+    ...                     inputs=[("input image", img)])
+    >>> check_outputs_apart([("--json", img)],
+    ...                     inputs=[("input image", img)])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     vjboost._errors.OutputError: --json: .../x.png is the input image; writing it would \

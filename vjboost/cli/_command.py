@@ -29,12 +29,16 @@ import click
 from .._errors import VJBoostError
 from .._limits import MAX_SCALE_FACTOR
 
-__all__ = ["EXIT_SOME_SKIPPED", "SCALE_FACTOR", "SEED", "STAGES", "Command", "CommandError",
-           "FiniteRange", "argparse_type", "one_line", "parse_size", "run_argparse_command"]
+__all__ = ["EXIT_SOME_SKIPPED", "MAX_SKIPPED_SHOWN", "SCALE_FACTOR", "SEED", "STAGES", "Command",
+           "CommandError", "FiniteRange", "argparse_type", "one_line", "parse_size",
+           "run_argparse_command"]
 
 #: exit status of vjdetect and vjeval when some inputs were skipped (unreadable, oversized) and
 #: the others processed: the outputs are written, but do not cover every input
 EXIT_SOME_SKIPPED = 3
+#: skipped inputs named one line each on stderr before the rest are counted (a folder of
+#: broken files would otherwise flood the terminal)
+MAX_SKIPPED_SHOWN = 5
 
 
 def one_line(exc: BaseException) -> str:
@@ -189,6 +193,16 @@ def argparse_type(param_type: click.ParamType) -> Callable[[str], Any]:
     """A shared option type (:data:`SEED`, :data:`STAGES`...) for an :mod:`argparse` option:
     the same conversion and range, refused as argparse's usage error (``vjdemo``).
 
+    Parameters
+    ----------
+    param_type : click.ParamType
+        The option type the click tools use.
+
+    Returns
+    -------
+    callable
+        ``str -> value``, raising :class:`argparse.ArgumentTypeError` on a bad value.
+
     Examples
     --------
     >>> argparse_type(SEED)("7")
@@ -209,12 +223,26 @@ def argparse_type(param_type: click.ParamType) -> Callable[[str], Any]:
     return convert
 
 
-def run_argparse_command(main: Callable[[], int], exit_code: int = 2, *,
+def run_argparse_command(main: Callable[[], int], *, exit_code: int = 2,
                          prog: str = "vjboost") -> int:
     """Run the body of an :mod:`argparse` command as :class:`Command` runs a click command:
     bad input (:func:`_bad_input_line`) ends in one ``Error: ...`` line on stderr and
     ``exit_code`` (other exceptions keep their traceback), and library warnings are one
     ``PROG: warning: ...`` line each.
+
+    Parameters
+    ----------
+    main : callable
+        The command's body, returning its exit status.
+    exit_code : int, default=2
+        The exit status of bad input.
+    prog : str, default="vjboost"
+        The tool's name, which its warnings begin with.
+
+    Returns
+    -------
+    int
+        ``main()``'s exit status, or ``exit_code``.
 
     Examples
     --------

@@ -265,7 +265,7 @@ def vjadapt(model_path: str, inputs: tuple[str, ...], output: str, boxes_path: s
     # neither output may overwrite the model, a frame, the box file or the other output
     check_outputs_apart(
         [("-o/--output", out), ("--report" if report_path else "the report", rep_path)],
-        [("MODEL file", model_file), *((f"input {k}", path) for k, path in sources),
+        inputs=[("MODEL file", model_file), *((f"input {k}", path) for k, path in sources),
          ("--boxes file", boxes_path)])
     try:
         model = load_model(model_path)

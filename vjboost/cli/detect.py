@@ -405,7 +405,7 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         expanded = expand_inputs(inputs, recursive=recursive)
         # the detections must not overwrite an image or the model they come from (the writer
         # has written nothing yet: a jsonl file goes to a temporary file, removed by abort)
-        check_outputs_apart([(what, save_path)], [
+        check_outputs_apart([(what, save_path)], inputs=[
             ("--model file", model_file),
             *((f"input {s.kind}", s.target) for s in expanded.sources
               if s.kind in ("image", "video")),

@@ -26,7 +26,7 @@ from ..io import (
     AnnotationError,
     read_annotations,
 )
-from ._command import EXIT_SOME_SKIPPED, SCALE_FACTOR, Command, FiniteRange
+from ._command import EXIT_SOME_SKIPPED, MAX_SKIPPED_SHOWN, SCALE_FACTOR, Command, FiniteRange
 from ._operating import (
     BORDER_CHOICES,
     operating_neighbors,
@@ -38,8 +38,6 @@ from ._operating import (
 
 __all__ = ["main", "resolve_model_path"]
 
-#: skipped images named on stderr (all of them are listed in eval.json)
-MAX_SKIPPED_SHOWN = 5
 
 FRAMING_HELP = (
     "IoU for a detection to match a ground-truth box. Boxes of a detector are framed like its "
@@ -68,7 +66,7 @@ def _check_apart(out: Path, names: list[str], annotations: str, models, paths,
                  detection_files=()) -> None:
     """Refuse, before any work, files of the output folder that are inputs (the annotations,
     a model, a --detections file, an image): writing them would destroy them."""
-    check_outputs_apart([("-o/--output-dir", out / n) for n in names], [
+    check_outputs_apart([("-o/--output-dir", out / n) for n in names], inputs=[
         ("ANNOTATIONS file", annotations),
         *(("--model file", resolve_model_path(spec)) for spec in models),
         *(("--detections file", d) for d in detection_files),

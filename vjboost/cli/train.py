@@ -26,7 +26,7 @@ import numpy as np
 
 from .._io import OutputFolder, check_folder_apart, check_output_path
 from .._limits import MAX_JITTER_COPIES
-from ._command import SCALE_FACTOR, SEED, STAGES, Command, parse_size
+from ._command import MAX_SKIPPED_SHOWN, SCALE_FACTOR, SEED, STAGES, Command, parse_size
 from ._dask import dask_options, open_executor
 
 __all__ = ["main", "vjtrain"]
@@ -664,7 +664,7 @@ def _evaluate(model, eval_inputs, threads: int, echo):
     except AnnotationError as exc:  # found as the images are read: the training is not lost
         echo(f"warning: --eval: {exc}; no evaluation")
         return None
-    for msg in es.failed[:5]:
+    for msg in es.failed[:MAX_SKIPPED_SHOWN]:
         echo(f"warning: --eval: skipped {msg}")
     if not es.images:
         echo("warning: --eval: no image could be read; no evaluation")

@@ -36,6 +36,16 @@ def location_window(loc: list[int]) -> tuple[int, int]:
     """``(height, width)`` of the window at a location ``(i, j)`` (the benchmark's 100×40) or
     ``(i, j, w)`` (width ``w``, the benchmark's aspect ratio).
 
+    Parameters
+    ----------
+    loc : list of int
+        A location as the benchmark's files write it.
+
+    Returns
+    -------
+    (int, int)
+        The window's height and width in pixels.
+
     Examples
     --------
     >>> location_window([48, 26]), location_window([48, 26, 50])
