@@ -453,5 +453,5 @@ def test_one_size_parser():
         with pytest.raises(click.BadParameter):
             _parse_window(bad)
     assert _parse_window("19x24") == (24, 19)
-    with pytest.raises(click.BadParameter, match="sides in 3.."):
+    with pytest.raises(click.BadParameter, match="sides >= 3, got .2x24."):
         _parse_window("2x24")

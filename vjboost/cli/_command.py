@@ -271,7 +271,7 @@ def run_argparse_command(main: Callable[[], int], *, exit_code: int = 2,
 _SIZE = re.compile(r"\s*(\d+)\s*(?:[x*,]\s*(\d+)\s*)?", re.IGNORECASE)
 
 
-def parse_size(value: str, name: str, *, minimum: int = 0, maximum: int = 2**31 - 1,
+def parse_size(value: str, name: str, *, minimum: int = 0, maximum: int | None = None,
                what: str = "WxH") -> tuple[int, int]:
     """The one parser of sizes on the command line (``vjdetect --min-size``, ``vjtrain
     --window``...): ``N`` (a square) or ``WxH``, strictly (``20x`` and ``x20`` are refused).
@@ -281,8 +281,11 @@ def parse_size(value: str, name: str, *, minimum: int = 0, maximum: int = 2**31 
     value : str
     name : str
         The option, named in errors.
-    minimum, maximum : int
-        Range of each side.
+    minimum : int, default=0
+        Smallest side.
+    maximum : int, optional
+        Largest side (default: int32's largest; a limit checked elsewhere, such as the
+        window's, names its own cap).
     what : str
         How the expected form is called in errors.
 
@@ -309,7 +312,9 @@ def parse_size(value: str, name: str, *, minimum: int = 0, maximum: int = 2**31 
         raise click.BadParameter(f"expected N or {what}, got {value!r}", param_hint=name)
     w = int(m.group(1))
     h = w if m.group(2) is None else int(m.group(2))
-    if not (minimum <= w <= maximum and minimum <= h <= maximum):
-        raise click.BadParameter(f"expected N or {what} with sides in {minimum}..{maximum}, "
-                                 f"got {value!r}", param_hint=name)
+    top = 2**31 - 1 if maximum is None else maximum
+    if not (minimum <= w <= top and minimum <= h <= top):
+        sides = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+        raise click.BadParameter(f"expected N or {what} with sides {sides}, got {value!r}",
+                                 param_hint=name)
     return w, h
