@@ -631,6 +631,26 @@ def test_a_longer_cuts_windows_are_the_shorter_scans_windows_its_stages_accept(f
         np.testing.assert_array_equal(_rows_in(at, at_long), want)
 
 
+def test_fit_verifier_is_the_same_by_either_way_to_the_longer_cuts_windows(face_model,
+                                                                            monkeypatch):
+    """Whichever way ``fit_verifier`` finds the longer cut's windows (a second scan, or the
+    further stages on each window alone), the verifier is the same."""
+    from skimage import data
+
+    import vjboost.cascade.verifier as vmod
+
+    pos, _ = _two_classes(20, size=32)
+    bgs = [data.camera()[::2, ::2], data.coins()]
+    kw = dict(negative_stages=4, per_image=5, copies=1, seed=3, hard_per_image=1000,
+              hard_stages=face_model.n_stages - 2)
+    fits = []
+    for cost in (0, 10**12):  # 0: always evaluate alone; 10**12: always scan again
+        monkeypatch.setattr(vmod, "_WINDOW_COST", cost)
+        fits.append(fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, **kw))
+    assert fits[0].n_hard_negatives_ == fits[1].n_hard_negatives_ > 0
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+
+
 def _astronaut_faces():
     """The astronaut's face framed as the face windows of ``tools/face_data.py`` (36 px, the face
     box (6, 6, 24, 24)), shifted by a pixel or two, and mirrored."""
