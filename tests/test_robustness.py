@@ -1059,17 +1059,23 @@ def _commands():
     return {"vjtrain": vjtrain, "vjdetect": vjdetect, "vjeval": vjeval, "vjadapt": vjadapt}
 
 
-@pytest.mark.parametrize("name", ["vjtrain", "vjdetect", "vjeval", "vjadapt"])
-def test_every_numeric_option_refuses_nan_and_inf_in_one_line(train_data, model_json, tmp_path,
-                                                               name):
+def _tool_args(name: str, train_data, model_json, tmp_path) -> list[str]:
+    """Arguments on which tool ``name`` runs (a grey image and its box file in ``tmp_path``),
+    for a test to add the option it tries."""
     cv2.imwrite(str(tmp_path / "img.png"), np.full((60, 80), 128, np.uint8))
     (tmp_path / "boxes.csv").write_text("image,x,y,w,h\nimg.png,10,10,30,30\n")
-    base = {"vjtrain": _train_args(train_data, tmp_path / "out"),
+    return {"vjtrain": _train_args(train_data, tmp_path / "out"),
             "vjdetect": [str(tmp_path / "img.png"), "-m", model_json, "--threads", "1"],
             "vjeval": [str(tmp_path / "boxes.csv"), "-m", model_json, "-o",
                        str(tmp_path / "out"), "--threads", "1", "--no-report"],
             "vjadapt": [model_json, str(tmp_path / "img.png"), "--boxes",
                         str(tmp_path / "boxes.csv"), "-o", str(tmp_path / "a.json"), "-q"]}[name]
+
+
+@pytest.mark.parametrize("name", ["vjtrain", "vjdetect", "vjeval", "vjadapt"])
+def test_every_numeric_option_refuses_nan_and_inf_in_one_line(train_data, model_json, tmp_path,
+                                                               name):
+    base = _tool_args(name, train_data, model_json, tmp_path)
     cmd = _commands()[name]
     options = list(_numeric_options(cmd))
     assert len(options) >= 4
@@ -1108,14 +1114,7 @@ def _one_error_line(res, *needles):
                                        ("vjtrain", "--mining-scale-factor")])
 def test_a_huge_finite_scale_factor_is_refused_in_one_line(train_data, model_json, tmp_path,
                                                            name, flag):
-    cv2.imwrite(str(tmp_path / "img.png"), np.full((60, 80), 128, np.uint8))
-    (tmp_path / "boxes.csv").write_text("image,x,y,w,h\nimg.png,10,10,30,30\n")
-    base = {"vjtrain": _train_args(train_data, tmp_path / "out"),
-            "vjdetect": [str(tmp_path / "img.png"), "-m", model_json, "--threads", "1"],
-            "vjeval": [str(tmp_path / "boxes.csv"), "-m", model_json, "-o",
-                       str(tmp_path / "out"), "--threads", "1", "--no-report"],
-            "vjadapt": [model_json, str(tmp_path / "img.png"), "--boxes",
-                        str(tmp_path / "boxes.csv"), "-o", str(tmp_path / "a.json"), "-q"]}[name]
+    base = _tool_args(name, train_data, model_json, tmp_path)
     res = CliRunner().invoke(_commands()[name], [*base, flag, "1e308"])
     _one_error_line(res, flag, "100")
 
