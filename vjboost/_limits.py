@@ -28,7 +28,7 @@ from typing import Any
 from ._errors import InputError, LimitError
 
 __all__ = ["ENV_PREFIX", "FLOAT32_OVERFLOW", "MAX_JITTER_COPIES", "MAX_SCALE_FACTOR",
-           "MAX_SWEEP_NEIGHBORS", "Limits",
+           "MAX_STAGES", "MAX_SWEEP_NEIGHBORS", "Limits",
            "check_count", "check_float32", "check_int", "check_pyramid_levels", "get_limits",
            "limit_error", "pyramid_levels", "use_limits"]
 
@@ -49,6 +49,10 @@ MAX_SCALE_FACTOR = 100.0
 #: windows, so the curve is flat long before 1000 (which costs no more time than 10 on a few
 #: images, where 10**6 took 88 s and 10**9 over 20 GB)
 MAX_SWEEP_NEIGHBORS = 1000
+
+#: most stages a cascade is trained to (``CascadeTrainer(num_stages=...)``, ``vjtrain
+#: --stages``): deep face cascades have 20 to 40 stages, so a thousand is a typo
+MAX_STAGES = 1000
 
 #: most jittered copies of one positive (``Jitter.copies``, ``vjtrain --jitter``): a few to a few
 #: dozen copies are the use, and OpenCV's createsamples makes about a thousand samples of a single

@@ -10,11 +10,14 @@ trains exactly the cascade an uninterrupted run would.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .._errors import InputError
 from .._io import atomic_write, read_json
@@ -23,6 +26,7 @@ __all__ = [
     "CHECKPOINT_FILES",
     "CHECKPOINT_NAME",
     "CheckpointError",
+    "array_digest",
     "check_resumable",
     "checkpoint_stages",
     "config_differences",
@@ -30,6 +34,27 @@ __all__ = [
     "load_checkpoint",
     "save_checkpoint",
 ]
+
+
+def array_digest(arr: np.ndarray) -> str:
+    """The short digest a checkpoint records of an array's bytes (its positives, its negative
+    pool, its bin-edge sample), compared when a run is resumed.
+
+    Parameters
+    ----------
+    arr : ndarray
+
+    Returns
+    -------
+    str
+        16 hexadecimal digits (of the SHA-1 of the array's bytes in C order).
+
+    Examples
+    --------
+    >>> array_digest(np.zeros((2, 3), np.uint8))
+    '7722745105e9e02e'
+    """
+    return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
 
 CHECKPOINT_NAME = "checkpoint.json"
 _VERSION = 1

@@ -63,6 +63,7 @@ from .._memory import available_memory
 from .._parallel import ThreadExecutor
 from .._threads import resolve_threads
 from ..io import ImageReadError, read_image
+from .checkpoint import array_digest
 from .detector import CascadeDetector
 from .model import CascadeModel
 from .runner import CascadeRunner
@@ -752,7 +753,7 @@ class NegativePool:
         """JSON-friendly state but the windows (saved apart, see :meth:`from_state`)."""
         return {"cursor": dict(self.cursor), "unit_windows": dict(self.unit_windows),
                 "unreadable": sorted(self.unreadable), "checked_stages": self.checked_stages,
-                "n_windows": int(len(self.windows)), "digest": _digest(self.windows)}
+                "n_windows": int(len(self.windows)), "digest": array_digest(self.windows)}
 
     def restore(self, state: dict[str, Any], windows: np.ndarray) -> None:
         """Continue from :meth:`state` and its windows (images added since start at pass 0).
@@ -776,7 +777,7 @@ class NegativePool:
             raise ValueError(f"the negative pool holds {windows.dtype} windows of shape "
                              f"{windows.shape[1:]}, not uint8 windows of shape "
                              f"{tuple(self.params.window)}")
-        if _digest(windows) != state["digest"]:
+        if array_digest(windows) != state["digest"]:
             raise ValueError("the saved negative pool does not match its checkpoint")
         self.windows = np.ascontiguousarray(windows)
         saved = {str(k): int(v) for k, v in state["cursor"].items()}
@@ -816,10 +817,6 @@ class NegativePool:
         """
         windows = read_npy(Path(folder) / state["file"], what="negative pool")
         self.restore(state, windows)
-
-
-def _digest(arr: np.ndarray) -> str:
-    return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
 
 
 class ImageCache:

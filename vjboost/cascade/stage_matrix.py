@@ -16,7 +16,6 @@ edges (the same matrix, more time).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 from typing import Any
@@ -26,12 +25,9 @@ import numpy as np
 from .._io import atomic_open, read_npy
 from ..boost.binning import carry_columns, edge_sample, precompute, precompute_nbytes
 from ..boost.source import MatrixSource
+from .checkpoint import array_digest
 
 __all__ = ["StageMatrix"]
-
-
-def _digest(arr: np.ndarray) -> str:
-    return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
 
 
 class StageMatrix:
@@ -186,7 +182,7 @@ class StageMatrix:
         state for the checkpoint, or None before the first stage."""
         if self.sample_ is None:
             return None
-        digest = _digest(self.sample_)
+        digest = array_digest(self.sample_)
         name = f"binsample-{digest}.npy"
         path = Path(folder) / name
         if not path.exists():
@@ -205,7 +201,7 @@ class StageMatrix:
             The sample does not match the state.
         """
         sample = read_npy(Path(folder) / state["file"], what="bin-edge sample")
-        if sample.dtype != np.uint8 or _digest(sample) != state["digest"]:
+        if sample.dtype != np.uint8 or array_digest(sample) != state["digest"]:
             raise ValueError("the bin-edge sample does not match its checkpoint")
         self.sample_, self.edges_ = sample, None
         self.drop()

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from .._errors import InputError
+from .._limits import MAX_STAGES
 from .._memory import check_memory, format_bytes, memory_budget
 from .._threads import n_threads
 from .._validation import check_in_range
@@ -65,6 +66,7 @@ from ..features.pool import FeaturePool
 from .budget import check_training_memory
 from .checkpoint import (
     CHECKPOINT_NAME,
+    array_digest,
     checkpoint_stages,
     config_differences,
     damaged_checkpoint,
@@ -247,10 +249,6 @@ def build_cascade_model(
 # ------------------------------------------------------------------------------------------------
 # The trainer
 # ------------------------------------------------------------------------------------------------
-
-
-def _digest(arr: np.ndarray) -> str:
-    return hashlib.sha1(np.ascontiguousarray(arr).view(np.uint8).ravel()).hexdigest()[:16]
 
 
 def positives_needed(num_pos: int, num_stages: int, min_hit_rate: float) -> int:
@@ -481,7 +479,7 @@ class CascadeTrainer:
             raise TrainingError(f"window_shape: at least 3x3 pixels, got {w}x{h}")
         self.window_shape = (h, w)
         try:
-            check_in_range(self.num_stages, "num_stages", low=1, high=1000, integer=True)
+            check_in_range(self.num_stages, "num_stages", low=1, high=MAX_STAGES, integer=True)
             check_in_range(self.num_pos, "num_pos", low=1, integer=True)
             check_in_range(self.num_neg, "num_neg", low=1, integer=True)
             if self.mining_budget is not None:
@@ -807,7 +805,7 @@ class CascadeTrainer:
                               if self._exhaustive and self.bin_edges == "run" else None)
         check_training_memory(self.pool_, self.num_pos + self.num_neg if self.reservoir is None
                               else 2 * self.reservoir, budget=self._feature_budget)
-        cfg = self.config(_digest(pos), hashlib.sha1("\n".join(bgs).encode()).hexdigest()[:16])
+        cfg = self.config(array_digest(pos), hashlib.sha1("\n".join(bgs).encode()).hexdigest()[:16])
         out = None if output_dir is None else Path(output_dir)
         stages: list[StageResult] = []
         mining_log: list[dict[str, Any]] = []

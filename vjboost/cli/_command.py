@@ -27,7 +27,7 @@ from typing import Any
 import click
 
 from .._errors import VJBoostError
-from .._limits import MAX_SCALE_FACTOR
+from .._limits import MAX_SCALE_FACTOR, MAX_STAGES
 
 __all__ = ["EXIT_SOME_SKIPPED", "MAX_SKIPPED_SHOWN", "SCALE_FACTOR", "SEED", "STAGES", "Command",
            "CommandError", "FiniteRange", "argparse_type", "one_line", "parse_size",
@@ -186,7 +186,7 @@ SCALE_FACTOR = FiniteRange(1.0, MAX_SCALE_FACTOR, min_open=True)
 SEED = click.IntRange(min=0)
 
 #: stages of a cascade to train: the trainer's own range (``CascadeTrainer(num_stages=...)``)
-STAGES = click.IntRange(1, 1000)
+STAGES = click.IntRange(1, MAX_STAGES)
 
 
 def argparse_type(param_type: click.ParamType) -> Callable[[str], Any]:

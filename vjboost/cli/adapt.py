@@ -73,18 +73,10 @@ def read_frame_boxes(path: str | os.PathLike[str]) -> FrameBoxes:
         Missing or unreadable file, missing columns, non-integer or negative values; the
         message names the file and line.
     """
-    from vjboost._io import check_regular
-    from vjboost.io.annotations import csv_cells
+    from vjboost.io.annotations import _read_text, csv_cells
 
     path = Path(path)
-    check_regular(path, what="box file", error=ValueError)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such box file") from None
-    except (UnicodeDecodeError, OSError) as exc:
-        raise ValueError(f"{path}: cannot be read as text ({exc})") from None
-    reader = csv.reader(text.splitlines())
+    reader = csv.reader(_read_text(path, "box").splitlines())
     header = next(reader, None)
     if header is None:
         raise ValueError(f"{path}: empty box file")

@@ -183,8 +183,7 @@ def _output_folder(out: Path, positives: np.ndarray) -> bool:
     """
     from vjboost._errors import OutputError
     from vjboost._io import check_output_path
-    from vjboost.cascade.checkpoint import load_checkpoint
-    from vjboost.cascade.trainer import _digest
+    from vjboost.cascade.checkpoint import array_digest, load_checkpoint
 
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -195,7 +194,7 @@ def _output_folder(out: Path, positives: np.ndarray) -> bool:
     if ck is None:
         return False
     mirrored = np.concatenate([positives, positives[:, :, ::-1]])
-    if ck.get("config", {}).get("positives") != _digest(mirrored):
+    if ck.get("config", {}).get("positives") != array_digest(mirrored):
         raise OutputError(f"OUT: {out} holds the checkpoint of another training (other "
                           "positives than the demo's); choose another output folder")
     return True
