@@ -64,13 +64,6 @@ class CheckpointError(InputError):
     """A checkpoint is unreadable or was written with other settings."""
 
 
-def _damaged(path: Path, why: str) -> CheckpointError:
-    """The one message of a checkpoint that cannot be resumed: what is wrong, what to do."""
-    return CheckpointError(
-        f"{path}: damaged training checkpoint ({why}); it cannot be resumed: delete "
-        f"{path.parent} to train again from scratch, or train into a new output folder")
-
-
 def damaged_checkpoint(path: str | os.PathLike[str], why: str) -> CheckpointError:
     """The error of a checkpoint file that cannot be resumed (``checkpoint.json`` or a file it
     names in the run's folder, such as the negative pool's ``.npy``).
@@ -87,7 +80,10 @@ def damaged_checkpoint(path: str | os.PathLike[str], why: str) -> CheckpointErro
     CheckpointError
         To raise: one line naming the file, what is wrong and what to do.
     """
-    return _damaged(Path(path), why)
+    path = Path(path)
+    return CheckpointError(
+        f"{path}: damaged training checkpoint ({why}); it cannot be resumed: delete "
+        f"{path.parent} to train again from scratch, or train into a new output folder")
 
 
 def _is_count(v: Any) -> bool:
@@ -171,24 +167,24 @@ def load_checkpoint(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     try:
         data = read_json(path, what="training checkpoint", error=CheckpointError)
     except InputError as exc:  # unreadable, truncated, not JSON, over a limit
-        raise _damaged(path, str(exc).removeprefix(f"{path}: ")) from None
+        raise damaged_checkpoint(path, str(exc).removeprefix(f"{path}: ")) from None
     if not isinstance(data, dict) or data.get("version") != _VERSION:
         version = data.get("version") if isinstance(data, dict) else None
-        raise _damaged(path, f"not a vjboost training checkpoint of version {_VERSION}: "
+        raise damaged_checkpoint(path, f"not a vjboost training checkpoint of version {_VERSION}: "
                        f"version {version!r}")
     for key, kind in (("config", dict), ("stages", list), ("mining", list)):
         if not isinstance(data.get(key, [] if key == "mining" else None), kind):
-            raise _damaged(path, f"'{key}' is missing or not a {kind.__name__}")
+            raise damaged_checkpoint(path, f"'{key}' is missing or not a {kind.__name__}")
     for m in data.get("mining", []):
         if not isinstance(m, dict) or isinstance(m.get("stage"), bool) or not isinstance(
                 m.get("stage"), int):
-            raise _damaged(path, "a 'mining' entry without an integer 'stage'")
+            raise damaged_checkpoint(path, "a 'mining' entry without an integer 'stage'")
     # the negative pool is saved with the first stage; the bin-edge sample only by some runs
     if data["stages"] and "negatives" not in data:
-        raise _damaged(path, "'negatives' is missing")
+        raise damaged_checkpoint(path, "'negatives' is missing")
     for key in ("negatives", "bin_sample"):
         if key in data and (why := _state_problem(key, data[key])) is not None:
-            raise _damaged(path, why)
+            raise damaged_checkpoint(path, why)
     return data
 
 
@@ -217,7 +213,7 @@ def checkpoint_stages(checkpoint: dict[str, Any], from_dict: Callable[[Any], Any
             out.append(from_dict(d))
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
             why = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise _damaged(Path(folder) / CHECKPOINT_NAME, f"stage {k}: {why}") from None
+            raise damaged_checkpoint(Path(folder) / CHECKPOINT_NAME, f"stage {k}: {why}") from None
     return out
 
 
