@@ -33,8 +33,6 @@ def _probe(path) -> tuple[tuple[int, int] | None, int | None]:
     images Pillow refuses to open as decompression bombs (from its message)."""
     from PIL import Image, UnidentifiedImageError
 
-    if _bad_bmp_width(path):
-        return None, None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
@@ -42,6 +40,8 @@ def _probe(path) -> tuple[tuple[int, int] | None, int | None]:
                 w, h = int(im.size[0]), int(im.size[1])
                 return (w, h), w * h
     except Image.DecompressionBombError as exc:
+        if _bad_bmp_width(path):  # a negative width read as billions of columns: damaged
+            return None, None
         m = re.search(r"\((\d+) pixels\)", str(exc))
         return None, int(m.group(1)) if m else 2 * int(Image.MAX_IMAGE_PIXELS or 0) + 1
     except (UnidentifiedImageError, OSError, ValueError, SyntaxError, EOFError):
