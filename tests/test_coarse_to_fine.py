@@ -27,14 +27,17 @@ def _expected(model, img, k):
     return pos[keep], scores[keep]
 
 
-@pytest.mark.parametrize(("k", "threads", "batch"), [(1, 1, None), (4, 1, None), (6, 2, None),
-                                                     ("all", 1, None), (6, 1, 1 << 30),
-                                                     (6, 1, 100_000)])
-def test_coarse_to_fine_matches_brute_force(k, threads, batch, monkeypatch):
+@pytest.mark.parametrize(("k", "threads", "batch", "bands"),
+                         [(1, 1, None, None), (4, 1, None, None), (6, 2, None, None),
+                          ("all", 1, None, None), (6, 1, 1 << 30, None), (6, 1, 100_000, None),
+                          (6, 1, 100_000, 0)])
+def test_coarse_to_fine_matches_brute_force(k, threads, batch, bands, monkeypatch):
     import vjboost.cascade.scan as S
 
-    if batch is not None:  # every level in one batch of planes, or each level alone
+    if batch is not None:  # every level in one batch of planes, or large levels in bands
         monkeypatch.setattr(S, "BATCH_BYTES", batch)
+    if bands is not None:  # each band in its own level's layout (very large images)
+        monkeypatch.setattr(S, "BAND_LAYOUT", bands)
     model = vjboost.load_model("vjboost:frontalface")
     k = model.n_stages if k == "all" else k
     img = data.astronaut()[::2, ::2, 0].copy()
@@ -134,3 +137,25 @@ def test_the_default_model_declares_it_and_exhaustive_scans_ignore_it():
     # hard-negative mining and online adaptation's candidates need every window
     assert mining_detector(model, MiningParams(window=(20, 20))).coarse_to_fine == 0
     assert StreamCollector(model)._candidates.coarse_to_fine == 0
+
+
+@pytest.mark.parametrize(("size", "layouts"), [((640, 480), 2), ((1920, 1080), 2),
+                                               ((8000, 6000), None)])
+def test_bands_share_one_layout_within_bounds(size, layouts):
+    # the batches of small levels share one layout and the bands of large ones a second (the
+    # cascade's records are bound once per layout), unless that layout's planes would exceed
+    # BAND_LAYOUT budgets: then each band keeps its level's row length
+    from vjboost.cascade.scan import BAND_LAYOUT, BATCH_BYTES, Pyramid
+
+    batches = Pyramid((24, 24), size, scale_factor=1.1).batches(10, context=1)
+    limit = BATCH_BYTES // 40
+    assert any(len(b.levels) == 1 and b.held[0, 0] > 0 for b in batches)  # bands
+    shapes = {(b.rows, b.cols) for b in batches}
+    if layouts is not None:
+        assert len(shapes) == layouts
+    else:
+        assert len(shapes) > 2
+    assert max(r * c for r, c in shapes) <= BAND_LAYOUT * limit
+    for b in batches:  # every level (band) fits its batch's planes
+        for lv, (y0, x0), (a, e) in zip(b.levels, b.origins, b.held, strict=True):
+            assert 0 <= y0 + a and y0 + e + 1 <= b.rows and x0 + lv.width + 1 <= b.cols
