@@ -159,7 +159,7 @@ def _image_list(images: str | None, annotations) -> list[str]:
 @click.option("--protocol", type=click.Choice(["boxes", "uiuc"]), default="boxes",
               show_default=True,
               help="boxes: ANNOTATIONS are boxes matched by IoU. uiuc: ANNOTATIONS is a UIUC car "
-                   "trueLocations.txt (window corner in the 25 %% ellipse, one detection per car, "
+                   "trueLocations.txt (window corner in the 25 % ellipse, one detection per car, "
                    "recall at the equal-error rate; detections ranked by group size, or with "
                    "--score by that score of the groups at min_neighbors) and --images its "
                    "TestImages folder.")
