@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from vjboost._memory import check_memory
-from vjboost.boost.sampling.base import _FixedSize, check_count, draw_features
+from vjboost.boost.sampling.base import _draw_per_family, _FixedSize, check_count, draw_features
 from vjboost.boost.sampling.evaluator import EdgeEvaluator
 
 __all__ = ["Tasting1Q", "TastingQ1", "allocate_tasting", "expected_max_order_statistics"]
@@ -210,8 +210,7 @@ class Tasting1Q(_Tasting):
                for t, sz in zip(tasted, sizes, strict=True)]
         k = int(np.argmax(est))
         fids = draw_features(evaluator.partition.members[k], q, self.rng_)
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
+        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
         return learner, {"Q": int(fids.size), "S": s, "family": k, "estimates": est}
 
 
@@ -246,9 +245,6 @@ class TastingQ1(_Tasting):
         q, s = self._qs(evaluator, budget)
         part = evaluator.partition
         counts = allocate_tasting(tasted, q, part.sizes)
-        fids = np.concatenate(
-            [draw_features(part.members[k], c, self.rng_) for k, c in enumerate(counts) if c > 0]
-        )
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
+        fids = _draw_per_family(part, counts=counts, rng=self.rng_)
+        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
         return learner, {"Q": int(fids.size), "S": s, "counts": counts.tolist()}
