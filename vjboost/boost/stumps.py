@@ -755,8 +755,20 @@ def _multi_exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves)
 # results
 
 
+class _Ranked:
+    """A per-feature result whose ``score`` ranks the features (larger is better)."""
+
+    score: np.ndarray
+
+    def best(self) -> int:
+        """Position (into ``feature_ids``) of the best feature; ``-1`` if no feature can split."""
+        if self.score.size == 0 or not np.isfinite(self.score).any():
+            return -1
+        return int(np.argmax(self.score))
+
+
 @dataclass
-class StumpSearch:
+class StumpSearch(_Ranked):
     """Per-feature result of a stump search.
 
     Attributes
@@ -796,15 +808,9 @@ class StumpSearch:
         """Features that have a split."""
         return np.isfinite(self.score)
 
-    def best(self) -> int:
-        """Position (into ``feature_ids``) of the best feature; ``-1`` if no feature can split."""
-        if self.score.size == 0 or not np.isfinite(self.score).any():
-            return -1
-        return int(np.argmax(self.score))
-
 
 @dataclass
-class HistogramSearch:
+class HistogramSearch(_Ranked):
     """Per-feature result of :func:`search_histograms` (Real AdaBoost domain partitioning).
 
     ``thresholds[q, :n_bounds[q]]`` are the strictly increasing real thresholds of feature ``q``
@@ -820,14 +826,9 @@ class HistogramSearch:
     n_bounds: np.ndarray
     values: np.ndarray
 
-    def best(self) -> int:
-        if self.score.size == 0 or not np.isfinite(self.score).any():
-            return -1
-        return int(np.argmax(self.score))
-
 
 @dataclass
-class MulticlassStumpSearch:
+class MulticlassStumpSearch(_Ranked):
     """Per-feature result of :func:`search_multiclass_stumps`.
 
     ``score`` is the multi-class edge ``sum_k |sum_i w_ik Y_ik v_k phi(x_i)|`` with
@@ -839,11 +840,6 @@ class MulticlassStumpSearch:
     threshold: np.ndarray
     votes: np.ndarray
     split_bin: np.ndarray | None = None
-
-    def best(self) -> int:
-        if self.score.size == 0 or not np.isfinite(self.score).any():
-            return -1
-        return int(np.argmax(self.score))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1162,9 +1158,7 @@ def search_histograms(
         raise ValueError(f"n_parts: expected an integer in [2, 256], got {n_parts!r}")
     eps = default_smoothing(w[cols], cols.size) if smoothing is None else float(smoothing)
     if edges is not None:
-        e = np.asarray(edges, dtype=np.float32)
-        if e.ndim != 2 or e.shape[0] != bins.shape[0]:
-            raise ValueError(f"edges: expected shape ({bins.shape[0]}, E), got {e.shape}")
+        e = _check_edges(edges, n_rows=bins.shape[0])
         nb = np.isfinite(e).sum(axis=1).astype(np.int64) + 1
     else:
         e = None
@@ -1239,6 +1233,14 @@ def search_multiclass_stumps(
     return MulticlassStumpSearch(rows, score, thr, votes)
 
 
+def _check_edges(edges: Any, *, n_rows: int) -> np.ndarray:
+    """The bin edges of the ``n_rows`` rows of a binned block, as float32 ``(n_rows, E)``."""
+    e = np.asarray(edges, dtype=np.float32)
+    if e.ndim != 2 or e.shape[0] != n_rows:
+        raise ValueError(f"edges: expected shape ({n_rows}, E), got {e.shape}")
+    return e
+
+
 def _bin_thresholds(split: np.ndarray, rows: np.ndarray, edges: Any, n_rows: int) -> np.ndarray:
     """Raw thresholds of split bins (``+inf`` where there is no split; bin units w/o edges)."""
     ok = split < 256
@@ -1246,9 +1248,7 @@ def _bin_thresholds(split: np.ndarray, rows: np.ndarray, edges: Any, n_rows: int
     if edges is None:
         thr[ok] = split[ok]
         return thr
-    e = np.asarray(edges, dtype=np.float32)
-    if e.ndim != 2 or e.shape[0] != n_rows:
-        raise ValueError(f"edges: expected shape ({n_rows}, E), got {e.shape}")
+    e = _check_edges(edges, n_rows=n_rows)
     thr[ok] = e[rows[ok], split[ok] - 1]
     return thr
 
