@@ -582,15 +582,38 @@ def _histogram_kernel(bins, rows, cols, wp, wn, nb, n_groups, eps, score, bounds
         score[qi] = a_tot - z if n_bounds > 0 else _NEG_INF
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _column_sums(wy, cols):
+    """AdaBoost.MH's per-class totals ``sum_i wy[i, k]`` over the columns ``cols``."""
+    tot = np.zeros(wy.shape[1])
+    for i in range(cols.shape[0]):
+        for k in range(wy.shape[1]):
+            tot[k] += wy[cols[i], k]
+    return tot
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _vote_edge(tot, left):
+    """The multi-class edge ``sum_k |R_k - L_k|`` of a split with left sums ``left``."""
+    s = 0.0
+    for k in range(tot.shape[0]):
+        s += abs(tot[k] - 2.0 * left[k])
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _votes(tot, best_left, votes, qi):
+    """The vote vector of the best split: +1 for the classes its right side favours."""
+    for k in range(tot.shape[0]):
+        votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _multiclass_binned_kernel(bins, rows, cols, wy, score, split, votes):
     """AdaBoost.MH stump: wy[i, k] = w_ik * Y_ik; score = sum_k |R_k - L_k|."""
     n_s = cols.shape[0]
     n_k = wy.shape[1]
-    tot = np.zeros(n_k)
-    for i in range(n_s):
-        for k in range(n_k):
-            tot[k] += wy[cols[i], k]
+    tot = _column_sums(wy, cols)
     for qi in prange(rows.shape[0]):
         q = rows[qi]
         h = np.zeros((256, n_k))
@@ -609,9 +632,7 @@ def _multiclass_binned_kernel(bins, rows, cols, wy, score, split, votes):
         for b in range(256):
             if present[b]:
                 if seen:
-                    s = 0.0
-                    for k in range(n_k):
-                        s += abs(tot[k] - 2.0 * left[k])
+                    s = _vote_edge(tot, left)
                     if s > best:
                         best = s
                         best_b = b
@@ -621,18 +642,14 @@ def _multiclass_binned_kernel(bins, rows, cols, wy, score, split, votes):
                     left[k] += h[b, k]
         score[qi] = best
         split[qi] = best_b
-        for k in range(n_k):
-            votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+        _votes(tot, best_left, votes, qi)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes):
     n_s = cols.shape[0]
     n_k = wy.shape[1]
-    tot = np.zeros(n_k)
-    for i in range(n_s):
-        for k in range(n_k):
-            tot[k] += wy[cols[i], k]
+    tot = _column_sums(wy, cols)
     for qi in prange(rows.shape[0]):
         x, order = _sorted_row(values, rows[qi], cols)
         left = np.zeros(n_k)
@@ -647,17 +664,14 @@ def _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes):
             xi = x[i]
             xn = x[order[j + 1]]
             if xn > xi:
-                s = 0.0
-                for k in range(n_k):
-                    s += abs(tot[k] - 2.0 * left[k])
+                s = _vote_edge(tot, left)
                 if s > best:
                     best = s
                     best_t = _midpoint(xi, xn)
                     best_left[:] = left
         score[qi] = best
         thr[qi] = best_t
-        for k in range(n_k):
-            votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+        _votes(tot, best_left, votes, qi)
 
 
 @njit(cache=True, nogil=True, inline="always")
