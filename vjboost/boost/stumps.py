@@ -358,6 +358,16 @@ def _scan_bins(crit, hu, hv, eps, leaves, qi):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _histograms(row, cols, u, v, hu, hv):
+    """Per bin (or code) of ``row`` on the columns ``cols``: the sums of ``u`` and of ``v``."""
+    for i in range(cols.shape[0]):
+        c = cols[i]
+        b = np.intp(row[c])
+        hu[b] += u[c]
+        hv[b] += v[c]
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _pm_to_uv(crit, h2, hu, hv):
     for b in range(256):
         if crit == 2:
@@ -387,11 +397,7 @@ def _binned_kernel(bins, rows, cols, u, v, w, neg, pm, crit, eps, score, split, 
                 h2[2 * np.intp(row[c]) + neg[c]] += w[c]
             _pm_to_uv(crit, h2, hu, hv)
         else:
-            for i in range(n_s):
-                c = cols[i]
-                b = np.intp(row[c])
-                hu[b] += u[c]
-                hv[b] += v[c]
+            _histograms(row, cols, u, v, hu, hv)
         best, best_b = _scan_bins(crit, hu, hv, eps, leaves, qi)
         score[qi] = best
         split[qi] = best_b
@@ -460,16 +466,10 @@ def _binned_full_kernel(bins, rows, u, v, w, neg, pm, crit, eps, score, split, l
 
 @njit(cache=True, nogil=True, parallel=True)
 def _categorical_kernel(codes, rows, cols, u, v, crit, eps, score, subset, leaves):
-    n_s = cols.shape[0]
     for qi in prange(rows.shape[0]):
-        q = rows[qi]
         hu = np.zeros(256)
         hv = np.zeros(256)
-        for i in range(n_s):
-            c = cols[i]
-            k = np.intp(codes[q, c])
-            hu[k] += u[c]
-            hv[k] += v[c]
+        _histograms(codes[rows[qi]], cols, u, v, hu, hv)
         left = np.zeros(256, dtype=np.bool_)
         best = _NEG_INF
         if crit == 0:
@@ -545,16 +545,11 @@ def _categorical_kernel(codes, rows, cols, u, v, crit, eps, score, subset, leave
 @njit(cache=True, nogil=True, parallel=True)
 def _histogram_kernel(bins, rows, cols, wp, wn, nb, n_groups, eps, score, bounds, hvals):
     """Real AdaBoost domain partition: ``n_groups`` groups of consecutive bins per feature."""
-    n_s = cols.shape[0]
     for qi in prange(rows.shape[0]):
         q = rows[qi]
         hp = np.zeros(256)
         hn = np.zeros(256)
-        for i in range(n_s):
-            c = cols[i]
-            b = np.intp(bins[q, c])
-            hp[b] += wp[c]
-            hn[b] += wn[c]
+        _histograms(bins[q], cols, wp, wn, hp, hn)
         n_b = nb[q]
         # group boundaries: ceil(g * n_b / n_groups), deduplicated, strictly inside (0, n_b)
         n_bounds = 0
