@@ -229,6 +229,14 @@ class Sampler(Estimator, abc.ABC):
         learner, _, _ = self._best_of([b])
         return learner, b
 
+    def _best_in_family(self, evaluator: EdgeEvaluator, *, family: int, q: int, s: int
+                        ) -> tuple[WeakLearner, dict[str, Any]]:
+        """The best of ``q`` features drawn from one family, on ``s`` draws, and the round's
+        details ``{"Q", "S", "family"}``."""
+        fids = draw_features(evaluator.partition.members[family], q, self.rng_)
+        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
+        return learner, {"Q": int(fids.size), "S": s, "family": family}
+
     def _best_of(self, blocks: list[BlockEdges]) -> tuple[WeakLearner, BlockEdges, int]:
         best_block, best_pos, best_edge = None, -1, -np.inf
         for b in blocks:

@@ -489,9 +489,8 @@ class MAS1Q(_MASFamilies):
         if not np.isfinite(expected):
             fam, s = 0, 1
             q = int(min(sizes[0], rest))
-        fids = draw_features(evaluator.partition.members[fam], q, self.rng_)
-        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
-        return learner, {"Q": int(fids.size), "S": s, "family": fam, "expected": expected}
+        learner, info = self._best_in_family(evaluator, family=fam, q=q, s=s)
+        return learner, {**info, "expected": expected}
 
 
 class MASQ1(_MASFamilies):

@@ -209,9 +209,8 @@ class Tasting1Q(_Tasting):
         est = [expected_max_order_statistics(t, int(min(q, sz)))
                for t, sz in zip(tasted, sizes, strict=True)]
         k = int(np.argmax(est))
-        fids = draw_features(evaluator.partition.members[k], q, self.rng_)
-        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
-        return learner, {"Q": int(fids.size), "S": s, "family": k, "estimates": est}
+        learner, info = self._best_in_family(evaluator, family=k, q=q, s=s)
+        return learner, {**info, "estimates": est}
 
 
 class TastingQ1(_Tasting):

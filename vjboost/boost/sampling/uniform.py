@@ -117,9 +117,7 @@ class Uniform1Q(_FixedSize):
         q, s = self._qs(evaluator, budget)
         part = evaluator.partition
         k = int(self.rng_.integers(part.n_families))
-        fids = draw_features(part.members[k], q, self.rng_)
-        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
-        return learner, {"Q": int(fids.size), "S": s, "family": k}
+        return self._best_in_family(evaluator, family=k, q=q, s=s)
 
 
 class UniformQ1(_FixedSize):
@@ -221,6 +219,4 @@ class BestFamily(_FixedSize):
                 pos = b.best()
                 best.append(b.edges[pos] if pos >= 0 else -np.inf)
             self.family_ = int(np.argmax(best))
-        fids = draw_features(part.members[self.family_], q, self.rng_)
-        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
-        return learner, {"Q": int(fids.size), "S": s, "family": self.family_}
+        return self._best_in_family(evaluator, family=self.family_, q=q, s=s)
