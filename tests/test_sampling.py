@@ -50,6 +50,17 @@ def _binary_problem(n=400, f=60, seed=0):
     return X, y
 
 
+def _counting_source(X, **kwargs):
+    """A CallableSource of the values of ``X`` and the list of the evaluations of each call."""
+    calls = []
+
+    def fn(fids, sids):
+        calls.append(fids.size * sids.size)
+        return X[np.ix_(fids, sids)]
+
+    return CallableSource(fn, n_features=X.shape[0], n_samples=X.shape[1], **kwargs), calls
+
+
 def _evaluator(X, y, sizes, loss="discrete"):
     ev = EdgeEvaluator(MatrixSource(X), partition=Partition.from_sizes(sizes))
     step = make_loss(loss, y)
@@ -237,13 +248,7 @@ def test_cached_block_costs_nothing():
 @pytest.mark.parametrize("loss", ["discrete", "gentle", "real"])
 def test_repeated_draws_are_evaluated_once_with_the_edges_of_every_draw(loss):
     X, y = _binary_problem(n=300, f=40)
-    calls = []
-
-    def fn(fids, sids):
-        calls.append(fids.size * sids.size)
-        return X[np.ix_(fids, sids)]
-
-    src = CallableSource(fn, n_features=40, n_samples=300)
+    src, calls = _counting_source(X)
     ev = EdgeEvaluator(src)
     ev.set_problem(problem_from_loss(make_loss(loss, y)))
     draws = ev.sample_examples(3000, np.random.default_rng(0))
@@ -262,13 +267,7 @@ def test_repeated_draws_are_evaluated_once_with_the_edges_of_every_draw(loss):
 
 def test_booster_cost_matches_evaluator_and_callable_source():
     X, y = _binary_problem(n=300, f=40)
-    calls = []
-
-    def fn(fids, sids):
-        calls.append(fids.size * sids.size)
-        return X[np.ix_(fids, sids)]
-
-    src = CallableSource(fn, n_features=40, n_samples=300, families=[20, 20])
+    src, calls = _counting_source(X, families=[20, 20])
     m = SampledBoostedClassifier(sampler="laminating", loss="gentle", n_estimators=6, budget=2000,
                                  random_state=1).fit_source(src, y)
     # the booster also evaluates the chosen feature on all N examples for the refit; repeated

@@ -62,6 +62,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
+
+import train_face as tf  # noqa: E402
 
 from vjboost.cascade.detector import CascadeDetector  # noqa: E402
 from vjboost.cascade.model_io import load_model  # noqa: E402
@@ -267,14 +270,8 @@ def workspace(work: Path, pos: list[Path], negatives: list[Path]) -> tuple[Path,
 
 
 def vjtrain_command(pos_dir: Path, bg: Path, out: Path, config: dict, threads: int) -> list[str]:
-    cmd = [sys.executable, "-m", "vjboost.cli.train", str(pos_dir), str(bg), "-o", str(out),
-           "--mirror", "-q", "--threads", str(threads)]
-    for k, v in config.items():
-        if v is True:
-            cmd.append(f"--{k}")
-        elif v is not False and v is not None:
-            cmd += [f"--{k}", str(v)]
-    return cmd
+    return [sys.executable, "-m", "vjboost.cli.train", str(pos_dir), str(bg), "-o", str(out),
+            "--mirror", "-q", "--threads", str(threads), *tf.vjtrain_args(config)]
 
 
 def train_vjboost(pos_dir: Path, bg: Path, out: Path, config: dict, threads: int,

@@ -55,7 +55,8 @@ def _demo_row_stats(window, out):  # pragma: no cover - numba
         out[2 * y + 1] = s2 / w - (s / w) ** 2
 
 
-def _best_time(fn, repeats: int) -> float:
+def best_time(fn, repeats: int) -> float:
+    """Seconds of the fastest of ``repeats`` calls of ``fn``."""
     best = np.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -87,9 +88,9 @@ def bench_families(
             out[name] = {"skipped": f"{type(exc).__name__}: {exc}"}
             continue
         data = rgb if fam.color else windows
-        t_prep = _best_time(lambda f=fam, d=data: f.prepare(d), 1)  # includes JIT on first use
+        t_prep = best_time(lambda f=fam, d=data: f.prepare(d), 1)  # includes JIT on first use
         ch = fam.prepare(data)
-        t_prep = _best_time(lambda f=fam, d=data: f.prepare(d), repeats)
+        t_prep = best_time(lambda f=fam, d=data: f.prepare(d), repeats)
         q = min(n_query, fam.n_features)
         ids = np.sort(rng.choice(fam.n_features, q, replace=False))
         fam.evaluate(ch, ids[:2])  # compile
@@ -101,7 +102,7 @@ def bench_families(
         }
         for t in threads:
             with n_threads(t):
-                sec = _best_time(lambda f=fam, c=ch, i=ids: f.evaluate(c, i), repeats)
+                sec = best_time(lambda f=fam, c=ch, i=ids: f.evaluate(c, i), repeats)
             row[f"evals_per_s_{t}t"] = round(q * windows.shape[0] / sec)
         out[name] = row
     return out
@@ -154,7 +155,7 @@ def bench_haar_vs_skimage(
             vals[:, j] = haar_like_feature(ii, 0, 0, w, h, feature_type=ftype, feature_coord=coord)
         return vals
 
-    t_sk = _best_time(run_skimage, max(1, repeats // 2))
+    t_sk = best_time(run_skimage, max(1, repeats // 2))
     sk_vals = run_skimage()
     ours = fam.evaluate(fam.prepare(sk_w), ids)
     max_diff = float(np.abs(ours - sign[:, None] * sk_vals).max())
@@ -169,7 +170,7 @@ def bench_haar_vs_skimage(
     for t in threads:
         with n_threads(t):
             # vjboost timed end to end as well: integral images + evaluation
-            sec = _best_time(lambda: fam.evaluate(fam.prepare(windows), ids), repeats)
+            sec = best_time(lambda: fam.evaluate(fam.prepare(windows), ids), repeats)
         rate = ids.size * windows.shape[0] / sec
         res[f"vjboost_evals_per_s_{t}t"] = round(rate)
         res[f"ratio_{t}t"] = round(rate / sk_rate, 1)

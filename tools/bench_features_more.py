@@ -26,7 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import time
+import sys
+from pathlib import Path
 from typing import Any
 
 import numba
@@ -47,14 +48,9 @@ from vjboost.features.pixel import (
     PixelRGBFamily,
 )
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-def _best_time(fn, repeats: int) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+from bench_features import best_time  # noqa: E402
 
 
 def _families(win: tuple[int, int]) -> list[Any]:
@@ -88,9 +84,9 @@ def bench_family(fam: Any, n_samples: int, n_query: int, repeats: int,
                            "S": n_samples, "label": _label(fam)}
     for threads in (1, 2):
         with n_threads(threads):
-            t_prep = _best_time(lambda: fam.prepare(wins), repeats)
+            t_prep = best_time(lambda: fam.prepare(wins), repeats)
             ch = fam.prepare(wins)
-            t_eval = _best_time(lambda ch=ch: fam.evaluate(ch, fids), repeats)
+            t_eval = best_time(lambda ch=ch: fam.evaluate(ch, fids), repeats)
         row[f"evals_per_s_{threads}t"] = q * n_samples / t_eval
         row[f"prepare_windows_per_s_{threads}t"] = n_samples / t_prep
     return row
@@ -127,11 +123,11 @@ def bench_hog_vs_skimage(n_windows: int, repeats: int, rng: np.random.Generator)
     diff = float(np.abs(ours()[inner, :20] - interior[inner]).max())
     res = {"windows": n_windows, "window": "128x64", "n_features": fam.n_features,
            "max_abs_diff_inner_blocks": diff}
-    t_sk = _best_time(theirs, repeats)
+    t_sk = best_time(theirs, repeats)
     res["skimage_windows_per_s"] = n_windows / t_sk
     for threads in (1, 2):
         with n_threads(threads):
-            t = _best_time(ours, repeats)
+            t = best_time(ours, repeats)
         res[f"vjboost_windows_per_s_{threads}t"] = n_windows / t
         res[f"speedup_{threads}t"] = t_sk / t
     return res
@@ -145,12 +141,12 @@ def bench_lbp_vs_skimage(n_windows: int, repeats: int, rng: np.random.Generator)
         return np.stack([sk_lbp(x, 8, 1, "uniform") for x in wins])
 
     same = bool(np.array_equal(local_binary_pattern(wins, 8, 1, "uniform"), theirs()))
-    t_sk = _best_time(theirs, repeats)
+    t_sk = best_time(theirs, repeats)
     res = {"windows": n_windows, "window": "24x24", "P": 8, "R": 1, "method": "uniform",
            "identical": same, "skimage_windows_per_s": n_windows / t_sk}
     for threads in (1, 2):
         with n_threads(threads):
-            t = _best_time(lambda: local_binary_pattern(wins, 8, 1, "uniform"), repeats)
+            t = best_time(lambda: local_binary_pattern(wins, 8, 1, "uniform"), repeats)
         res[f"vjboost_windows_per_s_{threads}t"] = n_windows / t
         res[f"speedup_{threads}t"] = t_sk / t
     return res
@@ -190,10 +186,10 @@ def bench_gradient_planes_vs_opencv(shape: tuple[int, int], repeats: int,
         cv2.setNumThreads(1)
         try:
             m, b, _ = theirs()
-            t_cv = _best_time(theirs, repeats)
+            t_cv = best_time(theirs, repeats)
         finally:
             cv2.setNumThreads(-1)
-        t = _best_time(ours, repeats)
+        t = best_time(ours, repeats)
     inner = (slice(1, -1), slice(1, -1))
     ours_m = np.diff(np.diff(out[0], axis=0), axis=1)  # the magnitude plane back from its integral
     ours_b = np.argmax(np.stack([np.diff(np.diff(out[1 + k], axis=0), axis=1) for k in range(6)]),

@@ -21,15 +21,24 @@ class MemoryBudgetError(VJBoostError, MemoryError, ValueError):
     """An allocation would exceed the memory budget."""
 
 
-def available_memory() -> int:
-    """Bytes of physical memory currently available (MemAvailable), or total RAM as a fallback."""
+def _proc_bytes(path: str, *, field: str) -> int | None:
+    """The ``field:`` line of a Linux ``/proc`` file (``/proc/meminfo``, ``/proc/self/status``:
+    a size in kB) in bytes; None where the file cannot be read or has no such line."""
     try:
-        with open("/proc/meminfo", encoding="ascii") as fh:
+        with open(path, encoding="ascii") as fh:
             for line in fh:
-                if line.startswith("MemAvailable:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
+    return None
+
+
+def available_memory() -> int:
+    """Bytes of physical memory currently available (MemAvailable), or total RAM as a fallback."""
+    available = _proc_bytes("/proc/meminfo", field="MemAvailable")
+    if available is not None:
+        return available
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

@@ -244,6 +244,13 @@ def inner_boxes(boxes: ArrayLike, frame: ArrayLike) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
+def _iou_threshold(value: float) -> float:
+    """An IoU threshold, checked to lie in ``[0, 1]``."""
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"iou_threshold: expected a value in [0, 1], got {value}")
+    return float(value)
+
+
 def nms(boxes: ArrayLike, scores: ArrayLike, iou_threshold: float = 0.3) -> np.ndarray:
     """Greedy non-maximum suppression.
 
@@ -270,10 +277,9 @@ def nms(boxes: ArrayLike, scores: ArrayLike, iou_threshold: float = 0.3) -> np.n
     s = check_array(scores, "scores", allow_empty=True, dtype=np.float64).reshape(-1)
     if b.shape[0] != s.shape[0]:
         raise ValueError(f"scores: {s.shape[0]} values for {b.shape[0]} boxes")
-    if not 0.0 <= iou_threshold <= 1.0:
-        raise ValueError(f"iou_threshold: expected a value in [0, 1], got {iou_threshold}")
+    thr = _iou_threshold(iou_threshold)
     order = np.argsort(-s, kind="stable")
-    return _nms(b, order, float(iou_threshold))
+    return _nms(b, order, thr)
 
 
 @njit(cache=True, nogil=True)
@@ -426,10 +432,9 @@ def overlap_counts(boxes: ArrayLike, iou_threshold: float) -> np.ndarray:
     [2, 2, 1]
     """
     b = check_array(boxes, "boxes", allow_empty=True, dtype=np.float64).reshape(-1, 4)
-    if not 0.0 <= iou_threshold <= 1.0:
-        raise ValueError(f"iou_threshold: expected a value in [0, 1], got {iou_threshold}")
+    thr = _iou_threshold(iou_threshold)
     order = np.argsort(b[:, 0], kind="stable")
-    return _overlap_counts(b, order, float(iou_threshold))
+    return _overlap_counts(b, order, thr)
 
 
 @njit(cache=True, nogil=True)

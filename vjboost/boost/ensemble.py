@@ -106,6 +106,13 @@ class _TreeSum(ClassifierMixin, Estimator):
     def _zeros(self, n: int) -> np.ndarray:
         return np.zeros((n, self.classes_.size)) if self._multiclass else np.zeros(n)
 
+    def _summed(self, Xfm: np.ndarray, trees: list[Tree]) -> np.ndarray:
+        """The summed outputs of ``trees`` on the feature-major ``Xfm``."""
+        f = self._zeros(Xfm.shape[1])
+        for est in trees:
+            f += _tree_output(est, Xfm)
+        return f
+
     def staged_decision_function(self, X: Any, *, feature_major: bool = False
                                  ) -> Iterator[np.ndarray]:
         """Scores after each round: (n_samples,) for two classes, (n_samples, K) otherwise.
@@ -142,11 +149,7 @@ class _TreeSum(ClassifierMixin, Estimator):
         -------
         ndarray of float64, shape (n_samples,) or (n_samples, n_classes)
         """
-        Xfm = self._fm(X, feature_major)
-        f = self._zeros(Xfm.shape[1])
-        for est in self.estimators_:
-            f += _tree_output(est, Xfm)
-        return f
+        return self._summed(self._fm(X, feature_major), self.estimators_)
 
     def _classes_of(self, f: np.ndarray) -> np.ndarray:
         if self._multiclass:
@@ -154,11 +157,10 @@ class _TreeSum(ClassifierMixin, Estimator):
         return self.classes_[(f > 0).astype(np.intp)]
 
     def _proba(self, f: np.ndarray) -> np.ndarray:
+        p = 1.0 / (1.0 + np.exp(-2.0 * f))
         if not self._multiclass:
-            p = 1.0 / (1.0 + np.exp(-2.0 * f))
             return np.stack([1.0 - p, p], axis=1)
         # one-vs-rest logistic link of AdaBoost.MH's F_k = 1/2 log(p_k / (1 - p_k)), normalised
-        p = 1.0 / (1.0 + np.exp(-2.0 * f))
         return p / p.sum(axis=1, keepdims=True)
 
     def predict(self, X: Any, *, feature_major: bool = False) -> np.ndarray:
@@ -278,9 +280,7 @@ class _TreeSum(ClassifierMixin, Estimator):
         if y.size != Xfm.shape[1]:
             raise ValueError(f"y: has {y.size} labels for {Xfm.shape[1]} samples")
         trees = self.estimators_[: t * self.n_trees_per_round_]
-        f = self._zeros(Xfm.shape[1])
-        for est in trees:
-            f += _tree_output(est, Xfm)
+        f = self._summed(Xfm, trees)
         if not self._multiclass:
             norm = sum(float(np.abs(est.leaves).max()) for est in trees)
             return (2.0 * idx - 1.0) * f / max(norm, 1e-300)

@@ -336,9 +336,7 @@ class BoostingLoss:
     # -- scores ----------------------------------------------------------------------------------
     def update(self, predictions: Any) -> float:
         """``F += predictions`` (N,); returns the new training loss."""
-        p = np.asarray(predictions, dtype=np.float64)
-        if p.shape != (self.n_samples,):
-            raise ValueError(f"predictions: expected shape ({self.n_samples},), got {p.shape}")
+        p = _predictions(predictions, shape=(self.n_samples,))
         self.scores = self.scores + p
         self._cache = None
         return self.loss()
@@ -370,6 +368,14 @@ class BoostingLoss:
     def loss(self) -> float:
         """Training loss at the current scores."""
         return float(np.sum(self.initial_weights * np.exp(-self.y * self.scores)))
+
+
+def _predictions(predictions: Any, *, shape: tuple[int, ...]) -> np.ndarray:
+    """The learner's outputs added to the scores, as float64 of the scores' ``shape``."""
+    p = np.asarray(predictions, dtype=np.float64)
+    if p.shape != shape:
+        raise ValueError(f"predictions: expected shape {shape}, got {p.shape}")
+    return p
 
 
 def _restrict(w: np.ndarray, sample_ids: np.ndarray | None) -> np.ndarray:
@@ -729,9 +735,7 @@ class MulticlassLoss:
 
     def update(self, predictions: Any) -> float:
         """``F += predictions`` (N, K); returns the new training loss."""
-        p = np.asarray(predictions, dtype=np.float64)
-        if p.shape != self.scores.shape:
-            raise ValueError(f"predictions: expected shape {self.scores.shape}, got {p.shape}")
+        p = _predictions(predictions, shape=self.scores.shape)
         self.scores = self.scores + p
         return self.loss()
 
@@ -826,9 +830,7 @@ class OneVsRestLoss:
 
     def update(self, predictions: Any) -> float:
         """``F += predictions`` (N, K); returns the mean of the K two-class losses."""
-        p = np.asarray(predictions, dtype=np.float64)
-        if p.shape != self.scores.shape:
-            raise ValueError(f"predictions: expected shape {self.scores.shape}, got {p.shape}")
+        p = _predictions(predictions, shape=self.scores.shape)
         for k, s in enumerate(self.steps):
             s.update(p[:, k])
         self.scores = self.scores + p
@@ -945,9 +947,7 @@ class MultiLogitLoss:
 
     def update(self, predictions: Any) -> float:
         """``F += predictions`` (N, J); returns the new training loss."""
-        p = np.asarray(predictions, dtype=np.float64)
-        if p.shape != self.scores.shape:
-            raise ValueError(f"predictions: expected shape {self.scores.shape}, got {p.shape}")
+        p = _predictions(predictions, shape=self.scores.shape)
         self.scores = self.scores + p
         self._cache = None
         return self.loss()

@@ -202,7 +202,21 @@ class MatrixSearch(_NodeByNode):
                              threads=self.threads)
 
 
-class StreamedSearch:
+class _NoPartition:
+    """Searches without a precomputed matrix, which the histogram learner needs."""
+
+    def fit_partition(self, problem: Problem, ids: Any, n_parts: int) -> Any:
+        """Not available: always raises ``ValueError`` (the histogram learner needs a matrix).
+
+        Parameters
+        ----------
+        problem, ids, n_parts
+            As for :meth:`MatrixSearch.fit_partition`.
+        """
+        raise ValueError("weak_learner: the histogram learner needs a precomputed matrix")
+
+
+class StreamedSearch(_NoPartition):
     """Exhaustive search over a feature pool evaluated block by block (low memory).
 
     Every call of :meth:`best_splits` evaluates the pool's features ``block`` at a time on all
@@ -295,18 +309,8 @@ class StreamedSearch:
     def rows(self, tree: Tree) -> tuple[np.ndarray, bool]:
         return self.source.values(tree.features_), False
 
-    def fit_partition(self, problem: Problem, ids: Any, n_parts: int) -> Any:
-        """Not available: always raises ``ValueError`` (the histogram learner needs a matrix).
 
-        Parameters
-        ----------
-        problem, ids, n_parts
-            As for :meth:`MatrixSearch.fit_partition`.
-        """
-        raise ValueError("weak_learner: the histogram learner needs a precomputed matrix")
-
-
-class SampledSearch(_NodeByNode):
+class SampledSearch(_NoPartition, _NodeByNode):
     """Each node's split chosen by an adaptive sampler under a budget of feature evaluations.
 
     The sampler sees the node's examples only (the evaluator's weights are restricted to them),
@@ -424,16 +428,6 @@ class SampledSearch(_NodeByNode):
             # codes delivered as float32: apply() reads them as integers either way
             vals = np.ascontiguousarray(vals)
         return np.ascontiguousarray(vals), self.binned
-
-    def fit_partition(self, problem: Problem, ids: Any, n_parts: int) -> Any:
-        """Not available: always raises ``ValueError`` (the histogram learner needs a matrix).
-
-        Parameters
-        ----------
-        problem, ids, n_parts
-            As for :meth:`MatrixSearch.fit_partition`.
-        """
-        raise ValueError("weak_learner: the histogram learner needs a precomputed matrix")
 
 
 def fit_weak_learner(

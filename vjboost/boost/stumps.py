@@ -358,6 +358,16 @@ def _scan_bins(crit, hu, hv, eps, leaves, qi):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _histograms(row, cols, u, v, hu, hv):
+    """Per bin (or code) of ``row`` on the columns ``cols``: the sums of ``u`` and of ``v``."""
+    for i in range(cols.shape[0]):
+        c = cols[i]
+        b = np.intp(row[c])
+        hu[b] += u[c]
+        hv[b] += v[c]
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _pm_to_uv(crit, h2, hu, hv):
     for b in range(256):
         if crit == 2:
@@ -387,11 +397,7 @@ def _binned_kernel(bins, rows, cols, u, v, w, neg, pm, crit, eps, score, split, 
                 h2[2 * np.intp(row[c]) + neg[c]] += w[c]
             _pm_to_uv(crit, h2, hu, hv)
         else:
-            for i in range(n_s):
-                c = cols[i]
-                b = np.intp(row[c])
-                hu[b] += u[c]
-                hv[b] += v[c]
+            _histograms(row, cols, u, v, hu, hv)
         best, best_b = _scan_bins(crit, hu, hv, eps, leaves, qi)
         score[qi] = best
         split[qi] = best_b
@@ -460,16 +466,10 @@ def _binned_full_kernel(bins, rows, u, v, w, neg, pm, crit, eps, score, split, l
 
 @njit(cache=True, nogil=True, parallel=True)
 def _categorical_kernel(codes, rows, cols, u, v, crit, eps, score, subset, leaves):
-    n_s = cols.shape[0]
     for qi in prange(rows.shape[0]):
-        q = rows[qi]
         hu = np.zeros(256)
         hv = np.zeros(256)
-        for i in range(n_s):
-            c = cols[i]
-            k = np.intp(codes[q, c])
-            hu[k] += u[c]
-            hv[k] += v[c]
+        _histograms(codes[rows[qi]], cols, u, v, hu, hv)
         left = np.zeros(256, dtype=np.bool_)
         best = _NEG_INF
         if crit == 0:
@@ -545,16 +545,11 @@ def _categorical_kernel(codes, rows, cols, u, v, crit, eps, score, subset, leave
 @njit(cache=True, nogil=True, parallel=True)
 def _histogram_kernel(bins, rows, cols, wp, wn, nb, n_groups, eps, score, bounds, hvals):
     """Real AdaBoost domain partition: ``n_groups`` groups of consecutive bins per feature."""
-    n_s = cols.shape[0]
     for qi in prange(rows.shape[0]):
         q = rows[qi]
         hp = np.zeros(256)
         hn = np.zeros(256)
-        for i in range(n_s):
-            c = cols[i]
-            b = np.intp(bins[q, c])
-            hp[b] += wp[c]
-            hn[b] += wn[c]
+        _histograms(bins[q], cols, wp, wn, hp, hn)
         n_b = nb[q]
         # group boundaries: ceil(g * n_b / n_groups), deduplicated, strictly inside (0, n_b)
         n_bounds = 0
@@ -582,15 +577,38 @@ def _histogram_kernel(bins, rows, cols, wp, wn, nb, n_groups, eps, score, bounds
         score[qi] = a_tot - z if n_bounds > 0 else _NEG_INF
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _column_sums(wy, cols):
+    """AdaBoost.MH's per-class totals ``sum_i wy[i, k]`` over the columns ``cols``."""
+    tot = np.zeros(wy.shape[1])
+    for i in range(cols.shape[0]):
+        for k in range(wy.shape[1]):
+            tot[k] += wy[cols[i], k]
+    return tot
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _vote_edge(tot, left):
+    """The multi-class edge ``sum_k |R_k - L_k|`` of a split with left sums ``left``."""
+    s = 0.0
+    for k in range(tot.shape[0]):
+        s += abs(tot[k] - 2.0 * left[k])
+    return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _votes(tot, best_left, votes, qi):
+    """The vote vector of the best split: +1 for the classes its right side favours."""
+    for k in range(tot.shape[0]):
+        votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def _multiclass_binned_kernel(bins, rows, cols, wy, score, split, votes):
     """AdaBoost.MH stump: wy[i, k] = w_ik * Y_ik; score = sum_k |R_k - L_k|."""
     n_s = cols.shape[0]
     n_k = wy.shape[1]
-    tot = np.zeros(n_k)
-    for i in range(n_s):
-        for k in range(n_k):
-            tot[k] += wy[cols[i], k]
+    tot = _column_sums(wy, cols)
     for qi in prange(rows.shape[0]):
         q = rows[qi]
         h = np.zeros((256, n_k))
@@ -609,9 +627,7 @@ def _multiclass_binned_kernel(bins, rows, cols, wy, score, split, votes):
         for b in range(256):
             if present[b]:
                 if seen:
-                    s = 0.0
-                    for k in range(n_k):
-                        s += abs(tot[k] - 2.0 * left[k])
+                    s = _vote_edge(tot, left)
                     if s > best:
                         best = s
                         best_b = b
@@ -621,18 +637,14 @@ def _multiclass_binned_kernel(bins, rows, cols, wy, score, split, votes):
                     left[k] += h[b, k]
         score[qi] = best
         split[qi] = best_b
-        for k in range(n_k):
-            votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+        _votes(tot, best_left, votes, qi)
 
 
 @njit(cache=True, nogil=True, parallel=True)
 def _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes):
     n_s = cols.shape[0]
     n_k = wy.shape[1]
-    tot = np.zeros(n_k)
-    for i in range(n_s):
-        for k in range(n_k):
-            tot[k] += wy[cols[i], k]
+    tot = _column_sums(wy, cols)
     for qi in prange(rows.shape[0]):
         x, order = _sorted_row(values, rows[qi], cols)
         left = np.zeros(n_k)
@@ -647,17 +659,14 @@ def _multiclass_exact_kernel(values, rows, cols, wy, score, thr, votes):
             xi = x[i]
             xn = x[order[j + 1]]
             if xn > xi:
-                s = 0.0
-                for k in range(n_k):
-                    s += abs(tot[k] - 2.0 * left[k])
+                s = _vote_edge(tot, left)
                 if s > best:
                     best = s
                     best_t = _midpoint(xi, xn)
                     best_left[:] = left
         score[qi] = best
         thr[qi] = best_t
-        for k in range(n_k):
-            votes[qi, k] = 1.0 if tot[k] - 2.0 * best_left[k] >= 0.0 else -1.0
+        _votes(tot, best_left, votes, qi)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -755,8 +764,20 @@ def _multi_exact_kernel(values, rows, cols, u, v, crit, eps, score, thr, leaves)
 # results
 
 
+class _Ranked:
+    """A per-feature result whose ``score`` ranks the features (larger is better)."""
+
+    score: np.ndarray
+
+    def best(self) -> int:
+        """Position (into ``feature_ids``) of the best feature; ``-1`` if no feature can split."""
+        if self.score.size == 0 or not np.isfinite(self.score).any():
+            return -1
+        return int(np.argmax(self.score))
+
+
 @dataclass
-class StumpSearch:
+class StumpSearch(_Ranked):
     """Per-feature result of a stump search.
 
     Attributes
@@ -796,15 +817,9 @@ class StumpSearch:
         """Features that have a split."""
         return np.isfinite(self.score)
 
-    def best(self) -> int:
-        """Position (into ``feature_ids``) of the best feature; ``-1`` if no feature can split."""
-        if self.score.size == 0 or not np.isfinite(self.score).any():
-            return -1
-        return int(np.argmax(self.score))
-
 
 @dataclass
-class HistogramSearch:
+class HistogramSearch(_Ranked):
     """Per-feature result of :func:`search_histograms` (Real AdaBoost domain partitioning).
 
     ``thresholds[q, :n_bounds[q]]`` are the strictly increasing real thresholds of feature ``q``
@@ -820,14 +835,9 @@ class HistogramSearch:
     n_bounds: np.ndarray
     values: np.ndarray
 
-    def best(self) -> int:
-        if self.score.size == 0 or not np.isfinite(self.score).any():
-            return -1
-        return int(np.argmax(self.score))
-
 
 @dataclass
-class MulticlassStumpSearch:
+class MulticlassStumpSearch(_Ranked):
     """Per-feature result of :func:`search_multiclass_stumps`.
 
     ``score`` is the multi-class edge ``sum_k |sum_i w_ik Y_ik v_k phi(x_i)|`` with
@@ -839,11 +849,6 @@ class MulticlassStumpSearch:
     threshold: np.ndarray
     votes: np.ndarray
     split_bin: np.ndarray | None = None
-
-    def best(self) -> int:
-        if self.score.size == 0 or not np.isfinite(self.score).any():
-            return -1
-        return int(np.argmax(self.score))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1162,9 +1167,7 @@ def search_histograms(
         raise ValueError(f"n_parts: expected an integer in [2, 256], got {n_parts!r}")
     eps = default_smoothing(w[cols], cols.size) if smoothing is None else float(smoothing)
     if edges is not None:
-        e = np.asarray(edges, dtype=np.float32)
-        if e.ndim != 2 or e.shape[0] != bins.shape[0]:
-            raise ValueError(f"edges: expected shape ({bins.shape[0]}, E), got {e.shape}")
+        e = _check_edges(edges, n_rows=bins.shape[0])
         nb = np.isfinite(e).sum(axis=1).astype(np.int64) + 1
     else:
         e = None
@@ -1239,6 +1242,14 @@ def search_multiclass_stumps(
     return MulticlassStumpSearch(rows, score, thr, votes)
 
 
+def _check_edges(edges: Any, *, n_rows: int) -> np.ndarray:
+    """The bin edges of the ``n_rows`` rows of a binned block, as float32 ``(n_rows, E)``."""
+    e = np.asarray(edges, dtype=np.float32)
+    if e.ndim != 2 or e.shape[0] != n_rows:
+        raise ValueError(f"edges: expected shape ({n_rows}, E), got {e.shape}")
+    return e
+
+
 def _bin_thresholds(split: np.ndarray, rows: np.ndarray, edges: Any, n_rows: int) -> np.ndarray:
     """Raw thresholds of split bins (``+inf`` where there is no split; bin units w/o edges)."""
     ok = split < 256
@@ -1246,9 +1257,7 @@ def _bin_thresholds(split: np.ndarray, rows: np.ndarray, edges: Any, n_rows: int
     if edges is None:
         thr[ok] = split[ok]
         return thr
-    e = np.asarray(edges, dtype=np.float32)
-    if e.ndim != 2 or e.shape[0] != n_rows:
-        raise ValueError(f"edges: expected shape ({n_rows}, E), got {e.shape}")
+    e = _check_edges(edges, n_rows=n_rows)
     thr[ok] = e[rows[ok], split[ok] - 1]
     return thr
 

@@ -105,10 +105,7 @@ class _Reader:
         where : str
             The element's path (see the class).
         """
-        cap = self.limits.max_features
-        if n > cap:
-            raise limit_error(f"{self.source}: element <{where}>", f"{n} features, which", cap,
-                              "max_features")
+        self._check_count(n, where, what="features", field="max_features")
 
     def check_nodes(self, n: int, where: str) -> None:
         """Refuse more decision nodes than the ``max_model_nodes`` limit.
@@ -120,10 +117,14 @@ class _Reader:
         where : str
             The element's path (see the class).
         """
-        cap = self.limits.max_model_nodes
+        self._check_count(n, where, what="decision nodes", field="max_model_nodes")
+
+    def _check_count(self, n: int, where: str, *, what: str, field: str) -> None:
+        """Refuse ``n`` ``what`` over the ``field`` limit."""
+        cap = getattr(self.limits, field)
         if n > cap:
-            raise limit_error(f"{self.source}: element <{where}>", f"{n} decision nodes, which",
-                              cap, "max_model_nodes")
+            raise limit_error(f"{self.source}: element <{where}>", f"{n} {what}, which", cap,
+                              field)
 
     def fail(self, where: str, what: str) -> CascadeFormatError:
         """The error naming the file, the element and what is wrong (for the caller to raise).

@@ -26,6 +26,8 @@ import resource
 from collections.abc import Callable
 from typing import Any
 
+from .._memory import _proc_bytes
+
 __all__ = ["RunClock", "mining_event", "peak_rss", "reset_peak_rss"]
 
 Callback = Callable[[str, dict[str, Any]], None]
@@ -44,13 +46,9 @@ def reset_peak_rss() -> bool:
 def peak_rss() -> int:
     """Peak resident memory in bytes since the last :func:`reset_peak_rss` (since the start of
     the process where it cannot be reset)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
+    peak = _proc_bytes("/proc/self/status", field="VmHWM")
+    if peak is not None:
+        return peak
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 

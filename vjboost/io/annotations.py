@@ -578,6 +578,7 @@ def _detect_folder(p: Path) -> str | None:
     return None
 
 
+#: the class-name files of a YOLO dataset, in the order they are looked for
 _NAMES_FILES = ("classes.txt", "obj.names", "names.txt", "classes.names")
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .annotations import (
+    _NAMES_FILES,
     MAX_COORD,
     AnnotationError,
     AnnotationSet,
@@ -255,10 +256,7 @@ def read_coco(path: Path, *, category: str | int | None = None,
         img = files.get(_key(a.get("image_id"), where))
         if img is None:
             raise AnnotationError(f"{where}: image_id {a.get('image_id')!r} is not in 'images'")
-        bbox = a.get("bbox")
-        if not isinstance(bbox, list) or len(bbox) != 4:
-            raise AnnotationError(f"{where}: 'bbox' must be [x, y, width, height]")
-        x, y, w, h = (_num(v, f"{where}.bbox") for v in bbox)
+        x, y, w, h = _bbox(a, where)
         box = _corners(x, y, x + w, y + h, f"{where}.bbox")
         cid = _key(a.get("category_id"), where) if "category_id" in a else ""
         if names and cid not in names:  # (a file without categories labels boxes by id)
@@ -267,6 +265,14 @@ def read_coco(path: Path, *, category: str | int | None = None,
         crowd = _coco_flag(a, "iscrowd", where) or _coco_flag(a, "ignore", where)
         col.add(img, names.get(cid, cid), box, ignore=crowd, aliases=(cid,))
     return col.result()
+
+
+def _bbox(entry: dict[str, Any], where: str) -> tuple[float, ...]:
+    """``(x, y, w, h)`` of a COCO annotation's or result's ``bbox``."""
+    bbox = entry.get("bbox")
+    if not isinstance(bbox, list) or len(bbox) != 4:
+        raise AnnotationError(f"{where}: 'bbox' must be [x, y, width, height]")
+    return tuple(_num(v, f"{where}.bbox") for v in bbox)
 
 
 def _size(v: Any, where: str) -> int:
@@ -359,7 +365,7 @@ def read_voc(path: Path, *, category: str | int | None = None,
 
 def _yolo_names(label_dir: Path) -> list[str] | None:
     for d in (label_dir, label_dir.parent):
-        for n in ("classes.txt", "obj.names", "names.txt", "classes.names"):
+        for n in _NAMES_FILES:
             f = d / n
             if f.is_file():
                 return [ln.strip() for ln in _read_text(f, "class names").splitlines()
@@ -644,12 +650,9 @@ def read_coco_results(path: str | os.PathLike[str], ground_truth: AnnotationSet,
         if img is None:
             raise AnnotationError(f"{where}: image_id {r['image_id']!r} is not an image of the "
                                   f"ground truth {ground_truth.source}")
-        bbox = r.get("bbox")
-        if not isinstance(bbox, list) or len(bbox) != 4:
-            raise AnnotationError(f"{where}: 'bbox' must be [x, y, width, height]")
-        x, y, w, h = (_num(v, f"{where}.bbox") for v in bbox)
+        x, y, w, h = _bbox(r, where)
         if w <= 0 or h <= 0:
-            raise AnnotationError(f"{where}: bbox {bbox} has no area")
+            raise AnnotationError(f"{where}: bbox {r['bbox']} has no area")
         rows[img].append([x, y, w, h, _num(r.get("score", 1.0), f"{where}.score")])
     out = {}
     for img, v in rows.items():

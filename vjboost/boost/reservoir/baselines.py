@@ -27,7 +27,7 @@ from vjboost._estimator import Estimator, NotFittedError
 from vjboost._memory import check_memory
 from vjboost._validation import check_array, check_in_range, check_labels, check_random_state
 from vjboost.boost.losses import Problem, make_loss
-from vjboost.boost.reservoir.learner import loss_terms
+from vjboost.boost.reservoir.learner import _sign_accuracy, loss_terms
 from vjboost.boost.rounds import run_rounds
 from vjboost.boost.search import MatrixSearch
 
@@ -223,5 +223,4 @@ class SubsampleBooster(Estimator):
         float
             In [0, 1].
         """
-        ypm, _ = check_labels(y, "y", signed=True)
-        return float(np.mean(np.where(self.decision_function(X) >= 0, 1.0, -1.0) == ypm))
+        return _sign_accuracy(self.decision_function, samples=X, labels=y, name="y")

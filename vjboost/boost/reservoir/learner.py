@@ -119,6 +119,14 @@ def loss_terms(loss: str, y: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray
     return np.asarray(w, dtype=np.float64), np.asarray(z, dtype=np.float64)
 
 
+def _sign_accuracy(decision_function: Callable[[Any], np.ndarray], *, samples: Any,
+                   labels: Any, name: str) -> float:
+    """The fraction of ``labels`` (1 and 0, or 1 and -1; checked first, ``name`` in messages)
+    matched by the sign of ``decision_function(samples)``: a two-class booster's ``score``."""
+    y, _ = check_labels(labels, name, signed=True)
+    return float(np.mean(np.where(decision_function(samples) >= 0, 1.0, -1.0) == y))
+
+
 def select_reservoir(
     strategy: str,
     r: int,
@@ -724,8 +732,8 @@ class ReservoirBooster(Estimator):
         float
             In [0, 1].
         """
-        y, _ = check_labels(labels, "labels", signed=True)
-        return float(np.mean(np.where(self.decision_function(samples) >= 0, 1.0, -1.0) == y))
+        return _sign_accuracy(self.decision_function, samples=samples, labels=labels,
+                              name="labels")
 
     def memory_estimate(self, n_features: int) -> str:
         """Human-readable estimate of the training memory for ``n_features`` features."""

@@ -122,6 +122,19 @@ def draw_features(members: np.ndarray, q: int, rng: np.random.Generator) -> np.n
     return members[rng.choice(members.size, size=q, replace=False)]
 
 
+def _draw_per_family(part: Any, *, counts: np.ndarray, rng: np.random.Generator
+                     ) -> np.ndarray:
+    """``counts[k]`` distinct features of each family ``k`` of the partition ``part`` (capped
+    by its size; at least one count positive), family after family."""
+    return np.concatenate(
+        [draw_features(part.members[k], c, rng) for k, c in enumerate(counts) if c > 0])
+
+
+def _default_examples(evaluator: EdgeEvaluator, *, budget: int) -> int:
+    """``S`` when none is given: ``sqrt(budget)`` within ``[1, N]``."""
+    return int(max(1, min(evaluator.n_samples, int(np.sqrt(budget)))))
+
+
 class Sampler(Estimator, abc.ABC):
     """Base class of the strategies choosing one weak learner per round under a cost budget.
 
@@ -208,6 +221,22 @@ class Sampler(Estimator, abc.ABC):
 
     # -- helpers ---------------------------------------------------------------------------
 
+    def _best_on_sample(self, evaluator: EdgeEvaluator, *, fids: np.ndarray, s: int
+                        ) -> tuple[WeakLearner, BlockEdges]:
+        """The best of the features ``fids`` on ``s`` examples drawn from the weights, and
+        their block."""
+        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
+        learner, _, _ = self._best_of([b])
+        return learner, b
+
+    def _best_in_family(self, evaluator: EdgeEvaluator, *, family: int, q: int, s: int
+                        ) -> tuple[WeakLearner, dict[str, Any]]:
+        """The best of ``q`` features drawn from one family, on ``s`` draws, and the round's
+        details ``{"Q", "S", "family"}``."""
+        fids = draw_features(evaluator.partition.members[family], q, self.rng_)
+        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
+        return learner, {"Q": int(fids.size), "S": s, "family": family}
+
     def _best_of(self, blocks: list[BlockEdges]) -> tuple[WeakLearner, BlockEdges, int]:
         best_block, best_pos, best_edge = None, -1, -np.inf
         for b in blocks:
@@ -236,7 +265,7 @@ class _FixedSize(Sampler):
         enough for one feature of each of ``arms`` families."""
         s = self.n_examples
         if s is None:
-            s = int(max(1, min(evaluator.n_samples, int(np.sqrt(budget)))))
+            s = _default_examples(evaluator, budget=budget)
         q = budget // s
         if q < arms:
             what = f"{arms} arms x S={s}" if arms > 1 else f"S={s} examples"

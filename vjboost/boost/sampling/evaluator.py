@@ -176,6 +176,20 @@ class BlockEdges:
 # evaluator
 
 
+def _check_ids(ids: Any, name: str, *, of: str, n: int) -> np.ndarray:
+    """Validated int64 ids of ``of`` s (non-empty, 1-D, each in ``[0, n)``), or a clear error
+    naming ``name``."""
+    ids = np.asarray(ids)
+    if ids.ndim != 1 or ids.size == 0:
+        raise ValueError(f"{name}: expected a non-empty 1-D array of {of} ids")
+    if ids.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected integer ids, got dtype {ids.dtype}")
+    ids = ids.astype(np.int64)
+    if ids.min() < 0 or ids.max() >= n:
+        raise ValueError(f"{name}: ids must be in [0, {n})")
+    return ids
+
+
 class EdgeEvaluator:
     """Computes edges of blocks of a partitioned pool under the current boosting weights.
 
@@ -315,15 +329,7 @@ class EdgeEvaluator:
         -------
         ndarray of int64
         """
-        ids = np.asarray(feature_ids)
-        if ids.ndim != 1 or ids.size == 0:
-            raise ValueError(f"{name}: expected a non-empty 1-D array of feature ids")
-        if ids.dtype.kind not in "iu":
-            raise TypeError(f"{name}: expected integer ids, got dtype {ids.dtype}")
-        ids = ids.astype(np.int64)
-        if ids.min() < 0 or ids.max() >= self.n_features:
-            raise ValueError(f"{name}: ids must be in [0, {self.n_features})")
-        return ids
+        return _check_ids(feature_ids, name, of="feature", n=self.n_features)
 
     def check_samples(self, sample_ids: Any, name: str = "sample_ids") -> np.ndarray:
         """Validated example ids, or a clear error naming ``name``.
@@ -339,15 +345,7 @@ class EdgeEvaluator:
         -------
         ndarray of int64
         """
-        ids = np.asarray(sample_ids)
-        if ids.ndim != 1 or ids.size == 0:
-            raise ValueError(f"{name}: expected a non-empty 1-D array of example ids")
-        if ids.dtype.kind not in "iu":
-            raise TypeError(f"{name}: expected integer ids, got dtype {ids.dtype}")
-        ids = ids.astype(np.int64)
-        if ids.min() < 0 or ids.max() >= self.n_samples:
-            raise ValueError(f"{name}: ids must be in [0, {self.n_samples})")
-        return ids
+        return _check_ids(sample_ids, name, of="example", n=self.n_samples)
 
     def block(self, feature_ids: Any, sample_ids: Any, *, weighted: bool = False) -> BlockEdges:
         """Evaluate ``Q`` features on ``S`` examples and return every feature's best edge.

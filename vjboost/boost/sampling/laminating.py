@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from vjboost.boost.sampling.base import Sampler, check_count, draw_features
+from vjboost.boost.sampling.base import Sampler, _draw_per_family, check_count, draw_features
 from vjboost.boost.sampling.evaluator import EdgeEvaluator
 from vjboost.boost.sampling.tasting import TastingQ1, allocate_tasting
 
@@ -213,9 +213,7 @@ class TastingLaminating(Laminating):
         tasted = self._taster._taste(evaluator)
         part = evaluator.partition
         counts = allocate_tasting(tasted, q0, part.sizes)
-        return np.concatenate(
-            [draw_features(part.members[k], c, self.rng_) for k, c in enumerate(counts) if c > 0]
-        )
+        return _draw_per_family(part, counts=counts, rng=self.rng_)
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,7 +29,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from vjboost.boost.sampling.base import Sampler, check_count, draw_features
+from vjboost.boost.sampling.base import (
+    Sampler,
+    _default_examples,
+    _draw_per_family,
+    check_count,
+    draw_features,
+)
 from vjboost.boost.sampling.evaluator import BlockEdges, EdgeEvaluator
 
 __all__ = [
@@ -341,11 +347,6 @@ class _MAS(Sampler):
         self.n_components = check_count(n_components, "n_components")
         self.s_min = check_count(s_min, "s_min")
 
-    def _run(self, evaluator, fids, s):
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
-        return learner, b
-
 
 class MASNaive(_MAS):
     """M.A.S. Naive: one mixture for the pool, from the previous round's measured edges.
@@ -381,7 +382,7 @@ class MASNaive(_MAS):
     def _select(self, evaluator, budget):
         f = evaluator.n_features
         if self.prev_ is None:
-            s = int(max(1, min(evaluator.n_samples, int(np.sqrt(budget)))))
+            s = _default_examples(evaluator, budget=budget)
             q = min(f, max(1, budget // s))
             expected = float("nan")
         else:
@@ -398,7 +399,7 @@ class MASNaive(_MAS):
                     best = (val, q, int(s))
             expected, q, s = best
         fids = draw_features(np.arange(f), q, self.rng_)
-        learner, b = self._run(evaluator, fids, s)
+        learner, b = self._best_on_sample(evaluator, fids=fids, s=s)
         self.prev_ = b
         return learner, {"Q": int(fids.size), "S": s, "expected": expected}
 
@@ -488,9 +489,8 @@ class MAS1Q(_MASFamilies):
         if not np.isfinite(expected):
             fam, s = 0, 1
             q = int(min(sizes[0], rest))
-        fids = draw_features(evaluator.partition.members[fam], q, self.rng_)
-        learner, _ = self._run(evaluator, fids, s)
-        return learner, {"Q": int(fids.size), "S": s, "family": fam, "expected": expected}
+        learner, info = self._best_in_family(evaluator, family=fam, q=q, s=s)
+        return learner, {**info, "expected": expected}
 
 
 class MASQ1(_MASFamilies):
@@ -535,9 +535,7 @@ class MASQ1(_MASFamilies):
             counts = np.zeros(part.n_families, dtype=np.int64)
             counts[0] = min(part.sizes[0], rest)
             s = 1
-        fids = np.concatenate(
-            [draw_features(part.members[j], c, self.rng_) for j, c in enumerate(counts) if c > 0]
-        )
-        learner, _ = self._run(evaluator, fids, s)
+        fids = _draw_per_family(part, counts=counts, rng=self.rng_)
+        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
         return learner, {"Q": int(fids.size), "S": s, "counts": counts.tolist(),
                          "expected": expected}

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from vjboost._memory import check_memory
-from vjboost.boost.sampling.base import _FixedSize, check_count, draw_features
+from vjboost.boost.sampling.base import _draw_per_family, _FixedSize, check_count, draw_features
 from vjboost.boost.sampling.evaluator import EdgeEvaluator
 
 __all__ = ["Tasting1Q", "TastingQ1", "allocate_tasting", "expected_max_order_statistics"]
@@ -209,10 +209,8 @@ class Tasting1Q(_Tasting):
         est = [expected_max_order_statistics(t, int(min(q, sz)))
                for t, sz in zip(tasted, sizes, strict=True)]
         k = int(np.argmax(est))
-        fids = draw_features(evaluator.partition.members[k], q, self.rng_)
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
-        return learner, {"Q": int(fids.size), "S": s, "family": k, "estimates": est}
+        learner, info = self._best_in_family(evaluator, family=k, q=q, s=s)
+        return learner, {**info, "estimates": est}
 
 
 class TastingQ1(_Tasting):
@@ -246,9 +244,6 @@ class TastingQ1(_Tasting):
         q, s = self._qs(evaluator, budget)
         part = evaluator.partition
         counts = allocate_tasting(tasted, q, part.sizes)
-        fids = np.concatenate(
-            [draw_features(part.members[k], c, self.rng_) for k, c in enumerate(counts) if c > 0]
-        )
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
+        fids = _draw_per_family(part, counts=counts, rng=self.rng_)
+        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
         return learner, {"Q": int(fids.size), "S": s, "counts": counts.tolist()}

@@ -18,7 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from vjboost.boost.sampling.base import Sampler, _FixedSize, check_count, draw_features
+from vjboost.boost.sampling.base import (
+    Sampler,
+    _draw_per_family,
+    _FixedSize,
+    check_count,
+    draw_features,
+)
 from vjboost.boost.sampling.evaluator import EdgeEvaluator, WeakLearner
 
 __all__ = ["BestFamily", "Full", "Uniform1Q", "UniformNaive", "UniformQ1"]
@@ -77,8 +83,7 @@ class UniformNaive(_FixedSize):
     def _select(self, evaluator, budget):
         q, s = self._qs(evaluator, budget)
         fids = draw_features(np.arange(evaluator.n_features), q, self.rng_)
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
+        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
         return learner, {"Q": int(fids.size), "S": s}
 
 
@@ -112,18 +117,7 @@ class Uniform1Q(_FixedSize):
         q, s = self._qs(evaluator, budget)
         part = evaluator.partition
         k = int(self.rng_.integers(part.n_families))
-        fids = draw_features(part.members[k], q, self.rng_)
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
-        return learner, {"Q": int(fids.size), "S": s, "family": k}
-
-
-def _allocate_features(
-    part, counts: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Draw ``counts[k]`` distinct features of each family ``k`` (capped by its size)."""
-    ids = [draw_features(part.members[k], c, rng) for k, c in enumerate(counts) if c > 0]
-    return np.concatenate(ids)
+        return self._best_in_family(evaluator, family=k, q=q, s=s)
 
 
 class UniformQ1(_FixedSize):
@@ -156,9 +150,8 @@ class UniformQ1(_FixedSize):
         q, s = self._qs(evaluator, budget)
         part = evaluator.partition
         counts = self.rng_.multinomial(q, np.full(part.n_families, 1.0 / part.n_families))
-        fids = _allocate_features(part, counts, self.rng_)
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
+        fids = _draw_per_family(part, counts=counts, rng=self.rng_)
+        learner, _ = self._best_on_sample(evaluator, fids=fids, s=s)
         return learner, {"Q": int(fids.size), "S": s}
 
 
@@ -226,7 +219,4 @@ class BestFamily(_FixedSize):
                 pos = b.best()
                 best.append(b.edges[pos] if pos >= 0 else -np.inf)
             self.family_ = int(np.argmax(best))
-        fids = draw_features(part.members[self.family_], q, self.rng_)
-        b = evaluator.block(fids, evaluator.sample_examples(s, self.rng_))
-        learner, _, _ = self._best_of([b])
-        return learner, {"Q": int(fids.size), "S": s, "family": self.family_}
+        return self._best_in_family(evaluator, family=self.family_, q=q, s=s)
