@@ -194,6 +194,29 @@ def test_trainer_pool_resume_gives_identical_cascade(faces12, backgrounds, tmp_p
     assert {"stage", "mining", "round", "stage_done", "log"} <= set(events)
 
 
+def test_resuming_a_run_stopped_at_its_false_alarm_target(faces12, backgrounds, tmp_path):
+    # the run stops after mining a stage whose fresh windows meet the target; its checkpoint
+    # keeps that stage's full pool. Resumed as it is, it stops again for the same reason (its
+    # fill scans nothing new: the saved mining judges the target), not with one stage more
+    kw = dict(window_shape=WIN, features="haar", num_pos=100, num_neg=200, min_hit_rate=0.99,
+              max_false_alarm=0.5, seed=7, max_weak_count=6,
+              mining={"scale_factor": 1.5, "batch": 4})
+    first = CascadeTrainer(num_stages=4, **kw).fit(faces12, backgrounds, output_dir=tmp_path / "a")
+    assert first.stop_["reason"] == "false_alarm_target" and len(first.stages_) == 3
+    assert first.mining_[-1]["n_found"] == 200  # the pool was full: the case resumed below
+    again = CascadeTrainer(num_stages=4, **kw).fit(faces12, backgrounds, output_dir=tmp_path / "a",
+                                                   resume=True)
+    assert again.stop_ == first.stop_
+    assert stages_digest(again.stages_) == stages_digest(first.stages_)
+    # more stages asked for: a lower target, and the run goes on as a longer one would have
+    longer = CascadeTrainer(num_stages=5, **kw).fit(faces12, backgrounds,
+                                                    output_dir=tmp_path / "b")
+    more = CascadeTrainer(num_stages=5, **kw).fit(faces12, backgrounds, output_dir=tmp_path / "a",
+                                                  resume=True)
+    assert len(longer.stages_) > 3
+    assert stages_digest(more.stages_) == stages_digest(longer.stages_)
+
+
 def test_fewer_stages_train_the_first_stages_of_a_longer_run(faces12, backgrounds, tmp_path):
     """A stage depends only on the stages before it, so ``num_stages=k`` trains the first
     ``k`` stages of any longer run with the same settings (what validating or shipping a

@@ -809,7 +809,7 @@ class CascadeTrainer:
         out = None if output_dir is None else Path(output_dir)
         stages: list[StageResult] = []
         mining_log: list[dict[str, Any]] = []
-        stop = ck = None
+        stop = ck = pending = None
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
             ck = load_checkpoint(out)
@@ -843,6 +843,9 @@ class CascadeTrainer:
                         raise damaged_checkpoint(
                             path, str(exc).removeprefix(f"{path}: ")) from None
                 mining_log = [m for m in ck.get("mining", []) if m["stage"] < len(stages)]
+                # a run that stopped after mining a stage saved that stage's pool and mining
+                pending = next((m for m in ck.get("mining", []) if m["stage"] == len(stages)),
+                               None)
                 if len(stages) > self.num_stages:
                     raise TrainingError(
                         f"{out}: the checkpoint has {len(stages)} stages, more than num_stages "
@@ -885,6 +888,13 @@ class CascadeTrainer:
                     max_scanned=self.mining_budget, executor=executor,
                     progress=partial(mining_event, emit, clock, k))
                 t2 = time.perf_counter()
+                if pending is not None and pending["stage"] == k and res.n_scanned == 0:
+                    # the saved pool already holds this stage's windows, and nothing new was
+                    # scanned: the mining that filled it judges the false-alarm target (resuming
+                    # a finished run must not train a stage the uninterrupted run never trains;
+                    # with more stages asked for, the target is lower and training goes on)
+                    res.n_scanned, res.n_accepted = pending["n_scanned"], pending["n_accepted"]
+                    res.target_reached = pending["target_reached"]
                 mining_log.append({**mining_summary(res), "stage": k, "seconds": t2 - t1})
                 emit("log", message=f"stage {k}: positives {self.num_pos} (pool consumed "
                      f"{pos_used}/{len(pos)}), negatives {res.describe()}")
