@@ -258,6 +258,31 @@ def test_early_exits_from_the_centred_positives(data_dir, tmp_path):
     assert len(jittered) == 2 * len(centred)
 
 
+def test_verifier_over_the_memory_budget_says_what_vjtrain_can_change(data_dir, tmp_path,
+                                                                      monkeypatch):
+    # the verifier's negatives are the cascade's false alarms: over the budget, the line names
+    # vjtrain's options (not fit_verifier's parameters); the stages stay in the checkpoint
+    import vjboost._memory as M
+
+    real = M.check_memory
+
+    def tight(nbytes, what, **kw):
+        if "verifier" in what:
+            kw["budget"] = 1000
+        return real(nbytes, what, **kw)
+
+    monkeypatch.setattr(M, "check_memory", tight)
+    monkeypatch.setattr("vjboost.cascade.verifier.check_memory", tight)
+    out = tmp_path / "out"
+    res = CliRunner().invoke(main, [*_args(data_dir, out, stages=2), "--verifier"])
+    assert res.exit_code != 0
+    line = res.output.strip().splitlines()[-1]
+    assert "--verifier:" in line and "over the memory budget of 1000 B" in line, line
+    assert "--stages" in line and "--resume" in line and "hard_per_image" not in line
+    assert "Traceback" not in res.output
+    assert (out / "checkpoint.json").is_file()
+
+
 def test_verifier_is_fitted_declared_and_changes_only_the_ranking(data_dir, tmp_path):
     import cv2 as _cv2
 

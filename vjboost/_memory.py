@@ -18,7 +18,15 @@ __all__ = [
 
 
 class MemoryBudgetError(VJBoostError, MemoryError, ValueError):
-    """An allocation would exceed the memory budget."""
+    """An allocation would exceed the memory budget.
+
+    ``what``, ``needed`` and ``budget`` (bytes) are those :func:`check_memory` was given, so a
+    caller can word its own advice (0 and empty where the budget itself is at fault)."""
+
+    def __init__(self, message: str, *, what: str = "", needed: int = 0, budget: int = 0
+                 ) -> None:
+        super().__init__(message)
+        self.what, self.needed, self.budget = what, needed, budget
 
 
 def _proc_bytes(path: str, *, field: str) -> int | None:
@@ -152,4 +160,4 @@ def check_memory(nbytes: int, what: str, *, budget: int | None = None, advice: s
         )
         if advice:
             msg += f" {advice}"
-        raise MemoryBudgetError(msg)
+        raise MemoryBudgetError(msg, what=what, needed=nbytes, budget=budget)

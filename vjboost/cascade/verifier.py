@@ -68,6 +68,9 @@ DESCRIPTORS = ("hog", "fhog")
 FEATURE_MAPS = {"none": 1, "sqrt": 1, "chi2": 3}
 #: the χ² map's sampling period (Vedaldi and Zisserman's L for one frequency beside zero)
 CHI2_PERIOD = 0.5
+#: what a fit over the memory budget can change (its negatives are the cascade's false alarms)
+_FEWER_WINDOWS = ("Fit on fewer windows (hard_per_image, part_per_face), or for a cascade of "
+                  "more stages, which has fewer false alarms.")
 #: the HOG channels of one batch of windows stay within this many bytes
 #: (:meth:`DetectionVerifier.features` computes descriptors batch by batch)
 FEATURE_BATCH_BYTES = 256 << 20
@@ -301,7 +304,7 @@ class DetectionVerifier:
         q = self._n_features
         if 4 * q * len(w) > FEATURE_BATCH_BYTES:  # a detection's few crops read no meminfo
             check_memory(4 * q * len(w), f"HOG descriptors of {len(w)} windows ({q} values "
-                         "each)", advice="Fit on fewer windows (hard_per_image, part_per_face).")
+                         "each)", advice=_FEWER_WINDOWS)
         if self.descriptor == "fhog":  # no channel planes: the kernel reads the windows
             d = fhog_descriptor(w, pixels_per_cell=self.pixels_per_cell,
                                 orientations=self.orientations).reshape(len(w), -1)
@@ -348,7 +351,7 @@ class DetectionVerifier:
             raise ValueError(f"fit: {len(xp)} positives cannot make {self.components} components")
         check_memory(8 * (len(xp) + len(xn)) * xp.shape[1],
                      f"the verifier's design matrix ({len(xp) + len(xn)} x {xp.shape[1]} "
-                     "float64)", advice="Fit on fewer windows (hard_per_image, part_per_face).")
+                     "float64)", advice=_FEWER_WINDOWS)
         if self.components == 1:
             w, b = _fit_logistic(xp, xn, self.C)
             self.coef_, self.intercept_ = w, b

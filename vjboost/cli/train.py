@@ -613,6 +613,7 @@ def _declare_verifier(trainer, positives: np.ndarray, backgrounds: list, seed: i
     declared in the trained model (recorded in the report)."""
     import time
 
+    from vjboost._memory import MemoryBudgetError, format_bytes
     from vjboost.cascade.verifier import declare_verifier
 
     echo(f"verifier: fitting on {len(positives)} positives against the cascade's own false "
@@ -621,6 +622,14 @@ def _declare_verifier(trainer, positives: np.ndarray, backgrounds: list, seed: i
     try:
         ver = declare_verifier(trainer.model_, positives, backgrounds, seed=seed,
                                threads=threads or None)
+    except MemoryBudgetError as exc:
+        # its negatives are the cascade's false alarms: a weak cascade has too many (the
+        # library's advice names fit_verifier's parameters, which vjtrain does not expose)
+        raise InputError(
+            f"--verifier: {exc.what} needs {format_bytes(exc.needed)}, over the memory budget "
+            f"of {format_bytes(exc.budget)}: the verifier learns from the cascade's false "
+            f"alarms, and these {trainer.model_.n_stages} stages make too many; train more "
+            "stages (--stages, with --resume on this folder to keep those trained)") from None
     except ValueError as exc:  # no window of any background reaches the stages it reads
         raise InputError(f"--verifier: {exc}") from None
     info = {"positives": ver.n_positives_, "negatives": ver.n_negatives_,
