@@ -48,6 +48,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _cli import description
+
 #: the cascade both peers run: the shipped Haar one, which OpenCV loads from its XML twin (the
 #: ``cv2`` process runs it whatever ``--model`` vjdetect runs)
 MODEL = "vjboost:frontalface_haar"
@@ -116,7 +118,7 @@ def write_photo(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--image", type=Path, help="photo to detect on (default: astronaut())")
     ap.add_argument("--venv", type=Path,
                     help="environment whose python and vjdetect are timed (default: this one)")

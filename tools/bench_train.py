@@ -52,6 +52,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
 import train_face as tf  # noqa: E402
+from _cli import description  # noqa: E402
 
 from vjboost.cascade.detector import CascadeDetector  # noqa: E402
 from vjboost.cascade.trainer import CascadeTrainer  # noqa: E402
@@ -278,7 +279,7 @@ def compare_samplers(args, samplers: list[str]) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--output", default="runs/bench_train", help="folder of the shipped runs")
