@@ -32,7 +32,7 @@ the ``vjdetect`` of another environment (e.g. a fresh ``python -m venv`` with a 
 instead of this one's. Prints a table and ends with ``RESULT {json}``; ``--quick`` (one first
 run, three warm) takes well under a minute.
 
-Targets (issue: first detection): first run ≤ 5 s, warm ≤ 1 s.
+Targets for the first detection: first run ≤ 5 s, warm ≤ 1 s.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ SHARED = next((p for p in (Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "
 FACES = tf.DATA
 ANCHOR = {"seconds": 893.0, "recall_iou50": 0.466, "fp_iou50": 50, "recall_iou30": 0.480,
           "fp_iou30": 45, "stages": 13, "weak": 90}
-#: what the first shipped face model's run took (before this benchmark: the issue's baseline)
+#: what the first shipped face model's run took (before this benchmark: the baseline of its targets)
 SHIPPED_BEFORE = {"seconds": 4247.0, "peak_gib": 12.3}
 
 
