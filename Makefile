@@ -1,4 +1,5 @@
-# Two entry points: `make demo` (set up + run the demo) and `make test` (set up + run the tests).
+# Two entry points: `make demo` (set up + run the demo) and `make test` (set up + run the tests:
+# `make lint`, ruff alone, then pytest).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -17,8 +18,10 @@ setup: $(VENV)/.installed
 demo: setup
 	$(VENV)/bin/vjdemo
 
-test: setup
+lint: setup
 	$(PY) -m ruff check vjboost tests tools
+
+test: lint
 	$(PY) -m pytest -q
 
 clean:

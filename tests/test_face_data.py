@@ -19,6 +19,8 @@ TOOLS = Path(__file__).resolve().parents[1] / "tools"
 
 
 def _load():
+    if str(TOOLS) not in sys.path:  # face_data imports tools/_cli.py
+        sys.path.insert(0, str(TOOLS))
     spec = importlib.util.spec_from_file_location("face_data", TOOLS / "face_data.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules["face_data"] = mod

@@ -48,6 +48,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import bench_peers as bp  # noqa: E402
 import train_face as tf  # noqa: E402
+from _cli import description  # noqa: E402
 
 ALL = "haar,mblbp,hog,channels"
 #: the settings every configuration shares (vjtrain options)
@@ -220,7 +221,7 @@ def _save(path: Path, done: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--budget", type=float, default=180.0, help="training seconds per row")
     ap.add_argument("--data", type=Path, default=tf.DATA)

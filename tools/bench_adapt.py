@@ -32,6 +32,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -94,7 +95,7 @@ def evaluate(model, grays, gts) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="two people, 40 frames each (< 1 min)")
     ap.add_argument("--every", type=int, default=2, help="use every N-th frame")
     ap.add_argument("--candidate-stages", type=int, default=5)

@@ -26,6 +26,7 @@ import sys
 import time
 
 import numpy as np
+from _cli import description
 
 from vjboost._memory import check_memory, format_bytes
 
@@ -187,7 +188,7 @@ def bench_sklearn(X, y, rounds):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=description(__doc__))
     parser.add_argument("--quick", action="store_true", help="small problem, under a minute")
     parser.add_argument("--n-samples", type=int, default=None)
     parser.add_argument("--n-features", type=int, default=None)

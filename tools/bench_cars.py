@@ -65,6 +65,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
 import train_face as tf  # noqa: E402
+from _cli import description  # noqa: E402
 
 from vjboost.cascade.detector import CascadeDetector  # noqa: E402
 from vjboost.cascade.model_io import load_model  # noqa: E402
@@ -740,7 +741,7 @@ def run(args) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="smoke run, under a minute")
     ap.add_argument("--validate", action="store_true",
                     help="model selection on held-out training data (no test image is read)")

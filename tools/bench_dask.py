@@ -36,6 +36,8 @@ import sys
 import time
 from pathlib import Path
 
+from _cli import description
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -116,7 +118,7 @@ def precompute_times(executors: dict, n_windows: int, n_features: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--images", type=int, default=None, help="background images (default 400)")
     ap.add_argument("--stages", type=int, default=None, help="cascade stages (default 12)")

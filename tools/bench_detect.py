@@ -34,6 +34,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
@@ -92,7 +93,7 @@ def _ms(b) -> Counter:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="subset of images and settings (< 1 min)")
     ap.add_argument("--repeats", type=int, default=None, help="timed repeats (median)")
     ap.add_argument("--scale-factors", default=None, help="comma list, default 1.1,1.2")

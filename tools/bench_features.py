@@ -33,6 +33,7 @@ from typing import Any
 
 import numba
 import numpy as np
+from _cli import description
 
 from vjboost._threads import n_threads
 from vjboost.features import registered_families
@@ -195,7 +196,7 @@ def bench_haar_pool(n_windows: int, rng: np.random.Generator, block: int = 8192
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=description(__doc__))
     p.add_argument("--quick", action="store_true", help="small sizes, runs in under a minute")
     p.add_argument("--window", type=int, default=24, help="square window size (default 24)")
     p.add_argument("--n-windows", type=int, default=None, help="S (default 4000, quick 1000)")

@@ -50,6 +50,7 @@ from vjboost.features.pixel import (
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _cli import description  # noqa: E402
 from bench_features import best_time  # noqa: E402
 
 
@@ -201,7 +202,7 @@ def bench_gradient_planes_vs_opencv(shape: tuple[int, int], repeats: int,
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="small sizes (under a minute)")
     ap.add_argument("--samples", type=int, default=None, help="windows per family (S)")
     ap.add_argument("--features", type=int, default=None, help="features per family (Q)")

@@ -32,7 +32,7 @@ the ``vjdetect`` of another environment (e.g. a fresh ``python -m venv`` with a 
 instead of this one's. Prints a table and ends with ``RESULT {json}``; ``--quick`` (one first
 run, three warm) takes well under a minute.
 
-Targets (issue: first detection): first run ≤ 5 s, warm ≤ 1 s.
+Targets for the first detection: first run ≤ 5 s, warm ≤ 1 s.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _cli import description
 
 #: the cascade both peers run: the shipped Haar one, which OpenCV loads from its XML twin (the
 #: ``cv2`` process runs it whatever ``--model`` vjdetect runs)
@@ -116,7 +118,7 @@ def write_photo(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--image", type=Path, help="photo to detect on (default: astronaut())")
     ap.add_argument("--venv", type=Path,
                     help="environment whose python and vjdetect are timed (default: this one)")

@@ -34,10 +34,11 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
 import face_data as fd  # noqa: E402
+from _cli import description  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--model", default="vjboost:frontalface_haar")
     ap.add_argument("--stages", type=int, default=0, help="first K stages only (0: all)")
     ap.add_argument("--backgrounds", default=None,

@@ -49,6 +49,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -395,7 +396,7 @@ def _same(a, b) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="20 images, 1 repeat (< 1 min)")
     ap.add_argument("--model", action="append", default=None,
                     help="vjboost model (name or path; repeatable; default vjboost:frontalface)")

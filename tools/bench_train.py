@@ -52,6 +52,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
 import train_face as tf  # noqa: E402
+from _cli import description  # noqa: E402
 
 from vjboost.cascade.detector import CascadeDetector  # noqa: E402
 from vjboost.cascade.trainer import CascadeTrainer  # noqa: E402
@@ -64,7 +65,7 @@ SHARED = next((p for p in (Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "
 FACES = tf.DATA
 ANCHOR = {"seconds": 893.0, "recall_iou50": 0.466, "fp_iou50": 50, "recall_iou30": 0.480,
           "fp_iou30": 45, "stages": 13, "weak": 90}
-#: what the first shipped face model's run took (before this benchmark: the issue's baseline)
+#: what the first shipped face model's run took (before this benchmark: the baseline of its targets)
 SHIPPED_BEFORE = {"seconds": 4247.0, "peak_gib": 12.3}
 
 
@@ -278,7 +279,7 @@ def compare_samplers(args, samplers: list[str]) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--output", default="runs/bench_train", help="folder of the shipped runs")

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -167,7 +168,7 @@ def eval_steps(features: str, *, repeats: int, n_windows: int = 26000, seed: int
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--features", default="haar;haar,mblbp,channels",
                     help="pools separated by ';' (family names separated by ',')")

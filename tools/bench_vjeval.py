@@ -32,6 +32,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
@@ -51,7 +52,7 @@ from vjboost.io import read_annotations, read_image  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="every 8th image (under a minute)")
     ap.add_argument("--pass-rate", type=float, default=0.6)
     ap.add_argument("--seed", type=int, default=3)

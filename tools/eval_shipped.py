@@ -24,6 +24,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -73,7 +74,7 @@ def _plot(curves: dict, path: Path, ious: tuple[float, ...], n_images: int) -> N
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="first 20 images only")
     ap.add_argument("--model", default=MODELS["vjboost frontalface"],
                     help="the cascade to compare (default: the shipped one)")

@@ -83,6 +83,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("VJBOOST_SHARED", REPO.parent / "shared"))
@@ -1386,7 +1387,7 @@ def vary_copy(det: Path, out: Path, *, seed: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--out", default=str(DEFAULT_DATA),
                     help="output folder (outside the repository; default: $VJBOOST_FACE_DATA or "
                          "data/faces beside the repository)")

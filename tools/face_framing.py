@@ -23,6 +23,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -72,7 +73,7 @@ def opencv_box_inside_crops(cc: cv2.CascadeClassifier, crops: np.ndarray) -> np.
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="500 crops")
     ap.add_argument("--margin", type=float, default=1.25,
                     help="window side over the ground-truth box side (square window)")

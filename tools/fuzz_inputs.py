@@ -36,6 +36,7 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+from _cli import description
 
 TOKENS = [b"0", b"-1", b"1e39", b"-1e39", b"nan", b"NaN", b"inf", b"Infinity", b"4294967315",
           b"4294967296", b"1.5", b"true", b"null", b"[]", b"{}", b'"x"', b"1_9", b"9" * 400,
@@ -164,7 +165,7 @@ def run(n_cases: int, seed: int, max_seconds: float, tmp: Path,
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--cases", type=int, default=3000, help="Cases in all (default 3000).")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-seconds", type=float, default=10.0,

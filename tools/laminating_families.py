@@ -40,6 +40,7 @@ sys.path.insert(0, str(REPO / "tools"))
 os.environ.setdefault("NUMBA_CACHE_DIR", str(REPO / ".numba_cache"))
 
 import face_data as fd  # noqa: E402
+from _cli import description  # noqa: E402
 
 from vjboost.boost.sampling.examples import weighted_draws  # noqa: E402
 from vjboost.boost.weak import Split, go_left  # noqa: E402
@@ -226,7 +227,7 @@ def print_summary(name: str, summ: dict, names: list[str]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--features", default="haar,mbltpd")
     ap.add_argument("--haar-mode", default="ALL")
     ap.add_argument("--samplers", default="laminating,stratified_laminating")

@@ -43,6 +43,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tools"))
 
 import face_data as fd  # noqa: E402
+from _cli import description  # noqa: E402
 
 from vjboost.features import MBLBPFamily, MBLTPFamily  # noqa: E402
 
@@ -101,7 +102,7 @@ def windows(data: Path, n: int, seed: int, win: tuple[int, int]
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--data", type=Path, default=fd.DEFAULT_DATA,
                     help="tools/face_data.py's output")
     ap.add_argument("--n", type=int, default=3000, help="face windows per source")

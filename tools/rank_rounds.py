@@ -43,6 +43,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_peers as bp  # noqa: E402
 import train_face as tf  # noqa: E402
+from _cli import description  # noqa: E402
 
 from vjboost._io import OutputError, atomic_open, atomic_write  # noqa: E402
 from vjboost.cascade.detector import check_suppress_inside  # noqa: E402
@@ -242,7 +243,7 @@ def _refit_options(pairs: list[str]) -> dict | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--data", type=Path, default=tf.DATA, help="tools/face_data.py's output")
     ap.add_argument("--quick", action="store_true",
                     help="cache every tenth image of each view (score reads the cache's choice)")

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -292,7 +293,7 @@ def _save(fig: Any, path: Path) -> str:
 
 # ------------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(description=description(__doc__))
     p.add_argument("--quick", action="store_true", help="every section on a small scale")
     p.add_argument("--shared", default=os.environ.get("VJBOOST_SHARED",
                                                       str(REPO.parent / "shared")))

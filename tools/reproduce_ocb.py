@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -149,7 +150,7 @@ def plot(res: dict, path: Path) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="small run (< 1 minute)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-plot", action="store_true")

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _cli import description
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -128,7 +129,7 @@ def run_strategy(name, seed, source, part, y, Xte, yte, n_rounds, budget, checkp
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--quick", action="store_true", help="small run (< 1 minute)")
     ap.add_argument("--n-train", type=int, default=3000)
     ap.add_argument("--n-test", type=int, default=2000)

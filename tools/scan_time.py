@@ -32,6 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_peers as bp  # noqa: E402
+from _cli import description  # noqa: E402
 
 #: the target of the scan rule: at most this share of dlib's time
 TARGET = 1 / 3
@@ -57,7 +58,7 @@ def _label(k: int | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--model", default="vjboost:frontalface", help="name or model file")
     ap.add_argument("--k", default="off,4,5,6,7",
                     help="comma list of coarse-to-fine stage counts, 'off' for every window")

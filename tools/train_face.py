@@ -66,6 +66,7 @@ sys.path.insert(0, str(REPO / "tools"))
 
 import bench_peers as bp  # noqa: E402
 import face_data as fd  # noqa: E402
+from _cli import description  # noqa: E402
 
 DATA = fd.DEFAULT_DATA
 #: the area of the benchmark's image set (bench_peers: CMU-MIT, 107 images), whose
@@ -888,7 +889,7 @@ def robustness(specs: list[str], data: Path, *, seed: int = 0, quick: bool = Fal
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--data", type=Path, default=DATA, help="tools/face_data.py's output")
     ap.add_argument("--log", type=Path, default=LOG, help="JSON-lines log of every run")
     ap.add_argument("--quick", action="store_true")

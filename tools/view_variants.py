@@ -58,6 +58,7 @@ from vjboost.eval import evaluate_detections
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_peers as bp  # noqa: E402
 import train_face as tf  # noqa: E402
+from _cli import description  # noqa: E402
 
 #: the grouping thresholds of ``threshold``'s sweep (minNeighbors 1 to 11: vjeval's default
 #: curve without its raw windows)
@@ -244,7 +245,7 @@ def score_view(variants: dict, window, data: Path, view: str, quick: bool) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=description(__doc__))
     ap.add_argument("--data", type=Path, default=tf.DATA, help="tools/face_data.py's output")
     ap.add_argument("--model", default="vjboost:frontalface", help="name or model file")
     ap.add_argument("--views", default=None,
