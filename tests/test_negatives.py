@@ -204,10 +204,18 @@ def test_resuming_a_run_stopped_at_its_false_alarm_target(faces12, backgrounds, 
     first = CascadeTrainer(num_stages=4, **kw).fit(faces12, backgrounds, output_dir=tmp_path / "a")
     assert first.stop_["reason"] == "false_alarm_target" and len(first.stages_) == 3
     assert first.mining_[-1]["n_found"] == 200  # the pool was full: the case resumed below
-    again = CascadeTrainer(num_stages=4, **kw).fit(faces12, backgrounds, output_dir=tmp_path / "a",
-                                                   resume=True)
-    assert again.stop_ == first.stop_
+    events = []
+    again = CascadeTrainer(num_stages=4, **kw, callback=lambda e, i: events.append(e)).fit(
+        faces12, backgrounds, output_dir=tmp_path / "a", resume=True)
+    assert again.stop_ == first.stop_ and again.mining_ == first.mining_
     assert stages_digest(again.stages_) == stages_digest(first.stages_)
+    assert "mining" not in events  # finished with the same settings: nothing scanned
+    # a setting that may change on resume, and does not touch a full pool: the fill finds the
+    # saved pool full and scans nothing, and the saved mining judges the target again
+    other = CascadeTrainer(num_stages=4, min_neg=150, **kw).fit(
+        faces12, backgrounds, output_dir=tmp_path / "a", resume=True)
+    assert other.stop_["reason"] == "false_alarm_target"
+    assert stages_digest(other.stages_) == stages_digest(first.stages_)
     # more stages asked for: a lower target, and the run goes on as a longer one would have
     longer = CascadeTrainer(num_stages=5, **kw).fit(faces12, backgrounds,
                                                     output_dir=tmp_path / "b")

@@ -852,6 +852,13 @@ class CascadeTrainer:
                         f"= {self.num_stages}")
                 log(f"resuming after stage {len(stages) - 1} ({len(stages)} stage(s) in the "
                     "checkpoint)")
+                if ck.get("stop") is not None and not config_differences(saved, cfg):
+                    # a finished run resumed with its settings and data: it would stop where it
+                    # did (a mining budget, say, would otherwise be spent a second time)
+                    stop = dict(ck["stop"])
+                    mining_log = list(ck.get("mining", []))
+                    log(f"the checkpoint's run is finished ({stop['message']}); nothing to "
+                        "train with the same settings")
         self.config_ = cfg
         t_start = time.perf_counter()
         required = self.max_false_alarm ** self.num_stages / (
