@@ -896,10 +896,10 @@ class CascadeTrainer:
                     progress=partial(mining_event, emit, clock, k))
                 t2 = time.perf_counter()
                 if pending is not None and pending["stage"] == k and res.n_scanned == 0:
-                    # the saved pool already holds this stage's windows, and nothing new was
-                    # scanned: the mining that filled it judges the false-alarm target (resuming
-                    # a finished run must not train a stage the uninterrupted run never trains;
-                    # with more stages asked for, the target is lower and training goes on)
+                    # resumed with a setting changed after a stop at this stage: the saved pool
+                    # already holds its windows and nothing new was scanned, so the mining that
+                    # filled it judges the false-alarm target (met, the run stops again; with
+                    # more stages asked for, the target is lower and training may go on)
                     res.n_scanned, res.n_accepted = pending["n_scanned"], pending["n_accepted"]
                     res.target_reached = pending["target_reached"]
                 mining_log.append({**mining_summary(res), "stage": k, "seconds": t2 - t1})
