@@ -240,6 +240,7 @@ def test_mh_bad_input():
 
 
 # ----------------------------------------------------------------------- AdaBoost.MH digits
+@pytest.mark.slow
 def test_adaboost_mh_digits_beats_nearest_class_mean():
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split

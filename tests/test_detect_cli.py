@@ -321,6 +321,7 @@ def _check_option(face_png, option: str, good, bad, message: str) -> None:
         assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
 
 
+@pytest.mark.slow
 def test_coarse_to_fine_option(face_png):
     _check_option(face_png, "--coarse-to-fine", lambda m: [
         ("model", {"coarse_to_fine": m.params["coarse_to_fine"]}),
@@ -351,6 +352,7 @@ def test_help_states_what_the_default_model_declares():
         assert float(stated.group(1)) == float(value), option
 
 
+@pytest.mark.slow
 def test_unset_settings_run_the_models_default_operating_point(face_png):
     img = cv2.imread(str(face_png / "astronaut.png"))
     model = load_model("vjboost:frontalface")

@@ -502,6 +502,7 @@ def _cmu(shared_dir):
 @pytest.mark.parametrize("name", ["haarcascade_frontalface_default.xml",
                                   "haarcascade_frontalface_alt.xml",
                                   "haarcascade_frontalface_alt2.xml", "lbp"])
+@pytest.mark.slow
 def test_cmu_mit_agreement(shared_dir, name, lbp_face):
     p = lbp_face if name == "lbp" else _shipped(name)
     if not HAS_CC:

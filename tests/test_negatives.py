@@ -303,6 +303,7 @@ def test_fill_stops_at_the_mining_budget_between_batches(trained, backgrounds):
     assert more.n_from_pool == len(res.windows) and more.n_scanned >= budget
 
 
+@pytest.mark.slow
 def test_trainer_trains_late_stages_on_fewer_negatives_within_a_mining_budget(
         faces12, backgrounds, tmp_path):
     """A stage whose budget runs out trains on the negatives found when there are at least

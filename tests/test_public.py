@@ -133,6 +133,7 @@ def test_numba_cache_in_the_users_folder(tmp_path):
     assert out == str(tmp_path / "mine")
 
 
+@pytest.mark.slow
 def test_detection_does_not_import_scipy_linalg_and_blas_still_works():
     """numba's first kernel load skips its SciPy BLAS probe; a kernel using BLAS compiled later
     in the same process still gets it (and agrees with NumPy)."""

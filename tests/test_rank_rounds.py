@@ -82,6 +82,7 @@ def test_cache_holds_the_detectors_raw_windows_and_score_ranks_as_the_detector(t
     assert rates == {b: round(ev.detection_rate_at(int(b)), 4) for b in rates}
 
 
+@pytest.mark.slow
 def test_refused_inputs_are_one_line_errors(tmp_path, rr, face_views, capsys):
     face_views(tmp_path, rr.VIEWS)
     out = tmp_path / "cache"

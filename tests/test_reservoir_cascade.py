@@ -241,6 +241,7 @@ def test_reservoir_trainer_never_builds_the_feature_matrix(cascade_data, monkeyp
     assert np.mean(passed) == pytest.approx(tr.stages_[0].hit_rate)
 
 
+@pytest.mark.slow
 def test_reservoir_same_seed_same_model_and_resume(cascade_data, tmp_path):
     from vjboost.cascade.trainer import stages_digest
 

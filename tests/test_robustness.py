@@ -390,6 +390,7 @@ def test_output_folder_lock_refuses_a_second_run_and_takes_over_a_stale_one(tmp_
     assert any("no longer running" in n for n in notes)
 
 
+@pytest.mark.slow
 def test_two_processes_one_folder(tmp_path):
     """A real race: two processes take the same folder at once; exactly one wins."""
     code = ("import sys, time; from vjboost._io import OutputFolder\n"

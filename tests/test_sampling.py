@@ -307,6 +307,7 @@ def test_tasting_estimate_matches_monte_carlo():
     assert expected_max_order_statistics(edges, 1) == pytest.approx(edges.mean())
 
 
+@pytest.mark.slow
 def test_mas_expectation_matches_simulation():
     rng = np.random.default_rng(1)
     mix = GaussianMixture1D([0.8, 0.2], [0.05, 0.2], [0.02**2, 0.05**2])

@@ -164,6 +164,7 @@ def test_no_cascade_classifier_needed_and_clear_error_without_opencv_cascades(mo
         load_model("opencv:haarcascade_frontalface_default")
 
 
+@pytest.mark.slow
 def test_vjadapt_accepts_model_names(tmp_path):
     from click.testing import CliRunner
 

@@ -572,6 +572,7 @@ def test_fit_verifier_hard_negatives_are_the_whole_cascades_windows(face_model):
         fit_verifier(face_model, pos, (4, 4, 24, 24), bgs, hard_per_image=-1)
 
 
+@pytest.mark.slow
 def test_fit_verifier_hard_stages_mines_with_a_cut_of_the_cascade(face_model):
     """``hard_stages`` takes the hard negatives from the cascade's first stages instead: their
     count is the cut's own raw windows (capped per image), at least the whole cascade's."""
@@ -609,6 +610,7 @@ def test_rows_in_is_set_membership(rows, among):
     assert got.tolist() == want
 
 
+@pytest.mark.slow
 def test_a_longer_cuts_windows_are_the_shorter_scans_windows_its_stages_accept(face_model):
     """``fit_verifier`` reads the longer cut's windows off a scan by that cut: they are the
     shorter cut's windows that the further stages accept, evaluated window by window."""
@@ -726,6 +728,7 @@ def test_fit_verifier_part_negatives(face_model):
 
 
 @pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+@pytest.mark.slow
 def test_fit_verifier_is_the_same_for_any_thread_count(face_model):
     """The scans run an image per thread and the seeded choices are drawn in image order as
     the images come back: one thread and two fit the same verifier from the same windows, and

@@ -146,6 +146,7 @@ def test_thresholds_read_the_detector_at_each_grouping_threshold(vv, tmp_path, f
         < out["scores"]["det"]["none"]["score"] < 1
 
 
+@pytest.mark.slow
 def test_face_free_alarms_are_the_detectors_on_images_without_faces(vv, tmp_path, face_views,
                                                                     capsys):
     from skimage import data

@@ -53,6 +53,7 @@ def _run(args: list[str]):
     return CliRunner().invoke(vjadapt, [str(a) for a in args])
 
 
+@pytest.mark.slow
 def test_adapts_from_video_boxes_deterministically(stream, tmp_path):
     out1, out2 = tmp_path / "a.json", tmp_path / "b.json"
     common = [stream["model"], stream["video"], "--boxes", stream["boxes"], "--min-windows", "5"]
@@ -78,6 +79,7 @@ def test_adapts_from_video_boxes_deterministically(stream, tmp_path):
     assert out1.read_bytes() == out2.read_bytes()
 
 
+@pytest.mark.slow
 def test_self_label_and_image_folder_to_opencv_xml(stream, tmp_path):
     out = tmp_path / "self.xml"
     r = _run([stream["model"], stream["video"], "--self-label", "--confident-neighbors", "5",

@@ -282,6 +282,7 @@ def test_vjeval_score_option(scene):
     assert res.exit_code == 2 and "--score" in res.output
 
 
+@pytest.mark.slow
 def test_vjeval_reads_each_model_where_it_runs_with_nothing_set(scene):
     from vjboost.cascade import CascadeDetector, load_model
 

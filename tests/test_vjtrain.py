@@ -100,6 +100,7 @@ def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, mess
     assert "Traceback" not in res.output
 
 
+@pytest.mark.slow
 def test_vec_and_bg_forms_train_the_same_cascade(data_dir, tmp_path):
     """``--vec`` with one argument takes it as the backgrounds, as ``--bg`` does."""
     vec, bg_list = str(data_dir / "pos.vec"), str(data_dir / "bg.txt")
@@ -228,6 +229,7 @@ def test_jitter_and_shuffle_grow_and_reorder_the_pool(data_dir, tmp_path):
     assert "positives: 600 " in res.output
 
 
+@pytest.mark.slow
 def test_early_exits_from_the_centred_positives(data_dir, tmp_path):
     """--early-exits: the same stages as without, exits set from the positives without their
     jittered copies (none of them lost at --exit-loss 0), and no OpenCV XML."""
@@ -283,6 +285,7 @@ def test_verifier_over_the_memory_budget_says_what_vjtrain_can_change(data_dir, 
     assert (out / "checkpoint.json").is_file()
 
 
+@pytest.mark.slow
 def test_verifier_is_fitted_declared_and_changes_only_the_ranking(data_dir, tmp_path):
     import cv2 as _cv2
 
