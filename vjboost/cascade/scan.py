@@ -53,9 +53,9 @@ import numpy as np
 
 from .._limits import MAX_SCALE_FACTOR, check_pyramid_levels
 
-__all__ = ["BATCH_BYTES", "BORDERS", "KEEP_BYTES", "MAX_MIN_STD", "OPENCV_MIN_STD", "Batch",
-           "Level", "Pyramid", "check_border", "check_min_std", "check_mode", "check_scale_factor",
-           "opencv_scales"]
+__all__ = ["BAND_LAYOUT", "BATCH_BYTES", "BORDERS", "KEEP_BYTES", "MAX_MIN_STD", "OPENCV_MIN_STD",
+           "Batch", "Level", "Pyramid", "check_border", "check_min_std", "check_mode",
+           "check_scale_factor", "opencv_scales"]
 
 #: integral planes per batch (bytes): the levels of a pyramid are packed into batches this
 #: large, filled and scanned one after the other, so that a batch's planes are still in the
