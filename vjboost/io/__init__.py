@@ -22,16 +22,14 @@ from vjboost._lazy import attach
 
 if TYPE_CHECKING:
     from .annotations import (
-        FORMATS,
         AnnotationError,
         AnnotationSet,
-        detect_format,
-        read_annotations,
         read_bg_list,
         read_boxes_csv,
         read_boxes_json,
         read_info_dat,
     )
+    from .formats import FORMATS, detect_format, read_annotations
     from .images import (
         ImageReadError,
         ImageTooLargeError,

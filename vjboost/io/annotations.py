@@ -10,10 +10,10 @@ reader returns an :class:`AnnotationSet`: a mapping image path -> object boxes, 
 regions* per image (COCO ``iscrowd``, VOC ``difficult``, CVAT ``occluded`` or an ``ignore``
 attribute, boxes labelled ``ignore``/``dontcare``), which are neither positives nor negatives.
 
-Formats (:func:`detect_format` tells them apart, :func:`read_annotations` reads any):
-OpenCV ``info.dat``, CSV ``image,x,y,w,h``, vjboost's JSON, COCO JSON, Pascal VOC XML (a file
-or a folder), YOLO txt folders with their images, LabelMe JSON (a file or a folder), CVAT XML
-(for images 1.1).
+This module holds the result type, the background lists and the plain formats (OpenCV
+``info.dat``, CSV ``image,x,y,w,h``, vjboost's JSON); the labelling tools' formats, and
+:func:`~vjboost.io.formats.read_annotations`, which reads any format, are in
+:mod:`vjboost.io.formats`.
 """
 
 from __future__ import annotations
@@ -32,20 +32,13 @@ from .._errors import InputError
 from .._io import check_regular
 
 __all__ = [
-    "FORMATS",
     "AnnotationError",
     "AnnotationSet",
-    "detect_format",
-    "read_annotations",
     "read_bg_list",
     "read_boxes_csv",
     "read_boxes_json",
     "read_info_dat",
 ]
-
-FORMATS = ("info", "csv", "json", "coco", "voc", "yolo", "labelme", "cvat")
-"""Annotation formats :func:`read_annotations` reads (``format=`` names)."""
-
 
 class AnnotationError(InputError):
     """A list or annotation file is malformed; the message names the file and line or element."""
@@ -506,150 +499,8 @@ def _int_text(v) -> str:
     return str(v) if not isinstance(v, bool) else repr(v)
 
 
-def detect_format(path: str | os.PathLike[str]) -> str | None:
-    """The annotation format of a file or folder, from its name and first bytes.
-
-    Returns
-    -------
-    str or None
-        One of :data:`FORMATS`; None for a folder without annotation files (e.g. a folder of
-        images) or a file of unknown kind.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ann.json"
-    >>> _ = p.write_text('{"images": [], "annotations": [], "categories": []}')
-    >>> detect_format(p)
-    'coco'
-    """
-    p = Path(path)
-    if p.is_dir():
-        return _detect_folder(p)
-    suffix = p.suffix.lower()
-    if suffix == ".csv":
-        return "csv"
-    if suffix == ".xml":
-        head = _head(p)
-        return "cvat" if "<annotations" in head else "voc"
-    if suffix == ".json":
-        head = _head(p, 1 << 16)
-        if '"shapes"' in head:
-            return "labelme"
-        if '"annotations"' in head and '"images"' in head:
-            return "coco"
-        if '"annotations"' in head or '"categories"' in head:
-            return "coco"
-        return "json"
-    if suffix in (".dat", ".txt", ".info", ".lst", ""):
-        return "info"
-    return None
-
-
-def _head(p: Path, n: int = 4096) -> str:
-    check_regular(p, what="annotation file", error=AnnotationError)  # a FIFO would block
-    try:
-        with open(p, "rb") as fh:
-            return fh.read(n).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _detect_folder(p: Path) -> str | None:
-    # strict: a folder of crops with a stray README.txt or notes.json must stay a folder of
-    # crops, so each format is recognised by the content of its first file
-    try:
-        files = sorted(f for f in p.iterdir() if f.is_file())
-    except OSError:
-        return None
-    xml = [f for f in files if f.suffix.lower() == ".xml"]
-    if xml and "<annotation" in _head(xml[0]):
-        return "voc"
-    js = [f for f in files if f.suffix.lower() == ".json"]
-    if js and '"shapes"' in _head(js[0], 1 << 16):
-        return "labelme"
-    if (p / "labels").is_dir():
-        return "yolo"
-    txt = [f for f in files if f.suffix.lower() == ".txt" and f.name.lower() not in _NAMES_FILES]
-    if txt and all(f.suffix.lower() in (".txt", ".names", ".yaml", ".yml") for f in files):
-        first = next((ln.split() for ln in _head(txt[0]).splitlines() if ln.strip()), [])
-        if len(first) >= 5 and first[0].isdigit():
-            return "yolo"
-    return None
-
-
 #: the class-name files of a YOLO dataset, in the order they are looked for
 _NAMES_FILES = ("classes.txt", "obj.names", "names.txt", "classes.names")
-
-
-def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
-                     category: str | int | None = None,
-                     images: str | os.PathLike[str] | None = None) -> AnnotationSet:
-    """Read boxes from any supported annotation file or folder.
-
-    Parameters
-    ----------
-    path : path-like
-        The annotation file, or folder (Pascal VOC XML files, YOLO txt files, LabelMe JSON
-        files).
-    format : str, optional
-        One of :data:`FORMATS`; default: :func:`detect_format`.
-    category : str or int, optional
-        The object class to read (name, or id for COCO and YOLO). Required when the file holds
-        several; boxes of other classes are left out (neither objects nor ignore regions).
-    images : path-like, optional
-        Folder the image names are relative to; it must exist (default: info.dat, CSV, JSON,
-        COCO and CVAT: the file's folder;
-        VOC: a sibling ``JPEGImages`` folder if there is one, else the XML folder; YOLO: a
-        sibling ``images`` folder of ``labels``, else the label folder; LabelMe: the JSON
-        file's folder).
-
-    Returns
-    -------
-    AnnotationSet
-
-    Raises
-    ------
-    AnnotationError
-        Malformed content: the message names the file, the line or element, and what is wrong.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "boxes.csv").write_text("image,x,y,w,h\\na.png,1,2,30,40\\n")
-    >>> ann = read_annotations(d / "boxes.csv")
-    >>> ann.format, [b.tolist() for b in ann.values()]
-    ('csv', [[[1, 2, 30, 40]]])
-    """
-    p = Path(path)
-    if not p.exists():
-        raise AnnotationError(f"{p}: no such annotation file or folder")
-    fmt = format or detect_format(p)
-    if fmt is None:
-        raise AnnotationError(
-            f"{p}: not a known annotation format (give --format: {', '.join(FORMATS)})")
-    if fmt not in FORMATS:
-        raise AnnotationError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fmt in ("info", "csv", "json"):
-        if p.is_dir():
-            raise AnnotationError(f"{p}: is a folder; the {fmt} format is one file")
-        reader = {"info": read_info_dat, "csv": read_boxes_csv, "json": read_boxes_json}[fmt]
-        if category is not None:
-            raise AnnotationError(f"{p}: the {fmt} format has no categories; drop the category")
-        return _annotated(p, _naming(p, reader, p, images=images))
-    from . import formats
-
-    out = _naming(p, formats.READERS[fmt], p, category=category, images=images)
-    return _annotated(p, out)
-
-
-def _annotated(path: Path, ann: AnnotationSet) -> AnnotationSet:
-    """``ann``, unless it lists no image at all (a header-only CSV, ``[]``, ``{}``): then
-    nothing could be evaluated or cut, and later errors would blame the images."""
-    if not len(ann):
-        raise AnnotationError(f"{path}: no annotations (the file lists no image)")
-    return ann
 
 
 def _naming(path: Path, read: Any, *args: Any, **kwargs: Any) -> Any:

@@ -1,9 +1,11 @@
-"""Readers of the labelling tools' formats: COCO, Pascal VOC, YOLO, LabelMe, CVAT.
+"""Readers of the labelling tools' formats (COCO, Pascal VOC, YOLO, LabelMe, CVAT), and of all.
 
 Each reader returns an :class:`~vjboost.io.annotations.AnnotationSet` (boxes and ignore regions
 per image, absolute paths) and raises :class:`~vjboost.io.annotations.AnnotationError` naming the
 file, the element or line, and what is wrong. XML is parsed with ``defusedxml`` (no entities, no
-external references). Use them through :func:`vjboost.io.read_annotations`.
+external references). Use them through :func:`read_annotations`, which reads every format
+(these and the plain ones of :mod:`vjboost.io.annotations`); :func:`detect_format` tells them
+apart.
 
 COCO is read without pycocotools: the format is one JSON document, read here in a few lines with
 errors that name the element at fault, while pycocotools prints to stdout, raises bare
@@ -18,20 +20,28 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .._io import check_regular
 from .annotations import (
     _NAMES_FILES,
     MAX_COORD,
     AnnotationError,
     AnnotationSet,
     _image_base,
+    _naming,
     _read_text,
     _resolve,
+    read_boxes_csv,
+    read_boxes_json,
+    read_info_dat,
     read_json,
 )
 from .inputs import IMAGE_SUFFIXES, image_files
 
-__all__ = ["IGNORE_LABELS", "READERS", "read_coco", "read_coco_results", "read_cvat",
-           "read_labelme", "read_voc", "read_yolo"]
+__all__ = ["FORMATS", "IGNORE_LABELS", "READERS", "detect_format", "read_annotations", "read_coco",
+           "read_coco_results", "read_cvat", "read_labelme", "read_voc", "read_yolo"]
+
+FORMATS = ("info", "csv", "json", "coco", "voc", "yolo", "labelme", "cvat")
+"""Annotation formats :func:`read_annotations` reads (``format=`` names)."""
 
 IGNORE_LABELS = frozenset({"ignore", "dontcare", "don't care", "crowd", "ignored"})
 """Labels that mark a box as an ignore region (VOC, YOLO names, LabelMe, CVAT)."""
@@ -665,3 +675,148 @@ READERS: dict[str, Callable[..., AnnotationSet]] = {
     "coco": read_coco, "voc": read_voc, "yolo": read_yolo, "labelme": read_labelme,
     "cvat": read_cvat,
 }
+
+
+# ------------------------------------------------------------------------------------------------
+# Any format
+# ------------------------------------------------------------------------------------------------
+
+
+def detect_format(path: str | os.PathLike[str]) -> str | None:
+    """The annotation format of a file or folder, from its name and first bytes.
+
+    Returns
+    -------
+    str or None
+        One of :data:`FORMATS`; None for a folder without annotation files (e.g. a folder of
+        images) or a file of unknown kind.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "ann.json"
+    >>> _ = p.write_text('{"images": [], "annotations": [], "categories": []}')
+    >>> detect_format(p)
+    'coco'
+    """
+    p = Path(path)
+    if p.is_dir():
+        return _detect_folder(p)
+    suffix = p.suffix.lower()
+    if suffix == ".csv":
+        return "csv"
+    if suffix == ".xml":
+        head = _head(p)
+        return "cvat" if "<annotations" in head else "voc"
+    if suffix == ".json":
+        head = _head(p, 1 << 16)
+        if '"shapes"' in head:
+            return "labelme"
+        if '"annotations"' in head and '"images"' in head:
+            return "coco"
+        if '"annotations"' in head or '"categories"' in head:
+            return "coco"
+        return "json"
+    if suffix in (".dat", ".txt", ".info", ".lst", ""):
+        return "info"
+    return None
+
+
+def _head(p: Path, n: int = 4096) -> str:
+    check_regular(p, what="annotation file", error=AnnotationError)  # a FIFO would block
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(n).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _detect_folder(p: Path) -> str | None:
+    # strict: a folder of crops with a stray README.txt or notes.json must stay a folder of
+    # crops, so each format is recognised by the content of its first file
+    try:
+        files = sorted(f for f in p.iterdir() if f.is_file())
+    except OSError:
+        return None
+    xml = [f for f in files if f.suffix.lower() == ".xml"]
+    if xml and "<annotation" in _head(xml[0]):
+        return "voc"
+    js = [f for f in files if f.suffix.lower() == ".json"]
+    if js and '"shapes"' in _head(js[0], 1 << 16):
+        return "labelme"
+    if (p / "labels").is_dir():
+        return "yolo"
+    txt = [f for f in files if f.suffix.lower() == ".txt" and f.name.lower() not in _NAMES_FILES]
+    if txt and all(f.suffix.lower() in (".txt", ".names", ".yaml", ".yml") for f in files):
+        first = next((ln.split() for ln in _head(txt[0]).splitlines() if ln.strip()), [])
+        if len(first) >= 5 and first[0].isdigit():
+            return "yolo"
+    return None
+
+
+def read_annotations(path: str | os.PathLike[str], *, format: str | None = None,
+                     category: str | int | None = None,
+                     images: str | os.PathLike[str] | None = None) -> AnnotationSet:
+    """Read boxes from any supported annotation file or folder.
+
+    Parameters
+    ----------
+    path : path-like
+        The annotation file, or folder (Pascal VOC XML files, YOLO txt files, LabelMe JSON
+        files).
+    format : str, optional
+        One of :data:`FORMATS`; default: :func:`detect_format`.
+    category : str or int, optional
+        The object class to read (name, or id for COCO and YOLO). Required when the file holds
+        several; boxes of other classes are left out (neither objects nor ignore regions).
+    images : path-like, optional
+        Folder the image names are relative to; it must exist (default: info.dat, CSV, JSON,
+        COCO and CVAT: the file's folder;
+        VOC: a sibling ``JPEGImages`` folder if there is one, else the XML folder; YOLO: a
+        sibling ``images`` folder of ``labels``, else the label folder; LabelMe: the JSON
+        file's folder).
+
+    Returns
+    -------
+    AnnotationSet
+
+    Raises
+    ------
+    AnnotationError
+        Malformed content: the message names the file, the line or element, and what is wrong.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "boxes.csv").write_text("image,x,y,w,h\\na.png,1,2,30,40\\n")
+    >>> ann = read_annotations(d / "boxes.csv")
+    >>> ann.format, [b.tolist() for b in ann.values()]
+    ('csv', [[[1, 2, 30, 40]]])
+    """
+    p = Path(path)
+    if not p.exists():
+        raise AnnotationError(f"{p}: no such annotation file or folder")
+    fmt = format or detect_format(p)
+    if fmt is None:
+        raise AnnotationError(
+            f"{p}: not a known annotation format (give --format: {', '.join(FORMATS)})")
+    if fmt not in FORMATS:
+        raise AnnotationError(f"format: expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fmt in ("info", "csv", "json"):
+        if p.is_dir():
+            raise AnnotationError(f"{p}: is a folder; the {fmt} format is one file")
+        reader = {"info": read_info_dat, "csv": read_boxes_csv, "json": read_boxes_json}[fmt]
+        if category is not None:
+            raise AnnotationError(f"{p}: the {fmt} format has no categories; drop the category")
+        return _annotated(p, _naming(p, reader, p, images=images))
+    out = _naming(p, READERS[fmt], p, category=category, images=images)
+    return _annotated(p, out)
+
+
+def _annotated(path: Path, ann: AnnotationSet) -> AnnotationSet:
+    """``ann``, unless it lists no image at all (a header-only CSV, ``[]``, ``{}``): then
+    nothing could be evaluated or cut, and later errors would blame the images."""
+    if not len(ann):
+        raise AnnotationError(f"{path}: no annotations (the file lists no image)")
+    return ann
