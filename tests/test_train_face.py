@@ -227,7 +227,7 @@ def test_verify_fits_before_the_sigma_gate_with_the_recipe_options(tmp_path, mon
     import numpy as np
     from skimage import data
 
-    from vjboost.cascade.verifier import DEFAULT_VERIFIER, fit_verifier
+    from vjboost.cascade.verifier_fit import DEFAULT_VERIFIER, fit_verifier
 
     monkeypatch.syspath_prepend(str(TOOLS))
     tf = importlib.import_module("train_face")

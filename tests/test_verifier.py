@@ -15,10 +15,9 @@ from vjboost.cascade.verifier import (
     DetectionVerifier,
     additive_map,
     crop_boxes,
-    fit_verifier,
-    jittered_windows,
     verified_scores,
 )
+from vjboost.cascade.verifier_fit import fit_verifier, jittered_windows
 
 
 def _two_classes(n=120, size=24, seed=0):
@@ -602,7 +601,7 @@ def test_fit_verifier_hard_stages_mines_with_a_cut_of_the_cascade(face_model):
        st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 5), st.integers(0, 5)),
                 max_size=30))
 def test_rows_in_is_set_membership(rows, among):
-    from vjboost.cascade.verifier import _rows_in
+    from vjboost.cascade.verifier_fit import _rows_in
 
     want = [r in set(among) for r in rows]
     got = _rows_in(np.array(rows, np.int64).reshape(-1, 3),
@@ -617,7 +616,7 @@ def test_a_longer_cuts_windows_are_the_shorter_scans_windows_its_stages_accept(f
     from skimage import data
 
     from vjboost.cascade.runner import CascadeRunner
-    from vjboost.cascade.verifier import _rows_in, _scanner
+    from vjboost.cascade.verifier_fit import _rows_in, _scanner
 
     img = data.astronaut()[..., 1]
     n = face_model.n_stages
@@ -639,7 +638,7 @@ def test_fit_verifier_is_the_same_by_either_way_to_the_longer_cuts_windows(face_
     further stages on each window alone), the verifier is the same."""
     from skimage import data
 
-    import vjboost.cascade.verifier as vmod
+    import vjboost.cascade.verifier_fit as vmod
 
     pos, _ = _two_classes(20, size=32)
     bgs = [data.camera()[::2, ::2], data.coins()]
@@ -676,7 +675,8 @@ def test_part_windows_are_the_cascades_windows_inside_each_face(face_model):
     import cv2
 
     from vjboost.boxes import coverage_matrix, iou_matrix
-    from vjboost.cascade.verifier import crop_boxes, part_windows
+    from vjboost.cascade.verifier import crop_boxes
+    from vjboost.cascade.verifier_fit import part_windows
 
     faces, box = _astronaut_faces(), np.array([6.0, 6.0, 24.0, 24.0])
     det = CascadeDetector(face_model, scale_factor=1.1, min_neighbors=0, grouping="none",
@@ -709,7 +709,7 @@ def test_fit_verifier_part_negatives(face_model):
     """``part_per_face`` adds those parts to the negatives (none: the fit as before)."""
     from skimage import data
 
-    from vjboost.cascade.verifier import part_windows
+    from vjboost.cascade.verifier_fit import part_windows
 
     faces, box = _astronaut_faces(), (6, 6, 24, 24)
     bgs = [data.camera(), data.coins()]
@@ -736,7 +736,7 @@ def test_fit_verifier_is_the_same_for_any_thread_count(face_model):
     each_face` writes that loop out)."""
     from skimage import data
 
-    from vjboost.cascade.verifier import part_windows
+    from vjboost.cascade.verifier_fit import part_windows
 
     faces, box = _astronaut_faces(), (6, 6, 24, 24)
     bgs = [data.camera(), data.coins(), data.astronaut()[..., 1], data.camera()[::2, ::2]]

@@ -164,7 +164,7 @@ SUPPRESS_INSIDE = {"frontalface": 0.3}
 #: on the recipe's training faces and backgrounds when it is shipped or ``verify`` is run
 VERIFIED = ("frontalface",)
 #: each verified recipe's verifier: ``declare_verifier`` options over
-#: ``vjboost.cascade.verifier.DEFAULT_VERIFIER`` (which is this recipe's: Felzenszwalb's HOG of
+#: ``vjboost.cascade.verifier_fit.DEFAULT_VERIFIER`` (which is this recipe's: Felzenszwalb's HOG of
 #: the detection crop, round 36, with its cells and size, two linear components read on the
 #: crop and its mirror, round 43, the verdict's weight), and among its negatives all the
 #: false alarms on the training backgrounds of the cascade cut two stages short of the shipped
@@ -192,7 +192,7 @@ def declare_verifier(model, recipe: str, data: Path, *, seed: int = 0,
     the recipe's (``tools/rank_rounds.py --refit``); besides :func:`fit_verifier`'s, ``people``
     (bodies of people among the backgrounds) and ``relight`` (side-lit copies of every face,
     :func:`side_light`, as the recipe's cascade trains on)."""
-    from vjboost.cascade.verifier import declare_verifier as declare
+    from vjboost.cascade.verifier_fit import declare_verifier as declare
     from vjboost.io import read_bg_list
 
     pos = np.load(data / "train" / "positives.npz")

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from vjboost.cascade.scan import Pyramid, opencv_scales
     from vjboost.cascade.shipped import resolve_model
     from vjboost.cascade.tasks import detect_many
-    from vjboost.cascade.verifier import DetectionVerifier, declare_verifier, fit_verifier
+    from vjboost.cascade.verifier import DetectionVerifier
+    from vjboost.cascade.verifier_fit import declare_verifier, fit_verifier
 
 __getattr__, __dir__, __all__ = attach(__name__, __file__)

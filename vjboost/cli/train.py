@@ -614,7 +614,7 @@ def _declare_verifier(trainer, positives: np.ndarray, backgrounds: list, seed: i
     import time
 
     from vjboost._memory import MemoryBudgetError, format_bytes
-    from vjboost.cascade.verifier import declare_verifier
+    from vjboost.cascade.verifier_fit import declare_verifier
 
     echo(f"verifier: fitting on {len(positives)} positives against the cascade's own false "
          f"alarms on {len(backgrounds)} background image(s)")
