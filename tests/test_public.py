@@ -290,3 +290,69 @@ def test_layering_no_import_goes_up():
                     if high and LAYERS.index(high) > LAYERS.index(low):
                         bad.append(f"{module} ({low}) imports {target} ({high})")
     assert not bad, "\n".join(sorted(set(bad)))
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Every vjboost module (not package) and the vjboost modules it imports, function-level
+    imports included; an import of a package counts only for the modules it names."""
+    import ast
+
+    files = {}
+    for path in (REPO / "vjboost").rglob("*.py"):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    packages = {m for m, p in files.items() if p.name == "__init__.py"}
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        if module in packages:
+            continue  # lazy exports only (names written under TYPE_CHECKING)
+        package = module.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package
+                for _ in range(max(node.level - 1, 0)):
+                    base = base.rpartition(".")[0]
+                target = ".".join(p for p in (base if node.level else "", node.module or "") if p)
+                found.update(f"{target}.{a.name}" for a in node.names
+                             if f"{target}.{a.name}" in files)
+                found.add(target)
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+        graph[module] = {t for t in found if t in files and t not in packages and t != module}
+    return graph
+
+
+def test_no_import_cycles_between_modules():
+    """docs/architecture.md: data and imports flow one way, between modules too (function-level
+    imports included): no module imports, directly or through others, a module that imports it."""
+    graph = _module_imports()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert len(graph) > 80 and "vjboost.cascade.detector" in graph["vjboost.cascade.tasks"]
+    assert not cycles, cycles

@@ -30,9 +30,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 import itertools
 import logging
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from ._errors import VJBoostError
 
@@ -44,7 +45,10 @@ __all__ = [
     "SerialExecutor",
     "ThreadExecutor",
     "make_executor",
+    "worker_cached",
 ]
+
+_T = TypeVar("_T")
 
 
 class ExecutorError(VJBoostError, RuntimeError):
@@ -395,3 +399,45 @@ def make_executor(*, scheduler: str | None = None, workers: int | None = None,
         return ThreadExecutor(int(threads))
     return SerialExecutor()
 
+
+# per-process state of a worker (speed only): what a unit function builds once for many units
+_WORKER_LOCK = threading.Lock()
+_WORKER_CACHE: OrderedDict[Hashable, Any] = OrderedDict()
+#: the latest built objects a process keeps (a run's models change stage by stage)
+WORKER_CACHE_SIZE = 4
+
+
+def worker_cached(key: Hashable, build: Callable[[], _T]) -> _T:
+    """``build()``, kept by this process under ``key`` among the latest :data:`WORKER_CACHE_SIZE`.
+
+    A unit function runs many times in one worker process (later chunks, later stages); what it
+    builds from its shared arguments (a detector from a model's bytes) is built once. The key
+    must identify everything ``build`` reads (e.g. the model's digest and the parameters); the
+    cache changes no result, only speed. Two threads asking for a missing key may both build it.
+
+    Parameters
+    ----------
+    key : hashable
+    build : callable
+        Called without arguments when ``key`` is not kept.
+
+    Returns
+    -------
+    object
+        What ``build`` returned, now or for an earlier call with the same key.
+
+    Examples
+    --------
+    >>> worker_cached(("example", 1), lambda: [1, 2]) is worker_cached(("example", 1), list)
+    True
+    """
+    with _WORKER_LOCK:
+        if key in _WORKER_CACHE:
+            _WORKER_CACHE.move_to_end(key)
+            return _WORKER_CACHE[key]
+    value = build()
+    with _WORKER_LOCK:
+        _WORKER_CACHE[key] = value
+        while len(_WORKER_CACHE) > WORKER_CACHE_SIZE:
+            _WORKER_CACHE.popitem(last=False)
+    return value

@@ -28,10 +28,12 @@ read: their features are converted to the explicit-table families on load.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -47,6 +49,7 @@ from .._limits import (
     use_limits,
 )
 from .._memory import MemoryBudgetError
+from .._parallel import worker_cached
 from ..boost.tree import Tree, TreeError
 from .model import CascadeModel, ModelError, Stage
 from .opencv_xml import CascadeFormatError, opencv_family, read_opencv_xml, to_opencv_xml
@@ -54,12 +57,16 @@ from .opencv_xml import CascadeFormatError, opencv_family, read_opencv_xml, to_o
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "built_from_model_json",
     "load_model",
     "model_from_bytes",
     "model_from_dict",
+    "model_json",
     "model_to_dict",
     "save_model",
 ]
+
+_T = TypeVar("_T")
 
 FORMAT_NAME = "vjboost-cascade"
 FORMAT_VERSION = 2
@@ -495,3 +502,45 @@ def model_from_bytes(data: bytes, name: str = "<bytes>", *, strict: bool = False
         doc = parse_json(data, name, error=CascadeFormatError, limits=lim, what="model file")
         return model_from_dict(doc, name, limits=lim)
     raise CascadeFormatError(f"{name}: neither OpenCV XML nor a vjboost JSON model")
+
+
+def model_json(model: CascadeModel) -> bytes:
+    """The model as compact JSON bytes: what a task sends to its workers once.
+
+    Examples
+    --------
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> model_json(random_cascade(seed=0))[:28]
+    b'{"format":"vjboost-cascade",'
+    """
+    return json.dumps(model_to_dict(model), separators=(",", ":"), allow_nan=False).encode()
+
+
+def built_from_model_json(data: bytes, key: str, build: Callable[[CascadeModel], _T]) -> _T:
+    """``build(model)`` for the model in ``data`` (:func:`model_json`), built once per worker
+    process for the model's digest and ``key`` (:func:`vjboost._parallel.worker_cached`).
+
+    Parameters
+    ----------
+    data : bytes
+        :func:`model_json` of the model.
+    key : str
+        What else ``build`` depends on (its parameters, as text).
+    build : callable
+        ``build(model)``, e.g. a detector of the model.
+
+    Returns
+    -------
+    object
+
+    Examples
+    --------
+    >>> from vjboost.cascade.synthetic import random_cascade
+    >>> data = model_json(random_cascade(seed=0))
+    >>> a = built_from_model_json(data, "stages", lambda m: m.n_stages)
+    >>> a == built_from_model_json(data, "stages", lambda m: -1)   # kept: not built again
+    True
+    """
+    return worker_cached(
+        (hashlib.sha1(data).hexdigest(), key),
+        lambda: build(model_from_dict(json.loads(data), source="<model bytes>")))

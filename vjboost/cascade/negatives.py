@@ -60,12 +60,13 @@ import numpy as np
 
 from .._io import atomic_open, read_npy
 from .._memory import available_memory
-from .._parallel import ThreadExecutor
+from .._parallel import Executor, ThreadExecutor
 from .._threads import resolve_threads
 from ..io import ImageReadError, read_image
 from .checkpoint import array_digest
 from .detector import CascadeDetector
 from .model import CascadeModel
+from .model_io import built_from_model_json, model_json
 from .runner import CascadeRunner
 from .scan import Pyramid, check_min_std, check_scale_factor
 
@@ -78,9 +79,11 @@ __all__ = [
     "NegativePool",
     "UnitScan",
     "UnitScanner",
+    "mine_chunk",
     "mine_negatives",
     "mining_summary",
     "scan_unit",
+    "scan_units",
     "unit_grid",
     "unit_groups",
 ]
@@ -652,7 +655,7 @@ class NegativePool:
             ``progress(MiningProgress)`` after the pool check and every batch.
         executor : vjboost._parallel.Executor, optional
             Runs the units of each batch as tasks (threads, Dask workers;
-            :func:`vjboost.cascade.tasks.scan_units`); a batch is consumed in unit order, so the
+            :func:`scan_units`); a batch is consumed in unit order, so the
             result is the same as without it. Default: in this process, on ``threads``
             threads (one unit per thread at a time).
         threads : int, optional
@@ -710,8 +713,6 @@ class NegativePool:
                 elif executor is own:
                     scans = own.imap(scanner, units)
                 else:
-                    from .tasks import scan_units
-
                     scans = scan_units(executor, model, units, params=params, seed=self.seed,
                                        per_image=per_image)
                 for (path, p, g), sc in zip(units, scans, strict=True):
@@ -911,6 +912,87 @@ def mine_negatives(
     pool = NegativePool(image_paths, params, seed=seed, n=n, cache=cache)
     return pool.fill(model, stage=0 if model is None else model.n_stages,
                      stop_ratio=stop_ratio, executor=executor)
+
+
+# ------------------------------------------------------------------------------------------------
+# Mining on an executor (in-process, threads or Dask workers)
+# ------------------------------------------------------------------------------------------------
+
+# the backgrounds a worker process has decoded (speed only)
+_IMAGES_LOCK = threading.Lock()
+_IMAGES: ImageCache | None = None
+
+
+def _worker_image(path: str) -> np.ndarray | None:
+    global _IMAGES
+    with _IMAGES_LOCK:
+        if _IMAGES is None:
+            _IMAGES = ImageCache()
+    return _IMAGES.get(path)
+
+
+
+def mine_chunk(units: Sequence[tuple[str, int, int]], model: bytes | None, params: MiningParams,
+               seed: int, per_image: int) -> list[UnitScan]:
+    """Scan a chunk of mining units (the unit function of distributed mining).
+
+    Parameters
+    ----------
+    units : sequence of (path, pass, passes)
+    model : bytes or None
+        :func:`~vjboost.cascade.model_io.model_json` of the cascade so far (``None`` before
+        the first stage).
+    params, seed, per_image
+        As in :func:`scan_unit`.
+
+    Returns
+    -------
+    list of UnitScan
+        One per unit, in order (``readable`` False for an unreadable image).
+    """
+    det = None if model is None else built_from_model_json(
+        model, repr(params), lambda m: mining_detector(m, params))
+    out = []
+    for path, p, g in units:
+        img = _worker_image(path)
+        out.append(UnitScan(np.zeros((0, *params.window), np.uint8), 0, 0, readable=False)
+                   if img is None else
+                   scan_unit(None if det is None else det.model, path, int(p), params=params,
+                             seed=seed, per_image=per_image, g=int(g), image=img,
+                             detector=det))
+    return out
+
+
+def scan_units(executor: Executor, model: CascadeModel | None,
+               units: Sequence[tuple[str, int, int]], *, params: MiningParams, seed: int,
+               per_image: int, chunk: int = 4) -> list[UnitScan]:
+    """The scans of mining ``units`` computed on ``executor``, in the order of ``units``
+    (what :meth:`NegativePool.fill` consumes batch by batch).
+
+    Parameters
+    ----------
+    executor : Executor
+        Runs :func:`mine_chunk` on chunks of units (serial, threads or Dask).
+    model : CascadeModel or None
+        The cascade so far (``None`` before the first stage), shared once with the workers.
+    units : sequence of (str, int, int)
+        ``(background path, first pass, passes)`` of each unit.
+    params, seed, per_image
+        As in :func:`scan_unit`.
+    chunk : int, default 4
+        Units per task.
+
+    Returns
+    -------
+    list of UnitScan
+        One per unit, in order.
+    """
+    data = executor.share(None if model is None else model_json(model))
+    chunks = [list(units[i:i + chunk]) for i in range(0, len(units), chunk)]
+    out: list[UnitScan] = []
+    for part in executor.imap(mine_chunk, chunks, data, params, int(seed), int(per_image)):
+        out.extend(part)
+    return out
 
 
 def mining_summary(res: MiningResult) -> dict[str, Any]:

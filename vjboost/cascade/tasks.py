@@ -1,121 +1,37 @@
-"""Cascade work as tasks: mining visits and batch detection on an executor.
+"""Batch detection as tasks on an executor.
 
-The unit functions here are pure functions of picklable arguments, so that
-:class:`vjboost._parallel.Executor` can run them in-process, on threads, or on Dask workers:
+:func:`detect_chunk` detects in a chunk of image files (read as ``vjdetect`` reads them), a pure
+function of picklable arguments, so that :class:`vjboost._parallel.Executor` can run it
+in-process, on threads, or on Dask workers; :func:`detect_many` maps it over a list of paths and
+yields the results in input order. Mining runs on an executor the same way
+(:func:`vjboost.cascade.negatives.mine_chunk`).
 
-* :func:`mine_chunk` scans a chunk of mining units ``(path, pass)`` — the per-unit work of
-  :class:`~vjboost.cascade.negatives.NegativePool` (:func:`~vjboost.cascade.negatives.scan_unit`);
-  :func:`scan_units` feeds it a batch in chunks and returns the scans in unit order, so that
-  ``NegativePool.fill(..., executor=...)`` (and ``mine_negatives``) assemble exactly what the
-  serial loop would;
-* :func:`detect_chunk` detects in a chunk of image files (read as ``vjdetect`` reads them);
-  :func:`detect_many` maps it over a list of paths.
-
-What travels: the model once per call as its JSON bytes (:func:`model_json`, sent to every
-worker with :meth:`~vjboost._parallel.Executor.share`), images as paths (every worker must see
-the same files, e.g. on a shared file system), mined windows and detections back. Each worker
-process keeps the models it has parsed (by digest) and the background images it has decoded
-(an :class:`~vjboost.cascade.negatives.ImageCache`), so later stages and later chunks skip that
-work.
+What travels: the model once per call as its JSON bytes
+(:func:`~vjboost.cascade.model_io.model_json`, sent to every worker with
+:meth:`~vjboost._parallel.Executor.share`), images as paths (every worker must see the same
+files, e.g. on a shared file system), detections back. Each worker process keeps the detectors
+it has built (by the model's digest and the parameters,
+:func:`~vjboost.cascade.model_io.built_from_model_json`), so later chunks skip that work.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
-
-import numpy as np
 
 from .._errors import LimitError
 from .._limits import Limits
 from .._parallel import Executor, SerialExecutor
 from .detector import CascadeDetector, Detections
 from .model import CascadeModel
-from .model_io import model_from_dict, model_to_dict
-from .negatives import ImageCache, MiningParams, UnitScan, mining_detector, scan_unit
+from .model_io import built_from_model_json, model_json
 
 __all__ = [
     "FileDetections",
     "detect_chunk",
     "detect_many",
-    "mine_chunk",
-    "model_json",
-    "scan_units",
 ]
-
-# per-process state of a worker: parsed models and decoded backgrounds (speed only)
-_LOCK = threading.Lock()
-_MODELS: OrderedDict[tuple[str, str], Any] = OrderedDict()
-_MAX_MODELS = 4
-_IMAGES: ImageCache | None = None
-
-
-def model_json(model: CascadeModel) -> bytes:
-    """The model as compact JSON bytes (what is sent to workers)."""
-    return json.dumps(model_to_dict(model), separators=(",", ":"), allow_nan=False).encode()
-
-
-def _cached(data: bytes, key: str, build) -> Any:
-    """``build(model)`` for the model in ``data``, kept per process by digest and ``key``."""
-    k = (hashlib.sha1(data).hexdigest(), key)
-    with _LOCK:
-        if k in _MODELS:
-            _MODELS.move_to_end(k)
-            return _MODELS[k]
-    value = build(model_from_dict(json.loads(data), source="<model bytes>"))
-    with _LOCK:
-        _MODELS[k] = value
-        while len(_MODELS) > _MAX_MODELS:
-            _MODELS.popitem(last=False)
-    return value
-
-
-def _image(path: str) -> np.ndarray | None:
-    global _IMAGES
-    with _LOCK:
-        if _IMAGES is None:
-            _IMAGES = ImageCache()
-        return _IMAGES.get(path)
-
-
-# ------------------------------------------------------------------------------------------------
-# Mining
-# ------------------------------------------------------------------------------------------------
-
-
-def mine_chunk(units: Sequence[tuple[str, int, int]], model: bytes | None, params: MiningParams,
-               seed: int, per_image: int) -> list[UnitScan]:
-    """Scan a chunk of mining units (the unit function of distributed mining).
-
-    Parameters
-    ----------
-    units : sequence of (path, pass, passes)
-    model : bytes or None
-        :func:`model_json` of the cascade so far (``None`` before the first stage).
-    params, seed, per_image
-        As in :func:`~vjboost.cascade.negatives.scan_unit`.
-
-    Returns
-    -------
-    list of UnitScan
-        One per unit, in order (``readable`` False for an unreadable image).
-    """
-    det = None if model is None else _cached(model, repr(params),
-                                             lambda m: mining_detector(m, params))
-    out = []
-    for path, p, g in units:
-        img = _image(path)
-        out.append(UnitScan(np.zeros((0, *params.window), np.uint8), 0, 0, readable=False)
-                   if img is None else
-                   scan_unit(None if det is None else det.model, path, int(p), params=params,
-                             seed=seed, per_image=per_image, g=int(g), image=img,
-                             detector=det))
-    return out
 
 
 def _chunks(items: Iterator[Any], first: int, largest: int) -> Iterator[list[Any]]:
@@ -128,38 +44,6 @@ def _chunks(items: Iterator[Any], first: int, largest: int) -> Iterator[list[Any
             return
         yield chunk
         size = min(2 * size, largest)
-
-
-def scan_units(executor: Executor, model: CascadeModel | None,
-               units: Sequence[tuple[str, int, int]], *, params: MiningParams, seed: int,
-               per_image: int, chunk: int = 4) -> list[UnitScan]:
-    """The scans of mining ``units`` computed on ``executor``, in the order of ``units``
-    (what :meth:`~vjboost.cascade.negatives.NegativePool.fill` consumes batch by batch).
-
-    Parameters
-    ----------
-    executor : Executor
-        Runs :func:`mine_chunk` on chunks of units (serial, threads or Dask).
-    model : CascadeModel or None
-        The cascade so far (``None`` before the first stage), shared once with the workers.
-    units : sequence of (str, int, int)
-        ``(background path, first pass, passes)`` of each unit.
-    params, seed, per_image
-        As in :func:`~vjboost.cascade.negatives.scan_unit`.
-    chunk : int, default 4
-        Units per task.
-
-    Returns
-    -------
-    list of UnitScan
-        One per unit, in order.
-    """
-    data = executor.share(None if model is None else model_json(model))
-    chunks = [list(units[i:i + chunk]) for i in range(0, len(units), chunk)]
-    out: list[UnitScan] = []
-    for part in executor.imap(mine_chunk, chunks, data, params, int(seed), int(per_image)):
-        out.extend(part)
-    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -182,7 +66,7 @@ def detect_chunk(paths: Sequence[str], model: bytes, params: dict[str, Any],
     ----------
     paths : sequence of str
     model : bytes
-        :func:`model_json` of the cascade.
+        :func:`~vjboost.cascade.model_io.model_json` of the cascade.
     params : dict
         :class:`~vjboost.cascade.detector.CascadeDetector` parameters.
     limits : Limits, optional
@@ -194,8 +78,9 @@ def detect_chunk(paths: Sequence[str], model: bytes, params: dict[str, Any],
     """
     from ..io import ImageReadError, read_image
 
-    det = _cached(model, repr(sorted(params.items())),
-                  lambda m: CascadeDetector(m, **{**params, "channel_order": "rgb"}))
+    det = built_from_model_json(
+        model, repr(sorted(params.items())),
+        lambda m: CascadeDetector(m, **{**params, "channel_order": "rgb"}))
     out: list[FileDetections] = []
     for path in paths:
         try:
