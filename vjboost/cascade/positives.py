@@ -358,7 +358,9 @@ def _from_annotations(path: Path, cut: _Cutter, fmt: str | None = None,
             continue
         ih, iw = img.shape
         for x, y, w, h in boxes.tolist():
-            if x + w > iw or y + h > ih:
+            # COCO, VOC, YOLO, LabelMe and CVAT boxes may start left of or above the image (an
+            # object cut by the border); a slice from a negative corner would wrap around
+            if x < 0 or y < 0 or x + w > iw or y + h > ih:
                 skipped.append(f"{image_path}: box {[x, y, w, h]} outside the {iw}x{ih} image")
                 continue
             cut.add(img, (x, y, w, h))
