@@ -260,3 +260,13 @@ def test_boxes_cut_by_the_left_or_top_border_are_skipped(tmp_path, rng):
     assert len(ps.skipped) == 2
     assert "box [-10, 5, 30, 12] outside the 60x50 image" in ps.skipped[0]
     assert "box [5, -4, 30, 12] outside the 60x50 image" in ps.skipped[1]
+
+
+def test_aspect_is_the_median_proportion_of_the_sources_as_cut(tmp_path, rng):
+    for k, (h, w) in enumerate([(40, 100), (40, 100), (30, 90)]):
+        cv2.imwrite(str(tmp_path / f"c{k}.png"), rng.integers(0, 256, (h, w), dtype=np.uint8))
+    assert load_positives(tmp_path, (20, 50)).aspect == 2.5
+    assert load_positives(tmp_path, (20, 50), crop=(0.3, 0, 0.4, 1)).aspect == 1.0
+    s = rng.integers(0, 256, (3, 19, 19), dtype=np.uint8)
+    np.savez(tmp_path / "p.npz", images=s)
+    assert load_positives(tmp_path / "p.npz", (19, 19), mirror=True).aspect == 1.0
