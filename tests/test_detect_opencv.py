@@ -462,8 +462,18 @@ def test_parameter_errors():
         CascadeDetector(model, step=3)
     with pytest.raises(ValueError, match="grouping"):
         CascadeDetector(model, grouping="mean")
-    with pytest.raises(TypeError, match="8-bit"):
+    with pytest.raises(TypeError, match="8-bit.*got dtype float32; convert e.g. with "
+                                        "skimage.util.img_as_ubyte"):
         CascadeDetector(model).detect(np.zeros((50, 50), dtype=np.float32))
+    # several images: named as what they are, not as the 4-D stack or float array NumPy makes
+    img = np.zeros((50, 50, 3), dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"expected one image \(an ndarray\), got a list of 2; "
+                                         "detect each image in turn"):
+        CascadeDetector(model).detect([img, img])
+    with pytest.raises(ValueError, match="got a list of 0"):
+        CascadeDetector(model).detect([])
+    with pytest.raises(ValueError, match=r"got \(2, 50, 50, 3\); a stack of images\?"):
+        CascadeDetector(model).detect(np.stack([img, img]))
     det = CascadeDetector(model).detect(np.zeros((10, 10), dtype=np.uint8))
     assert len(det) == 0
 

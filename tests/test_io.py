@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from vjboost._errors import InputError
 from vjboost.io import (
     AnnotationError,
     ImageReadError,
@@ -78,6 +79,19 @@ def test_read_image_errors(tmp_path):
     assert len(imgs) == 1 and names == [str(tmp_path / "ok.png")]
     assert report.n_read == 1 and len(report.failed) == 2
     assert "2 skipped" in report.summary()
+
+
+def test_a_video_as_an_image_source_says_what_to_give(tmp_path):
+    # backgrounds (vjtrain NEG, vjboost.train) and vjeval --images take a folder, a list or an
+    # image; a video named there is refused as such, not read as a list ("not a text file")
+    from vjboost.io import list_images
+
+    clip = tmp_path / "clip.avi"
+    clip.write_bytes(b"RIFF\x00\x00\x00\x00AVI LIST\xff\xfe")
+    with pytest.raises(InputError, match=r"clip.avi: a video is not a background source; give "
+                                         r"a folder of images, a list of image paths \(bg.txt\) "
+                                         r"or one image"):
+        list_images(clip, what="background source")
 
 
 def test_bg_list_resolves_against_its_folder(tmp_path, monkeypatch):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import cv2
 import numpy as np
 import pytest
@@ -238,3 +240,33 @@ def test_gamma_jitter_is_a_grey_level_curve(rng):
     np.testing.assert_array_equal(a[:, :4], b[:, :4])  # same geometry for the same seed
     assert (a[:, 4] == 1).all() and (b[:, 4] != 1).all()
     assert ((b[:, 4] >= 1 / 1.5) & (b[:, 4] <= 1.5)).all()
+
+
+def test_boxes_cut_by_the_left_or_top_border_are_skipped(tmp_path, rng):
+    # COCO (like VOC, YOLO, LabelMe, CVAT) keeps boxes that start left of or above the image,
+    # objects cut by its border: they are skipped as those past the right or bottom edge are,
+    # never sliced from a negative corner
+    img = rng.integers(0, 256, (50, 60), dtype=np.uint8)
+    cv2.imwrite(str(tmp_path / "scene.png"), img)
+    coco = {"images": [{"id": 1, "file_name": "scene.png"}],
+            "categories": [{"id": 1, "name": "car"}],
+            "annotations": [
+                {"id": k + 1, "image_id": 1, "category_id": 1, "bbox": b, "iscrowd": 0}
+                for k, b in enumerate([[-10, 5, 30, 12], [5, -4, 30, 12], [10, 5, 30, 12]])]}
+    (tmp_path / "ann.json").write_text(json.dumps(coco))
+    ps = load_positives(tmp_path / "ann.json", (12, 30))
+    assert ps.samples.shape == (1, 12, 30)
+    np.testing.assert_array_equal(ps.samples[0], img[5:17, 10:40])
+    assert len(ps.skipped) == 2
+    assert "box [-10, 5, 30, 12] outside the 60x50 image" in ps.skipped[0]
+    assert "box [5, -4, 30, 12] outside the 60x50 image" in ps.skipped[1]
+
+
+def test_aspect_is_the_median_proportion_of_the_sources_as_cut(tmp_path, rng):
+    for k, (h, w) in enumerate([(40, 100), (40, 100), (30, 90)]):
+        cv2.imwrite(str(tmp_path / f"c{k}.png"), rng.integers(0, 256, (h, w), dtype=np.uint8))
+    assert load_positives(tmp_path, (20, 50)).aspect == 2.5
+    assert load_positives(tmp_path, (20, 50), crop=(0.3, 0, 0.4, 1)).aspect == 1.0
+    s = rng.integers(0, 256, (3, 19, 19), dtype=np.uint8)
+    np.savez(tmp_path / "p.npz", images=s)
+    assert load_positives(tmp_path / "p.npz", (19, 19), mirror=True).aspect == 1.0

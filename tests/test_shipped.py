@@ -160,8 +160,26 @@ def test_no_cascade_classifier_needed_and_clear_error_without_opencv_cascades(mo
     monkeypatch.setattr(cv2, "data", types.SimpleNamespace(), raising=False)
     img = cv2.cvtColor(__import__("skimage.data").data.astronaut(), cv2.COLOR_RGB2GRAY)
     assert len(CascadeDetector(load_model(DEFAULT_MODEL)).detect(img)) >= 1
-    with pytest.raises(ModelNotFound, match=r"ships no cascades \(no cv2.data.haarcascades\)"):
+    with pytest.raises(ModelNotFound, match=r"ships no cascades \(no cv2.data.haarcascades"):
         load_model("opencv:haarcascade_frontalface_default")
+
+
+def test_opencv_names_on_a_build_whose_cascade_folder_is_empty(monkeypatch, tmp_path):
+    """OpenCV 5's wheels keep ``cv2.data.haarcascades`` but its folder holds no cascade: an
+    ``opencv:`` name says the build ships none, not that this one name is missing."""
+    import types
+
+    (tmp_path / "__init__.py").write_text("")
+    monkeypatch.setattr(cv2, "data", types.SimpleNamespace(haarcascades=f"{tmp_path}/"),
+                        raising=False)
+    with pytest.raises(ModelNotFound, match=r"opencv:haarcascade_frontalface_default: this "
+                       r"OpenCV build \(cv2 .*\) ships no cascades .* give the cascade's file"):
+        resolve_model("opencv:haarcascade_frontalface_default")
+    # with cascades there, a mistyped name lists the ones there are
+    (tmp_path / "haarcascade_eye.xml").write_text("<opencv_storage/>")
+    with pytest.raises(ModelNotFound, match=r"ships no haarcascade_ey.xml \(have: "
+                                            r"opencv:haarcascade_eye\)"):
+        resolve_model("opencv:haarcascade_ey")
 
 
 @pytest.mark.slow

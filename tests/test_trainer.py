@@ -269,3 +269,14 @@ def test_trainer_declares_the_object_box_and_the_detector_reports_it(faces, back
     assert framed.stages == plain.stages and "object_box" not in plain.params
     assert framed.params["object_box"] == [0.25, 0.0, 0.5, 1.0]
     assert CascadeDetector(framed).object_box == (0.25, 0.0, 0.5, 1.0)
+
+
+def test_train_raises_when_no_stage_could_be_trained(faces, tmp_path):
+    """``vjboost.train`` returns a model or says why there is none, never ``None``."""
+    from vjboost.cascade.api import train
+
+    missing = [str(tmp_path / "no_such_background.png")]
+    with pytest.raises(TrainingError, match="no stage could be trained: negatives exhausted.*"
+                                            "none of the background images could be read"):
+        train(faces, missing, window_shape=WIN, features="lbp", num_stages=2, num_pos=100,
+              num_neg=200, max_weak_count=5)

@@ -100,6 +100,29 @@ def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, mess
     assert "Traceback" not in res.output
 
 
+def test_a_window_of_other_proportions_than_the_positives_is_warned_about(tmp_path, rng):
+    """100x40 crops (UIUC cars) and a square --window: every positive would be squashed; the
+    warning names both proportions and a window of the crops' own. Matching proportions, or a
+    --pos-crop that gives them, warn of nothing. (No background can be read: the run stops
+    with its own message right after loading the positives.)"""
+    crops = tmp_path / "cars"
+    crops.mkdir()
+    for k in range(4):
+        cv2.imwrite(str(crops / f"pos-{k}.png"), rng.integers(0, 256, (40, 100), dtype=np.uint8))
+    (tmp_path / "bg.txt").write_text("missing.png\n")
+    base = [str(crops), str(tmp_path / "bg.txt"), "-o", str(tmp_path / "out"), "--stages", "1",
+            "--num-pos", "4", "-q"]
+    res = CliRunner().invoke(main, [*base, "--window", "24x24"])
+    assert res.exit_code == 2 and "no usable background image" in res.output, res.output
+    assert ("warning: the positives are 2.50:1 (width:height, median) but --window 24x24 is "
+            "1.00:1: every positive is stretched to the window; give a window of their "
+            "proportions, e.g. --window 60x24") in res.output
+    for extra in (["--window", "50x20"], ["--window", "45x20"],
+                  ["--window", "24x24", "--pos-crop", "0.3,0,0.4,1"]):
+        res = CliRunner().invoke(main, [*base, *extra])
+        assert res.exit_code == 2 and "warning: the" not in res.output, (extra, res.output)
+
+
 @pytest.mark.slow
 def test_vec_and_bg_forms_train_the_same_cascade(data_dir, tmp_path):
     """``--vec`` with one argument takes it as the backgrounds, as ``--bg`` does."""

@@ -103,6 +103,12 @@ def train(
     CascadeModel
         The trained cascade (save it with :func:`~vjboost.cascade.model_io.save_model`).
 
+    Raises
+    ------
+    TrainingError
+        When the settings or inputs are refused, or when not even the first stage could be
+        trained (e.g. none of the backgrounds could be read); the message says why.
+
     Examples
     --------
     >>> import numpy as np, skimage.data as d, cv2, tempfile, os
@@ -117,7 +123,7 @@ def train(
     ((16, 16), True)
     """
     from ..io.inputs import list_images
-    from .trainer import CascadeTrainer
+    from .trainer import CascadeTrainer, TrainingError
 
     trainer = CascadeTrainer(**params)
     if isinstance(positives, str | os.PathLike):
@@ -127,4 +133,9 @@ def train(
     if isinstance(backgrounds, str | os.PathLike):
         backgrounds = list_images(backgrounds, what="background source")
     trainer.fit(positives, backgrounds, output_dir=output_dir, log=log)
+    if trainer.model_ is None:
+        # no stage trained (every background unreadable, too few negatives for the first
+        # stage): a model is what this function promises, so say why there is none, as vjtrain
+        # does, rather than return None for the caller to trip over later
+        raise TrainingError(f"no stage could be trained: {trainer.stop_reason_}")
     return trainer.model_

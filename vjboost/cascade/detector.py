@@ -142,6 +142,16 @@ class Detections:
 # ------------------------------------------------------------------------------------------------
 
 
+def _one_image(image: Any, name: str) -> np.ndarray:
+    """``image`` as an array, a list or tuple of images refused as such."""
+    if isinstance(image, list | tuple) and (not image or isinstance(image[0], np.ndarray)):
+        # np.asarray would stack the images (a 4-D shape) or make an empty float array, and
+        # the error would then be about a shape or dtype the caller never passed
+        raise ValueError(f"{name}: expected one image (an ndarray), got a "
+                         f"{type(image).__name__} of {len(image)}; detect each image in turn")
+    return image if isinstance(image, np.ndarray) else np.asarray(image)
+
+
 def to_gray(image: np.ndarray, *, channel_order: str = "bgr", name: str = "image") -> np.ndarray:
     """8-bit gray image from a gray, BGR(A) or RGB(A) array (OpenCV's BGR2GRAY weights).
 
@@ -151,16 +161,18 @@ def to_gray(image: np.ndarray, *, channel_order: str = "bgr", name: str = "image
     channel_order : {"bgr", "rgb"}
         Order of colour channels. ``cv2.imread`` gives BGR; scikit-image and PIL give RGB.
     """
-    if not isinstance(image, np.ndarray):
-        image = np.asarray(image)
+    image = _one_image(image, name)
     if image.dtype != np.uint8:
-        raise TypeError(f"{name}: expected an 8-bit image (dtype uint8), got dtype {image.dtype}")
+        raise TypeError(f"{name}: expected an 8-bit image (dtype uint8), got dtype {image.dtype}; "
+                        "convert e.g. with skimage.util.img_as_ubyte")
     if image.ndim == 3 and image.shape[2] == 1:
         image = image[:, :, 0]
     if image.ndim == 2:
         return np.ascontiguousarray(image)
     if image.ndim != 3 or image.shape[2] not in (3, 4):
-        raise ValueError(f"{name}: expected (H, W), (H, W, 3) or (H, W, 4), got {image.shape}")
+        raise ValueError(f"{name}: expected (H, W), (H, W, 3) or (H, W, 4), got {image.shape}"
+                         + ("; a stack of images? detect each in turn" if image.ndim == 4
+                            else ""))
     if channel_order not in ("bgr", "rgb"):
         raise ValueError(f"channel_order: expected 'bgr' or 'rgb', got {channel_order!r}")
     code = {("bgr", 3): cv2.COLOR_BGR2GRAY, ("bgr", 4): cv2.COLOR_BGRA2GRAY,
@@ -589,8 +601,7 @@ class CascadeDetector:
         -------
         Detections
         """
-        if not isinstance(image, np.ndarray):
-            image = np.asarray(image)
+        image = _one_image(image, "image")
         if self.model.color:
             if image.ndim != 3 or image.shape[2] < 3:
                 raise ValueError(f"image: this cascade's family needs a colour image, got "

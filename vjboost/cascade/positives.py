@@ -51,11 +51,16 @@ class PositiveSet:
     skipped : list of str
         One message per image or box that was skipped (unreadable, box outside the image...).
     source : str
+    aspect : float or None
+        Median width / height of the crops or boxes as cut, before they were resized to the
+        window (None when nothing was cut): far from the window's own, every positive was
+        stretched.
     """
 
     samples: np.ndarray
     skipped: list[str] = field(default_factory=list)
     source: str = ""
+    aspect: float | None = None
 
     def summary(self, max_names: int = 3) -> str:
         """One line: counts and the first few reasons for skipping."""
@@ -287,6 +292,7 @@ class _Cutter:
         self.window, self.crop, self.jitter = window, crop, jitter
         self.plain: list[np.ndarray] = []
         self.copies: list[np.ndarray] = []
+        self.aspects: list[float] = []
         self._rng = None if jitter is None else jitter.rng()
 
     def add(self, img: np.ndarray, box: tuple[int, int, int, int] | None = None) -> None:
@@ -304,7 +310,9 @@ class _Cutter:
         else:
             x, y, w, h = box
             sample = img[y : y + h, x : x + w]
-        self.plain.append(resize_to_window(crop_fraction(sample, self.crop), self.window))
+        cropped = crop_fraction(sample, self.crop)
+        self.aspects.append(cropped.shape[1] / cropped.shape[0])
+        self.plain.append(resize_to_window(cropped, self.window))
         if self.jitter is not None:
             # checked source by source, against what is left: the copies of the sources so far
             # are already held
@@ -358,7 +366,9 @@ def _from_annotations(path: Path, cut: _Cutter, fmt: str | None = None,
             continue
         ih, iw = img.shape
         for x, y, w, h in boxes.tolist():
-            if x + w > iw or y + h > ih:
+            # COCO, VOC, YOLO, LabelMe and CVAT boxes may start left of or above the image (an
+            # object cut by the border); a slice from a negative corner would wrap around
+            if x < 0 or y < 0 or x + w > iw or y + h > ih:
                 skipped.append(f"{image_path}: box {[x, y, w, h]} outside the {iw}x{ih} image")
                 continue
             cut.add(img, (x, y, w, h))
@@ -471,4 +481,6 @@ def load_positives(
         )
     if mirror:
         samples = np.concatenate([samples, samples[:, :, ::-1]])
-    return PositiveSet(np.ascontiguousarray(samples, dtype=np.uint8), skipped, str(path))
+    aspect = float(np.median(cut.aspects[: len(cut.plain)])) if cut.aspects else None
+    return PositiveSet(np.ascontiguousarray(samples, dtype=np.uint8), skipped, str(path),
+                       aspect)

@@ -2,8 +2,8 @@
 
 ``vjboost:NAME`` is ``NAME.json`` (or ``.xml``) of the package's ``models`` folder
 (``vjboost/models/``, package data: a wheel has it), ``opencv:NAME`` a cascade of
-``cv2.data.haarcascades`` (OpenCV builds without that folder, such as OpenCV 5's wheels, get a
-one-line error); anything else is a file path. Names are resolved here only:
+``cv2.data.haarcascades`` (OpenCV builds without cascades in that folder, such as OpenCV 5's
+wheels, get a one-line error); anything else is a file path. Names are resolved here only:
 :func:`vjboost.cascade.model_io.load_model` accepts them, and so do ``vjdetect``, ``vjeval`` and
 ``vjadapt``. The default detector model is ``vjboost:frontalface`` (trained by ``vjtrain`` on
 public data, see ``vjboost/models/README.md``); OpenCV's ``haarcascade_frontalface_default``
@@ -32,7 +32,11 @@ class ModelNotFound(CascadeFormatError):
 
 def _opencv_dir() -> Path | None:
     base = getattr(getattr(cv2, "data", None), "haarcascades", None)
-    return Path(base) if base else None
+    # OpenCV 5's wheels keep cv2.data.haarcascades but ship the folder without cascades: such a
+    # build has none to name, as one without the attribute
+    if not base or not any(Path(base).glob("*.xml")):
+        return None
+    return Path(base)
 
 
 def resolve_model(spec: str | os.PathLike[str]) -> str:
@@ -84,10 +88,12 @@ def resolve_model(spec: str | os.PathLike[str]) -> str:
         base = _opencv_dir()
         if base is None:
             raise ModelNotFound(f"{spec}: this OpenCV build (cv2 {cv2.__version__}) ships no "
-                                "cascades (no cv2.data.haarcascades); give the cascade's file "
-                                "path instead")
+                                "cascades (no cv2.data.haarcascades, or an empty one); give the "
+                                "cascade's file path instead")
         if not (base / name).is_file():
-            raise ModelNotFound(f"{spec}: this OpenCV build ships no {name}")
+            have = sorted(p.stem for p in base.glob("*.xml"))
+            raise ModelNotFound(f"{spec}: this OpenCV build ships no {name} (have: "
+                                f"{', '.join('opencv:' + h for h in have)})")
         return str(base / name)
     return spec
 

@@ -295,7 +295,8 @@ def list_images(source: str | os.PathLike[str], *, recursive: bool = False,
     Raises
     ------
     InputError
-        Missing source, empty folder or list, a file that is neither an image nor a list.
+        Missing source, empty folder or list, a video, a file that is neither an image nor a
+        list.
 
     Examples
     --------
@@ -324,4 +325,8 @@ def list_images(source: str | os.PathLike[str], *, recursive: bool = False,
         return files
     if is_image_file(p):
         return [str(p)]
+    if is_video_file(p):
+        # read as a list it would fail as "not a text file", which says nothing of what to give
+        raise InputError(f"{p}: a video is not a {what}; give a folder of images, a list of "
+                         "image paths (bg.txt) or one image")
     return read_bg_list(p, what=what.replace("source", "list"))
