@@ -279,3 +279,33 @@ def test_fit_weak_learner_validates_blocks():
     learner, _ = fit_weak_learner(step, vals[:1], kind="tree", max_depth=3)
     assert learner.depth == 3 and learner.n_nodes == 3
     np.testing.assert_allclose(learner.predict(vals[:1]), step.response)
+
+
+# ---------------------------------------------------------------------------- scikit-learn
+@pytest.mark.parametrize("make", [
+    lambda: BoostedClassifier(loss="gentle", weak_learner="tree", max_depth=2, n_estimators=15),
+    lambda: AdaBoostMH(n_estimators=15),
+])
+def test_scikit_learn_model_selection_sees_a_classifier(data, make):
+    """cross_val_score, clone and GridSearchCV take the estimators as classifiers (stratified
+    folds, accuracy): each fold's score is that of the estimator fitted by hand on the same
+    split, and the search's best setting is the one with the best mean of those scores."""
+    from sklearn.base import clone, is_classifier
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+
+    X, y = data
+    est = make()
+    assert is_classifier(est)
+    assert clone(est).get_params() == est.get_params()
+    folds = StratifiedKFold(3)
+    got = cross_val_score(est, X, y, cv=3)
+    want = [make().fit(X[tr], y[tr]).score(X[te], y[te]) for tr, te in folds.split(X, y)]
+    np.testing.assert_allclose(got, want)
+    assert 0.6 < got.mean() < 1.0
+
+    grid = {"n_estimators": [1, 15]}
+    search = GridSearchCV(make(), grid, cv=3).fit(X, y)
+    means = [np.mean([make().set_params(n_estimators=n).fit(X[tr], y[tr]).score(X[te], y[te])
+                      for tr, te in folds.split(X, y)]) for n in grid["n_estimators"]]
+    assert search.best_params_ == {"n_estimators": grid["n_estimators"][int(np.argmax(means))]}
+    np.testing.assert_allclose(search.cv_results_["mean_test_score"], means)

@@ -112,6 +112,21 @@ class Estimator:
         if not self.is_fitted():
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit first")
 
+    def __sklearn_tags__(self) -> Any:
+        """scikit-learn's description of the estimator, for its model selection tools.
+
+        scikit-learn (1.6 and later) asks every estimator it clones, cross-validates or searches
+        for its tags; scikit-learn is imported here only, when it asks, so vjboost does not
+        depend on it. Subclasses that are classifiers say so (:class:`ClassifierMixin`).
+
+        Returns
+        -------
+        sklearn.utils.Tags
+        """
+        from sklearn.utils import Tags, TargetTags
+
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False))
+
     def __repr__(self) -> str:
         sig = inspect.signature(type(self).__init__)
         parts = []
@@ -130,7 +145,26 @@ class Estimator:
 
 
 class ClassifierMixin:
-    """``score``: the accuracy of ``predict``, for estimators whose ``predict`` gives labels."""
+    """``score``: the accuracy of ``predict``, for estimators whose ``predict`` gives labels;
+    scikit-learn's tools see a classifier (stratified folds, accuracy as the default score)."""
+
+    #: how scikit-learn before 1.6 tells a classifier
+    _estimator_type: ClassVar[str] = "classifier"
+
+    def __sklearn_tags__(self) -> Any:
+        """:meth:`Estimator.__sklearn_tags__`, as a classifier's (labels required).
+
+        Returns
+        -------
+        sklearn.utils.Tags
+        """
+        from sklearn.utils import ClassifierTags
+
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        tags.estimator_type = "classifier"
+        tags.classifier_tags = ClassifierTags()
+        tags.target_tags.required = True
+        return tags
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy: the fraction of examples whose predicted label equals ``y``.
