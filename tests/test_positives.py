@@ -266,7 +266,33 @@ def test_aspect_is_the_median_proportion_of_the_sources_as_cut(tmp_path, rng):
     for k, (h, w) in enumerate([(40, 100), (40, 100), (30, 90)]):
         cv2.imwrite(str(tmp_path / f"c{k}.png"), rng.integers(0, 256, (h, w), dtype=np.uint8))
     assert load_positives(tmp_path, (20, 50)).aspect == 2.5
-    assert load_positives(tmp_path, (20, 50), crop=(0.3, 0, 0.4, 1)).aspect == 1.0
+    with pytest.warns(UserWarning, match="as cut by crop, are 1.00:1"):
+        assert load_positives(tmp_path, (20, 50), crop=(0.3, 0, 0.4, 1)).aspect == 1.0
     s = rng.integers(0, 256, (3, 19, 19), dtype=np.uint8)
     np.savez(tmp_path / "p.npz", images=s)
     assert load_positives(tmp_path / "p.npz", (19, 19), mirror=True).aspect == 1.0
+
+
+def test_positives_of_other_proportions_than_the_window_are_warned_about(tmp_path, rng):
+    """load_positives (and so vjboost.train) warns when every positive would be stretched to
+    the window: the crops' median width:height, the window's, and a window of theirs; a window
+    within ASPECT_TOLERANCE of them, or a crop that gives its proportions, warns of nothing."""
+    import warnings
+
+    import vjboost
+
+    for k in range(4):
+        cv2.imwrite(str(tmp_path / f"p{k}.png"), rng.integers(0, 256, (40, 100), dtype=np.uint8))
+    with pytest.warns(UserWarning, match=r"are 2\.50:1 .* the 24x24 window is 1\.00:1: .* "
+                                         r"e\.g\. 60x24 \(width x height\)"):
+        load_positives(tmp_path, (24, 24))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_positives(tmp_path, (20, 50))
+        load_positives(tmp_path, (20, 45))   # 2.25:1, within the tolerance
+        load_positives(tmp_path, (24, 24), crop=(0.3, 0, 0.4, 1))
+    from vjboost.cascade.trainer import TrainingError
+
+    with pytest.warns(UserWarning, match="stretched"), pytest.raises(TrainingError):
+        vjboost.train(tmp_path, [str(tmp_path / "missing.png")], window_shape=(24, 24),
+                      num_stages=1)

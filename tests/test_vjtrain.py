@@ -114,13 +114,13 @@ def test_a_window_of_other_proportions_than_the_positives_is_warned_about(tmp_pa
             "--num-pos", "4", "-q"]
     res = CliRunner().invoke(main, [*base, "--window", "24x24"])
     assert res.exit_code == 2 and "no usable background image" in res.output, res.output
-    assert ("warning: the positives are 2.50:1 (width:height, median) but --window 24x24 is "
-            "1.00:1: every positive is stretched to the window; give a window of their "
-            "proportions, e.g. --window 60x24") in res.output
+    assert (f"vjtrain: warning: {crops}: the positives are 2.50:1 (width:height, median) but "
+            "the 24x24 window is 1.00:1: every positive is stretched to the window; give a "
+            "window of their proportions, e.g. 60x24 (width x height)") in res.output
     for extra in (["--window", "50x20"], ["--window", "45x20"],
                   ["--window", "24x24", "--pos-crop", "0.3,0,0.4,1"]):
         res = CliRunner().invoke(main, [*base, *extra])
-        assert res.exit_code == 2 and "warning: the" not in res.output, (extra, res.output)
+        assert res.exit_code == 2 and "stretched" not in res.output, (extra, res.output)
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ slightly misaligned copies makes the cascade accept what the scan will show it.
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +41,10 @@ __all__ = [
 
 _ANNOTATION_SUFFIXES = (".dat", ".txt", ".csv", ".json", ".info", ".lst", ".xml")
 
+
+#: how far (as a ratio) the positives' width:height may be from the window's before
+#: :func:`load_positives` warns that every positive is stretched
+ASPECT_TOLERANCE = 1.2
 
 @dataclass
 class PositiveSet:
@@ -422,6 +427,12 @@ def load_positives(
     ------
     ValueError
         When the source is missing, empty, of another window size (``.vec``) or yields no sample.
+
+    Warns
+    -----
+    UserWarning
+        When the positives' median width:height (as cut, before resizing) differs from the
+        window's by more than :data:`ASPECT_TOLERANCE`: each would be stretched to the window.
     """
     path = Path(source)
     h, w = (int(v) for v in window)
@@ -482,5 +493,13 @@ def load_positives(
     if mirror:
         samples = np.concatenate([samples, samples[:, :, ::-1]])
     aspect = float(np.median(cut.aspects[: len(cut.plain)])) if cut.aspects else None
+    if aspect is not None and max(aspect * h / w, w / (aspect * h)) > ASPECT_TOLERANCE:
+        # resizing a 100x40 car to 24x24 trains a detector of squashed cars that finds none at
+        # the scan's true proportions: legal, but never what was meant
+        what = "the positives, as cut by crop," if crop is not None else "the positives"
+        warnings.warn(f"{path}: {what} are {aspect:.2f}:1 (width:height, median) but the "
+                      f"{w}x{h} window is {w / h:.2f}:1: every positive is stretched to the "
+                      "window; give a window of their proportions, e.g. "
+                      f"{max(3, round(h * aspect))}x{h} (width x height)", stacklevel=2)
     return PositiveSet(np.ascontiguousarray(samples, dtype=np.uint8), skipped, str(path),
                        aspect)

@@ -220,10 +220,6 @@ def _parse_jitter(copies: int | None, spec: str, seed: int):
     return jitter if copies is not None else None
 
 
-#: how far (as a ratio) the positives' width:height may be from the window's before vjtrain warns
-ASPECT_TOLERANCE = 1.2
-
-
 def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                     crop: tuple[float, float, float, float] | None = None, jitter=None,
                     shuffle_seed: int | None = None, annotation_format: str | None = None,
@@ -237,14 +233,6 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
         raise InputError(str(exc)) from None
     if ps.skipped:
         echo(f"warning: {ps.summary()}")
-    h, w = window
-    if ps.aspect is not None and max(ps.aspect * h / w, w / (ps.aspect * h)) > ASPECT_TOLERANCE:
-        # resizing a 100x40 car to 24x24 trains a detector of squashed cars that finds none
-        # at the scan's true proportions: legal, but never what was meant
-        what = "--pos-crop of the positives" if crop is not None else "positives"
-        echo(f"warning: the {what} are {ps.aspect:.2f}:1 (width:height, median) but --window "
-             f"{w}x{h} is {w / h:.2f}:1: every positive is stretched to the window; give a "
-             f"window of their proportions, e.g. --window {max(3, round(h * ps.aspect))}x{h}")
     samples = ps.samples
     if mirror:
         samples = np.concatenate([samples, samples[:, :, ::-1]])
