@@ -255,6 +255,14 @@ def test_trainer_rejects_bad_settings(faces, backgrounds):
             faces, backgrounds)
     with pytest.raises(TrainingError, match="object_box"):
         CascadeTrainer(window_shape=WIN, object_box=(0, 0, 0, 1)).fit(faces, backgrounds)
+    # backgrounds are paths (mining visits and checkpoints them by path): images in memory, or
+    # one path where a list is expected, are refused in one line naming the argument
+    with pytest.raises(TrainingError, match=r"backgrounds\[1\]: expected an image path, got "
+                                            r"ndarray; write the background images to files"):
+        CascadeTrainer(window_shape=WIN, num_pos=10).fit(
+            faces, [backgrounds[0], np.zeros((50, 50), np.uint8)])
+    with pytest.raises(TrainingError, match="expected a sequence of image paths, got one path"):
+        CascadeTrainer(window_shape=WIN, num_pos=10).fit(faces, backgrounds[0])
 
 
 def test_trainer_declares_the_object_box_and_the_detector_reports_it(faces, backgrounds):

@@ -792,7 +792,19 @@ class CascadeTrainer:
         if self.mirror:
             pos = np.concatenate([pos, pos[:, :, ::-1]])
         pos = np.ascontiguousarray(pos)
-        bgs = [os.fspath(p) for p in backgrounds]
+        if isinstance(backgrounds, str | bytes | os.PathLike):
+            raise TrainingError(f"backgrounds: expected a sequence of image paths, got one path "
+                                f"({os.fsdecode(backgrounds)!r}); vjboost.train also reads a "
+                                "folder or a bg.txt list")
+        bgs = []
+        for k, b in enumerate(backgrounds):
+            if not isinstance(b, str | bytes | os.PathLike):
+                # mining visits each background by path, pass after pass, and may re-read it
+                # (checkpoints record paths): images in memory have no such identity
+                raise TrainingError(f"backgrounds[{k}]: expected an image path, got "
+                                    f"{type(b).__name__}; write the background images to "
+                                    "files and give their paths (a list, a folder or bg.txt)")
+            bgs.append(os.fsdecode(b))
         if not bgs:
             raise TrainingError("backgrounds: no background image given")
         if len(pos) < self.num_pos:
