@@ -127,6 +127,8 @@ def test_info_dat(tmp_path):
         ("a.png x 1 2 3 4\n", "line 1: expected the number of boxes"),
         ("a.png 1 1 2 3 4\nb.png 2 1 1 5 5\n", "line 2: 'b.png' announces 2 boxes but only 1"),
         ("a.png 1 1 2 0 4\n", r"line 1: invalid box \[1, 2, 0, 4\]"),
+        ("a.png 1 -1 2 5 4\n", r"line 1: invalid box \[-1, 2, 5, 4\] \(x, y must be >= 0 in "
+                               r"this format\)"),
         ("a.png 1 1 2 3.5 4\n", "line 1: box values must be integers"),
         ("a.png\n", "line 1: 'a.png' has no box count"),
     ],
@@ -135,6 +137,22 @@ def test_info_dat_errors_name_the_line(tmp_path, text, match):
     (tmp_path / "info.dat").write_text(text)
     with pytest.raises(AnnotationError, match=match):
         read_info_dat(tmp_path / "info.dat")
+
+
+def test_csv_and_json_boxes_may_start_outside_the_image(tmp_path):
+    """An object cut by the image's left or top border (the UIUC cars' truth) has a box that
+    starts outside it: CSV and JSON boxes read it as COCO's and VOC's do (info.dat, OpenCV's,
+    does not); a box of no size is refused in every format."""
+    (tmp_path / "b.csv").write_text("image,x,y,w,h\na.png,-10,56,100,40\n")
+    np.testing.assert_array_equal(read_annotations(tmp_path / "b.csv")[str(tmp_path / "a.png")],
+                                  [[-10, 56, 100, 40]])
+    (tmp_path / "b.json").write_text('{"a.png": [[3, -4, 20, 20]]}')
+    np.testing.assert_array_equal(read_annotations(tmp_path / "b.json")[str(tmp_path / "a.png")],
+                                  [[3, -4, 20, 20]])
+    (tmp_path / "z.csv").write_text("image,x,y,w,h\na.png,-10,56,0,40\n")
+    with pytest.raises(AnnotationError, match=r"line 2: invalid box \[-10, 56, 0, 40\] "
+                                              r"\(w, h must be > 0\)"):
+        read_annotations(tmp_path / "z.csv")
 
 
 def test_csv_and_json(tmp_path):

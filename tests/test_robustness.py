@@ -872,7 +872,8 @@ def test_bad_backgrounds_and_positives_are_skipped(train_data, tmp_path):
     for i in range(3):
         _good(crops / f"c{i}.png")
     _png_header_only(crops / "huge.png", 50000, 50000)
-    ps = load_positives(str(crops), (16, 16))
+    with pytest.warns(UserWarning, match="stretched"):  # the crops are 4:3, the window square
+        ps = load_positives(str(crops), (16, 16))
     assert len(ps.samples) == 3 and ps.skipped
 
 

@@ -237,15 +237,19 @@ MAX_COORD = 2**31 - 1
 """Largest coordinate or size accepted in a box (int32, as OpenCV's rectangles)."""
 
 
-def _check_box(vals: list[str], where: str) -> list[int]:
+def _check_box(vals: list[str], where: str, *, outside: bool = False) -> list[int]:
+    """The box of ``vals``; ``outside``: it may start left of or above the image (an object cut
+    by the border, as COCO and VOC boxes may; OpenCV's ``info.dat`` may not)."""
     if not all(_INT.fullmatch(v) for v in vals):
         raise AnnotationError(f"{where}: box values must be integers, got {' '.join(vals)!r}")
     box = [int(v) for v in vals]
     if max(abs(v) for v in box) > MAX_COORD or box[0] + box[2] > MAX_COORD \
             or box[1] + box[3] > MAX_COORD:
         raise AnnotationError(f"{where}: box {box} out of range (coordinates up to {MAX_COORD})")
-    if box[2] <= 0 or box[3] <= 0 or box[0] < 0 or box[1] < 0:
-        raise AnnotationError(f"{where}: invalid box {box} (x, y must be >= 0 and w, h > 0)")
+    if box[2] <= 0 or box[3] <= 0:
+        raise AnnotationError(f"{where}: invalid box {box} (w, h must be > 0)")
+    if not outside and (box[0] < 0 or box[1] < 0):
+        raise AnnotationError(f"{where}: invalid box {box} (x, y must be >= 0 in this format)")
     return box
 
 
@@ -400,7 +404,7 @@ def read_boxes_csv(path: str | os.PathLike[str], *,
         row = csv_cells(row, len(cols), f"{path}, line {lineno}", AnnotationError)
         vals = [row[j].strip() for j in idx]
         out.setdefault(_resolve(base, vals[0]), []).append(
-            _check_box(vals[1:], f"{path}, line {lineno}")
+            _check_box(vals[1:], f"{path}, line {lineno}", outside=True)
         )
     return AnnotationSet({k: _as_boxes(v) for k, v in out.items()}, source=str(path),
                          format="csv")
@@ -456,7 +460,8 @@ def read_boxes_json(path: str | os.PathLike[str], *,
         for b in boxes:
             if not isinstance(b, list | tuple) or len(b) != 4:
                 raise AnnotationError(f"{path}: entry {name!r}: box {b!r} is not [x, y, w, h]")
-            rows.append(_check_box([_int_text(v) for v in b], f"{path}: entry {name!r}"))
+            rows.append(_check_box([_int_text(v) for v in b], f"{path}: entry {name!r}",
+                                   outside=True))
     return AnnotationSet({k: _as_boxes(v) for k, v in out.items()}, source=str(path),
                          format="json")
 
