@@ -11,19 +11,6 @@ model, so that its detector ranks by the verified score.
 
 The detector uses the verifier (:mod:`vjboost.cascade.verifier`); this module uses the detector
 to scan, so the two stay one-way.
-
-Examples
---------
->>> import numpy as np
->>> from vjboost.cascade.synthetic import random_cascade
->>> model = random_cascade(seed=0, window=(20, 20), pass_rate=0.9)
->>> rng = np.random.default_rng(0)
->>> faces = rng.integers(100, 160, (10, 20, 20), dtype=np.uint8)
->>> backgrounds = [rng.integers(0, 256, (60, 80), dtype=np.uint8) for _ in range(2)]
->>> v = fit_verifier(model, faces, (2, 2, 16, 16), backgrounds, negative_stages=2,
-...                  per_image=10, copies=2, size=16, pixels_per_cell=4)
->>> v.n_positives_
-20
 """
 
 from __future__ import annotations
