@@ -931,7 +931,6 @@ def _worker_image(path: str) -> np.ndarray | None:
     return _IMAGES.get(path)
 
 
-
 def mine_chunk(units: Sequence[tuple[str, int, int]], model: bytes | None, params: MiningParams,
                seed: int, per_image: int) -> list[UnitScan]:
     """Scan a chunk of mining units (the unit function of distributed mining).
