@@ -90,6 +90,26 @@ def test_saving_and_loading_custom_families():
     function_family(row_variance, name="test_row_variance", n_features=lambda ws: ws[0])
 
 
+
+def test_function_families_pickle(rng):
+    """A family made by function_family pickles (multiprocessing, joblib, a pickled pool or
+    model): its class, bound here to another name than its own, is found again by its registry
+    name; before, pickle failed on "attribute lookup TestRowVarianceFamily"."""
+    import pickle
+
+    named = RowVarianceFamily((10, 7))
+    assert type(named).__name__ != "RowVarianceFamily"  # not importable by its own name
+    again = pickle.loads(pickle.dumps(named))
+    # the registered class (another test re-registers the name, as a module reload does)
+    assert type(again) is get_family_class("test_row_variance")
+    assert again.get_config() == named.get_config() == {"window_shape": [10, 7]}
+    pool = FeaturePool([HaarFamily((10, 7), mode="BASIC"), named])
+    back = pickle.loads(pickle.dumps(pool))
+    wins = rng.integers(0, 256, (5, 10, 7), dtype=np.uint8)
+    np.testing.assert_array_equal(back.evaluate(back.prepare(wins)),
+                                  pool.evaluate(pool.prepare(wins)))
+
+
 def test_bad_custom_families():
     with pytest.raises(TypeError, match="numba-compiled"):
         WindowFunctionFamily(lambda w, o: None, n_features=3)

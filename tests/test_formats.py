@@ -260,6 +260,31 @@ def test_writers_round_trip_and_coco_results(tmp_path, images):
         read_coco_results(tmp_path / "r.json", gt)
 
 
+
+def test_writers_number_every_video_frame_the_first_included(tmp_path):
+    """A video's frame 0 is a frame like the others: COCO gives its image "frame": 0 and VOC /
+    YOLO name its file <stem>_000000 (it had neither, so it read as a still image named like
+    one); a still image has no frame."""
+    (tmp_path / "yolo").mkdir()
+    outs = {"coco": tmp_path / "d.json", "voc": tmp_path / "voc", "yolo": tmp_path / "yolo" / "l"}
+    for fmt, dest in outs.items():
+        with open_detection_writer(dest, format=fmt) as w:
+            for k in (0, 1):
+                w.add("clip.avi", [[1, 2, 3, 4]], [0.5], frame=k, image_size=(16, 12))
+            w.add("photo.png", [[1, 2, 3, 4]], [0.5], image_size=(16, 12))
+    doc = json.loads(outs["coco"].read_text())
+    assert [im.get("frame") for im in doc["images"]] == [0, 1, None]
+    assert sorted(f.stem for f in outs["voc"].iterdir()) == ["clip_000000", "clip_000001",
+                                                               "photo"]
+    assert sorted(f.stem for f in outs["yolo"].glob("*.txt") if f.stem != "classes") == [
+        "clip_000000", "clip_000001", "photo"]
+    with open_detection_writer(tmp_path / "d.jsonl", format="jsonl") as w:
+        w.add("clip.avi", [[1, 2, 3, 4]], [0.5], frame=0)
+        w.add("photo.png", [[1, 2, 3, 4]], [0.5])
+    rows = [json.loads(r) for r in (tmp_path / "d.jsonl").read_text().splitlines()]
+    assert [r["frame"] for r in rows] == [0, 0]
+
+
 def test_writer_refuses_bad_outputs_before_work(tmp_path):
     with pytest.raises(OutputError, match="/nonexistent/dir does not exist"):
         open_detection_writer("/nonexistent/dir/out.jsonl")

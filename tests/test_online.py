@@ -181,6 +181,25 @@ def test_bad_input():
         margins_from_hypotheses([lambda X: X[:, 0]], np.zeros((2, 1)), [0, 1])
 
 
+
+def test_examples_with_too_few_features_are_said_in_features(rng):
+    """An example shorter than the features the hypotheses read is refused in the caller's
+    terms (its features), not the trees' feature-major "X has 1 rows"."""
+    X = rng.normal(size=(200, 8)).astype(np.float32)
+    y = np.where(X[:, 7] > 0, 1, -1)  # every stump reads feature 7
+    hyps = BoostedClassifier(loss="discrete", n_estimators=3, random_state=0).fit(X, y).estimators_
+    assert max(int(h.features_.max()) for h in hyps) == 7
+    for learner in (OnlineCoordinateBoost(hyps), OzaBoostWeights(hyps)):
+        for method, arg in ((learner.learn_one, (X[0, :1], 1)), (learner.predict_one, (X[0, :7],)),
+                            (learner.predict_many, (X[:3, :2],))):
+            with pytest.raises(ValueError, match=r"examples have \d feature\(s\), but "
+                                                 r"hypothesis 0 reads feature 7"):
+                method(*arg)
+        assert learner.n_seen_ == 0
+        learner.learn_one(X[0], y[0])  # eight features are enough
+        assert learner.n_seen_ == 1
+
+
 def test_long_stages_stay_finite(rng):
     # 300 accurate hypotheses: exp(sum of alphas) overflows float64 without rescaling
     J = 300

@@ -288,6 +288,13 @@ def test_bad_parameters(blob_data):
         ReservoirBooster(cov_features=0).fit(s)
     with pytest.raises(TypeError, match="stream"):
         ReservoirBooster().fit((x, y))
+    # scikit-learn's fit(X, y) (a raw "takes 2 positional arguments but 3 were given" before)
+    # and arrays alone are told how to wrap the arrays
+    for args in ((x, y), (x,), (x.tolist(),)):
+        with pytest.raises(TypeError, match=r"fit takes a stream .*ArrayStream\(X, y, seed=0\)"):
+            ReservoirBooster().fit(*args)
+    with pytest.raises(TypeError, match="stream: expected a SampleStream, got dict"):
+        ReservoirBooster().fit({"x": x})
     with pytest.raises(ValueError, match="labels must be 1"):
         ReservoirBooster(reservoir_size=5).partial_fit(x[:10], np.arange(10))
     with pytest.raises(ValueError, match="not fitted"):

@@ -59,6 +59,28 @@ def test_fit_pool_learns_and_uses_families(pool, sampler):
     assert acc > 0.9
 
 
+
+def test_model_fitted_on_windows_predicts_new_windows(pool):
+    """After fit_pool, predict_source gives labels of new windows (as the scores'
+    signs say), and predict(windows) says what to call instead of "expected a 2-D array"."""
+    w, y = _windows(300, 4)
+    labels = np.where(y > 0, "object", "background")
+    m = SampledBoostedClassifier(loss="gentle", n_estimators=10, budget=3000,
+                                 random_state=0).fit_pool(pool, w, labels)
+    wt, yt = _windows(200, 5)
+    src = PoolSource(pool, wt)
+    got = m.predict_source(src)
+    f = m.decision_function_source(src)
+    np.testing.assert_array_equal(got, np.where(f > 0, "object", "background"))
+    assert np.mean(got == np.where(yt > 0, "object", "background")) > 0.9
+    for call in (m.predict, m.decision_function, m.predict_proba):
+        with pytest.raises(ValueError, match=r"fit_pool.*predict_source\(PoolSource"):
+            call(wt)
+    # a matrix of all the pool's features still goes through predict
+    X = pool.evaluate(pool.prepare(wt)).T
+    np.testing.assert_array_equal(m.predict(X), got)
+
+
 def test_categorical_family_gets_categorical_splits(pool):
     w, y = _windows(300, 3)
     ch = pool.prepare(w)

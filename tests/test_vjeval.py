@@ -365,3 +365,66 @@ def test_max_neighbors_is_capped(scene):
     res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface",
                                     "--max-neighbors", "1000000000"])
     assert res.exit_code == 2 and "--max-neighbors" in res.output
+
+
+def test_operating_point_past_the_sweep_is_plotted(scene, monkeypatch):
+    """-n above --max-neighbors: the plot gets the operating point (it circles what the table
+    reports) as eval.json's curve does; the sweep was cut at --max-neighbors before it."""
+    import vjboost.eval.plot as plot
+
+    tmp, _ = scene
+    drawn = {}
+    real = plot.curve_figure
+
+    def spy(curves, **kw):
+        drawn.update(curves=curves, mark=kw["mark"])
+        return real(curves, **kw)
+
+    monkeypatch.setattr(plot, "curve_figure", spy)
+    res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", _cascade_path(), "--label",
+                                    "alt2", "-n", "4", "--max-neighbors", "2", "--no-report",
+                                    "-o", str(tmp / "out")])
+    assert res.exit_code == 0, res.output
+    assert drawn["mark"] == {"alt2": 4}
+    assert drawn["curves"]["alt2"].min_neighbors.tolist() == [0, 1, 2, 4]
+    doc = json.loads((tmp / "out" / "eval.json").read_text())
+    assert doc["models"][0]["curve"]["min_neighbors"] == [0, 1, 2, 4]
+
+
+def test_model_settings_error_names_the_model(scene):
+    """Of several models, the error says which one a setting does not fit."""
+    tmp, _ = scene
+    path = _cascade_path()
+    res = CliRunner().invoke(main, [str(tmp / "gt.csv"), "-m", "vjboost:frontalface", "-m",
+                                    path, "--score", "verified", "-o", str(tmp / "out")])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert f"{path}: score 'verified'" in " ".join(res.output.split())
+
+
+@pytest.mark.parametrize("largest", [0, 3, 9, 40, 900, 30000])
+def test_false_positive_axis_counts_from_zero(largest):
+    """The curve's x axis shows whole, non-negative counts: matplotlib's symmetric-log axis
+    alone labelled a set with 5 false positives -2.5×10⁻¹ and 5.25×10⁰, nothing between."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from vjboost.eval.plot import plot_neighbors_curves
+    from vjboost.eval.sweep import NeighborsCurve
+
+    fp = np.array([largest * 3, largest, largest // 2, 0])
+    curve = NeighborsCurve(np.arange(4), fp, np.array([1.0, 0.9, 0.8, 0.5]), [None] * 4)
+    fig, ax = plt.subplots()
+    try:
+        plot_neighbors_curves(ax, {"m": curve}, iou=0.3, mark=1)
+        fig.canvas.draw()
+        lo, hi = ax.get_xlim()
+        shown = [(t, lab.get_text()) for t, lab in zip(ax.get_xticks(), ax.get_xticklabels(),
+                                                      strict=True) if lo <= t <= hi]
+    finally:
+        plt.close(fig)
+    assert -1 < lo <= 0 and hi >= largest  # the operating point (largest) is in view
+    assert len(shown) >= 2 and shown[0][0] == 0
+    for t, text in shown:
+        assert t >= 0 and t == int(t) and text == f"{int(t):,}"

@@ -159,6 +159,12 @@ def margins_from_hypotheses(hypotheses: Sequence[Any], X: Any, y: Any) -> np.nda
     Xfm = np.ascontiguousarray(X.T)
     out = np.empty((X.shape[0], len(hypotheses)), dtype=np.int8)
     for j, h in enumerate(hypotheses):
+        reads = np.asarray(getattr(h, "features_", ()), dtype=np.int64)
+        if reads.size and reads.max() >= X.shape[1]:
+            # said in the caller's terms (features of an example), not the tree's feature-major
+            # "X has N rows"
+            raise ValueError(f"X: examples have {X.shape[1]} feature(s), but hypothesis {j} "
+                             f"reads feature {int(reads.max())}")
         raw = h.predict_matrix(Xfm) if hasattr(h, "predict_matrix") else h(X)
         vote = np.where(np.asarray(raw, dtype=np.float64) >= 0, 1, -1)
         out[:, j] = (vote * y).astype(np.int8)

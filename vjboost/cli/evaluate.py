@@ -244,7 +244,10 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
     loaded = []
     for k, spec in enumerate(models):
         try:
-            model = load_model(resolve_model_path(spec))
+            model = load_model(resolve_model_path(spec))  # its errors name the file
+        except (CascadeFormatError, ValueError) as exc:
+            raise click.BadParameter(str(exc), param_hint="--model") from None
+        try:
             kw = dict(scan)
             if kw["min_score"] == "auto":
                 # the raw windows are grouped at every point of the curve: the model's default
@@ -256,7 +259,8 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
                                   threads=threads or None, **kw)
             at = operating_neighbors(model, min_neighbors)  # the table's operating point
         except (CascadeFormatError, ValueError) as exc:
-            raise click.BadParameter(str(exc), param_hint="--model") from None
+            # several models may be given: say which one the settings do not fit
+            raise click.BadParameter(f"{spec}: {exc}", param_hint="--model") from None
         loaded.append((names[k], spec, det, at))
 
     limits = Limits.from_env()
@@ -316,12 +320,14 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
             if task is not None:
                 bar.remove_task(task)
             curve = run.curve
-            keep = curve.min_neighbors <= max_neighbors
+            # the sweep 0..--max-neighbors, and the operating point even past it (-n 12 with
+            # the default sweep to 10), so that the plot circles what the table reports
+            keep = (curve.min_neighbors <= max_neighbors) | (curve.min_neighbors == at)
             curves[label] = type(curve)(curve.min_neighbors[keep], curve.false_positives[keep],
                                         curve.detection_rate[keep],
                                         [e for e, k in zip(curve.evaluations, keep,
                                                            strict=True) if k])
-            run.curve = curves[label] if at <= max_neighbors else curve
+            run.curve = curves[label]
             results.append({"label": label, "model": spec, "score": det.score,
                             "min_score": det.min_score, **run.as_dict(at)})
             if drawn:

@@ -9,7 +9,57 @@ import numpy as np
 
 from .sweep import NeighborsCurve
 
-__all__ = ["curve_figure", "plot_neighbors_curves"]
+__all__ = ["curve_figure", "false_positive_axis", "plot_neighbors_curves"]
+
+# below this many false positives the axis is linear, above it logarithmic
+_LINEAR_FP = 10
+
+
+def false_positive_axis(ax: Any, largest: float) -> None:
+    """Scale a false-positive axis (x) from 0: linear up to 10, logarithmic beyond.
+
+    Matplotlib's own symmetric-log axis puts its ticks at powers of ten only, so a set with fewer
+    than ten false positives got two ticks at the padded data limits, one of them a negative
+    count (``-2.5×10⁻¹`` and ``5.25×10⁰``). Counts are never negative: the ticks are whole
+    counts from 0, and the axis starts a hair left of 0 so that points at 0 are drawn whole.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+        Its x axis is set.
+    largest : float
+        The largest false-positive count drawn.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.plot([0, 2, 5], [0.5, 0.6, 0.7])
+    >>> false_positive_axis(ax, 5)
+    >>> [float(t) for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= 5][:3]
+    [0.0, 1.0, 2.0]
+    >>> plt.close(fig)
+    """
+    from matplotlib.ticker import FixedLocator, MaxNLocator, NullLocator, StrMethodFormatter
+
+    largest = max(float(largest), 0.0)
+    if largest <= _LINEAR_FP:
+        ax.set_xscale("linear")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=2))
+        right = max(largest, 1.0) * 1.05
+        ax.set_xlim(-0.02 * right, right)
+    else:
+        ax.set_xscale("symlog", linthresh=_LINEAR_FP)
+        # 1-2-5 per decade while they fit, powers of ten alone over more than two decades
+        steps = (1, 2, 5) if largest <= 1000 else (1,)
+        ticks = [0, *(m for m in steps if m > 1)] + [m * 10 ** k for k in range(1, 9)
+                                                     for m in steps]
+        ax.xaxis.set_major_locator(FixedLocator([t for t in ticks if t <= largest * 1.5]))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlim(-0.2, largest * 1.2)
+    ax.xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
 
 
 def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou: float,
@@ -30,20 +80,23 @@ def plot_neighbors_curves(ax: Any, curves: Mapping[str, NeighborsCurve], *, iou:
     n_images : int, optional
         Shown in the x label.
     """
+    largest = 0.0
     for label, c in curves.items():
         keep = c.min_neighbors >= 1
         (line,) = ax.plot(c.false_positives[keep], c.detection_rate[keep], marker=".",
                           label=label)
+        largest = max(largest, float(np.max(c.false_positives[keep], initial=0)))
         at = mark.get(label) if isinstance(mark, Mapping) else mark
         k = np.flatnonzero(c.min_neighbors == at) if at is not None else []
         if len(k):
             ax.plot([c.false_positives[k[0]]], [c.detection_rate[k[0]]], "o", mfc="none", ms=9,
                     color=line.get_color())
-    ax.set_xscale("symlog", linthresh=10)
+            largest = max(largest, float(c.false_positives[k[0]]))
+    false_positive_axis(ax, largest)
     where = f" ({n_images} images)" if n_images else ""
     ax.set_xlabel(f"false positives{where}")
     ax.set_ylabel(f"detection rate (IoU ≥ {iou:g})")
-    ax.set_ylim(0, 1)
+    ax.set_ylim(0, 1.02)  # a circle at rate 1 stays whole
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize=8)
 

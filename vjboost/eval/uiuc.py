@@ -556,12 +556,15 @@ def plot_uiuc_curves(ax: Any, evaluations: Mapping[str, UIUCEvaluation], *,
     Parameters
     ----------
     ax : matplotlib Axes
-        Drawn into (symmetric-log false-positive axis, linear below 10).
+        Drawn into (false positives from 0: linear up to 10, logarithmic beyond).
     evaluations : mapping label -> UIUCEvaluation
         One curve per entry, in order.
     title : str, optional
         The axes' title.
     """
+    from .plot import false_positive_axis
+
+    largest = 0.0
     for label, ev in evaluations.items():
         fp = np.r_[0, ev.curve_false_positives]
         rc = np.r_[0.0, ev.curve_recall]
@@ -569,7 +572,8 @@ def plot_uiuc_curves(ax: Any, evaluations: Mapping[str, UIUCEvaluation], *,
         # at the equal-error point false positives = missed cars
         miss = ev.n_objects * (1 - ev.eer_recall)
         ax.plot([miss], [ev.eer_recall], "x", color=line.get_color(), ms=8)
-    ax.set_xscale("symlog", linthresh=10)
+        largest = max(largest, float(fp.max()), miss)
+    false_positive_axis(ax, largest)
     n = next(iter(evaluations.values())).n_images if evaluations else 0
     ax.set_xlabel(f"false positives ({n} images)")
     ax.set_ylabel("recall (UIUC ellipse criterion)")

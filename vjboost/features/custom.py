@@ -37,6 +37,7 @@ from vjboost.features.base import (
     Channels,
     FeatureFamily,
     check_window_shape,
+    get_family_class,
     register_family,
 )
 
@@ -250,6 +251,12 @@ class WindowFunctionFamily(FeatureFamily):
 register_family(WindowFunctionFamily)
 
 
+def _registered_family(name: str, window_shape: list[int]) -> FeatureFamily:
+    """The family ``name`` of the registry on ``window_shape`` (unpickling a family that
+    :func:`function_family` made)."""
+    return get_family_class(name)(tuple(window_shape))
+
+
 def function_family(
     func: Any,
     *,
@@ -327,6 +334,11 @@ def function_family(
     def get_config(self: Any) -> dict[str, Any]:
         return {"window_shape": list(self.window_shape)}
 
+    def __reduce__(self: Any) -> tuple[Any, ...]:  # noqa: N807
+        # the class is made here, not importable by its name (the caller binds it to any
+        # name): pickle finds it again by its registry name, as a saved pool does
+        return _registered_family, (name, list(self.window_shape))
+
     cls = type(
         f"{name.title().replace('_', '').replace('-', '')}Family",
         (WindowFunctionFamily,),
@@ -334,6 +346,7 @@ def function_family(
             "name": name,
             "__init__": __init__,
             "get_config": get_config,
+            "__reduce__": __reduce__,
             "__module__": getattr(func.py_func, "__module__", __name__),
             "__doc__": f"Feature family {name!r} computed by {_func_path(func)}.",
         },

@@ -45,7 +45,7 @@ DETECTION_FORMATS = ("jsonl", "coco", "voc", "yolo")
 @dataclass
 class _Image:
     name: str
-    frame: int
+    frame: int | None  # None: a still image
     width: int
     height: int
     boxes: np.ndarray
@@ -88,7 +88,7 @@ class DetectionWriter:
     _ctx: Any = None
 
     def add(self, source: str, boxes: ArrayLike, scores: ArrayLike,
-            neighbors: ArrayLike | None = None, *, frame: int = 0,
+            neighbors: ArrayLike | None = None, *, frame: int | None = None,
             image_size: tuple[int, int] = (0, 0)) -> None:
         """Record one image's (or frame's) detections.
 
@@ -99,7 +99,10 @@ class DetectionWriter:
         boxes : array-like (n, 4)
         scores : array-like (n,)
         neighbors : array-like (n,), optional
-        frame : int
+        frame : int, optional
+            The frame's index in a video or camera stream; None (the default) for a still image.
+            COCO's ``images`` entries and VOC / YOLO file names carry it for every frame, the
+            first one (0) included; JSON lines give still images frame 0.
         image_size : (width, height)
             Needed by coco, voc and yolo.
         """
@@ -113,13 +116,14 @@ class DetectionWriter:
             try:
                 for (x, y, w, h), sc, n in zip(b.tolist(), s.tolist(), nb.tolist(),
                                                strict=True):
-                    self._fh.write(json.dumps({"source": source, "frame": int(frame), "x": x,
+                    self._fh.write(json.dumps({"source": source, "frame": int(frame or 0), "x": x,
                                                "y": y, "w": w, "h": h, "score": round(sc, 6),
                                                "neighbors": n}) + "\n")
             except OSError as exc:  # a full disk: the temporary file goes on abort()
                 raise output_error(self.path, exc) from None
             return
-        self._images.append(_Image(source, int(frame), int(image_size[0]), int(image_size[1]),
+        self._images.append(_Image(source, None if frame is None else int(frame),
+                                   int(image_size[0]), int(image_size[1]),
                                    b, s, nb))
 
     def close(self) -> None:
@@ -160,7 +164,9 @@ class DetectionWriter:
             self.abort()
 
     def _stem(self, im: _Image, used: set[str]) -> str:
-        stem = Path(im.name).stem + (f"_{im.frame:06d}" if im.frame else "")
+        # every frame of a video, the first included, is numbered (frame 0 was named as the
+        # still image would be, apart from frame 1's "_000001")
+        stem = Path(im.name).stem + (f"_{im.frame:06d}" if im.frame is not None else "")
         name, k = stem, 1
         while name in used:
             name = f"{stem}_{k}"
@@ -172,7 +178,7 @@ class DetectionWriter:
         images, anns = [], []
         for i, im in enumerate(self._images, 1):
             entry = {"id": i, "file_name": im.name, "width": im.width, "height": im.height}
-            if im.frame:
+            if im.frame is not None:  # frame 0 too: a reader maps every image id to its frame
                 entry["frame"] = im.frame
             images.append(entry)
             for (x, y, w, h), sc, n in zip(im.boxes.tolist(), im.scores.tolist(),

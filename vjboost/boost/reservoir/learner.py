@@ -493,6 +493,7 @@ class ReservoirBooster(Estimator):
     def fit(
         self,
         stream: SampleStream,
+        y: None = None,
         *,
         callback: Callable[[ReservoirBooster, int], bool] | None = None,
     ) -> ReservoirBooster:
@@ -503,11 +504,37 @@ class ReservoirBooster(Estimator):
         Parameters
         ----------
         stream : SampleStream
-            Gives ``take(n) -> (samples, labels)``; labels 1 (positive) and 0 or -1.
+            Gives ``take(n) -> (samples, labels)``; labels 1 (positive) and 0 or -1. Arrays in
+            memory are read through ``ArrayStream(X, y, seed=...)``.
+        y : None
+            Not used: the labels come with the stream. Present so that scikit-learn's habit
+            ``fit(X, y)`` gets a one-line error saying how to wrap the arrays.
         callback : callable, optional
             ``callback(self, t)`` after round ``t`` (0-based); returning ``True`` stops training
             (a cascade stage stops when its targets are met).
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> from vjboost.boost.streams import ArrayStream
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.normal(size=(400, 5))
+        >>> y = (X[:, 1] > 0).astype(int)
+        >>> clf = ReservoirBooster(20, reservoir_size=50, n_fresh=50, random_state=0)
+        >>> clf.fit(ArrayStream(X, y, seed=0)).score(X, y) > 0.9
+        True
+        >>> clf.fit(X, y)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        TypeError: fit takes a stream (the labels come with it): fit(ArrayStream(X, y, seed=0))...
         """
+        if y is not None or isinstance(stream, np.ndarray | list | tuple):
+            # a scikit-learn user's first try is fit(X, y): say how to give arrays
+            raise TypeError("fit takes a stream (the labels come with it): fit(ArrayStream(X, y, "
+                            "seed=0)) for arrays in memory (vjboost.boost.streams)")
         if not isinstance(stream, SampleStream):
             raise TypeError(f"stream: expected a SampleStream, got {type(stream).__name__}")
         self._reset()

@@ -246,6 +246,8 @@ class SampledBoostedClassifier(_TreeSum):
         sampler = self._make_sampler()
         search = SampledSearch(sampler, source, budget, threads=self.threads)
         self.classes_ = classes
+        # windows of a pool have no feature matrix to predict on: predict() says what does
+        self._fitted_on_windows = isinstance(source, PoolSource)
         self.partition_: Partition = source.partition
         self.n_features_in_ = source.n_features
         self.sampler_ = sampler
@@ -282,9 +284,45 @@ class SampledBoostedClassifier(_TreeSum):
     def _multiclass(self) -> bool:
         return self.loss == "mh"
 
+    def _fm(self, X: Any, feature_major: bool) -> np.ndarray:
+        if getattr(self, "_fitted_on_windows", False) and np.ndim(X) != 2:
+            # windows (or a pool's channels) given to predict / decision_function after
+            # fit_pool: the generic "expected a 2-D array" does not say what to call instead
+            raise ValueError(
+                "X: this model was fitted on the windows of a feature pool (fit_pool); score "
+                "new windows with predict_source(PoolSource(pool, windows)) or "
+                "decision_function_source(...) (vjboost.boost.source.PoolSource), or pass "
+                "a feature matrix (n_samples, n_features)")
+        return super()._fm(X, feature_major)
+
     def decision_function_source(self, source: FeatureSource) -> np.ndarray:
         """Final scores on the examples of a :class:`FeatureSource` (e.g. a :class:`PoolSource`
-        over new windows); only the features the model uses are evaluated."""
+        over new windows); only the features the model uses are evaluated.
+
+        Parameters
+        ----------
+        source : FeatureSource
+            The examples, with the features the model was fitted on (raw values, not bins).
+
+        Returns
+        -------
+        ndarray of float64, shape (n_samples,) or (n_samples, n_classes)
+            As :meth:`decision_function`.
+
+        Examples
+        --------
+        >>> from vjboost.boost.source import PoolSource
+        >>> from vjboost.features import FeaturePool, HaarFamily
+        >>> rng = np.random.default_rng(0)
+        >>> pool = FeaturePool([HaarFamily((8, 8))])
+        >>> windows = rng.integers(0, 100, size=(200, 8, 8)).astype(np.uint8)
+        >>> y = np.where(rng.random(200) < 0.5, 1, -1)
+        >>> windows[y > 0, :4] += 100                             # positives: a brighter top
+        >>> clf = SampledBoostedClassifier(loss="gentle", n_estimators=5, random_state=0)
+        >>> clf = clf.fit_pool(pool, windows, y)
+        >>> clf.decision_function_source(PoolSource(pool, windows)).shape
+        (200,)
+        """
         self.check_fitted()
         if source.n_features != self.n_features_in_:
             raise ValueError(
@@ -300,3 +338,33 @@ class SampledBoostedClassifier(_TreeSum):
         for est in self.estimators_:
             f += est.predict(vals[np.searchsorted(used, est.features_)])
         return f
+
+    def predict_source(self, source: FeatureSource) -> np.ndarray:
+        """Class labels of the examples of a :class:`FeatureSource` (e.g. a :class:`PoolSource`
+        over new windows, for a model fitted with :meth:`fit_pool`).
+
+        Parameters
+        ----------
+        source : FeatureSource
+            The examples, with the features the model was fitted on (raw values, not bins).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Entries of ``classes_``, as :meth:`predict`.
+
+        Examples
+        --------
+        >>> from vjboost.boost.source import PoolSource
+        >>> from vjboost.features import FeaturePool, HaarFamily
+        >>> rng = np.random.default_rng(0)
+        >>> pool = FeaturePool([HaarFamily((8, 8))])
+        >>> windows = rng.integers(0, 100, size=(200, 8, 8)).astype(np.uint8)
+        >>> y = np.where(rng.random(200) < 0.5, "face", "background")
+        >>> windows[y == "face", :4] += 100                       # faces: a brighter top
+        >>> clf = SampledBoostedClassifier(loss="gentle", n_estimators=5, random_state=0)
+        >>> clf = clf.fit_pool(pool, windows, y)
+        >>> bool((clf.predict_source(PoolSource(pool, windows)) == y).mean() > 0.95)
+        True
+        """
+        return self._classes_of(self.decision_function_source(source))
