@@ -234,6 +234,16 @@ def test_vjeval_scores_saved_detections_and_voc_ignore(scene, tmp_path):
     assert ev["true_positives"] == 0  # the hit on the face is neither a hit nor a false alarm
     assert ev["false_positives"] == by_file["all_detections"]["false_positives"]
     assert ev["n_detections"] == by_file["all_detections"]["n_detections"] - 1
+    # detection files alone: the summary speaks of them only, and a model's setting given
+    # without a model is said to be unused rather than dropped without a word
+    assert "(detection files with every detection; IoU >= 0.3)" in res.output
+    assert "apply to models" not in res.output
+    res = CliRunner().invoke(main, [str(voc), "--image-root", str(tmp), "--detections",
+                                    str(tmp_path / "d.json"), "-o", str(tmp_path / "ev2"),
+                                    "--score", "margin"])
+    assert res.exit_code == 0, res.output
+    assert ("vjeval: warning: --score, --min-score and -n apply to models (-m); detection "
+            "files are ranked by their own scores, every detection kept") in res.output
 
 
 def test_vjeval_help_explains_framing():

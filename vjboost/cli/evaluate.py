@@ -231,6 +231,13 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
 
     if not models and not detection_files:
         raise click.UsageError("give at least one --model or --detections")
+    if not models and (scan["score"] != "auto" or scan["min_score"] != "auto"
+                       or min_neighbors != "auto"):
+        # detection files carry their own scores and are read whole: a model's settings given
+        # without a model would otherwise be dropped without a word
+        click.echo("vjeval: warning: --score, --min-score and -n apply to models (-m); "
+                   "detection files are ranked by their own scores, every detection kept",
+                   err=True)
     names = _run_names(models, detection_files, labels)
     out = _hold(output_dir)
     try:
@@ -375,10 +382,11 @@ def _main(annotations, fmt, category, image_root, models, detection_files, label
         sec = f"{r['detect_seconds'] + r['sweep_seconds']:>7.2f}" if "model" in r else "      -"
         click.echo(f"{r['label'][:34]:<34} {a['detection_rate']:>8.3f} {a['false_positives']:>5d} "
                    f"{a['precision']:>9.3f} {a['average_precision']:>6.3f} {sec}")
-    where = ("each model at its default operating point" if min_neighbors == "auto"
-             else f"models at min_neighbors {min_neighbors}")
-    click.echo(f"({where}, detection files with every "
-               f"detection; IoU >= {iou:g}); wrote {', '.join(str(p) for p in wrote)}")
+    parts = ([("each model at its default operating point" if min_neighbors == "auto"
+               else f"models at min_neighbors {min_neighbors}")] if models else [])
+    parts += ["detection files with every detection"] if detection_files else []
+    click.echo(f"({', '.join(parts)}; IoU >= {iou:g}); wrote "
+               f"{', '.join(str(p) for p in wrote)}")
     if failed:
         # as vjdetect: the others were scored, but the score lacks the skipped images' objects
         click.echo(f"vjeval: {len(failed)} image(s) skipped, their {lost} annotated object(s) "
