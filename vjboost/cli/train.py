@@ -288,7 +288,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Feature evaluations per round of the sampler (default: 1% of all).")
 @click.option("--stages", type=STAGES, default=20, show_default=True,
               help="Stages to train at most; training stops earlier, with fewer stages, once "
-                   "the false-alarm target (--max-false-alarm ^ --stages) is met.")
+                   "the false-alarm target (--max-false-alarm ^ --stages; with --weak-learner "
+                   "tree divided by --max-depth, as traincascade) is met.")
 @click.option("--min-hit-rate", type=float, default=0.995, show_default=True,
               help="Share of its positives each stage keeps.")
 @click.option("--max-false-alarm", type=float, default=0.5, show_default=True,
@@ -768,7 +769,7 @@ def _explain_stop(trainer, out: Path, echo) -> None:
     n = len(trainer.stages_)
     how = {
         "num_stages": "to add stages, run the same command with a larger --stages and --resume",
-        "false_alarm_target": ("the cascade meets --max-false-alarm^--stages on the backgrounds; "
+        "false_alarm_target": ("the cascade meets its false-alarm target on the backgrounds; "
                                "to go further, rerun with a larger --stages and --resume"),
         "negatives_exhausted": ("add background images to the list/folder (or lower "
                                 "--num-neg, which restarts training) and rerun with --resume"),
