@@ -123,6 +123,32 @@ def test_a_window_of_other_proportions_than_the_positives_is_warned_about(tmp_pa
         assert res.exit_code == 2 and "stretched" not in res.output, (extra, res.output)
 
 
+def test_an_option_without_the_one_it_acts_with_is_said_unused(tmp_path, rng):
+    """``--max-depth 3`` alone trains stumps: said on stderr, as for the other options that act
+    with another one; given with it, or not given at all, nothing is said. (No background can
+    be read: the run stops with its own message right after the options are checked.)"""
+    crops = tmp_path / "crops"
+    crops.mkdir()
+    for k in range(4):
+        cv2.imwrite(str(crops / f"pos-{k}.png"), rng.integers(0, 256, (16, 16), dtype=np.uint8))
+    (tmp_path / "bg.txt").write_text("missing.png\n")
+    base = [str(crops), str(tmp_path / "bg.txt"), "-o", str(tmp_path / "out"), "--window",
+            "16x16", "--stages", "1", "--num-pos", "4", "-q"]
+    res = CliRunner().invoke(main, [*base, "--max-depth", "3", "--reservoir-strategy", "wsam",
+                                    "--exit-every", "3", "--sampler-budget", "50",
+                                    "--sampler", "full"])
+    assert res.exit_code == 2 and "no usable background image" in res.output, res.output
+    assert ("vjtrain: warning: --max-depth 3 is not used: it acts with --weak-learner tree (the "
+            "weak learners are stumps); add --weak-learner tree") in res.output
+    assert "--reservoir-strategy wsam is not used: it acts with --reservoir" in res.output
+    assert "--exit-every 3 is not used: it acts with --early-exits" in res.output
+    assert "--sampler-budget 50 is not used" in res.output
+    for extra in ([], ["--weak-learner", "tree", "--max-depth", "3"],
+                  ["--early-exits", "--exit-every", "3"], ["--sampler-budget", "50"]):
+        res = CliRunner().invoke(main, [*base, *extra])
+        assert res.exit_code == 2 and "is not used" not in res.output, (extra, res.output)
+
+
 @pytest.mark.slow
 def test_vec_and_bg_forms_train_the_same_cascade(data_dir, tmp_path):
     """``--vec`` with one argument takes it as the backgrounds, as ``--bg`` does."""

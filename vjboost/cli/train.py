@@ -511,6 +511,10 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                              f"ones per round, more than --num-pos + --num-neg = "
                              f"{num_pos + num_neg}; use --reservoir {(num_pos + num_neg) // 2} "
                              "or less")
+    for note in _unused_options(click.get_current_context(), sampler=sampler,
+                                weak_learner=weak_learner, reservoir=reservoir,
+                                early_exits=early_exits, jitter=jitter):
+        click.echo(f"vjtrain: warning: {note}", err=True)
     positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop),
                                 _parse_jitter(jitter, jitter_range, seed),
                                 seed if shuffle_positives else None, pos_format, category)
@@ -640,6 +644,58 @@ def _declare_verifier(trainer, positives: np.ndarray, backgrounds: list, seed: i
     echo(f"verifier: {info['positives']} positive and {info['negatives']} negative crops "
          f"({info['hard_negatives']} of them the cascade's false alarms), {info['seconds']} s; "
          "the model ranks its detections by the verified score (--score model)")
+
+
+# options that only act with another one: (option, parameter, the other, whether it is on)
+_DEPENDENT_OPTIONS = (
+    ("--max-depth", "max_depth", "--weak-learner tree", lambda o: o["weak_learner"] == "tree"),
+    ("--reservoir-strategy", "reservoir_strategy", "--reservoir",
+     lambda o: o["reservoir"] is not None),
+    ("--exit-every", "exit_every", "--early-exits", lambda o: o["early_exits"]),
+    ("--exit-loss", "exit_loss", "--early-exits", lambda o: o["early_exits"]),
+    ("--jitter-range", "jitter_range", "--jitter", lambda o: o["jitter"] is not None),
+    ("--bin-edges", "bin_edges", "--sampler full", lambda o: o["sampler"] == "full"),
+    ("--sampler-budget", "sampler_budget", "a --sampler other than full",
+     lambda o: o["sampler"] != "full"),
+)
+
+
+def _unused_options(ctx: click.Context, **state: Any) -> list[str]:
+    """Notes on the options given on the command line that the run will not use, because the
+    option they act with is off (``--max-depth 3`` alone trains stumps, not trees).
+
+    Parameters
+    ----------
+    ctx : click.Context
+        The command's context (which options came from the command line).
+    **state : Any
+        ``sampler`` (as resolved: ``full`` with ``--reservoir``), ``weak_learner``,
+        ``reservoir``, ``early_exits`` and ``jitter``.
+
+    Returns
+    -------
+    list of str
+        One line per unused option.
+
+    Examples
+    --------
+    >>> ctx = vjtrain.make_context("vjtrain", ["-o", "out", "--max-depth", "3"])
+    >>> _unused_options(ctx, sampler="laminating", weak_learner="stump", reservoir=None,
+    ...                 early_exits=False, jitter=None)  # doctest: +NORMALIZE_WHITESPACE
+    ['--max-depth 3 is not used: it acts with --weak-learner tree (the weak learners are
+      stumps); add --weak-learner tree']
+    """
+    notes = []
+    for flag, name, other, on in _DEPENDENT_OPTIONS:
+        # only what the user typed: a default (or an environment value) is nobody's intent
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.COMMANDLINE:
+            continue
+        if on(state):
+            continue
+        what = (" (the weak learners are stumps)" if name == "max_depth" else "")
+        fix = f"; add {other}" if other.startswith("--") else ""
+        notes.append(f"{flag} {ctx.params[name]} is not used: it acts with {other}{what}{fix}")
+    return notes
 
 
 def _eval_inputs(annotations: str | None, images: str | None, category: str | None):
