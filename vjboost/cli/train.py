@@ -393,7 +393,9 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "vjeval reads; --category applies) with vjeval's defaults, and add the "
                    "detection-rate / false-positive curve and sample detections to the report.")
 @click.option("--eval-images", metavar="SOURCE",
-              help="Images of the --eval set (folder or list; default: the annotated images).")
+              help="Images of the --eval set (folder or list; default: the annotated images). "
+                   "A folder also holds the annotated images when their names are not found "
+                   "beside the annotations (as vjeval --image-root).")
 @click.option("--verifier", is_flag=True,
               help="After the cascade, fit a detection verifier (Felzenszwalb's HOG, two linear "
                    "components read with the mirror: the default face model's) on the "
@@ -710,9 +712,28 @@ def _eval_inputs(annotations: str | None, images: str | None, category: str | No
     try:
         gt = read_annotations(annotations, category=category)
         paths = evaluation_paths(gt, images, what="--eval-images source")
+        if images is not None and gt.n_objects and not _annotated_among(gt, paths):
+            # the annotations' image names are resolved against their own folder; a folder of
+            # --eval-images that holds them under those names is their folder
+            if Path(images).is_dir():
+                other = read_annotations(annotations, category=category, images=images)
+                if _annotated_among(other, paths):
+                    return other, paths
+            example = next(p for p in gt if len(gt[p]))
+            raise InputError(
+                f"--eval-images {images}: none of its {len(paths)} image(s) is an annotated "
+                f"image of {annotations} (e.g. {example}): every object would count as missed "
+                "and every detection as a false positive; give the folder of the annotated "
+                "images")
     except (ValueError, OSError) as exc:
         raise InputError(f"--eval: {exc}") from None
     return gt, paths
+
+
+def _annotated_among(gt, paths: list[str]) -> bool:
+    """Whether an image holding objects in ``gt`` is among ``paths`` (resolved)."""
+    listed = {str(Path(p).resolve()) for p in paths}
+    return any(len(gt[p]) and str(Path(p).resolve()) in listed for p in gt)
 
 
 def _evaluate(model, eval_inputs, threads: int, echo):
