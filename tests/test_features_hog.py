@@ -146,6 +146,13 @@ def test_counts_and_describe(rng):
 def test_bad_input():
     with pytest.raises(ValueError, match="too small"):
         HOGFamily((17, 17), orientations=9, pixels_per_cell=(8, 8), cells_per_block=(2, 2))
+    # a tall window is named width x height, as vjtrain --window 12x24 gives it
+    with pytest.raises(ValueError, match=r"a 12x24 window \(width x height\) is too small "
+                                         r".* \(needs at least 18x18\)"):
+        HOGFamily((24, 12))
+    with pytest.raises(ValueError, match=r"a 30x8 window .* blocks of 2x2 cells of 8x4 pixels "
+                                         r".* \(needs at least 18x10\)"):
+        HOGFamily((8, 30), pixels_per_cell=(4, 8))
     with pytest.raises(ValueError, match="block_norm"):
         HOGFamily(block_norm="L3")
     with pytest.raises(ValueError, match="orientations"):

@@ -225,6 +225,18 @@ def test_resuming_a_run_stopped_at_its_false_alarm_target(faces12, backgrounds, 
     assert stages_digest(more.stages_) == stages_digest(longer.stages_)
 
 
+def test_false_alarm_target_of_trees_is_divided_by_their_depth_and_says_so(faces12, backgrounds):
+    # traincascade's "required leaf false alarm rate": with trees of depth 2 the run stops at
+    # 0.5 ** 4 / 2, and the message names that formula, not 0.5 ** 4 alone
+    tr = CascadeTrainer(window_shape=WIN, features="haar", num_stages=4, num_pos=100, num_neg=200,
+                        min_hit_rate=0.99, max_false_alarm=0.5, seed=7, max_weak_count=6,
+                        weak_learner="tree", max_depth=2,
+                        mining={"scale_factor": 1.5, "batch": 4}).fit(faces12, backgrounds)
+    assert tr.stop_["reason"] == "false_alarm_target"
+    assert tr.mining_[-1]["acceptance_ratio"] <= 0.5 ** 4 / 2
+    assert f"<= {0.5 ** 4 / 2:.3g} (max_false_alarm^num_stages / max_depth)" in tr.stop_["message"]
+
+
 def test_fewer_stages_train_the_first_stages_of_a_longer_run(faces12, backgrounds, tmp_path):
     """A stage depends only on the stages before it, so ``num_stages=k`` trains the first
     ``k`` stages of any longer run with the same settings (what validating or shipping a

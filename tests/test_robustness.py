@@ -837,8 +837,15 @@ def test_check_training_memory():
     fam = HaarFamily((16, 16))
     left = check_training_memory(fam, 100, budget=2**30)
     assert 0 < left < 2**30
-    with pytest.raises(MemoryBudgetError, match="memory budget"):
+    with pytest.raises(MemoryBudgetError, match="memory budget") as err:
         check_training_memory(fam, 100, budget=fam.n_features * 100)
+    # the pool's program alone is over: vjtrain's --memory is named, fewer windows are not
+    assert "(their feature program)" in str(err.value)
+    assert "raise --memory (VJBOOST_MEMORY_BUDGET)" in str(err.value)
+    assert "--num-pos" not in str(err.value)
+    # the program fits, the windows' channels do not: fewer windows would help, and are named
+    with pytest.raises(MemoryBudgetError, match="--num-pos/--num-neg, or raise --memory"):
+        check_training_memory(fam, 10**7, budget=2**30)
 
 
 def test_haar_pool_size_is_counted_without_enumerating():

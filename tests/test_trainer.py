@@ -243,6 +243,22 @@ def test_trainer_lbp_cascade_and_positive_replacement(faces, backgrounds):
     assert tr.stop_["reason"] in ("num_stages", "false_alarm_target", "negatives_exhausted")
 
 
+def test_resume_with_other_features_names_what_differs(faces, backgrounds, tmp_path):
+    """The refusal names the setting that changed, not the common start of two long pool
+    configurations (which read the same up to where they were cut)."""
+    kw = dict(window_shape=WIN, num_stages=1, num_pos=60, num_neg=100, max_weak_count=3, seed=0)
+    CascadeTrainer(features="haar", haar_mode="ALL", **kw).fit(faces, backgrounds,
+                                                               output_dir=tmp_path)
+    cases = [("haar,lbp", "ALL", "pool.families[1]: checkpoint family None vs now 'mblbp'"),
+             ("lbp", "ALL", "pool.families[0]: checkpoint family 'haar' vs now 'mblbp'"),
+             ("haar", "BASIC", "pool.families[0].config.mode: checkpoint 'ALL' vs now 'BASIC'")]
+    for features, mode, said in cases:
+        with pytest.raises(TrainingError) as err:
+            CascadeTrainer(features=features, haar_mode=mode, **kw).fit(
+                faces, backgrounds, output_dir=tmp_path, resume=True)
+        assert f"other settings or data ({said}); use the same" in str(err.value)
+
+
 def test_trainer_rejects_bad_settings(faces, backgrounds):
     with pytest.raises(TrainingError, match="max_false_alarm"):
         CascadeTrainer(window_shape=WIN, max_false_alarm=1.0).fit(faces, backgrounds)

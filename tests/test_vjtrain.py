@@ -123,6 +123,68 @@ def test_a_window_of_other_proportions_than_the_positives_is_warned_about(tmp_pa
         assert res.exit_code == 2 and "stretched" not in res.output, (extra, res.output)
 
 
+def test_an_option_without_the_one_it_acts_with_is_said_unused(tmp_path, rng):
+    """``--max-depth 3`` alone trains stumps: said on stderr, as for the other options that act
+    with another one; given with it, or not given at all, nothing is said. (No background can
+    be read: the run stops with its own message right after the options are checked.)"""
+    crops = tmp_path / "crops"
+    crops.mkdir()
+    for k in range(4):
+        cv2.imwrite(str(crops / f"pos-{k}.png"), rng.integers(0, 256, (16, 16), dtype=np.uint8))
+    (tmp_path / "bg.txt").write_text("missing.png\n")
+    base = [str(crops), str(tmp_path / "bg.txt"), "-o", str(tmp_path / "out"), "--window",
+            "16x16", "--stages", "1", "--num-pos", "4", "-q"]
+    res = CliRunner().invoke(main, [*base, "--max-depth", "3", "--reservoir-strategy", "wsam",
+                                    "--exit-every", "3", "--sampler-budget", "50",
+                                    "--sampler", "full"])
+    assert res.exit_code == 2 and "no usable background image" in res.output, res.output
+    assert ("vjtrain: warning: --max-depth 3 is not used: it acts with --weak-learner tree (the "
+            "weak learners are stumps); add --weak-learner tree") in res.output
+    assert "--reservoir-strategy wsam is not used: it acts with --reservoir" in res.output
+    assert "--exit-every 3 is not used: it acts with --early-exits" in res.output
+    assert "--sampler-budget 50 is not used" in res.output
+    for extra in ([], ["--weak-learner", "tree", "--max-depth", "3"],
+                  ["--early-exits", "--exit-every", "3"], ["--sampler-budget", "50"]):
+        res = CliRunner().invoke(main, [*base, *extra])
+        assert res.exit_code == 2 and "is not used" not in res.output, (extra, res.output)
+
+
+def test_eval_images_apart_from_the_annotations_are_found_or_refused(tmp_path, rng):
+    """COCO names its images relative to its own folder; --eval-images naming the folder that
+    holds them is used as their folder (it evaluated 0 objects and counted every detection as
+    a false positive), and a folder with none of them is refused before training starts. (No
+    background can be read: the run stops with its own message after the --eval check.)"""
+    crops, imgs, other = tmp_path / "crops", tmp_path / "imgs", tmp_path / "other"
+    for d in (crops, imgs, other):
+        d.mkdir()
+    for k in range(4):
+        cv2.imwrite(str(crops / f"pos-{k}.png"), rng.integers(0, 256, (16, 16), dtype=np.uint8))
+    cv2.imwrite(str(imgs / "a.png"), rng.integers(0, 256, (60, 80), dtype=np.uint8))
+    cv2.imwrite(str(other / "b.png"), rng.integers(0, 256, (60, 80), dtype=np.uint8))
+    coco = {"images": [{"id": 1, "file_name": "a.png", "width": 80, "height": 60}],
+            "annotations": [{"id": 1, "image_id": 1, "category_id": 1, "bbox": [5, 5, 20, 20],
+                             "iscrowd": 0}],
+            "categories": [{"id": 1, "name": "face"}]}
+    (tmp_path / "ann").mkdir()
+    (tmp_path / "ann" / "coco.json").write_text(json.dumps(coco))
+    (tmp_path / "bg.txt").write_text("missing.png\n")
+    base = [str(crops), str(tmp_path / "bg.txt"), "-o", str(tmp_path / "out"), "--window",
+            "16x16", "--stages", "1", "--num-pos", "4", "-q", "--eval",
+            str(tmp_path / "ann" / "coco.json")]
+    res = CliRunner().invoke(main, [*base, "--eval-images", str(imgs)])
+    assert res.exit_code == 2 and "no usable background image" in res.output, res.output
+    from vjboost.cli.train import _eval_inputs
+
+    gt, paths = _eval_inputs(str(tmp_path / "ann" / "coco.json"), str(imgs), None)
+    assert paths == [str((imgs / "a.png").resolve())] and gt.n_objects == 1
+    assert [str(Path(p).resolve()) for p in gt if len(gt[p])] == paths
+    res = CliRunner().invoke(main, [*base, "--eval-images", str(other)])
+    assert res.exit_code == 2, res.output
+    assert (f"--eval-images {other}: none of its 1 image(s) is an annotated image of "
+            f"{tmp_path / 'ann' / 'coco.json'}") in res.output, res.output
+    assert "no usable background image" not in res.output
+
+
 @pytest.mark.slow
 def test_vec_and_bg_forms_train_the_same_cascade(data_dir, tmp_path):
     """``--vec`` with one argument takes it as the backgrounds, as ``--bg`` does."""

@@ -52,11 +52,14 @@ def check_training_memory(pool: Any, n_windows: int, *, budget: int | None = Non
     budget = memory_budget(budget)
     n = int(n_windows)
     program = int(pool.n_features) * PROGRAM_BYTES_PER_FEATURE
-    advice = ("Use a smaller window or fewer features (--features, --haar-mode), lower "
-              "--num-pos/--num-neg, or raise VJBOOST_MEMORY_BUDGET.")
+    # vjtrain's option first (the environment variable is the library's default); the
+    # program's size is that of the pool alone: fewer windows would not make it fit
+    fewer = "Use a smaller window or fewer features (--features, --haar-mode)"
+    more = "or raise --memory (VJBOOST_MEMORY_BUDGET)."
     # the program first: measuring the channels compiles it
     check_memory(program + 8 * n, f"training over {pool.n_features} features (their feature "
-                 "program)", budget=budget, advice=advice)
+                 "program)", budget=budget, advice=f"{fewer}, {more}")
+    advice = f"{fewer}, lower --num-pos/--num-neg, {more}"
     fixed = program + int(pool.channels_nbytes(n))
     check_memory(fixed + 8 * n,
                  f"training over {pool.n_features} features and {n} windows (feature program "

@@ -300,16 +300,41 @@ def config_differences(saved: dict[str, Any], current: dict[str, Any]) -> list[s
     -------
     list of str
         ``"key: checkpoint A vs now B"`` per differing key (values cut at 60 characters),
-        sorted by key.
+        sorted by key. Nested settings (the feature pool's families and their configuration)
+        are compared item by item and named by their path, so that the message shows what
+        differs rather than the common start of two long values.
 
     Examples
     --------
     >>> config_differences({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 0})
     ['b: checkpoint 2 vs now 3', 'c: checkpoint None vs now 0']
+    >>> config_differences({"pool": {"families": [{"family": "haar"}]}},
+    ...                    {"pool": {"families": [{"family": "haar"}, {"family": "mblbp"}]}})
+    ["pool.families[1]: checkpoint family None vs now 'mblbp'"]
     """
-    out = []
-    for k in sorted(set(saved) | set(current)):
-        a, b = saved.get(k), current.get(k)
-        if a != b:
-            out.append(f"{k}: checkpoint {a!r:.60} vs now {b!r:.60}")
+    out: list[str] = []
+    _differences(saved, current, "", out)
     return out
+
+
+def _differences(a: Any, b: Any, path: str, out: list[str]) -> None:
+    """Append the differences of ``a`` and ``b`` under ``path`` to ``out``."""
+    if a == b:
+        return
+    n = len(out)
+    fam_a, fam_b = (v.get("family") if isinstance(v, dict) else None for v in (a, b))
+    if fam_a != fam_b:
+        # another (or no) feature family: its configuration's keys would differ too, and say
+        # nothing more
+        out.append(f"{path}: checkpoint family {fam_a!r:.60} vs now {fam_b!r:.60}")
+    elif isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b), key=str):
+            _differences(a.get(k), b.get(k), f"{path}.{k}" if path else str(k), out)
+    elif (isinstance(a, list | tuple) and isinstance(b, list | tuple) and path
+          and any(isinstance(v, dict | list | tuple) for v in (*a, *b))):
+        # a list of settings (the pool's families): item by item, a missing one as None
+        for i in range(max(len(a), len(b))):
+            _differences(a[i] if i < len(a) else None, b[i] if i < len(b) else None,
+                         f"{path}[{i}]", out)
+    if len(out) == n:  # unequal as a whole (a tuple and a list): said as such
+        out.append(f"{path}: checkpoint {a!r:.60} vs now {b!r:.60}")

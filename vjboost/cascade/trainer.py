@@ -287,6 +287,9 @@ class CascadeTrainer:
         Family names (``"haar,lbp,hog"``), FeatureFamily objects or a ready pool.
     haar_mode : {"BASIC", "CORE", "ALL"}, default="BASIC"
     num_stages : int, default=20
+        Stages to train at most; training stops earlier once the acceptance ratio of the
+        fresh background windows is at most ``max_false_alarm ** num_stages`` (divided by
+        ``max_depth`` with trees, as traincascade).
     min_hit_rate : float, default=0.995
         Per stage, share of its positives kept.
     max_false_alarm : float, default=0.5
@@ -873,8 +876,7 @@ class CascadeTrainer:
                         "train with the same settings")
         self.config_ = cfg
         t_start = time.perf_counter()
-        required = self.max_false_alarm ** self.num_stages / (
-            self.max_depth if self.weak_learner == "tree" else 1)
+        required = self._false_alarm_target()[0]
         negatives = self._negative_pool(bgs, out, ck, len(stages))
         from .report import TrainingSamples
 
@@ -1067,14 +1069,24 @@ class CascadeTrainer:
                 f"stage(s) trained, {self.num_pos} are needed per stage")}
         return pos[keep[: self.num_pos]], int(keep[self.num_pos - 1]) + 1, None
 
+    def _false_alarm_target(self) -> tuple[float, str]:
+        """The acceptance ratio at which training stops, and how it is computed: with trees,
+        traincascade's "required leaf false alarm rate" divides the cascade's target by the
+        depth, so the message must say so (with ``--stages 4`` and depth 2 the run stops at
+        0.0312, not at 0.5 ** 4)."""
+        depth = self.max_depth if self.weak_learner == "tree" else 1
+        formula = "max_false_alarm^num_stages" + (" / max_depth" if depth > 1 else "")
+        return self.max_false_alarm ** self.num_stages / depth, formula
+
     def _mining_stop(self, res: MiningResult, k: int, required: float, n_bgs: int
                      ) -> dict[str, str] | None:
         """Why training stops after mining stage ``k``'s negatives, or None."""
         if k > 0 and res.n_scanned and (res.target_reached or (
                 len(res.windows) == self.num_neg and res.acceptance_ratio <= required)):
+            formula = self._false_alarm_target()[1]
             return {"reason": "false_alarm_target", "message": (
                 f"the cascade's false-alarm target is reached: acceptance ratio "
-                f"{res.acceptance_ratio:.3g} <= {required:.3g} (max_false_alarm^num_stages) "
+                f"{res.acceptance_ratio:.3g} <= {required:.3g} ({formula}) "
                 f"after scanning {res.n_scanned} background windows")}
         found = len(res.windows)
         if found >= self._min_neg:

@@ -288,7 +288,8 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
               help="Feature evaluations per round of the sampler (default: 1% of all).")
 @click.option("--stages", type=STAGES, default=20, show_default=True,
               help="Stages to train at most; training stops earlier, with fewer stages, once "
-                   "the false-alarm target (--max-false-alarm ^ --stages) is met.")
+                   "the false-alarm target (--max-false-alarm ^ --stages; with --weak-learner "
+                   "tree divided by --max-depth, as traincascade) is met.")
 @click.option("--min-hit-rate", type=float, default=0.995, show_default=True,
               help="Share of its positives each stage keeps.")
 @click.option("--max-false-alarm", type=float, default=0.5, show_default=True,
@@ -392,7 +393,9 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                    "vjeval reads; --category applies) with vjeval's defaults, and add the "
                    "detection-rate / false-positive curve and sample detections to the report.")
 @click.option("--eval-images", metavar="SOURCE",
-              help="Images of the --eval set (folder or list; default: the annotated images).")
+              help="Images of the --eval set (folder or list; default: the annotated images). "
+                   "A folder also holds the annotated images when their names are not found "
+                   "beside the annotations (as vjeval --image-root).")
 @click.option("--verifier", is_flag=True,
               help="After the cascade, fit a detection verifier (Felzenszwalb's HOG, two linear "
                    "components read with the mirror: the default face model's) on the "
@@ -510,6 +513,10 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                              f"ones per round, more than --num-pos + --num-neg = "
                              f"{num_pos + num_neg}; use --reservoir {(num_pos + num_neg) // 2} "
                              "or less")
+    for note in _unused_options(click.get_current_context(), sampler=sampler,
+                                weak_learner=weak_learner, reservoir=reservoir,
+                                early_exits=early_exits, jitter=jitter):
+        click.echo(f"vjtrain: warning: {note}", err=True)
     positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop),
                                 _parse_jitter(jitter, jitter_range, seed),
                                 seed if shuffle_positives else None, pos_format, category)
@@ -641,6 +648,58 @@ def _declare_verifier(trainer, positives: np.ndarray, backgrounds: list, seed: i
          "the model ranks its detections by the verified score (--score model)")
 
 
+# options that only act with another one: (option, parameter, the other, whether it is on)
+_DEPENDENT_OPTIONS = (
+    ("--max-depth", "max_depth", "--weak-learner tree", lambda o: o["weak_learner"] == "tree"),
+    ("--reservoir-strategy", "reservoir_strategy", "--reservoir",
+     lambda o: o["reservoir"] is not None),
+    ("--exit-every", "exit_every", "--early-exits", lambda o: o["early_exits"]),
+    ("--exit-loss", "exit_loss", "--early-exits", lambda o: o["early_exits"]),
+    ("--jitter-range", "jitter_range", "--jitter", lambda o: o["jitter"] is not None),
+    ("--bin-edges", "bin_edges", "--sampler full", lambda o: o["sampler"] == "full"),
+    ("--sampler-budget", "sampler_budget", "a --sampler other than full",
+     lambda o: o["sampler"] != "full"),
+)
+
+
+def _unused_options(ctx: click.Context, **state: Any) -> list[str]:
+    """Notes on the options given on the command line that the run will not use, because the
+    option they act with is off (``--max-depth 3`` alone trains stumps, not trees).
+
+    Parameters
+    ----------
+    ctx : click.Context
+        The command's context (which options came from the command line).
+    **state : Any
+        ``sampler`` (as resolved: ``full`` with ``--reservoir``), ``weak_learner``,
+        ``reservoir``, ``early_exits`` and ``jitter``.
+
+    Returns
+    -------
+    list of str
+        One line per unused option.
+
+    Examples
+    --------
+    >>> ctx = vjtrain.make_context("vjtrain", ["-o", "out", "--max-depth", "3"])
+    >>> _unused_options(ctx, sampler="laminating", weak_learner="stump", reservoir=None,
+    ...                 early_exits=False, jitter=None)  # doctest: +NORMALIZE_WHITESPACE
+    ['--max-depth 3 is not used: it acts with --weak-learner tree (the weak learners are
+      stumps); add --weak-learner tree']
+    """
+    notes = []
+    for flag, name, other, on in _DEPENDENT_OPTIONS:
+        # only what the user typed: a default (or an environment value) is nobody's intent
+        if ctx.get_parameter_source(name) is not click.core.ParameterSource.COMMANDLINE:
+            continue
+        if on(state):
+            continue
+        what = (" (the weak learners are stumps)" if name == "max_depth" else "")
+        fix = f"; add {other}" if other.startswith("--") else ""
+        notes.append(f"{flag} {ctx.params[name]} is not used: it acts with {other}{what}{fix}")
+    return notes
+
+
 def _eval_inputs(annotations: str | None, images: str | None, category: str | None):
     """The --eval annotations and image paths, checked before training starts."""
     if annotations is None:
@@ -653,9 +712,28 @@ def _eval_inputs(annotations: str | None, images: str | None, category: str | No
     try:
         gt = read_annotations(annotations, category=category)
         paths = evaluation_paths(gt, images, what="--eval-images source")
+        if images is not None and gt.n_objects and not _annotated_among(gt, paths):
+            # the annotations' image names are resolved against their own folder; a folder of
+            # --eval-images that holds them under those names is their folder
+            if Path(images).is_dir():
+                other = read_annotations(annotations, category=category, images=images)
+                if _annotated_among(other, paths):
+                    return other, paths
+            example = next(p for p in gt if len(gt[p]))
+            raise InputError(
+                f"--eval-images {images}: none of its {len(paths)} image(s) is an annotated "
+                f"image of {annotations} (e.g. {example}): every object would count as missed "
+                "and every detection as a false positive; give the folder of the annotated "
+                "images")
     except (ValueError, OSError) as exc:
         raise InputError(f"--eval: {exc}") from None
     return gt, paths
+
+
+def _annotated_among(gt, paths: list[str]) -> bool:
+    """Whether an image holding objects in ``gt`` is among ``paths`` (resolved)."""
+    listed = {str(Path(p).resolve()) for p in paths}
+    return any(len(gt[p]) and str(Path(p).resolve()) in listed for p in gt)
 
 
 def _evaluate(model, eval_inputs, threads: int, echo):
@@ -768,7 +846,7 @@ def _explain_stop(trainer, out: Path, echo) -> None:
     n = len(trainer.stages_)
     how = {
         "num_stages": "to add stages, run the same command with a larger --stages and --resume",
-        "false_alarm_target": ("the cascade meets --max-false-alarm^--stages on the backgrounds; "
+        "false_alarm_target": ("the cascade meets its false-alarm target on the backgrounds; "
                                "to go further, rerun with a larger --stages and --resume"),
         "negatives_exhausted": ("add background images to the list/folder (or lower "
                                 "--num-neg, which restarts training) and rerun with --resume"),

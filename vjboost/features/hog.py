@@ -136,8 +136,10 @@ class HOGFamily(FeatureFamily):
         self.n_blocks = (self.n_cells[0] - br + 1, self.n_cells[1] - bc + 1)
         if self.n_blocks[0] < 1 or self.n_blocks[1] < 1:
             raise ValueError(
-                f"window_shape: a {h}x{w} window is too small for blocks of {br}x{bc} cells of "
-                f"{ch}x{cw} pixels on its interior (needs at least {br * ch + 2}x{bc * cw + 2})")
+                # width x height, as vjtrain --window and the other families' messages
+                f"window_shape: a {w}x{h} window (width x height) is too small for blocks of "
+                f"{bc}x{br} cells of {cw}x{ch} pixels on its interior (needs at least "
+                f"{bc * cw + 2}x{br * ch + 2})")
         self._block_len = br * bc * self.orientations
         self.n_features = self.n_blocks[0] * self.n_blocks[1] * self._block_len
         self._span = (360.0 if self.signed else 180.0) / self.orientations
