@@ -169,6 +169,27 @@ def test_voc_folder_difficult_and_one_based_corners(tmp_path, images):
         read_annotations(ann_dir, images=images)
 
 
+def test_a_voc_datasets_root_is_read_as_its_annotations_folder(tmp_path, images):
+    """A Pascal VOC dataset's root (Annotations/ and JPEGImages/) is recognised and read as
+    its Annotations folder with the images of JPEGImages, as a YOLO root is read through its
+    labels/ (it was 'no image files in this folder'); a folder of crops stays a folder of
+    crops."""
+    from vjboost.cascade.positives import load_positives
+
+    root = tmp_path / "voc"
+    (root / "Annotations").mkdir(parents=True)
+    (root / "JPEGImages").symlink_to(images)
+    (root / "Annotations" / "a.xml").write_text(
+        "<annotation><filename>a.png</filename><object><name>face</name><bndbox><xmin>11</xmin>"
+        "<ymin>21</ymin><xmax>40</xmax><ymax>60</ymax></bndbox></object></annotation>")
+    assert detect_format(root) == "voc"
+    ann = read_annotations(root)
+    assert ann.format == "voc" and ann[str(images / "a.png")].tolist() == [
+        [10, 20, 30, 40]]
+    assert load_positives(root, (40, 30)).samples.shape == (1, 40, 30)
+    assert detect_format(images) is None
+
+
 def test_yolo_with_images_folder_and_names(tmp_path, images):
     root = tmp_path / "ds"
     (root / "labels").mkdir(parents=True)

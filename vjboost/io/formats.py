@@ -323,7 +323,8 @@ def read_voc(path: Path, *, category: str | int | None = None,
     Parameters
     ----------
     path : Path
-        One VOC XML file or a folder of them.
+        One VOC XML file, a folder of them, or a dataset's root holding them in
+        ``Annotations/`` (and the images in ``JPEGImages/``).
     category : str or int, optional
         The object class to read (its name); required when the file holds several.
         Boxes of other classes are left out.
@@ -340,6 +341,8 @@ def read_voc(path: Path, *, category: str | int | None = None,
     AnnotationError
         Malformed content, naming the file and the element or line.
     """
+    if path.is_dir() and not any(path.glob("*.xml")) and _voc_annotations(path) is not None:
+        path = _voc_annotations(path)  # a dataset's root: its XML files are in Annotations/
     files = sorted(path.glob("*.xml")) if path.is_dir() else [path]
     if not files:
         raise AnnotationError(f"{path}: no .xml annotation file in this folder")
@@ -731,6 +734,13 @@ def _head(p: Path, n: int = 4096) -> str:
         return ""
 
 
+def _voc_annotations(root: Path) -> Path | None:
+    """The ``Annotations`` folder of a Pascal VOC dataset's root, when it holds VOC XML."""
+    sub = root / "Annotations"
+    first = next(iter(sorted(sub.glob("*.xml"))), None) if sub.is_dir() else None
+    return sub if first is not None and "<annotation" in _head(first) else None
+
+
 def _detect_folder(p: Path) -> str | None:
     # strict: a folder of crops with a stray README.txt or notes.json must stay a folder of
     # crops, so each format is recognised by the content of its first file
@@ -744,6 +754,8 @@ def _detect_folder(p: Path) -> str | None:
     js = [f for f in files if f.suffix.lower() == ".json"]
     if js and '"shapes"' in _head(js[0], 1 << 16):
         return "labelme"
+    if not xml and _voc_annotations(p) is not None:  # a VOC dataset's root
+        return "voc"
     if (p / "labels").is_dir():
         return "yolo"
     txt = [f for f in files if f.suffix.lower() == ".txt" and f.name.lower() not in _NAMES_FILES]
