@@ -100,6 +100,31 @@ def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, mess
     assert "Traceback" not in res.output
 
 
+def test_backgrounds_that_hold_the_annotated_objects_are_warned_about(tmp_path, rng):
+    """POS as annotations, NEG the annotated images themselves: mining would take the objects
+    as negatives; vjtrain says so before training. Other backgrounds warn of nothing. (The
+    backgrounds are small: both runs end within a second, out of negatives.)"""
+    scenes = tmp_path / "scenes"
+    scenes.mkdir()
+    for k in range(3):
+        cv2.imwrite(str(scenes / f"s{k}.png"), rng.integers(0, 256, (60, 60), dtype=np.uint8))
+    (scenes / "boxes.csv").write_text("image,x,y,w,h\n" + "".join(
+        f"s{k}.png,10,10,24,24\n" for k in range(2)))
+    other = tmp_path / "other"
+    other.mkdir()
+    cv2.imwrite(str(other / "o.png"), rng.integers(0, 256, (60, 60), dtype=np.uint8))
+    opts = ["--window", "24x24", "--num-pos", "2", "--num-neg", "100", "--stages", "1", "-q"]
+    res = CliRunner().invoke(main, [str(scenes / "boxes.csv"), str(scenes), "-o",
+                                    str(tmp_path / "out1"), *opts])
+    assert "Traceback" not in res.output
+    assert (f"vjtrain: warning: 2 of the 3 background image(s) of {scenes} hold the objects POS "
+            f"was cut from (e.g. {(scenes / 's0.png').resolve()}): mining takes their windows, "
+            "objects included, as negatives") in res.output, res.output
+    res = CliRunner().invoke(main, [str(scenes / "boxes.csv"), str(other), "-o",
+                                    str(tmp_path / "out2"), *opts])
+    assert "Traceback" not in res.output and "hold the objects" not in res.output, res.output
+
+
 def test_a_window_of_other_proportions_than_the_positives_is_warned_about(tmp_path, rng):
     """100x40 crops (UIUC cars) and a square --window: every positive would be squashed; the
     warning names both proportions and a window of the crops' own. Matching proportions, or a

@@ -60,12 +60,16 @@ class PositiveSet:
         Median width / height of the crops or boxes as cut, before they were resized to the
         window (None when nothing was cut): far from the window's own, every positive was
         stretched.
+    images : tuple of str
+        The annotated images object boxes were cut from (absolute paths; empty for crops,
+        ``.vec`` and ``.npz`` sources): such images hold the object, so they are no backgrounds.
     """
 
     samples: np.ndarray
     skipped: list[str] = field(default_factory=list)
     source: str = ""
     aspect: float | None = None
+    images: tuple[str, ...] = ()
 
     def summary(self, max_names: int = 3) -> str:
         """One line: counts and the first few reasons for skipping."""
@@ -298,6 +302,7 @@ class _Cutter:
         self.plain: list[np.ndarray] = []
         self.copies: list[np.ndarray] = []
         self.aspects: list[float] = []
+        self.images: list[str] = []  # annotated images the boxes come from
         self._rng = None if jitter is None else jitter.rng()
 
     def add(self, img: np.ndarray, box: tuple[int, int, int, int] | None = None) -> None:
@@ -364,6 +369,7 @@ def _from_annotations(path: Path, cut: _Cutter, fmt: str | None = None,
     for image_path, boxes in ann.items():
         if len(boxes) == 0:
             continue
+        cut.images.append(str(image_path))
         try:
             img = read_image(image_path)
         except ImageReadError as exc:
@@ -502,4 +508,4 @@ def load_positives(
                       "window; give a window of their proportions, e.g. "
                       f"{max(3, round(h * aspect))}x{h} (width x height)", stacklevel=2)
     return PositiveSet(np.ascontiguousarray(samples, dtype=np.uint8), skipped, str(path),
-                       aspect)
+                       aspect, tuple(cut.images))

@@ -223,7 +223,9 @@ def _parse_jitter(copies: int | None, spec: str, seed: int):
 def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
                     crop: tuple[float, float, float, float] | None = None, jitter=None,
                     shuffle_seed: int | None = None, annotation_format: str | None = None,
-                    category: str | None = None) -> np.ndarray:
+                    category: str | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The positive windows (mirrored, shuffled as asked) and the annotated images they were
+    cut from (none for crops, .vec and .npz)."""
     from vjboost.cascade.positives import load_positives
 
     try:
@@ -239,7 +241,7 @@ def _load_positives(source: str, window: tuple[int, int], mirror: bool, echo,
     if shuffle_seed is not None:
         samples = samples[np.random.default_rng([shuffle_seed, 0x5AFF1E]).permutation(
             len(samples))]
-    return samples
+    return samples, ps.images
 
 
 @click.command(cls=Command, error_exit_code=2,
@@ -517,7 +519,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
                                 weak_learner=weak_learner, reservoir=reservoir,
                                 early_exits=early_exits, jitter=jitter):
         click.echo(f"vjtrain: warning: {note}", err=True)
-    positives = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop),
+    positives, annotated = _load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop),
                                 _parse_jitter(jitter, jitter_range, seed),
                                 seed if shuffle_positives else None, pos_format, category)
     need = positives_needed(num_pos, stages, min_hit_rate)
@@ -535,6 +537,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     eval_set = _eval_inputs(eval_annotations, eval_images, category)
     backgrounds = _background_list(neg_src)
     backgrounds, n_pixels = _check_backgrounds(backgrounds, win, echo)
+    _warn_annotated_backgrounds(backgrounds, annotated, neg_src)
     mp = MiningParams(win, **mining)
     # grid windows of one pass at full scale only (a lower bound of what mining can scan)
     approx = n_pixels / float(mp.grid_step ** 2)
@@ -573,7 +576,7 @@ def vjtrain(pos: str | None, neg: str | None, vec: str | None, bg: str | None, o
     )
     # the exits keep the centred positives: the jittered copies would hold them low
     exit_positives = (_load_positives(pos_src, win, mirror, echo, _parse_crop(pos_crop), None,
-                                      None, pos_format, category)
+                                      None, pos_format, category)[0]
                       if early_exits and jitter else None)
     from vjboost._parallel import ExecutorError
 
@@ -698,6 +701,33 @@ def _unused_options(ctx: click.Context, **state: Any) -> list[str]:
         fix = f"; add {other}" if other.startswith("--") else ""
         notes.append(f"{flag} {ctx.params[name]} is not used: it acts with {other}{what}{fix}")
     return notes
+
+
+def _warn_annotated_backgrounds(backgrounds: list[str], annotated: tuple[str, ...],
+                                neg_src: str) -> None:
+    """Warn when backgrounds are images the positives were cut from: mining would take their
+    objects as negatives (each window it keeps is one the cascade must reject).
+
+    Parameters
+    ----------
+    backgrounds : list of str
+        The background images to mine.
+    annotated : tuple of str
+        The annotated images of the positives (``PositiveSet.images``).
+    neg_src : str
+        The backgrounds' source, as given (named in the warning).
+
+    Examples
+    --------
+    >>> _warn_annotated_backgrounds(["/d/a.png"], ("/d/b.png",), "bg.txt")   # none shared
+    """
+    shared = {str(Path(p).resolve()) for p in annotated} & {
+        str(Path(p).resolve()) for p in backgrounds}
+    if shared:
+        click.echo(f"vjtrain: warning: {len(shared)} of the {len(backgrounds)} background "
+                   f"image(s) of {neg_src} hold the objects POS was cut from (e.g. "
+                   f"{min(shared)}): mining takes their windows, objects included, as "
+                   "negatives; give backgrounds without the object", err=True)
 
 
 def _eval_inputs(annotations: str | None, images: str | None, category: str | None):
