@@ -445,5 +445,7 @@ def test_positives_from_annotation_formats_exclude_ignore_regions(tmp_path, imag
     assert len(ps.samples) == 1 and ps.samples.min() == 200  # the crowd box is not a positive
     with pytest.raises(ValueError, match="holds 2 categories"):
         load_positives(p, (8, 6))
-    got = _load_positives(str(p), (8, 6), False, print, annotation_format="coco", category="1")
+    got, images = _load_positives(str(p), (8, 6), False, print, annotation_format="coco",
+                                  category="1")
     np.testing.assert_array_equal(got, ps.samples)
+    assert images == ps.images and len(images) >= 1

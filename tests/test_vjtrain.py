@@ -325,10 +325,11 @@ def test_jitter_and_shuffle_grow_and_reorder_the_pool(data_dir, tmp_path):
 
     src = str(data_dir / "pos.npz")
     jit = Jitter(2, seed=3)
-    plain = _load_positives(src, (WIN, WIN), True, print, None, jit)
+    plain, images = _load_positives(src, (WIN, WIN), True, print, None, jit)
+    assert images == ()  # an .npz: no annotated image
     want = load_positives(src, (WIN, WIN), jitter=jit, mirror=True).samples
     np.testing.assert_array_equal(plain, want)
-    shuffled = _load_positives(src, (WIN, WIN), True, print, None, jit, shuffle_seed=3)
+    shuffled, _ = _load_positives(src, (WIN, WIN), True, print, None, jit, shuffle_seed=3)
     assert shuffled.shape == (100 * 3 * 2, WIN, WIN)
     assert not np.array_equal(shuffled, plain)
     key = lambda a: np.sort(a.reshape(len(a), -1).view(f"V{WIN * WIN}").ravel())  # noqa: E731
@@ -360,13 +361,13 @@ def test_early_exits_from_the_centred_positives(data_dir, tmp_path):
     base = load_model(tmp_path / "plain" / "model.json")
     model = load_model(tmp_path / "fast" / "model.json")
     assert model.n_exits > 0 and model.without_exits() == base
-    centred = _load_positives(str(data_dir / "pos.npz"), (WIN, WIN), True, print)
+    centred, _ = _load_positives(str(data_dir / "pos.npz"), (WIN, WIN), True, print)
     assert model.params["early_exits"]["positives"] == len(centred)
     kept = CascadeRunner(base).accepts(centred)
     assert CascadeRunner(model).accepts(centred)[kept].all()
     assert model.stages == early_exits(base, centred).stages
-    jittered = _load_positives(str(data_dir / "pos.npz"), (WIN, WIN), True, print, None,
-                               Jitter(1, seed=3))
+    jittered, _ = _load_positives(str(data_dir / "pos.npz"), (WIN, WIN), True, print, None,
+                                  Jitter(1, seed=3))
     assert len(jittered) == 2 * len(centred)
 
 
