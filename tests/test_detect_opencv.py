@@ -478,6 +478,25 @@ def test_parameter_errors():
     assert len(det) == 0
 
 
+def test_sizes_iou_and_channel_order_are_checked_when_the_detector_is_made():
+    """A size given as a string was unpacked into its characters (``"30"`` became 3x0), a
+    fraction of a pixel cut off and an infinite one raised OverflowError; a non-number IoU
+    raised a bare comparison TypeError; a wrong channel order passed until a colour image."""
+    model = random_cascade(seed=0)
+    for bad in ("30", "30x30", b"30", (30.5, 30), (float("inf"), 30), (True, 30)):
+        with pytest.raises(ValueError, match=r"min_size: expected \(width, height\) or an int, "
+                                             "in whole pixels"):
+            CascadeDetector(model, min_size=bad)
+    assert CascadeDetector(model, min_size=(30.0, np.int64(40)), max_size=np.int32(80)
+                           ).min_size == (30, 40)
+    for bad in ("0.5", None, True):
+        with pytest.raises(ValueError, match=r"nms_iou: expected a value in \[0, 1\]"):
+            CascadeDetector(model, grouping="nms", nms_iou=bad)
+    assert CascadeDetector(model, nms_iou=np.float32(0.5)).nms_iou == 0.5
+    with pytest.raises(ValueError, match="channel_order: expected 'bgr' or 'rgb', got 'RGB'"):
+        CascadeDetector(model, channel_order="RGB")
+
+
 def test_nms_grouping_and_functional_api(astronaut_gray, tmp_path):
     p = _shipped("haarcascade_frontalface_default.xml")
     d = detect(astronaut_gray, p, scale_factor=1.2, min_neighbors=3,

@@ -181,15 +181,27 @@ def to_gray(image: np.ndarray, *, channel_order: str = "bgr", name: str = "image
 
 
 def _size_pair(v: Any, name: str) -> tuple[int, int]:
+    """``min_size``/``max_size`` as ``(width, height)`` in whole pixels (None: ``(0, 0)``)."""
     if v is None:
         return (0, 0)
     if isinstance(v, int | np.integer) and not isinstance(v, bool):
         v = (int(v), int(v))
+
+    def whole(c: Any) -> bool:
+        # a string would unpack into its characters ("30" as (3, 0)), a bool pass as 0 or 1
+        # and 30.5 be cut to 30: each is refused rather than read as another size
+        return (isinstance(c, int | np.integer | float | np.floating)
+                and not isinstance(c, bool | np.bool_) and math.isfinite(c) and c == int(c))
+
     try:
         a, b = v
-        a, b = int(a), int(b)
+        ok = not isinstance(v, str | bytes) and whole(a) and whole(b)
     except (TypeError, ValueError):
-        raise ValueError(f"{name}: expected (width, height) or an int, got {v!r}") from None
+        ok = False
+    if not ok:
+        raise ValueError(f"{name}: expected (width, height) or an int, in whole pixels, "
+                         f"got {v!r}")
+    a, b = int(a), int(b)
     if a < 0 or b < 0:
         raise ValueError(f"{name}: sizes must be >= 0, got {v!r}")
     return a, b
@@ -546,8 +558,12 @@ class CascadeDetector:
             raise ValueError(f"step: expected a positive integer or None, got {step!r}")
         if grouping not in ("opencv", "nms", "none"):
             raise ValueError(f"grouping: expected 'opencv', 'nms' or 'none', got {grouping!r}")
-        if not 0.0 <= nms_iou <= 1.0:
+        if isinstance(nms_iou, bool) or not isinstance(
+                nms_iou, int | float | np.integer | np.floating) or not 0.0 <= nms_iou <= 1.0:
             raise ValueError(f"nms_iou: expected a value in [0, 1], got {nms_iou!r}")
+        if channel_order not in ("bgr", "rgb"):
+            # checked here, not at the first colour image: a gray image never reads it
+            raise ValueError(f"channel_order: expected 'bgr' or 'rgb', got {channel_order!r}")
         min_std = _min_std(min_std, model)
         if score not in (*DETECTION_SCORES, "model"):
             raise ValueError(f"score: expected one of {(*DETECTION_SCORES, 'model', 'auto')}, "
