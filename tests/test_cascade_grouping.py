@@ -192,6 +192,19 @@ def test_group_scores_reject_unknown_kind():
     assert s.tolist() == [0.5, 1.5] and n.tolist() == [1, 1]
 
 
+def test_nms_counts_the_overlapping_windows_at_every_min_neighbors():
+    """With ``min_neighbors=0`` every NMS detection had 1 neighbour, so that ranking them by
+    ``score="neighbors"`` tied them all."""
+    raw = [[10, 10, 20, 20], [11, 10, 20, 20], [10, 11, 20, 20], [90, 0, 20, 20]]
+    for thr, want in ((0, {(11, 10): 3, (90, 0): 1}), (1, {(11, 10): 3})):
+        b, s, n = group_detections(raw, [1.0, 3.0, 2.0, 5.0], method="nms", min_neighbors=thr,
+                                   score="neighbors")
+        assert dict(zip(map(tuple, b[:, :2].tolist()), n.tolist(), strict=True)) == want
+        assert np.floor(s).tolist() == n.tolist()
+    b, s, n = group_detections(np.zeros((0, 4)), [], method="nms", min_neighbors=0)
+    assert b.shape == (0, 4) and len(s) == len(n) == 0
+
+
 def test_similar_classes_transitive():
     # a~b and b~c but not a~c: one class
     r = np.array([[0, 0, 20, 20], [3, 0, 20, 20], [6, 0, 20, 20], [60, 60, 20, 20]])

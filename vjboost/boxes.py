@@ -1055,12 +1055,12 @@ def group_detections(boxes: ArrayLike, scores: ArrayLike, *, method: str = "open
     if sc.shape[0] != b.shape[0]:
         raise ValueError(f"scores: {sc.shape[0]} values for {b.shape[0]} boxes")
     if method == "nms":
-        if min_neighbors > 0 and len(b):
-            c0 = overlap_counts(b, nms_iou)
+        # counted at every min_neighbors: a kept window's neighbors (and its "neighbors"
+        # score) are the windows overlapping it, also when none is dropped for too few
+        c0 = overlap_counts(b, nms_iou)
+        if min_neighbors > 0:
             ok = c0 > min_neighbors
             b, sc, c0 = b[ok], sc[ok], c0[ok]
-        else:
-            c0 = np.ones(len(b), dtype=np.int32)
         keep = nms(b, sc, nms_iou)
         b, sc, cnt = b[keep], sc[keep], c0[keep]
     elif method == "none":
