@@ -302,14 +302,16 @@ def test_wrong_messages_fixed(tmp_path, model_xml):
         assert len(lines) == 1 and message in lines[0], r.stderr
 
 
-def _check_option(face_png, option: str, good, bad, message: str) -> None:
+def _check_option(face_png, option: str, good, bad, message: str,
+                  extra: tuple[str, ...] | list[str] = ()) -> None:
     """``vjdetect OPTION value`` detects what ``CascadeDetector(**kw)`` does, for every
     ``(value, kw)`` of ``good``, on the default model; every value of ``bad`` is a usage error
-    (exit 2) whose message holds ``message``."""
+    (exit 2) whose message holds ``message``. ``extra``: further arguments of every run (their
+    settings in ``kw`` too)."""
     model = load_model("vjboost:frontalface")
     gray = cv2.cvtColor(cv2.imread(str(face_png / "astronaut.png")), cv2.COLOR_BGR2GRAY)
     args = [str(face_png / "astronaut.png"), "-m", "vjboost:frontalface", "-n", "1",
-            "--no-progress"]
+            "--no-progress", *extra]
     for value, kw in good(model):
         r = CliRunner().invoke(main, [*args, option, value])
         assert r.exit_code == 0, r.output
@@ -319,6 +321,19 @@ def _check_option(face_png, option: str, good, bad, message: str) -> None:
     for value in bad:
         r = CliRunner().invoke(main, [*args, option, value])
         assert r.exit_code == 2 and message in r.output and "Traceback" not in r.output, r.output
+
+
+def test_nms_iou_option(face_png):
+    """--nms-iou sets the NMS grouping's overlap (vjdetect had no way to set it); with another
+    grouping, which never reads it, it is a usage error."""
+    _check_option(face_png, "--nms-iou", lambda m: [
+        ("0.3", {"grouping": "nms", "nms_iou": 0.3}),
+        ("0.05", {"grouping": "nms", "nms_iou": 0.05}),
+        ("0.8", {"grouping": "nms", "nms_iou": 0.8})], ("x", "-0.1", "1.5"), "--nms-iou",
+        extra=["--grouping", "nms"])
+    r = CliRunner().invoke(main, [str(face_png / "small.jpg"), "--nms-iou", "0.5"])
+    assert r.exit_code == 2 and "Traceback" not in r.output, r.output
+    assert "--nms-iou applies to --grouping nms, not --grouping opencv" in r.output
 
 
 @pytest.mark.slow

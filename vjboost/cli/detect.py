@@ -239,6 +239,10 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
               show_default=True,
               help="opencv: groupRectangles (windows averaged per cluster); nms: keep the "
                    "best-scored window of each overlapping set; none: raw windows.")
+@click.option("--nms-iou", type=click.FloatRange(0.0, 1.0), default=None,
+              help="With --grouping nms: windows overlapping a better one at more than this "
+                   "IoU are suppressed, and -n counts the windows overlapping each one at more "
+                   "than it (default: 0.3).")
 @click.option("--score", type=click.Choice([*DETECTION_SCORES, "model", "auto"]),
               default="auto", show_default=True,
               help="Each detection's score: best (its best window's last-stage score), "
@@ -310,7 +314,7 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--progress/--no-progress", default=None,
               help="Progress bar (default: when stderr is a terminal).")
 def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-         score, min_score, stages, coarse_to_fine, min_std, suppress_inside, border,
+         nms_iou, score, min_score, stages, coarse_to_fine, min_std, suppress_inside, border,
          border_margin, threads, scheduler, workers, output_dir, fmt, save_path, json_path,
          label, max_pixels, recursive, max_frames, every, progress) -> None:
     """Detect objects in INPUTS: image files, folders, glob patterns, list files (.txt, one
@@ -318,7 +322,7 @@ def main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mo
     detection (or writes --format coco|voc|yolo)."""
     try:
         _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode,
-              grouping, score, min_score, stages, coarse_to_fine, min_std, suppress_inside,
+              grouping, nms_iou, score, min_score, stages, coarse_to_fine, min_std, suppress_inside,
               border, border_margin, threads, scheduler, workers, output_dir, fmt, save_path,
               json_path, label, max_pixels, recursive, max_frames, every, progress)
     except (OutputError, LimitError, _ParameterLimit, ExecutorError) as exc:
@@ -368,13 +372,16 @@ def _coarse_to_fine(value: str) -> int | str | None:
 
 
 def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, mode, grouping,
-          score, min_score, stages, coarse_to_fine, min_std, suppress_inside, border,
+          nms_iou, score, min_score, stages, coarse_to_fine, min_std, suppress_inside, border,
           border_margin, threads, scheduler, workers, output_dir, fmt, save_path, json_path,
           label, max_pixels, recursive, max_frames, every, progress) -> None:
     from ..cascade.detector import CascadeDetector
     from ..cascade.model_io import load_model
     from ..cascade.opencv_xml import CascadeFormatError
 
+    if nms_iou is not None and grouping != "nms":
+        # the other groupings never read it: a threshold given to them would change nothing
+        raise click.UsageError(f"--nms-iou applies to --grouping nms, not --grouping {grouping}")
     if json_path is not None:
         if save_path is not None or fmt != "jsonl":
             raise click.UsageError("--json FILE is --format jsonl --save FILE; give one of them")
@@ -417,7 +424,8 @@ def _main(inputs, model_path, scale_factor, min_neighbors, min_size, max_size, m
         sizes = _min_max_size(min_size, max_size)
         params = dict(scale_factor=scale_factor, min_neighbors=parse_min_neighbors(min_neighbors),
                       min_size=sizes[0], max_size=sizes[1], mode=mode,
-                      grouping=grouping, score=score, min_score=parse_min_score(min_score),
+                      grouping=grouping, **({} if nms_iou is None else {"nms_iou": nms_iou}),
+                      score=score, min_score=parse_min_score(min_score),
                       n_stages=stages,
                       coarse_to_fine=_coarse_to_fine(coarse_to_fine), min_std=_min_std(min_std),
                       suppress_inside=_suppress_inside(suppress_inside),
