@@ -361,7 +361,8 @@ def test_help_states_what_the_default_model_declares():
                           ("--min-std", params["min_std"]),
                           ("--suppress-inside", params["suppress_inside"]),
                           ("--min-score", params["operating_score"]["min_score"]),
-                          ("--min-neighbors", params["operating_score"]["min_neighbors"])):
+                          ("--min-neighbors", params["operating_score"]["min_neighbors"]),
+                          ("--min-size", params["object_box"][2])):
         stated = re.search(r"\((\S+) for vjboost:frontalface", helps[option])
         assert stated is not None, option
         assert float(stated.group(1)) == float(value), option

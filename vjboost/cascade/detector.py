@@ -420,7 +420,10 @@ class CascadeDetector:
         the raw windows. ``"auto"``: the model's default operating point
         (:func:`default_operating`: 1 for ``vjboost:frontalface``), else OpenCV's 3.
     min_size, max_size : (width, height) or int, optional
-        Object size limits in pixels (``None``/0: no limit), OpenCV's ``minSize``/``maxSize``.
+        Object size limits in whole pixels (``None``/0: no limit), OpenCV's
+        ``minSize``/``maxSize``: they bound the scanned window. A model that declares an object
+        box (:func:`~vjboost.cascade.model.object_box`) reports that part of each window, so
+        its boxes are smaller by that share (0.75 for ``vjboost:frontalface``).
     mode : {"opencv", "clean"}, default="opencv"
         ``"opencv"``: identical windows to ``cv2.CascadeClassifier.detectMultiScale``.
         ``"clean"``: every row scanned (no stripe cut-off); ``step`` and ``skip_after_stage0``

@@ -228,9 +228,10 @@ def _run_video(detector, src: Source, writer, out_dir, used, stats: _Stats, max_
 @click.option("--min-neighbors", "-n", default="auto", show_default=True,
               help="Raw windows a detection needs (0: raw windows); auto: the model's default "
                    "operating point (1 for vjboost:frontalface), else OpenCV's 3.")
-@click.option("--min-size", help="Smallest object, N or WxH pixels (default: the cascade's "
-              "window, e.g. 20x20).")
-@click.option("--max-size", help="Largest object, N or WxH pixels (default: no limit).")
+@click.option("--min-size", help="Smallest window scanned, N or WxH pixels (default: the "
+              "cascade's window, e.g. 20x20). A model that declares an object box reports that "
+              "share of each window (0.75 for vjboost:frontalface).")
+@click.option("--max-size", help="Largest window scanned, N or WxH pixels (default: no limit).")
 @click.option("--mode", type=click.Choice(["opencv", "clean"]), default="opencv",
               show_default=True,
               help="opencv: identical to cv2 detectMultiScale (its row cut-off included); "
