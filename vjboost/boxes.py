@@ -22,6 +22,8 @@ both return the same boxes, scores and neighbour counts.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 from numpy.typing import ArrayLike, DTypeLike
@@ -244,10 +246,12 @@ def inner_boxes(boxes: ArrayLike, frame: ArrayLike) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 
 
-def _iou_threshold(value: float) -> float:
-    """An IoU threshold, checked to lie in ``[0, 1]``."""
-    if not 0.0 <= value <= 1.0:
-        raise ValueError(f"iou_threshold: expected a value in [0, 1], got {value}")
+def _iou_threshold(value: Any, name: str = "iou_threshold") -> float:
+    """An IoU threshold: a number (not a bool) in ``[0, 1]``, else a ``ValueError`` naming
+    ``name``."""
+    if isinstance(value, bool) or not isinstance(
+            value, int | float | np.integer | np.floating) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name}: expected a value in [0, 1], got {value!r}")
     return float(value)
 
 

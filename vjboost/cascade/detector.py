@@ -31,7 +31,7 @@ import numpy as np
 
 from .._jit import compile_ahead
 from .._threads import n_threads, resolve_threads
-from ..boxes import DETECTION_SCORES, drop_inside, group_detections, inner_boxes
+from ..boxes import DETECTION_SCORES, _iou_threshold, drop_inside, group_detections, inner_boxes
 from . import ahead
 from .model import CascadeModel, object_box
 from .runner import CascadeRunner
@@ -152,6 +152,11 @@ def _one_image(image: Any, name: str) -> np.ndarray:
     return image if isinstance(image, np.ndarray) else np.asarray(image)
 
 
+def _check_channel_order(channel_order: Any) -> None:
+    if channel_order not in ("bgr", "rgb"):
+        raise ValueError(f"channel_order: expected 'bgr' or 'rgb', got {channel_order!r}")
+
+
 def to_gray(image: np.ndarray, *, channel_order: str = "bgr", name: str = "image") -> np.ndarray:
     """8-bit gray image from a gray, BGR(A) or RGB(A) array (OpenCV's BGR2GRAY weights).
 
@@ -173,8 +178,7 @@ def to_gray(image: np.ndarray, *, channel_order: str = "bgr", name: str = "image
         raise ValueError(f"{name}: expected (H, W), (H, W, 3) or (H, W, 4), got {image.shape}"
                          + ("; a stack of images? detect each in turn" if image.ndim == 4
                             else ""))
-    if channel_order not in ("bgr", "rgb"):
-        raise ValueError(f"channel_order: expected 'bgr' or 'rgb', got {channel_order!r}")
+    _check_channel_order(channel_order)
     code = {("bgr", 3): cv2.COLOR_BGR2GRAY, ("bgr", 4): cv2.COLOR_BGRA2GRAY,
             ("rgb", 3): cv2.COLOR_RGB2GRAY, ("rgb", 4): cv2.COLOR_RGBA2GRAY}
     return cv2.cvtColor(np.ascontiguousarray(image), code[(channel_order, image.shape[2])])
@@ -561,12 +565,9 @@ class CascadeDetector:
             raise ValueError(f"step: expected a positive integer or None, got {step!r}")
         if grouping not in ("opencv", "nms", "none"):
             raise ValueError(f"grouping: expected 'opencv', 'nms' or 'none', got {grouping!r}")
-        if isinstance(nms_iou, bool) or not isinstance(
-                nms_iou, int | float | np.integer | np.floating) or not 0.0 <= nms_iou <= 1.0:
-            raise ValueError(f"nms_iou: expected a value in [0, 1], got {nms_iou!r}")
-        if channel_order not in ("bgr", "rgb"):
-            # checked here, not at the first colour image: a gray image never reads it
-            raise ValueError(f"channel_order: expected 'bgr' or 'rgb', got {channel_order!r}")
+        _iou_threshold(nms_iou, "nms_iou")
+        # checked here, not at the first colour image: a gray image never reads it
+        _check_channel_order(channel_order)
         min_std = _min_std(min_std, model)
         if score not in (*DETECTION_SCORES, "model"):
             raise ValueError(f"score: expected one of {(*DETECTION_SCORES, 'model', 'auto')}, "

@@ -369,12 +369,12 @@ def _from_annotations(path: Path, cut: _Cutter, fmt: str | None = None,
     for image_path, boxes in ann.items():
         if len(boxes) == 0:
             continue
-        cut.images.append(str(image_path))
         try:
             img = read_image(image_path)
         except ImageReadError as exc:
             skipped.append(str(exc))
             continue
+        cut.images.append(str(image_path))
         ih, iw = img.shape
         for x, y, w, h in boxes.tolist():
             # COCO, VOC, YOLO, LabelMe and CVAT boxes may start left of or above the image (an

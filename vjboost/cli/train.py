@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -721,8 +722,7 @@ def _warn_annotated_backgrounds(backgrounds: list[str], annotated: tuple[str, ..
     --------
     >>> _warn_annotated_backgrounds(["/d/a.png"], ("/d/b.png",), "bg.txt")   # none shared
     """
-    shared = {str(Path(p).resolve()) for p in annotated} & {
-        str(Path(p).resolve()) for p in backgrounds}
+    shared = _same_files(annotated, backgrounds)
     if shared:
         click.echo(f"vjtrain: warning: {len(shared)} of the {len(backgrounds)} background "
                    f"image(s) of {neg_src} hold the objects POS was cut from (e.g. "
@@ -762,8 +762,12 @@ def _eval_inputs(annotations: str | None, images: str | None, category: str | No
 
 def _annotated_among(gt, paths: list[str]) -> bool:
     """Whether an image holding objects in ``gt`` is among ``paths`` (resolved)."""
-    listed = {str(Path(p).resolve()) for p in paths}
-    return any(len(gt[p]) and str(Path(p).resolve()) in listed for p in gt)
+    return bool(_same_files([p for p in gt if len(gt[p])], paths))
+
+
+def _same_files(a: Iterable[str], b: Iterable[str]) -> set[str]:
+    """The files named in both ``a`` and ``b``, as resolved paths."""
+    return {str(Path(p).resolve()) for p in a} & {str(Path(p).resolve()) for p in b}
 
 
 def _evaluate(model, eval_inputs, threads: int, echo):

@@ -341,8 +341,8 @@ def read_voc(path: Path, *, category: str | int | None = None,
     AnnotationError
         Malformed content, naming the file and the element or line.
     """
-    if path.is_dir() and not any(path.glob("*.xml")) and _voc_annotations(path) is not None:
-        path = _voc_annotations(path)  # a dataset's root: its XML files are in Annotations/
+    if path.is_dir() and not any(path.glob("*.xml")):
+        path = _voc_annotations(path) or path  # a dataset's root: its XML is in Annotations/
     files = sorted(path.glob("*.xml")) if path.is_dir() else [path]
     if not files:
         raise AnnotationError(f"{path}: no .xml annotation file in this folder")
