@@ -919,7 +919,7 @@ class CascadeTrainer:
                 mining_log.append({**mining_summary(res), "stage": k, "seconds": t2 - t1})
                 emit("log", message=f"stage {k}: positives {self.num_pos} (pool consumed "
                      f"{pos_used}/{len(pos)}), negatives {res.describe()}")
-                stop = self._mining_stop(res, k, required, len(bgs))
+                stop = self._mining_stop(res, k, len(bgs))
                 if stop is not None:
                     break
                 if k == 0:
@@ -1078,12 +1078,11 @@ class CascadeTrainer:
         formula = "max_false_alarm^num_stages" + (" / max_depth" if depth > 1 else "")
         return self.max_false_alarm ** self.num_stages / depth, formula
 
-    def _mining_stop(self, res: MiningResult, k: int, required: float, n_bgs: int
-                     ) -> dict[str, str] | None:
+    def _mining_stop(self, res: MiningResult, k: int, n_bgs: int) -> dict[str, str] | None:
         """Why training stops after mining stage ``k``'s negatives, or None."""
+        required, formula = self._false_alarm_target()
         if k > 0 and res.n_scanned and (res.target_reached or (
                 len(res.windows) == self.num_neg and res.acceptance_ratio <= required)):
-            formula = self._false_alarm_target()[1]
             return {"reason": "false_alarm_target", "message": (
                 f"the cascade's false-alarm target is reached: acceptance ratio "
                 f"{res.acceptance_ratio:.3g} <= {required:.3g} ({formula}) "
