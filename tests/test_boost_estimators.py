@@ -282,6 +282,7 @@ def test_fit_weak_learner_validates_blocks():
 
 
 # ---------------------------------------------------------------------------- scikit-learn
+@pytest.mark.slow  # three folds and a search, twice
 @pytest.mark.parametrize("make", [
     lambda: BoostedClassifier(loss="gentle", weak_learner="tree", max_depth=2, n_estimators=15),
     lambda: AdaBoostMH(n_estimators=15),

@@ -100,6 +100,7 @@ def test_bad_input_is_a_message_not_a_traceback(data_dir, tmp_path, mutate, mess
     assert "Traceback" not in res.output
 
 
+@pytest.mark.slow  # two vjtrain runs
 def test_backgrounds_that_hold_the_annotated_objects_are_warned_about(tmp_path, rng):
     """POS as annotations, NEG the annotated images themselves: mining would take the objects
     as negatives; vjtrain says so before training. Other backgrounds warn of nothing. (The
